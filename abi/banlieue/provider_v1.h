@@ -1,0 +1,323 @@
+/*
+ * banlieue_provider_v1 — the only contract between the banlieue host and a backend plugin.
+ *
+ * Pure C99. A plugin is a shared object that exports exactly one symbol,
+ * banlieue_provider_v1_init, and hands the host a static table of function pointers.
+ * Everything else (resource content) crosses as UTF-8 JSON; the envelope around it
+ * (status codes, deadlines, sizes, log levels) is typed C. The reasoning is in
+ * docs/adr/0001-provider-abi-v1.md.
+ *
+ * EVOLUTION RULES (read before changing anything in this file)
+ *  1. Append only. New fields and slots go at the END of a table, never in the middle;
+ *     nothing is reordered, retyped or removed. A retired slot keeps its place and is
+ *     documented as such. tests/abi/abi_layout_test.c pins offsetof/sizeof of every
+ *     released field; a change that moves one fails the build.
+ *  2. Every addition bumps BANLIEUE_ABI_MINOR and carries "SINCE: 1.<minor>".
+ *  3. A table's header.struct_size is the size the writer was compiled with. The reader
+ *     copies min(struct_size, its own sizeof) bytes into a zeroed local, so slots a
+ *     shorter (older) table does not have read as NULL. The host reports a NULL slot as
+ *     BANLIEUE_UNIMPLEMENTED; a plugin tests a host slot with BANLIEUE_HOST_HAS().
+ *  4. An incompatible change is a new major: a new header (provider_v2.h), a new entry
+ *     symbol (banlieue_provider_v2_init) and new table types. A host may probe for v2
+ *     and fall back to v1.
+ *  5. Status codes and log levels only grow; their values never change.
+ *
+ * OWNERSHIP vocabulary used in slot comments
+ *  - "borrowed": valid only for the duration of the call; copy what you keep.
+ *  - "host-owned"/"plugin-owned": who frees it. Ownership never crosses the boundary:
+ *    inputs are borrowed banlieue_str, outputs go through a host-owned banlieue_sink that
+ *    copies at once, and plugin objects (instances) are released by the plugin itself.
+ *
+ * THREADS vocabulary: "init-thread" = the single thread that called init, instance_create
+ * and instance_destroy; "any-thread" = may run concurrently with other calls on the same
+ * instance, but never two calls for the same object_uid at once.
+ */
+#ifndef BANLIEUE_PROVIDER_V1_H
+#define BANLIEUE_PROVIDER_V1_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------------------
+ * Versions and identification
+ * ------------------------------------------------------------------------------------- */
+
+#define BANLIEUE_ABI_MAJOR 1
+#define BANLIEUE_ABI_MINOR 0
+
+/* "BNLP" and "BNLH": catch a garbage pointer or a table of the wrong kind. */
+#define BANLIEUE_PROVIDER_MAGIC 0x424E4C50u
+#define BANLIEUE_HOST_MAGIC 0x424E4C48u
+
+/* The one exported symbol, by name, for loaders that look it up as a string. */
+#define BANLIEUE_PROVIDER_V1_INIT_SYMBOL "banlieue_provider_v1_init"
+
+/* A fixed probe whose size depends on pointer width, size_t, int64 alignment and struct
+ * packing. Host and plugin each compute the fingerprint from their own compiler's view;
+ * a mismatch means the plugin was built for another platform or with odd packing flags.
+ * Never change this struct. */
+typedef struct banlieue_layout_probe_v1 {
+  char c;
+  int64_t i64;
+  void* ptr;
+  size_t size;
+  int32_t i32;
+  double dbl;
+  void (*fn)(void);
+} banlieue_layout_probe_v1;
+
+#define BANLIEUE_V1_LAYOUT_FINGERPRINT                                                          \
+  ((uint32_t)0xB1000000u | ((uint32_t)sizeof(void*) << 16) | ((uint32_t)sizeof(size_t) << 12) | \
+   ((uint32_t)sizeof(banlieue_layout_probe_v1)))
+
+/* Common header of both tables. */
+typedef struct banlieue_table_header {
+  uint32_t magic;              /* BANLIEUE_PROVIDER_MAGIC or BANLIEUE_HOST_MAGIC */
+  uint32_t struct_size;        /* sizeof the whole table as its writer compiled it */
+  uint16_t abi_major;          /* BANLIEUE_ABI_MAJOR the writer compiled against */
+  uint16_t abi_minor;          /* BANLIEUE_ABI_MINOR the writer compiled against */
+  uint32_t layout_fingerprint; /* BANLIEUE_V1_LAYOUT_FINGERPRINT as the writer saw it */
+} banlieue_table_header;
+
+/* ---------------------------------------------------------------------------------------
+ * Status codes
+ * ------------------------------------------------------------------------------------- */
+
+/* Canonical codes (the values of google.rpc.Code) plus IN_PROGRESS, which is not an error:
+ * the call started or advanced a long backend task and wants to be called again. The
+ * host maps each code to requeue / backoff / terminal behaviour in one table
+ * (host/plugin/status_policy.cc). */
+typedef int32_t banlieue_status;
+#define BANLIEUE_OK 0
+#define BANLIEUE_CANCELLED 1
+#define BANLIEUE_UNKNOWN 2
+#define BANLIEUE_INVALID_ARGUMENT 3
+#define BANLIEUE_DEADLINE_EXCEEDED 4
+#define BANLIEUE_NOT_FOUND 5
+#define BANLIEUE_ALREADY_EXISTS 6
+#define BANLIEUE_PERMISSION_DENIED 7
+#define BANLIEUE_RESOURCE_EXHAUSTED 8
+#define BANLIEUE_FAILED_PRECONDITION 9
+#define BANLIEUE_ABORTED 10
+#define BANLIEUE_OUT_OF_RANGE 11
+#define BANLIEUE_UNIMPLEMENTED 12
+#define BANLIEUE_INTERNAL 13
+#define BANLIEUE_UNAVAILABLE 14
+#define BANLIEUE_DATA_LOSS 15
+#define BANLIEUE_UNAUTHENTICATED 16
+#define BANLIEUE_IN_PROGRESS 100
+
+/* Log levels, in spdlog's order so the host can cast them. */
+typedef int32_t banlieue_log_level;
+#define BANLIEUE_LOG_TRACE 0
+#define BANLIEUE_LOG_DEBUG 1
+#define BANLIEUE_LOG_INFO 2
+#define BANLIEUE_LOG_WARN 3
+#define BANLIEUE_LOG_ERROR 4
+#define BANLIEUE_LOG_CRITICAL 5
+
+/* Kubernetes event types. */
+typedef int32_t banlieue_event_type;
+#define BANLIEUE_EVENT_NORMAL 0
+#define BANLIEUE_EVENT_WARNING 1
+
+/* ---------------------------------------------------------------------------------------
+ * Strings, sinks, calls and replies
+ * ------------------------------------------------------------------------------------- */
+
+/* A UTF-8 string that is NOT NUL-terminated unless stated otherwise.
+ * OWNERSHIP: borrowed; valid only until the call that received it returns. */
+typedef struct banlieue_str {
+  const char* data;
+  size_t len;
+} banlieue_str;
+
+/* Where a plugin writes output. write() copies the bytes at once and may be called
+ * several times; the pieces are concatenated.
+ * OWNERSHIP: host-owned; the sink and ctx are valid only during the call that received it.
+ * THREADS: only from the thread that is running the call. */
+typedef struct banlieue_sink {
+  void* ctx;
+  void (*write)(void* ctx, const char* data, size_t len);
+} banlieue_sink;
+
+/* The envelope the host builds for every call after init.
+ * OWNERSHIP: borrowed (host-owned; valid during the call). */
+typedef struct banlieue_call {
+  uint32_t struct_size;     /* sizeof(banlieue_call) as the host compiled it */
+  uint32_t attempt;         /* 0 on the first try of this object at this generation */
+  uint64_t call_id;         /* unique per process; use it in logs to correlate */
+  int64_t deadline_unix_ms; /* wall-clock deadline (ms since the Unix epoch); plugins pass
+                               the remaining time to their backend client's timeouts */
+  banlieue_str object_uid;  /* metadata.uid of the object, empty for describe/introspect */
+  void* host_call_ctx;      /* opaque; pass back to host slots that take a call */
+} banlieue_call;
+
+/* Where a plugin reports the outcome of a call.
+ * OWNERSHIP: host-owned; valid during the call. The plugin writes through the sinks and
+ * may set requeue_after_ms; it never keeps a pointer to this struct.
+ *  body:    the operation's JSON result (schemas under sdk/schemas/)
+ *  message: human-readable detail for a non-OK status; shown in a Condition message
+ *  reason:  CamelCase, no spaces (e.g. "CloneFailed"); becomes the Condition reason */
+typedef struct banlieue_reply {
+  uint32_t struct_size;
+  uint32_t reserved0; /* zero */
+  banlieue_sink body;
+  banlieue_sink message;
+  banlieue_sink reason;
+  int64_t requeue_after_ms; /* in: -1. out: plugin's hint for when to call again; the host
+                               clamps it and uses it for IN_PROGRESS and retryable codes */
+} banlieue_reply;
+
+/* An instance is one connection to one backend (one Provider). Opaque to the host.
+ * OWNERSHIP: plugin-owned; released only by instance_destroy. */
+typedef struct banlieue_instance banlieue_instance;
+
+/* ---------------------------------------------------------------------------------------
+ * Host services (the host fills this; the plugin keeps the pointer)
+ * ------------------------------------------------------------------------------------- */
+
+typedef struct banlieue_host_v1 {
+  banlieue_table_header header;
+
+  /* Opaque; the first argument of every host slot.
+   * SINCE: 1.0 */
+  void* host_ctx;
+
+  /* Writes one log line to this plugin's logger ("provider.<name>"). msg need not be
+   * NUL-terminated; file may be NULL.
+   * OWNERSHIP: all arguments borrowed. THREADS: any-thread, including plugin-created
+   * threads. SINCE: 1.0 */
+  void (*log)(void* host_ctx, banlieue_log_level level, const char* file, int32_t line,
+              const char* msg, size_t len);
+
+  /* Non-zero when a line at this level would be written; check before formatting.
+   * THREADS: any-thread. SINCE: 1.0 */
+  int32_t (*log_enabled)(void* host_ctx, banlieue_log_level level);
+
+  /* Non-zero once the call should stop: its deadline passed, the process is shutting down,
+   * or leadership was lost. Plugins check it between backend steps and return
+   * BANLIEUE_CANCELLED (or IN_PROGRESS with an operation token to resume later).
+   * OWNERSHIP: call borrowed. THREADS: the thread running the call. SINCE: 1.0 */
+  int32_t (*is_cancelled)(void* host_ctx, const banlieue_call* call);
+
+  /* Records a Kubernetes Event on the object the call is about (the host aggregates
+   * repeats). reason is CamelCase; message is human-readable. Never put secrets in it.
+   * OWNERSHIP: all arguments borrowed. THREADS: the thread running the call. SINCE: 1.0 */
+  void (*emit_event)(void* host_ctx, const banlieue_call* call, banlieue_event_type type,
+                     banlieue_str reason, banlieue_str message);
+} banlieue_host_v1;
+
+/* True when the host table is long enough to hold `slot` and the slot is set. Plugins
+ * must use it before calling any host slot added after 1.0. */
+#define BANLIEUE_HOST_HAS(host, slot)                                                       \
+  ((host) != NULL &&                                                                        \
+   (host)->header.struct_size >= offsetof(banlieue_host_v1, slot) + sizeof((host)->slot) && \
+   (host)->slot != NULL)
+
+/* ---------------------------------------------------------------------------------------
+ * The provider table (the plugin fills this, statically)
+ *
+ * Long operations are level-triggered. A call does one bounded step. When a backend task
+ * (a vSphere CloneVM_Task, a Proxmox UPID, a background libvirt volume upload) outlives
+ * the call, the plugin returns BANLIEUE_IN_PROGRESS and puts {"operation":{"token":...}}
+ * in the reply body; the host stores it in the object's .status and passes it back on the
+ * next call, which polls it. A plugin that does not recognise a token (it was minted by a
+ * process that has since restarted) returns NOT_FOUND with reason "OperationUnknown"; the
+ * host then drops the token and calls again, and the plugin re-derives state from the
+ * backend. Every step is therefore idempotent.
+ * ------------------------------------------------------------------------------------- */
+
+typedef struct banlieue_provider_v1 {
+  banlieue_table_header header;
+
+  /* Backend name ("libvirt"), NUL-terminated, matching provider.json "name".
+   * OWNERSHIP: plugin-owned static storage. SINCE: 1.0 */
+  const char* name;
+
+  /* The plugin's own version (semver), NUL-terminated.
+   * OWNERSHIP: plugin-owned static storage. SINCE: 1.0 */
+  const char* provider_version;
+
+  /* Capabilities document (sdk/schemas/describe.response.json): infra kinds served with
+   * their operations, features, limits. No I/O; must succeed without an instance.
+   * OWNERSHIP: call and reply borrowed. THREADS: any-thread. SINCE: 1.0 */
+  banlieue_status (*describe)(const banlieue_call* call, banlieue_reply* reply);
+
+  /* Opens one backend connection for one Provider. config is
+   * sdk/schemas/instance_create.request.json: the Provider object and the decoded data of
+   * its credentials Secret. May do I/O (log in) within the call's deadline. On success
+   * *out is set and must later be passed to instance_destroy.
+   * OWNERSHIP: config borrowed (copy credentials you keep, and wipe them on destroy);
+   * *out plugin-owned. THREADS: init-thread. SINCE: 1.0 */
+  banlieue_status (*instance_create)(const banlieue_call* call, banlieue_str config,
+                                     banlieue_instance** out, banlieue_reply* reply);
+
+  /* Closes the connection (log out, remove temp files) and frees the instance. Joins any
+   * thread the instance started. Never fails. No other call on the instance may be
+   * running or start afterwards.
+   * OWNERSHIP: instance released. THREADS: init-thread. SINCE: 1.0 */
+  void (*instance_destroy)(banlieue_instance* instance);
+
+  /* Validates an object of one of the plugin's kinds (or a Provider) without I/O, so an
+   * admission webhook may call it. kind is e.g. "LibvirtMachine"; object is the object's
+   * JSON. INVALID_ARGUMENT with a message naming the field on failure; reply body is
+   * sdk/schemas/validate.response.json (warnings).
+   * OWNERSHIP: all borrowed. THREADS: any-thread. SINCE: 1.0 */
+  banlieue_status (*validate)(const banlieue_call* call, banlieue_str kind, banlieue_str object,
+                              banlieue_reply* reply);
+
+  /* Walks the backend's inventory for the Provider the instance was created for and
+   * reports verified failure domains (sdk/schemas/introspect.response.json).
+   * OWNERSHIP: all borrowed. THREADS: any-thread. SINCE: 1.0 */
+  banlieue_status (*introspect)(banlieue_instance* instance, const banlieue_call* call,
+                                banlieue_reply* reply);
+
+  /* Drives one object of a served kind one step towards its spec. request is
+   * sdk/schemas/reconcile.request.json (kind, object, resolved references, operation
+   * token); the reply body is sdk/schemas/reconcile.response.json (status fields the
+   * plugin owns, an operation token when IN_PROGRESS).
+   * OWNERSHIP: all borrowed. THREADS: any-thread, never twice for one object_uid.
+   * SINCE: 1.0 */
+  banlieue_status (*reconcile)(banlieue_instance* instance, const banlieue_call* call,
+                               banlieue_str kind, banlieue_str request, banlieue_reply* reply);
+
+  /* Tears down what reconcile made for the object; the host removes its finalizer only
+   * after OK. Must cope with reconcile never having succeeded, and with the backend
+   * object already being gone (OK, not NOT_FOUND). Same payload shapes as reconcile.
+   * OWNERSHIP: all borrowed. THREADS: any-thread, never twice for one object_uid.
+   * SINCE: 1.0 */
+  banlieue_status (*finalize)(banlieue_instance* instance, const banlieue_call* call,
+                              banlieue_str kind, banlieue_str request, banlieue_reply* reply);
+
+  /* Pushes a verified image artifact into one failure domain of the backend
+   * (sdk/schemas/import_image.request.json: the VMImage, the artifact's local path,
+   * format, size and sha256 already checked by the host, the target failure domain).
+   * Long uploads return IN_PROGRESS with a token like reconcile.
+   * OWNERSHIP: all borrowed. THREADS: any-thread. SINCE: 1.0 */
+  banlieue_status (*import_image)(banlieue_instance* instance, const banlieue_call* call,
+                                  banlieue_str request, banlieue_reply* reply);
+
+  /* New slots are appended here, each with SINCE: 1.<minor>. */
+} banlieue_provider_v1;
+
+/* The entry point every plugin exports (and nothing else).
+ * host: the host's services, valid until the process exits; the plugin may keep it.
+ * host_minor: the highest BANLIEUE_ABI_MINOR the host implements.
+ * error: where to write a message when returning NULL.
+ * Returns a pointer to a static table, or NULL after writing why to error.
+ * OWNERSHIP: host host-owned (process lifetime); error borrowed; result plugin-owned static.
+ * THREADS: init-thread, once per process. SINCE: 1.0 */
+typedef const banlieue_provider_v1* (*banlieue_provider_v1_init_fn)(const banlieue_host_v1* host,
+                                                                    uint32_t host_minor,
+                                                                    const banlieue_sink* error);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* BANLIEUE_PROVIDER_V1_H */

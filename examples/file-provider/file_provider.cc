@@ -1,0 +1,177 @@
+// The "file" backend: a VM is a JSON file in a directory. Small enough to read in one
+// sitting, complete enough to pass `banlieue plugin check`: it shows how a third party writes
+// a provider with the SDK alone (one class, one export macro) and ships it with its own CRD.
+#include <banlieue/sdk/plugin.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace json = banlieue::sdk::json;
+using banlieue::sdk::Call;
+using banlieue::sdk::Code;
+using banlieue::sdk::Error;
+using banlieue::sdk::Reply;
+using banlieue::sdk::Status;
+
+constexpr std::string_view kKind = "FileMachine";
+
+Status unsupportedKind(const std::string& kind) {
+  return {Code::kInvalidArgument, "UnsupportedKind",
+          "the file provider serves FileMachine, not " + kind};
+}
+
+// Writes atomically: a reader never sees half a VM.
+void writeFile(const fs::path& path, const std::string& content) {
+  fs::path tmp = path;
+  tmp += ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << content;
+    if (!out) throw Error(Code::kUnavailable, "WriteFailed", "cannot write " + tmp.string());
+  }
+  fs::rename(tmp, path);
+}
+
+class FileInstance final : public banlieue::sdk::Instance {
+ public:
+  explicit FileInstance(fs::path root) : root_(std::move(root)) {}
+
+  Status introspect(const Call&, Reply& reply) override {
+    auto& a = reply.allocator();
+    char host[256] = "localhost";
+    gethostname(host, sizeof(host) - 1);
+    rapidjson::Value labels(rapidjson::kObjectType);
+    labels.AddMember("host", json::stringValue(host, a), a);
+    rapidjson::Value fd(rapidjson::kObjectType);
+    fd.AddMember("name", "local", a);
+    fd.AddMember("labels", labels, a);
+    rapidjson::Value fds(rapidjson::kArrayType);
+    fds.PushBack(fd, a);
+    reply.body().AddMember("failureDomains", fds, a);
+    return Status::ok();
+  }
+
+  Status reconcile(const Call& call, const banlieue::sdk::ReconcileRequest& request,
+                   Reply& reply) override {
+    if (request.kind != kKind) return unsupportedKind(request.kind);
+    if (call.cancelled()) return {Code::kCancelled, "Cancelled", "cancelled"};
+    std::string power = json::stringOr(request.spec, "powerState", "On");
+    rapidjson::Document vm(rapidjson::kObjectType);
+    auto& va = vm.GetAllocator();
+    vm.AddMember("name", json::stringValue(request.name, va), va);
+    vm.AddMember("uid", json::stringValue(request.uid, va), va);
+    vm.AddMember("cpus", json::integer(request.spec, "cpus").value_or(1), va);
+    vm.AddMember("memoryMiB", json::integer(request.spec, "memoryMiB").value_or(512), va);
+    vm.AddMember("state", json::stringValue(power == "Off" ? "stopped" : "running", va), va);
+    fs::path file = vmFile(request);
+    writeFile(file, json::serialize(vm));
+
+    auto& a = reply.allocator();
+    auto& status = reply.status();
+    status.AddMember("providerID", json::stringValue("file://" + file.string(), a), a);
+    rapidjson::Value init(rapidjson::kObjectType);
+    init.AddMember("provisioned", true, a);
+    status.AddMember("initialization", init, a);
+    status.AddMember("powerState", json::stringValue(power == "Off" ? "Off" : "On", a), a);
+    rapidjson::Value address(rapidjson::kObjectType);
+    address.AddMember("type", "InternalIP", a);
+    address.AddMember("address", "127.0.0.1", a);
+    rapidjson::Value addresses(rapidjson::kArrayType);
+    addresses.PushBack(address, a);
+    status.AddMember("addresses", addresses, a);
+    BANLIEUE_LOG(kInfo, "wrote " + file.string());
+    return Status::ok();
+  }
+
+  Status finalize(const Call&, const banlieue::sdk::ReconcileRequest& request, Reply&) override {
+    if (request.kind != kKind) return unsupportedKind(request.kind);
+    std::error_code ec;
+    fs::remove(vmFile(request), ec);  // already gone is fine: finalize is idempotent
+    if (ec) return {Code::kUnavailable, "DeleteFailed", "cannot remove VM file: " + ec.message()};
+    return Status::ok();
+  }
+
+  Status importImage(const Call&, const banlieue::sdk::ImportImageRequest& request,
+                     Reply& reply) override {
+    if (request.image_name.empty()) {
+      return {Code::kInvalidArgument, "MissingField",
+              "import_image: image.metadata.name is required"};
+    }
+    fs::path images = root_ / "images";
+    fs::create_directories(images);
+    fs::path target = images / (request.image_name + "." + request.artifact_format);
+    std::error_code ec;
+    fs::copy_file(request.artifact_path, target, fs::copy_options::overwrite_existing, ec);
+    if (ec)
+      return {Code::kUnavailable, "ImportFailed", "cannot copy the artifact: " + ec.message()};
+    auto& a = reply.allocator();
+    reply.status().AddMember("failureDomain", json::stringValue(request.failure_domain, a), a);
+    reply.status().AddMember("path", json::stringValue(target.string(), a), a);
+    return Status::ok();
+  }
+
+ private:
+  fs::path vmFile(const banlieue::sdk::ReconcileRequest& request) const {
+    std::string ns = request.namespace_.empty() ? "default" : request.namespace_;
+    return root_ / (ns + "_" + request.name + ".json");
+  }
+
+  fs::path root_;
+};
+
+class FileProvider final : public banlieue::sdk::Provider {
+ public:
+  std::string_view name() const override { return "file"; }
+  std::string_view version() const override { return "0.1.0"; }
+
+  banlieue::sdk::Capabilities capabilities() const override {
+    banlieue::sdk::Capabilities caps;
+    caps.backend = "file";
+    caps.kinds.push_back({"infrastructure.file.example.com",
+                          "v1alpha1",
+                          std::string(kKind),
+                          {"reconcile", "finalize", "validate"}});
+    caps.import_image = true;
+    caps.image_formats = {"raw", "qcow2", "iso"};
+    return caps;
+  }
+
+  Status validate(const Call&, std::string_view kind, const rapidjson::Value& object,
+                  Reply&) const override {
+    if (kind != kKind) return unsupportedKind(std::string(kind));
+    if (auto cpus = json::integer(&object, "spec.cpus"); cpus && *cpus < 1) {
+      return {Code::kInvalidArgument, "InvalidSpec", "spec.cpus must be at least 1"};
+    }
+    if (auto mem = json::integer(&object, "spec.memoryMiB"); mem && *mem < 64) {
+      return {Code::kInvalidArgument, "InvalidSpec", "spec.memoryMiB must be at least 64"};
+    }
+    return Status::ok();
+  }
+
+  // The Provider's endpoint is file:///absolute/directory.
+  std::unique_ptr<banlieue::sdk::Instance> createInstance(
+      const Call&, banlieue::sdk::InstanceConfig config) override {
+    const std::string prefix = "file://";
+    if (config.endpoint.rfind(prefix, 0) != 0) {
+      throw Error(
+          Code::kInvalidArgument, "InvalidEndpoint",
+          "spec.connection.endpoint must be file:///<directory>, got '" + config.endpoint + "'");
+    }
+    fs::path root = config.endpoint.substr(prefix.size());
+    std::error_code ec;
+    if (!fs::is_directory(root, ec) || access(root.c_str(), W_OK) != 0) {
+      throw Error(Code::kUnavailable, "BackendUnreachable",
+                  root.string() + " is not a writable directory");
+    }
+    return std::make_unique<FileInstance>(root);
+  }
+};
+
+}  // namespace
+
+BANLIEUE_PROVIDER_PLUGIN(FileProvider)

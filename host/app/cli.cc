@@ -1,0 +1,59 @@
+#include "host/app/cli.h"
+
+#include "host/app/command.h"
+#include "host/common/logging.h"
+#include "host/common/version.h"
+#include "host/roles/pending/pending_roles.h"
+#include "host/roles/plugin/plugin_command.h"
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+namespace banlieue::app {
+
+int run(int argc, char** argv) {
+  CLI::App app{
+      "banlieue: one Kubernetes API for virtual machines on any hypervisor.\n"
+      "One binary runs every role; backends are plugins loaded behind the banlieue_provider_v1 "
+      "ABI.",
+      "banlieue"};
+  app.set_version_flag(
+      "--version", fmt::format("banlieue {} (provider ABI {}.{})", kVersion, kAbiMajor, kAbiMinor));
+  std::string level_text = "info";
+  std::string format_text = "text";
+  app.add_option("--log-level", level_text, "trace, debug, info, warn, error, critical or off")
+      ->capture_default_str();
+  app.add_option("--log-format", format_text, "text or json (one JSON object per line)")
+      ->capture_default_str();
+  app.require_subcommand(1);
+  app.footer("Run 'banlieue <command> --help' for a command's options.");
+
+  Action action;
+  roles::registerPendingRoles(app, action);
+  roles::plugin::registerPluginCommands(app, action);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  auto level = common::parseLogLevel(level_text);
+  auto format = common::parseLogFormat(format_text);
+  if (!level || !format) {
+    std::cerr << "banlieue: "
+              << (!level ? "--log-level '" + level_text + "' is not a level"
+                         : "--log-format '" + format_text + "' must be text or json")
+              << "\n";
+    return kExitUsage;
+  }
+  common::configureLogging(*level, *format);
+  if (!action) {
+    std::cerr << app.help();
+    return kExitUsage;
+  }
+  return action();
+}
+
+}  // namespace banlieue::app

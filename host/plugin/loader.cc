@@ -1,0 +1,201 @@
+#include "host/plugin/loader.h"
+
+#include "host/common/logging.h"
+#include "host/plugin/sha256.h"
+
+// std::filesystem instead of Boost.Filesystem: keeps Boost.DLL header-only for us.
+#define BOOST_DLL_USE_STD_FS 1
+#include <boost/dll/shared_library.hpp>
+
+#include <cstdio>
+#include <deque>
+#include <mutex>
+
+namespace banlieue::plugin {
+namespace {
+
+// Process-lifetime registry: a plugin's code may still be on some stack or referenced by a
+// static table, so nothing is ever dlclose'd (Boost.DLL FAQ, libvirt's RTLD_NODELETE).
+struct LibraryRegistry {
+  std::mutex mutex;
+  std::deque<boost::dll::shared_library> libraries;
+  // Host tables handed to plugins; a plugin may keep its pointer until the process exits.
+  std::deque<std::unique_ptr<HostServices>> services;
+};
+LibraryRegistry& registry() {
+  static auto* instance = new LibraryRegistry();  // intentionally leaked
+  return *instance;
+}
+
+std::string hex32(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "0x%08X", v);
+  return buf;
+}
+
+bool isInside(const std::filesystem::path& child, const std::filesystem::path& root) {
+  auto c = child.begin();
+  for (auto r = root.begin(); r != root.end(); ++r, ++c) {
+    if (c == child.end() || *c != *r) return false;
+  }
+  return true;
+}
+
+Status refuse(Code code, const char* reason, const std::filesystem::path& file,
+              const std::string& why) {
+  return error(code, reason, file.string() + ": " + why);
+}
+
+// The table checks, applied to what init returned. Separate for readability.
+Status checkTable(const Manifest& m, const std::filesystem::path& lib,
+                  const banlieue_provider_v1* t) {
+  const auto& h = t->header;
+  if (h.magic != BANLIEUE_PROVIDER_MAGIC) {
+    return refuse(Code::kFailedPrecondition, "PluginBadMagic", lib,
+                  "provider table has magic " + hex32(h.magic) + ", expected " +
+                      hex32(BANLIEUE_PROVIDER_MAGIC) + " (not a banlieue_provider_v1 table)");
+  }
+  if (h.abi_major != BANLIEUE_ABI_MAJOR) {
+    return refuse(Code::kFailedPrecondition, "AbiMajorMismatch", lib,
+                  "provider table says ABI major " + std::to_string(h.abi_major) +
+                      "; this host speaks major " + std::to_string(BANLIEUE_ABI_MAJOR) +
+                      " (provider.json claims " + std::to_string(m.abi_major) + ")");
+  }
+  if (h.layout_fingerprint != BANLIEUE_V1_LAYOUT_FINGERPRINT) {
+    return refuse(Code::kFailedPrecondition, "PluginLayoutMismatch", lib,
+                  "layout fingerprint " + hex32(h.layout_fingerprint) +
+                      " differs from the host's " + hex32(BANLIEUE_V1_LAYOUT_FINGERPRINT) +
+                      " (built for another platform or with different packing)");
+  }
+  // Everything up to and including provider_version is required in every v1 table.
+  size_t minimum = offsetof(banlieue_provider_v1, provider_version) + sizeof(t->provider_version);
+  if (h.struct_size < minimum) {
+    return refuse(Code::kFailedPrecondition, "PluginTableTooShort", lib,
+                  "provider table is " + std::to_string(h.struct_size) + " bytes; at least " +
+                      std::to_string(minimum) + " are required");
+  }
+  if (t->name == nullptr || m.name != t->name) {
+    return refuse(Code::kFailedPrecondition, "PluginNameMismatch", lib,
+                  "plugin calls itself '" + std::string(t->name ? t->name : "(null)") +
+                      "' but provider.json names it '" + m.name + "'");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+size_t loadedLibraryCount() {
+  std::lock_guard lock(registry().mutex);
+  return registry().libraries.size();
+}
+
+PluginLoader::PluginLoader(LoadOptions options) : options_(std::move(options)) {}
+
+StatusOr<std::shared_ptr<Plugin>> PluginLoader::load(const std::string& name) const {
+  if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..") {
+    return error(Code::kInvalidArgument, "InvalidPluginName",
+                 "plugin name '" + name + "' must be a directory name under " +
+                     options_.plugin_root.string());
+  }
+  return loadDirectory(options_.plugin_root / name);
+}
+
+StatusOr<std::shared_ptr<Plugin>> PluginLoader::loadDirectory(
+    const std::filesystem::path& directory) const {
+  auto log = common::logger("plugin.loader");
+  std::error_code ec;
+  auto root = std::filesystem::canonical(options_.plugin_root, ec);
+  if (ec) {
+    return error(
+        Code::kNotFound, "PluginRootMissing",
+        options_.plugin_root.string() + ": plugin directory root does not exist (--plugin-dir)");
+  }
+  auto dir = std::filesystem::canonical(directory, ec);
+  if (ec) {
+    return error(Code::kNotFound, "PluginDirectoryMissing",
+                 directory.string() + ": does not exist");
+  }
+  if (!isInside(dir, root) || dir == root) {
+    return error(Code::kPermissionDenied, "PluginOutsideRoot",
+                 dir.string() + ": plugins load only from directories inside " + root.string());
+  }
+
+  auto manifest = readManifest(dir);
+  if (!manifest.ok()) return manifest.status();
+  Manifest& m = manifest.value();
+  if (auto st = checkAbiCompatibility(m, BANLIEUE_ABI_MAJOR, options_.host_minor); !st.isOk())
+    return st;
+
+  auto lib = m.libraryPath();
+  auto lib_real = std::filesystem::canonical(lib, ec);
+  if (ec || !std::filesystem::is_regular_file(lib_real)) {
+    return refuse(Code::kNotFound, "PluginLibraryMissing", lib,
+                  "library named by provider.json does not exist or is not a regular file");
+  }
+  if (!isInside(lib_real, dir)) {
+    return refuse(Code::kPermissionDenied, "PluginOutsideRoot", lib,
+                  "resolves to " + lib_real.string() + ", outside the plugin directory");
+  }
+  struct Pin {
+    const char* who;
+    const std::optional<std::string>& digest;
+  };
+  for (const Pin& pin :
+       {Pin{"provider.json pins", m.sha256}, Pin{"the operator pins", options_.expected_sha256}}) {
+    if (!pin.digest) continue;
+    auto digest = sha256File(lib_real);
+    if (!digest.ok()) return digest.status();
+    if (*digest != *pin.digest) {
+      return refuse(
+          Code::kPermissionDenied, "PluginChecksumMismatch", lib,
+          "sha256 is " + *digest + " but " + pin.who + " " + *pin.digest + "; refusing to load");
+    }
+  }
+
+  boost::dll::shared_library library;
+  try {
+    library.load(lib_real, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+  } catch (const std::exception& e) {
+    return refuse(Code::kFailedPrecondition, "PluginLoadFailed", lib,
+                  std::string("dlopen failed: ") + e.what());
+  }
+  if (!library.has(BANLIEUE_PROVIDER_V1_INIT_SYMBOL)) {
+    std::lock_guard lock(registry().mutex);
+    registry().libraries.push_back(std::move(library));
+    return refuse(
+        Code::kFailedPrecondition, "PluginEntryMissing", lib,
+        "does not export banlieue_provider_v1_init; build it with banlieue_provider_plugin() "
+        "and BANLIEUE_PROVIDER_PLUGIN()");
+  }
+  auto init = library.get<std::remove_pointer_t<banlieue_provider_v1_init_fn>>(
+      BANLIEUE_PROVIDER_V1_INIT_SYMBOL);
+  {
+    std::lock_guard lock(registry().mutex);
+    registry().libraries.push_back(std::move(library));
+  }
+
+  HostServices* services = nullptr;
+  {
+    std::lock_guard lock(registry().mutex);
+    services = registry().services.emplace_back(std::make_unique<HostServices>(m.name)).get();
+  }
+  sdk::abi::StringSink init_error;
+  banlieue_sink error_sink = init_error.sink();
+  const banlieue_provider_v1* table =
+      init(services->table(), static_cast<uint32_t>(options_.host_minor), &error_sink);
+  if (table == nullptr) {
+    return refuse(
+        Code::kFailedPrecondition, "PluginInitFailed", lib,
+        "banlieue_provider_v1_init refused: " +
+            (init_error.text().empty() ? std::string("(no message)") : init_error.text()));
+  }
+  if (auto st = checkTable(m, lib, table); !st.isOk()) return st;
+
+  sdk::abi::ProviderClient client(table);
+  log->info("loaded plugin {} {} from {} (ABI {}.{}, table {} bytes)", m.name,
+            table->provider_version ? table->provider_version : "?", lib_real.string(),
+            table->header.abi_major, table->header.abi_minor, table->header.struct_size);
+  return std::make_shared<Plugin>(std::move(m), client, services);
+}
+
+}  // namespace banlieue::plugin

@@ -1,0 +1,65 @@
+#include "host/plugin/payload_schemas.h"
+
+#include "host/plugin/payload_schemas_data.h"  // generated from sdk/schemas/ by CMake
+
+#include <rapidjson/document.h>
+#include <rapidjson/error/en.h>
+#include <rapidjson/schema.h>
+#include <rapidjson/stringbuffer.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+
+namespace banlieue::plugin {
+namespace {
+
+const std::map<std::string_view, std::unique_ptr<rapidjson::SchemaDocument>>& compiled() {
+  static const auto* schemas = [] {
+    auto* map = new std::map<std::string_view, std::unique_ptr<rapidjson::SchemaDocument>>();
+    for (const auto& entry : kPayloadSchemas) {
+      rapidjson::Document doc;
+      doc.Parse(entry.text.data(), entry.text.size());
+      if (!doc.HasParseError())
+        (*map)[entry.name] = std::make_unique<rapidjson::SchemaDocument>(doc);
+    }
+    return map;
+  }();
+  return *schemas;
+}
+
+}  // namespace
+
+std::vector<std::string_view> payloadSchemaNames() {
+  std::vector<std::string_view> names;
+  for (const auto& entry : kPayloadSchemas) names.push_back(entry.name);
+  return names;
+}
+
+Status validatePayload(std::string_view schema_name, std::string_view document) {
+  const auto& schemas = compiled();
+  auto it = schemas.find(schema_name);
+  if (it == schemas.end()) {
+    return error(Code::kInternal, "UnknownSchema",
+                 "no payload schema named " + std::string(schema_name));
+  }
+  rapidjson::Document doc;
+  doc.Parse(document.data(), document.size());
+  if (doc.HasParseError()) {
+    return error(Code::kInvalidArgument, "InvalidJson",
+                 std::string(schema_name) +
+                     ": not valid JSON: " + rapidjson::GetParseError_En(doc.GetParseError()) +
+                     " at offset " + std::to_string(doc.GetErrorOffset()));
+  }
+  rapidjson::SchemaValidator validator(*it->second);
+  if (!doc.Accept(validator)) {
+    rapidjson::StringBuffer pointer;
+    validator.GetInvalidDocumentPointer().StringifyUriFragment(pointer);
+    return error(Code::kInvalidArgument, "SchemaViolation",
+                 std::string(schema_name) + ": " + pointer.GetString() + " violates '" +
+                     validator.GetInvalidSchemaKeyword() + "'");
+  }
+  return Status::ok();
+}
+
+}  // namespace banlieue::plugin

@@ -1,0 +1,140 @@
+#include "host/plugin/plugin.h"
+
+#include <spdlog/spdlog.h>
+
+namespace banlieue::plugin {
+namespace {
+
+banlieue_call makeCall(const CallOptions& options, CallState& state) {
+  static std::atomic<uint64_t> next_call_id{1};
+  state.deadline_unix_ms = HostServices::nowUnixMs() + options.timeout.count();
+  state.cancel = options.cancel;
+  banlieue_call call{};
+  call.struct_size = sizeof(banlieue_call);
+  call.attempt = options.attempt;
+  call.call_id = next_call_id.fetch_add(1, std::memory_order_relaxed);
+  call.deadline_unix_ms = state.deadline_unix_ms;
+  call.object_uid = {options.object_uid.data(), options.object_uid.size()};
+  call.host_call_ctx = &state;
+  return call;
+}
+
+// Corrects what a plugin got wrong so nothing malformed reaches a Condition, and records it.
+void enforceContract(const char* slot, CallResult& result) {
+  auto& o = result.outcome;
+  if (!sdk::isKnownCode(o.code)) {
+    result.violations.push_back(std::string(slot) + " returned unknown status code " +
+                                std::to_string(o.code));
+    o.message = "plugin returned unknown status code " + std::to_string(o.code) +
+                (o.message.empty() ? "" : ": " + o.message);
+    o.code = BANLIEUE_INTERNAL;
+    o.reason = "ProviderProtocolError";
+  }
+  if (o.code != BANLIEUE_OK) {
+    if (!sdk::isConditionReason(o.reason)) {
+      result.violations.push_back(std::string(slot) + " returned " + o.codeName() +
+                                  " with reason '" + o.reason + "', which is not CamelCase");
+      o.reason = o.code == BANLIEUE_IN_PROGRESS ? "InProgress" : "ProviderError";
+    }
+    if (o.message.empty() && o.code != BANLIEUE_IN_PROGRESS) {
+      result.violations.push_back(std::string(slot) + " returned " + o.codeName() +
+                                  " without a message");
+      o.message = std::string(slot) + " failed with " + o.codeName();
+    }
+  }
+}
+
+}  // namespace
+
+template <class Fn>
+CallResult Plugin::run(const char* slot, const CallOptions& options, Fn&& fn) const {
+  CallState state;
+  banlieue_call call = makeCall(options, state);
+  auto started = std::chrono::steady_clock::now();
+  CallResult result;
+  result.outcome = fn(call);
+  result.elapsed = std::chrono::duration_cast<std::chrono::microseconds>(
+      std::chrono::steady_clock::now() - started);
+  int64_t late = HostServices::nowUnixMs() - state.deadline_unix_ms;
+  if (late > 0) {
+    result.overran = std::chrono::milliseconds(late);
+    result.violations.push_back(std::string(slot) + " returned " + std::to_string(late) +
+                                " ms after its deadline");
+    services_->logger()->warn(
+        "{} returned {} ms after its {} ms deadline (plugin ignores cancellation)", slot, late,
+        options.timeout.count());
+  }
+  enforceContract(slot, result);
+  for (const auto& v : result.violations) services_->logger()->warn("contract violation: {}", v);
+  return result;
+}
+
+Plugin::Plugin(Manifest manifest, sdk::abi::ProviderClient client, HostServices* services)
+    : manifest_(std::move(manifest)), client_(client), services_(services) {}
+
+CallResult Plugin::describe(const CallOptions& options) const {
+  return run("describe", options,
+             [&](const banlieue_call& call) { return client_.describe(call); });
+}
+
+CallResult Plugin::validate(std::string_view kind, std::string_view object,
+                            const CallOptions& options) const {
+  return run("validate", options,
+             [&](const banlieue_call& call) { return client_.validate(call, kind, object); });
+}
+
+std::unique_ptr<PluginInstance> Plugin::createInstance(std::string_view config,
+                                                       const CallOptions& options,
+                                                       CallResult& result) const {
+  banlieue_instance* handle = nullptr;
+  result = run("instance_create", options, [&](const banlieue_call& call) {
+    return client_.instanceCreate(call, config, &handle);
+  });
+  if (!result.ok()) {
+    if (handle != nullptr) {
+      result.violations.push_back("instance_create failed but returned an instance; destroyed it");
+      client_.instanceDestroy(handle);
+    }
+    return nullptr;
+  }
+  if (handle == nullptr) {
+    result.violations.push_back("instance_create returned OK without an instance");
+    result.outcome.code = BANLIEUE_INTERNAL;
+    result.outcome.reason = "ProviderProtocolError";
+    result.outcome.message = "instance_create returned OK without an instance";
+    return nullptr;
+  }
+  return std::make_unique<PluginInstance>(*this, handle);
+}
+
+PluginInstance::~PluginInstance() {
+  plugin_.client_.instanceDestroy(handle_);
+}
+
+CallResult PluginInstance::introspect(const CallOptions& options) const {
+  return plugin_.run("introspect", options, [&](const banlieue_call& call) {
+    return plugin_.client_.introspect(handle_, call);
+  });
+}
+
+CallResult PluginInstance::reconcile(std::string_view kind, std::string_view request,
+                                     const CallOptions& options) const {
+  return plugin_.run("reconcile", options, [&](const banlieue_call& call) {
+    return plugin_.client_.reconcile(handle_, call, kind, request);
+  });
+}
+
+CallResult PluginInstance::finalize(std::string_view kind, std::string_view request,
+                                    const CallOptions& options) const {
+  return plugin_.run("finalize", options, [&](const banlieue_call& call) {
+    return plugin_.client_.finalize(handle_, call, kind, request);
+  });
+}
+
+CallResult PluginInstance::importImage(std::string_view request, const CallOptions& options) const {
+  return plugin_.run("import_image", options, [&](const banlieue_call& call) {
+    return plugin_.client_.importImage(handle_, call, request);
+  });
+}
+
+}  // namespace banlieue::plugin

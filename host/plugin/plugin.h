@@ -1,0 +1,89 @@
+// A loaded plugin and its instances, as the rest of the host uses them: every call gets a
+// deadline and cancellation, its outcome is checked against the contract (known code,
+// CamelCase reason, message on failure, returned before the deadline), and a NULL slot
+// answers UNIMPLEMENTED.
+#pragma once
+
+#include "host/common/status_or.h"
+#include "host/plugin/host_services.h"
+#include "host/plugin/manifest.h"
+
+#include <banlieue/sdk/abi_client.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace banlieue::plugin {
+
+struct CallOptions {
+  std::chrono::milliseconds timeout{std::chrono::seconds(30)};
+  std::string object_uid;
+  uint32_t attempt = 0;
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+// The outcome of one call plus what the host noticed about it.
+struct CallResult {
+  sdk::abi::CallOutcome outcome;
+  std::chrono::microseconds elapsed{0};
+  std::chrono::milliseconds overran{0};  // > 0 when the plugin returned after its deadline
+  std::vector<std::string> violations;   // contract breaches, already corrected in outcome
+
+  bool ok() const { return outcome.ok(); }
+  banlieue_status code() const { return outcome.code; }
+};
+
+class PluginInstance;
+
+class Plugin {
+ public:
+  // services must live as long as the process: the plugin may keep its host table.
+  Plugin(Manifest manifest, sdk::abi::ProviderClient client, HostServices* services);
+
+  const Manifest& manifest() const { return manifest_; }
+  const sdk::abi::ProviderClient& client() const { return client_; }
+  HostServices& services() { return *services_; }
+
+  CallResult describe(const CallOptions& options = {}) const;
+  CallResult validate(std::string_view kind, std::string_view object,
+                      const CallOptions& options = {}) const;
+  // On success the instance is returned; on failure the result explains why.
+  std::unique_ptr<PluginInstance> createInstance(std::string_view config,
+                                                 const CallOptions& options,
+                                                 CallResult& result) const;
+
+ private:
+  friend class PluginInstance;
+  template <class Fn>
+  CallResult run(const char* slot, const CallOptions& options, Fn&& fn) const;
+
+  Manifest manifest_;
+  sdk::abi::ProviderClient client_;
+  HostServices* services_;
+};
+
+// One backend connection; destroyed through the plugin's instance_destroy.
+class PluginInstance {
+ public:
+  PluginInstance(const Plugin& plugin, banlieue_instance* handle)
+      : plugin_(plugin), handle_(handle) {}
+  ~PluginInstance();
+  PluginInstance(const PluginInstance&) = delete;
+  PluginInstance& operator=(const PluginInstance&) = delete;
+
+  CallResult introspect(const CallOptions& options = {}) const;
+  CallResult reconcile(std::string_view kind, std::string_view request,
+                       const CallOptions& options = {}) const;
+  CallResult finalize(std::string_view kind, std::string_view request,
+                      const CallOptions& options = {}) const;
+  CallResult importImage(std::string_view request, const CallOptions& options = {}) const;
+
+ private:
+  const Plugin& plugin_;
+  banlieue_instance* handle_;
+};
+
+}  // namespace banlieue::plugin

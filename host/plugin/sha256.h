@@ -1,0 +1,13 @@
+#pragma once
+
+#include "host/common/status_or.h"
+
+#include <filesystem>
+#include <string>
+
+namespace banlieue::plugin {
+
+// Lowercase hex SHA-256 of a file's content, streamed (never loads the whole file).
+StatusOr<std::string> sha256File(const std::filesystem::path& file);
+
+}  // namespace banlieue::plugin

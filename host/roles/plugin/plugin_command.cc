@@ -1,0 +1,104 @@
+#include "host/roles/plugin/plugin_command.h"
+
+#include "host/plugin/conformance.h"
+
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <memory>
+
+namespace banlieue::roles::plugin {
+namespace {
+
+using banlieue::plugin::CheckOptions;
+
+struct Options {
+  std::string directory;
+  std::string config;
+  std::string output = "text";
+  std::string sha256;
+  int64_t deadline_ms = 10000;
+  int64_t grace_ms = 2000;
+
+  CheckOptions toCheck() const {
+    CheckOptions o;
+    o.directory = directory;
+    if (!config.empty()) o.config_file = config;
+    if (!sha256.empty()) o.expected_sha256 = sha256;
+    o.deadline = std::chrono::milliseconds(deadline_ms);
+    o.grace = std::chrono::milliseconds(grace_ms);
+    return o;
+  }
+};
+
+void addCommon(CLI::App* sub, Options& o) {
+  sub->add_option("dir", o.directory, "Plugin directory (holds provider.json and the .so)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  sub->add_option("--sha256", o.sha256, "Refuse to load unless the library has this sha256");
+  sub->add_option("--output,-o", o.output, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+}
+
+}  // namespace
+
+void registerPluginCommands(CLI::App& app, app::Action& action) {
+  auto* plugin =
+      app.add_subcommand("plugin", "Check or inspect a provider plugin (third-party conformance)");
+  plugin->require_subcommand(1);
+
+  auto check_options = std::make_shared<Options>();
+  auto* check = plugin->add_subcommand(
+      "check",
+      "Load a plugin in a child process, drive every slot it offers with sample payloads, and\n"
+      "report PASS/FAIL per step. Exit code 0 when nothing failed, 1 otherwise.");
+  addCommon(check, *check_options);
+  check
+      ->add_option(
+          "--config", check_options->config,
+          "instance_create config (JSON: {\"provider\": <Provider>, \"credentials\": {...}});\n"
+          "without it, instance-bound slots run only if the sample config connects")
+      ->check(CLI::ExistingFile);
+  check->add_option("--deadline-ms", check_options->deadline_ms, "Deadline of each call")
+      ->check(CLI::Range(int64_t{1}, int64_t{3600000}))
+      ->capture_default_str();
+  check
+      ->add_option("--grace-ms", check_options->grace_ms,
+                   "Time past the deadline before the call is killed")
+      ->check(CLI::Range(int64_t{0}, int64_t{600000}))
+      ->capture_default_str();
+  check->callback([&action, check_options] {
+    action = [check_options] {
+      auto report = banlieue::plugin::checkPlugin(check_options->toCheck());
+      std::cout << (check_options->output == "json" ? banlieue::plugin::renderJson(report) + "\n"
+                                                    : banlieue::plugin::renderText(report));
+      return report.passed() ? app::kExitOk : app::kExitFailure;
+    };
+  });
+
+  auto inspect_options = std::make_shared<Options>();
+  inspect_options->output = "json";
+  auto* inspect = plugin->add_subcommand(
+      "inspect", "Print a plugin's manifest and descriptor as JSON (loads it in a child process)");
+  addCommon(inspect, *inspect_options);
+  inspect->callback([&action, inspect_options] {
+    action = [inspect_options] {
+      auto report = banlieue::plugin::inspectPlugin(inspect_options->toCheck());
+      if (!report.passed()) {
+        std::cerr << banlieue::plugin::renderText(report);
+        return app::kExitFailure;
+      }
+      if (inspect_options->output == "json") {
+        std::cout << "{\"library\":\"" << report.library
+                  << "\",\"manifest\":" << report.manifest_json
+                  << ",\"descriptor\":" << report.descriptor_json << "}\n";
+      } else {
+        std::cout << banlieue::plugin::renderText(report);
+      }
+      return app::kExitOk;
+    };
+  });
+}
+
+}  // namespace banlieue::roles::plugin

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs everything banlieue needs to build and test, from Debian 12 packages only.
+# Idempotent: when every package is already installed it does nothing (no apt-get at all).
+# Run as root, or as a user with sudo.
+set -euo pipefail
+
+packages=(
+  # toolchain
+  build-essential cmake ninja-build pkg-config git ccache binutils
+  clang-format clang-tidy
+  # libraries (see DESIGN.md: Boost.DLL, CLI11, spdlog, RapidJSON, OpenSSL)
+  libboost-dev libcli11-dev libspdlog-dev libfmt-dev rapidjson-dev libssl-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "setup: run as root (missing: ${missing[*]})" >&2; exit 1; }
+  sudo="sudo"
+fi
+echo "setup: installing ${missing[*]}"
+$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "setup: done"

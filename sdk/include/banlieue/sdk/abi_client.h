@@ -1,0 +1,141 @@
+// The calling side of banlieue_provider_v1: what a host does with a provider table. Used by
+// the banlieue host's loader and by the SDK's fake host, so both follow the same rules:
+//  - the plugin's table is copied into a zeroed local clamped to its struct_size, so slots
+//    an older (shorter) table lacks read as NULL;
+//  - a NULL slot answers UNIMPLEMENTED without calling anything;
+//  - every output arrives through host-owned sinks and is copied at once.
+#pragma once
+
+#include <banlieue/provider_v1.h>
+#include <banlieue/sdk/status.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+namespace banlieue::sdk::abi {
+
+// A banlieue_sink that appends into a std::string it owns.
+class StringSink {
+ public:
+  banlieue_sink sink() { return {this, &StringSink::append}; }
+  std::string& text() { return text_; }
+
+ private:
+  static void append(void* ctx, const char* data, size_t len) {
+    if (data != nullptr && len > 0) static_cast<StringSink*>(ctx)->text_.append(data, len);
+  }
+  std::string text_;
+};
+
+// Everything one call produced.
+struct CallOutcome {
+  banlieue_status code = BANLIEUE_OK;
+  std::string body;
+  std::string message;
+  std::string reason;
+  int64_t requeue_after_ms = -1;
+
+  bool ok() const { return code == BANLIEUE_OK; }
+  std::string codeName() const { return sdk::codeName(code); }
+};
+
+inline banlieue_str str(std::string_view s) {
+  return {s.data(), s.size()};
+}
+
+// Runs fn(banlieue_reply*) with fresh sinks and collects the outcome.
+template <class Fn>
+CallOutcome invoke(Fn&& fn) {
+  StringSink body, message, reason;
+  banlieue_reply reply{};
+  reply.struct_size = sizeof(banlieue_reply);
+  reply.body = body.sink();
+  reply.message = message.sink();
+  reply.reason = reason.sink();
+  reply.requeue_after_ms = -1;
+  CallOutcome outcome;
+  outcome.code = fn(&reply);
+  outcome.body = std::move(body.text());
+  outcome.message = std::move(message.text());
+  outcome.reason = std::move(reason.text());
+  outcome.requeue_after_ms = reply.requeue_after_ms;
+  return outcome;
+}
+
+class ProviderClient {
+ public:
+  ProviderClient() { std::memset(&table_, 0, sizeof(table_)); }
+  // Copies min(table->header.struct_size, sizeof(banlieue_provider_v1)) bytes.
+  explicit ProviderClient(const banlieue_provider_v1* table) : ProviderClient() {
+    if (table != nullptr) {
+      size_t n = std::min<size_t>(table->header.struct_size, sizeof(banlieue_provider_v1));
+      std::memcpy(&table_, table, n);
+    }
+  }
+
+  const banlieue_provider_v1& table() const { return table_; }
+  std::string_view name() const { return table_.name ? table_.name : ""; }
+
+  CallOutcome describe(const banlieue_call& call) const {
+    if (!table_.describe) return missing("describe");
+    return invoke([&](banlieue_reply* r) { return table_.describe(&call, r); });
+  }
+  CallOutcome instanceCreate(const banlieue_call& call, std::string_view config,
+                             banlieue_instance** out) const {
+    *out = nullptr;
+    if (!table_.instance_create) return missing("instance_create");
+    return invoke(
+        [&](banlieue_reply* r) { return table_.instance_create(&call, str(config), out, r); });
+  }
+  void instanceDestroy(banlieue_instance* instance) const {
+    if (instance != nullptr && table_.instance_destroy) table_.instance_destroy(instance);
+  }
+  CallOutcome validate(const banlieue_call& call, std::string_view kind,
+                       std::string_view object) const {
+    if (!table_.validate) return missing("validate");
+    return invoke(
+        [&](banlieue_reply* r) { return table_.validate(&call, str(kind), str(object), r); });
+  }
+  CallOutcome introspect(banlieue_instance* instance, const banlieue_call& call) const {
+    if (!table_.introspect) return missing("introspect");
+    return invoke([&](banlieue_reply* r) { return table_.introspect(instance, &call, r); });
+  }
+  CallOutcome reconcile(banlieue_instance* instance, const banlieue_call& call,
+                        std::string_view kind, std::string_view request) const {
+    if (!table_.reconcile) return missing("reconcile");
+    return invoke([&](banlieue_reply* r) {
+      return table_.reconcile(instance, &call, str(kind), str(request), r);
+    });
+  }
+  CallOutcome finalize(banlieue_instance* instance, const banlieue_call& call,
+                       std::string_view kind, std::string_view request) const {
+    if (!table_.finalize) return missing("finalize");
+    return invoke([&](banlieue_reply* r) {
+      return table_.finalize(instance, &call, str(kind), str(request), r);
+    });
+  }
+  CallOutcome importImage(banlieue_instance* instance, const banlieue_call& call,
+                          std::string_view request) const {
+    if (!table_.import_image) return missing("import_image");
+    return invoke(
+        [&](banlieue_reply* r) { return table_.import_image(instance, &call, str(request), r); });
+  }
+
+ private:
+  CallOutcome missing(const char* slot) const {
+    CallOutcome outcome;
+    outcome.code = BANLIEUE_UNIMPLEMENTED;
+    outcome.reason = "Unimplemented";
+    outcome.message = "plugin '" + std::string(name()) + "' does not implement " + slot +
+                      " (its table is ABI " + std::to_string(table_.header.abi_major) + "." +
+                      std::to_string(table_.header.abi_minor) + ", " +
+                      std::to_string(table_.header.struct_size) + " bytes)";
+    return outcome;
+  }
+
+  banlieue_provider_v1 table_;
+};
+
+}  // namespace banlieue::sdk::abi

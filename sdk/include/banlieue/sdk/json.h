@@ -1,0 +1,99 @@
+// RapidJSON helpers shared by plugins and the host: parse with a located error, serialise,
+// and read optional members without a ladder of HasMember/IsString checks.
+#pragma once
+
+#include <banlieue/sdk/status.h>
+
+#include <rapidjson/document.h>
+#include <rapidjson/error/en.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace banlieue::sdk::json {
+
+// Parses text; on failure throws Error(kInvalidArgument, "InvalidJson", "<what>: <detail> at
+// offset N"). `what` names the document ("reconcile request") so the message is specific.
+inline rapidjson::Document parse(std::string_view text, std::string_view what) {
+  rapidjson::Document doc;
+  doc.Parse<rapidjson::kParseStopWhenDoneFlag>(text.data(), text.size());
+  if (doc.HasParseError()) {
+    throw Error(Code::kInvalidArgument, "InvalidJson",
+                std::string(what) +
+                    " is not valid JSON: " + rapidjson::GetParseError_En(doc.GetParseError()) +
+                    " at offset " + std::to_string(doc.GetErrorOffset()));
+  }
+  return doc;
+}
+
+inline std::string serialize(const rapidjson::Value& value) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
+  value.Accept(writer);
+  return {buffer.GetString(), buffer.GetSize()};
+}
+
+// Member `key` of `object`, or nullptr when object is not an object or lacks the key.
+inline const rapidjson::Value* member(const rapidjson::Value* object, std::string_view key) {
+  if (object == nullptr || !object->IsObject()) return nullptr;
+  // A Value key, not a StringRef: StringRef converts to const char* and the const char*
+  // overload would strlen() past the end of a dotted path's segment.
+  const rapidjson::Value name(
+      rapidjson::StringRef(key.data(), static_cast<rapidjson::SizeType>(key.size())));
+  auto it = object->FindMember(name);
+  return it == object->MemberEnd() ? nullptr : &it->value;
+}
+
+// Follows a dotted path ("metadata.name"); nullptr when any step is missing.
+inline const rapidjson::Value* find(const rapidjson::Value* root, std::string_view path) {
+  const rapidjson::Value* current = root;
+  while (current != nullptr && !path.empty()) {
+    auto dot = path.find('.');
+    current = member(current, path.substr(0, dot));
+    path = dot == std::string_view::npos ? std::string_view{} : path.substr(dot + 1);
+  }
+  return current;
+}
+
+inline std::optional<std::string_view> string(const rapidjson::Value* root, std::string_view path) {
+  const rapidjson::Value* v = find(root, path);
+  if (v == nullptr || !v->IsString()) return std::nullopt;
+  return std::string_view(v->GetString(), v->GetStringLength());
+}
+
+inline std::string stringOr(const rapidjson::Value* root, std::string_view path,
+                            std::string_view fallback = {}) {
+  return std::string(string(root, path).value_or(fallback));
+}
+
+inline std::optional<int64_t> integer(const rapidjson::Value* root, std::string_view path) {
+  const rapidjson::Value* v = find(root, path);
+  if (v == nullptr || !v->IsInt64()) return std::nullopt;
+  return v->GetInt64();
+}
+
+inline bool boolean(const rapidjson::Value* root, std::string_view path, bool fallback = false) {
+  const rapidjson::Value* v = find(root, path);
+  return v != nullptr && v->IsBool() ? v->GetBool() : fallback;
+}
+
+// Like string(), but a missing or non-string value is an INVALID_ARGUMENT naming the field.
+inline std::string_view requireString(const rapidjson::Value* root, std::string_view path,
+                                      std::string_view what) {
+  auto value = string(root, path);
+  if (!value || value->empty()) {
+    throw Error(Code::kInvalidArgument, "MissingField",
+                std::string(what) + ": field '" + std::string(path) + "' is required");
+  }
+  return *value;
+}
+
+inline rapidjson::Value stringValue(std::string_view s, rapidjson::Document::AllocatorType& a) {
+  return rapidjson::Value(s.data(), static_cast<rapidjson::SizeType>(s.size()), a);
+}
+
+}  // namespace banlieue::sdk::json

@@ -1,0 +1,197 @@
+// Typed views of the JSON payloads of banlieue_provider_v1 (schemas in sdk/schemas/).
+// A view owns the parsed document and exposes the fields plugins need by name; anything
+// else stays reachable through the raw JSON values.
+#pragma once
+
+#include <banlieue/sdk/json.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace banlieue::sdk {
+
+// Secret data that is wiped from memory when dropped. Never log it.
+class SecretData {
+ public:
+  SecretData() = default;
+  SecretData(const SecretData&) = delete;
+  SecretData& operator=(const SecretData&) = delete;
+  SecretData(SecretData&&) = default;
+  SecretData& operator=(SecretData&&) = default;
+  ~SecretData() { wipe(); }
+
+  void set(std::string key, std::string value) { values_[std::move(key)] = std::move(value); }
+  std::optional<std::string_view> get(std::string_view key) const {
+    auto it = values_.find(std::string(key));
+    if (it == values_.end()) return std::nullopt;
+    return std::string_view(it->second);
+  }
+  bool empty() const { return values_.empty(); }
+  void wipe() {
+    for (auto& [key, value] : values_) {
+      volatile char* p = value.data();
+      for (size_t i = 0; i < value.size(); ++i) p[i] = 0;
+    }
+    values_.clear();
+  }
+
+ private:
+  std::map<std::string, std::string, std::less<>> values_;
+};
+
+// instance_create's config: {"provider": <Provider object>, "credentials": {key: value}}.
+struct InstanceConfig {
+  rapidjson::Document document;
+  const rapidjson::Value* provider = nullptr;
+  std::string provider_name;       // metadata.name
+  std::string provider_namespace;  // metadata.namespace
+  std::string endpoint;            // spec.connection.endpoint
+  bool insecure_skip_tls_verify = false;
+  std::string ca_bundle;   // spec.connection.caBundle.data (PEM), when inline
+  SecretData credentials;  // decoded data of spec.connection.credentialsRef
+
+  static InstanceConfig parse(std::string_view text) {
+    InstanceConfig config;
+    config.document = json::parse(text, "instance config");
+    config.provider = json::member(&config.document, "provider");
+    if (config.provider == nullptr || !config.provider->IsObject()) {
+      throw Error(Code::kInvalidArgument, "MissingField",
+                  "instance config: field 'provider' must be the Provider object");
+    }
+    config.provider_name = json::stringOr(config.provider, "metadata.name");
+    config.provider_namespace = json::stringOr(config.provider, "metadata.namespace");
+    config.endpoint = json::stringOr(config.provider, "spec.connection.endpoint");
+    config.insecure_skip_tls_verify =
+        json::boolean(config.provider, "spec.connection.insecureSkipTLSVerify");
+    config.ca_bundle = json::stringOr(config.provider, "spec.connection.caBundle.data");
+    if (const auto* creds = json::member(&config.document, "credentials");
+        creds != nullptr && creds->IsObject()) {
+      for (const auto& m : creds->GetObject()) {
+        if (m.value.IsString()) {
+          config.credentials.set(m.name.GetString(),
+                                 std::string(m.value.GetString(), m.value.GetStringLength()));
+        }
+      }
+    }
+    return config;
+  }
+};
+
+// reconcile/finalize request: {"kind", "object", "references"?, "operation"?: {"token"}}.
+struct ReconcileRequest {
+  rapidjson::Document document;
+  std::string kind;
+  const rapidjson::Value* object = nullptr;      // the whole infra object
+  const rapidjson::Value* spec = nullptr;        // object.spec (may be null)
+  const rapidjson::Value* status = nullptr;      // object.status (may be null)
+  const rapidjson::Value* references = nullptr;  // resolved VMClass/VMImage/userData, if any
+  std::string name;
+  std::string namespace_;
+  std::string uid;
+  int64_t generation = 0;
+  std::optional<std::string> operation_token;  // from the previous IN_PROGRESS reply
+
+  static ReconcileRequest parse(std::string_view kind, std::string_view text) {
+    ReconcileRequest request;
+    request.kind = std::string(kind);
+    request.document = json::parse(text, "reconcile request");
+    request.object = json::member(&request.document, "object");
+    if (request.object == nullptr || !request.object->IsObject()) {
+      throw Error(Code::kInvalidArgument, "MissingField",
+                  "reconcile request: field 'object' must be the " + request.kind + " object");
+    }
+    request.spec = json::member(request.object, "spec");
+    request.status = json::member(request.object, "status");
+    request.references = json::member(&request.document, "references");
+    request.name = json::stringOr(request.object, "metadata.name");
+    request.namespace_ = json::stringOr(request.object, "metadata.namespace");
+    request.uid = json::stringOr(request.object, "metadata.uid");
+    request.generation = json::integer(request.object, "metadata.generation").value_or(0);
+    if (auto token = json::string(&request.document, "operation.token"); token && !token->empty()) {
+      request.operation_token = std::string(*token);
+    }
+    return request;
+  }
+};
+
+// import_image request: {"image": <VMImage>, "artifact": {...}, "failureDomain": "..."}.
+struct ImportImageRequest {
+  rapidjson::Document document;
+  const rapidjson::Value* image = nullptr;
+  std::string image_name;
+  std::string artifact_path;    // local file, already checksum-verified by the host
+  std::string artifact_format;  // raw | qcow2 | iso | ova
+  std::string artifact_sha256;
+  int64_t artifact_size_bytes = 0;
+  std::string failure_domain;
+  std::optional<std::string> operation_token;
+
+  static ImportImageRequest parse(std::string_view text) {
+    ImportImageRequest request;
+    request.document = json::parse(text, "import_image request");
+    request.image = json::member(&request.document, "image");
+    request.image_name = json::stringOr(request.image, "metadata.name");
+    request.artifact_path = std::string(
+        json::requireString(&request.document, "artifact.path", "import_image request"));
+    request.artifact_format = std::string(
+        json::requireString(&request.document, "artifact.format", "import_image request"));
+    request.artifact_sha256 = json::stringOr(&request.document, "artifact.sha256");
+    request.artifact_size_bytes =
+        json::integer(&request.document, "artifact.sizeBytes").value_or(0);
+    request.failure_domain = json::stringOr(&request.document, "failureDomain");
+    if (auto token = json::string(&request.document, "operation.token"); token && !token->empty()) {
+      request.operation_token = std::string(*token);
+    }
+    return request;
+  }
+};
+
+// What describe reports. toJson() produces sdk/schemas/describe.response.json.
+struct Capabilities {
+  struct Kind {
+    std::string group;                    // e.g. infrastructure.banlieue.io
+    std::string version;                  // e.g. v1beta2
+    std::string kind;                     // e.g. LibvirtMachine
+    std::vector<std::string> operations;  // reconcile, finalize, validate
+  };
+  std::string backend;
+  std::vector<Kind> kinds;
+  std::vector<std::string> features;
+  bool introspect = true;
+  bool import_image = false;
+  std::vector<std::string> image_formats;  // formats import_image accepts
+
+  std::string toJson(std::string_view name, std::string_view version) const {
+    rapidjson::Document doc(rapidjson::kObjectType);
+    auto& a = doc.GetAllocator();
+    auto strings = [&a](const std::vector<std::string>& items) {
+      rapidjson::Value list(rapidjson::kArrayType);
+      for (const auto& s : items) list.PushBack(json::stringValue(s, a), a);
+      return list;
+    };
+    doc.AddMember("name", json::stringValue(name, a), a);
+    doc.AddMember("providerVersion", json::stringValue(version, a), a);
+    doc.AddMember("backend", json::stringValue(backend.empty() ? name : backend, a), a);
+    rapidjson::Value kind_list(rapidjson::kArrayType);
+    for (const auto& k : kinds) {
+      rapidjson::Value entry(rapidjson::kObjectType);
+      entry.AddMember("group", json::stringValue(k.group, a), a);
+      entry.AddMember("version", json::stringValue(k.version, a), a);
+      entry.AddMember("kind", json::stringValue(k.kind, a), a);
+      entry.AddMember("operations", strings(k.operations), a);
+      kind_list.PushBack(entry, a);
+    }
+    doc.AddMember("kinds", kind_list, a);
+    doc.AddMember("features", strings(features), a);
+    rapidjson::Value ops(rapidjson::kObjectType);
+    ops.AddMember("introspect", introspect, a);
+    ops.AddMember("importImage", import_image, a);
+    doc.AddMember("operations", ops, a);
+    doc.AddMember("imageFormats", strings(image_formats), a);
+    return json::serialize(doc);
+  }
+};
+
+}  // namespace banlieue::sdk

@@ -1,0 +1,100 @@
+// What a plugin author implements: a Provider (one per plugin, no I/O) that creates an
+// Instance per banlieue Provider object (one backend connection). Override what the backend
+// supports; every default answers UNIMPLEMENTED. Then export with BANLIEUE_PROVIDER_PLUGIN
+// (banlieue/sdk/plugin.h).
+#pragma once
+
+#include <banlieue/sdk/host.h>
+#include <banlieue/sdk/json.h>
+#include <banlieue/sdk/payloads.h>
+#include <banlieue/sdk/status.h>
+
+#include <chrono>
+#include <memory>
+#include <string_view>
+
+namespace banlieue::sdk {
+
+// The reply under construction: a JSON body plus an optional requeue hint. The trampoline
+// serialises it into the host's sinks when the call returns.
+class Reply {
+ public:
+  Reply() : body_(rapidjson::kObjectType) {}
+
+  rapidjson::Document& body() { return body_; }
+  rapidjson::Document::AllocatorType& allocator() { return body_.GetAllocator(); }
+
+  // The "status" object of the reply (the infra CR status fields the plugin owns).
+  rapidjson::Value& status() { return objectMember("status"); }
+
+  // Records the backend task to poll on the next call (use with Status::inProgress()).
+  void setOperation(std::string_view token, std::string_view description = {}) {
+    rapidjson::Value& op = objectMember("operation");
+    op.RemoveAllMembers();
+    op.AddMember("token", json::stringValue(token, allocator()), allocator());
+    if (!description.empty()) {
+      op.AddMember("description", json::stringValue(description, allocator()), allocator());
+    }
+  }
+
+  void requeueAfter(std::chrono::milliseconds delay) { requeue_after_ = delay; }
+  std::chrono::milliseconds requeueAfterHint() const { return requeue_after_; }
+
+ private:
+  rapidjson::Value& objectMember(const char* key) {
+    auto it = body_.FindMember(key);
+    if (it == body_.MemberEnd()) {
+      body_.AddMember(rapidjson::StringRef(key), rapidjson::Value(rapidjson::kObjectType),
+                      allocator());
+      it = body_.FindMember(key);
+    }
+    return it->value;
+  }
+
+  rapidjson::Document body_;
+  std::chrono::milliseconds requeue_after_{-1};
+};
+
+inline Status unimplemented(std::string_view what) {
+  return {Code::kUnimplemented, "Unimplemented",
+          std::string(what) + " is not supported by this provider"};
+}
+
+// One backend connection, for one banlieue Provider. Destroyed on instance_destroy; join
+// any thread you started in the destructor.
+class Instance {
+ public:
+  virtual ~Instance() = default;
+
+  virtual Status introspect(const Call& call, Reply& reply) { return unimplemented("introspect"); }
+  virtual Status reconcile(const Call& call, const ReconcileRequest& request, Reply& reply) {
+    return unimplemented("reconcile of " + request.kind);
+  }
+  virtual Status finalize(const Call& call, const ReconcileRequest& request, Reply& reply) {
+    return unimplemented("finalize of " + request.kind);
+  }
+  virtual Status importImage(const Call& call, const ImportImageRequest& request, Reply& reply) {
+    return unimplemented("import_image");
+  }
+};
+
+// The plugin itself. Constructed once when the host initialises the plugin; must not do I/O.
+class Provider {
+ public:
+  virtual ~Provider() = default;
+
+  virtual std::string_view name() const = 0;
+  virtual std::string_view version() const = 0;
+  virtual Capabilities capabilities() const = 0;
+
+  // Checks an object of a served kind without I/O. Throw Error or return a Status.
+  virtual Status validate(const Call& call, std::string_view kind, const rapidjson::Value& object,
+                          Reply& reply) const {
+    return Status::ok();
+  }
+
+  // Opens the backend connection. Throw Error (UNAVAILABLE, UNAUTHENTICATED, …) on failure.
+  virtual std::unique_ptr<Instance> createInstance(const Call& call, InstanceConfig config) = 0;
+};
+
+}  // namespace banlieue::sdk

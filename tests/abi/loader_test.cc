@@ -1,0 +1,287 @@
+// The loader against real .so variants. Test names carry the version pair they exercise.
+#include "host/plugin/loader.h"
+#include "host/plugin/payload_schemas.h"
+#include "host/plugin/sha256.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+
+namespace banlieue::plugin {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::filesystem::path pluginRoot() {
+  const char* root = std::getenv("BANLIEUE_TEST_PLUGIN_ROOT");
+  return root ? root : "";
+}
+
+PluginLoader loader() {
+  LoadOptions options;
+  options.plugin_root = pluginRoot();
+  return PluginLoader(options);
+}
+
+const char* kConfig =
+    R"({"provider":{"apiVersion":"banlieue.io/v1alpha1","kind":"Provider","metadata":{"name":"p","namespace":"default"},"spec":{"connection":{"endpoint":"test://local"}}},"credentials":{"password":"right"}})";
+
+std::string request(const std::string& uid, const std::string& token = "") {
+  std::string r =
+      R"({"object":{"apiVersion":"infrastructure.test.banlieue.io/v1beta2","kind":"TestMachine","metadata":{"name":"vm1","namespace":"default","uid":")" +
+      uid + R"("}})";
+  if (!token.empty()) r += R"(,"operation":{"token":")" + token + "\"}";
+  return r + "}";
+}
+
+std::unique_ptr<PluginInstance> instanceOf(const Plugin& plugin) {
+  CallResult result;
+  auto instance = plugin.createInstance(kConfig, {}, result);
+  EXPECT_TRUE(result.ok()) << result.outcome.message;
+  return instance;
+}
+
+void expectRefused(const std::string& variant, Code code, const std::string& reason,
+                   const std::string& message_part) {
+  auto plugin = loader().load(variant);
+  ASSERT_FALSE(plugin.ok()) << variant << " loaded but should not";
+  EXPECT_EQ(plugin.status().code(), code) << plugin.status().message();
+  EXPECT_EQ(plugin.status().reason(), reason) << plugin.status().message();
+  EXPECT_THAT(plugin.status().message(), HasSubstr(message_part));
+  EXPECT_THAT(plugin.status().message(), HasSubstr(variant)) << "error must name the file";
+}
+
+TEST(LoaderTest, Host1_0_Plugin1_0_LoadsAndServesEverySlot) {
+  auto plugin = loader().load("current");
+  ASSERT_TRUE(plugin.ok()) << plugin.status().message();
+  EXPECT_EQ((*plugin)->manifest().name, "testprov");
+
+  auto described = (*plugin)->describe();
+  ASSERT_TRUE(described.ok()) << described.outcome.message;
+  EXPECT_TRUE(validatePayload("describe.response", described.outcome.body).isOk());
+  EXPECT_THAT(described.outcome.body, HasSubstr(R"("kind":"TestMachine")"));
+
+  auto instance = instanceOf(**plugin);
+  ASSERT_NE(instance, nullptr);
+  auto introspected = instance->introspect();
+  ASSERT_TRUE(introspected.ok());
+  EXPECT_TRUE(validatePayload("introspect.response", introspected.outcome.body).isOk());
+  EXPECT_THAT(introspected.outcome.body, HasSubstr("zone-b"));
+
+  // A long task: IN_PROGRESS with a token, then OK when the token is passed back.
+  auto started = instance->reconcile("TestMachine", request("uid-1"), {.object_uid = "uid-1"});
+  ASSERT_EQ(started.code(), BANLIEUE_IN_PROGRESS) << started.outcome.message;
+  EXPECT_THAT(started.outcome.body, HasSubstr(R"("token":"task-uid-1")"));
+  EXPECT_EQ(started.outcome.requeue_after_ms, 10);
+  auto done =
+      instance->reconcile("TestMachine", request("uid-1", "task-uid-1"), {.object_uid = "uid-1"});
+  ASSERT_TRUE(done.ok()) << done.outcome.message;
+  EXPECT_THAT(done.outcome.body, HasSubstr(R"("providerID":"test://uid-1")"));
+  EXPECT_TRUE(validatePayload("reconcile.response", done.outcome.body).isOk());
+  EXPECT_TRUE(done.violations.empty());
+
+  auto finalized = instance->finalize("TestMachine", request("uid-1"));
+  EXPECT_TRUE(finalized.ok());
+}
+
+TEST(LoaderTest, PluginEventsReachTheHostHandler) {
+  auto plugin = loader().load("current");
+  ASSERT_TRUE(plugin.ok());
+  std::vector<PluginEvent> events;
+  (*plugin)->services().setEventHandler([&](const PluginEvent& e) { events.push_back(e); });
+  auto instance = instanceOf(**plugin);
+  auto done = instance->reconcile("TestMachine", request("uid-ev", "task-uid-ev"),
+                                  {.object_uid = "uid-ev"});
+  ASSERT_TRUE(done.ok());
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].object_uid, "uid-ev");
+  EXPECT_EQ(events[0].reason, "Provisioned");
+  (*plugin)->services().setEventHandler(nullptr);
+}
+
+TEST(LoaderTest, PluginErrorsKeepTheirCodeReasonAndMessage) {
+  auto plugin = loader().load("current");
+  ASSERT_TRUE(plugin.ok());
+  CallResult result;
+  auto instance = (*plugin)->createInstance(
+      R"({"provider":{"apiVersion":"banlieue.io/v1alpha1","kind":"Provider","metadata":{"name":"p"},"spec":{"connection":{"endpoint":"unreachable://x"}}}})",
+      {}, result);
+  EXPECT_EQ(instance, nullptr);
+  EXPECT_EQ(result.code(), BANLIEUE_UNAVAILABLE);
+  EXPECT_EQ(result.outcome.reason, "BackendUnreachable");
+  EXPECT_THAT(result.outcome.message, HasSubstr("unreachable://x"));
+
+  auto invalid = (*plugin)->validate("TestMachine", R"({"spec":{"cpus":0}})");
+  EXPECT_EQ(invalid.code(), BANLIEUE_INVALID_ARGUMENT);
+  EXPECT_EQ(invalid.outcome.reason, "InvalidCPUCount");
+
+  auto malformed = (*plugin)->validate("TestMachine", R"({"spec":)");
+  EXPECT_EQ(malformed.code(), BANLIEUE_INVALID_ARGUMENT);
+  EXPECT_EQ(malformed.outcome.reason, "InvalidJson");
+}
+
+TEST(LoaderTest, Host1_0_Plugin1_0Short_MissingSlotIsUnimplemented) {
+  auto plugin = loader().load("older_minor");
+  ASSERT_TRUE(plugin.ok()) << plugin.status().message();
+  EXPECT_EQ((*plugin)->client().table().import_image, nullptr)
+      << "slot beyond struct_size must read as NULL";
+  auto instance = instanceOf(**plugin);
+  auto result = instance->importImage(R"({"artifact":{"path":"/x","format":"raw"}})");
+  EXPECT_EQ(result.code(), BANLIEUE_UNIMPLEMENTED);
+  EXPECT_THAT(result.outcome.message, HasSubstr("does not implement import_image"));
+  EXPECT_TRUE(instance->finalize("TestMachine", request("u")).ok()) << "earlier slots still work";
+}
+
+TEST(LoaderTest, Host1_0_Plugin1_3_NewerMinorLoadsAndExtraSlotsAreIgnored) {
+  auto plugin = loader().load("newer_minor");
+  ASSERT_TRUE(plugin.ok()) << plugin.status().message();
+  EXPECT_EQ((*plugin)->client().table().header.abi_minor, BANLIEUE_ABI_MINOR + 3);
+  EXPECT_TRUE((*plugin)->describe().ok());
+}
+
+TEST(LoaderTest, Host1_0_Manifest1_9_RefusedBeforeDlopen) {
+  size_t before = loadedLibraryCount();
+  expectRefused("requires_newer_minor", Code::kFailedPrecondition, "AbiMinorTooNew",
+                "needs ABI 1.9 or later; this host implements 1.0");
+  EXPECT_EQ(loadedLibraryCount(), before) << "must not dlopen a plugin the manifest rules out";
+}
+
+TEST(LoaderTest, Host1_Manifest2_RefusedBeforeDlopen) {
+  expectRefused("manifest_wrong_major", Code::kFailedPrecondition, "AbiMajorMismatch",
+                "needs ABI major 2; this host speaks major 1");
+}
+
+TEST(LoaderTest, Host1_Table2_WrongMajorRefused) {
+  expectRefused("wrong_major", Code::kFailedPrecondition, "AbiMajorMismatch",
+                "provider table says ABI major 2");
+}
+
+TEST(LoaderTest, BadMagicRefused) {
+  expectRefused("bad_magic", Code::kFailedPrecondition, "PluginBadMagic",
+                "magic 0xDEADBEEF, expected 0x424E4C50");
+}
+
+TEST(LoaderTest, LayoutFingerprintMismatchRefused) {
+  expectRefused("bad_fingerprint", Code::kFailedPrecondition, "PluginLayoutMismatch",
+                "layout fingerprint 0xB1044020");
+}
+
+TEST(LoaderTest, MissingEntrySymbolRefused) {
+  expectRefused("missing_symbol", Code::kFailedPrecondition, "PluginEntryMissing",
+                "does not export banlieue_provider_v1_init");
+}
+
+TEST(LoaderTest, InitFailureCarriesThePluginsMessage) {
+  expectRefused("init_fails", Code::kFailedPrecondition, "PluginInitFailed",
+                "refusing to initialise on purpose");
+}
+
+TEST(LoaderTest, ThrowingSlotBecomesInternalWithoutUnwindingIntoTheHost) {
+  auto plugin = loader().load("throwing_slot");
+  ASSERT_TRUE(plugin.ok());
+  auto instance = instanceOf(**plugin);
+  auto result = instance->reconcile("TestMachine", request("u"));
+  EXPECT_EQ(result.code(), BANLIEUE_INTERNAL);
+  EXPECT_EQ(result.outcome.reason, "PluginException");
+  EXPECT_THAT(result.outcome.message,
+              HasSubstr("reconcile threw: test plugin: reconcile throws on purpose"));
+}
+
+TEST(LoaderTest, SlotReturningAfterItsDeadlineIsReported) {
+  auto plugin = loader().load("slow_slot");
+  ASSERT_TRUE(plugin.ok());
+  auto instance = instanceOf(**plugin);
+  auto result =
+      instance->reconcile("TestMachine", request("u"), {.timeout = std::chrono::milliseconds(100)});
+  EXPECT_GT(result.overran.count(), 0);
+  ASSERT_FALSE(result.violations.empty());
+  EXPECT_THAT(result.violations[0], HasSubstr("after its deadline"));
+}
+
+TEST(LoaderTest, MalformedReasonAndMissingMessageAreCorrected) {
+  auto plugin = loader().load("bad_reason");
+  ASSERT_TRUE(plugin.ok());
+  auto instance = instanceOf(**plugin);
+  auto result = instance->reconcile("TestMachine", request("u"));
+  EXPECT_EQ(result.code(), BANLIEUE_FAILED_PRECONDITION);
+  EXPECT_EQ(result.outcome.reason, "ProviderError") << "a Condition reason must be CamelCase";
+  EXPECT_FALSE(result.outcome.message.empty());
+  EXPECT_EQ(result.violations.size(), 2u);
+}
+
+TEST(LoaderTest, RefusesDirectoriesOutsideThePluginRoot) {
+  auto elsewhere = std::filesystem::temp_directory_path() / "banlieue-loader-outside";
+  std::filesystem::remove_all(elsewhere);
+  std::filesystem::create_directories(elsewhere);
+  std::filesystem::copy(pluginRoot() / "current", elsewhere / "current",
+                        std::filesystem::copy_options::recursive);
+  auto plugin = loader().loadDirectory(elsewhere / "current");
+  ASSERT_FALSE(plugin.ok());
+  EXPECT_EQ(plugin.status().reason(), "PluginOutsideRoot");
+
+  // A symlink inside the root that points outside is just as foreign.
+  auto link = pluginRoot() / "escape-link";
+  std::filesystem::remove(link);
+  std::filesystem::create_directory_symlink(elsewhere / "current", link);
+  auto via_link = loader().load("escape-link");
+  std::filesystem::remove(link);
+  ASSERT_FALSE(via_link.ok());
+  EXPECT_EQ(via_link.status().reason(), "PluginOutsideRoot");
+
+  auto traversal = loader().load("../current");
+  EXPECT_EQ(traversal.status().reason(), "InvalidPluginName");
+  std::filesystem::remove_all(elsewhere);
+}
+
+class PinnedPluginTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = std::filesystem::temp_directory_path() / ("banlieue-pin-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(root_);
+    std::filesystem::create_directories(root_);
+    std::filesystem::copy(pluginRoot() / "current", root_ / "pinned",
+                          std::filesystem::copy_options::recursive);
+    auto digest = sha256File(root_ / "pinned" / "libtestprov.so");
+    ASSERT_TRUE(digest.ok());
+    digest_ = *digest;
+  }
+  void TearDown() override { std::filesystem::remove_all(root_); }
+
+  void writeManifest(const std::string& sha) {
+    std::ofstream(root_ / "pinned" / "provider.json")
+        << R"({"manifestVersion":1,"name":"testprov","library":"libtestprov.so","abi":{"major":1,"minorRequired":0},)"
+        << R"("providerVersion":"1.2.3","infrastructure":[{"group":"infrastructure.test.banlieue.io","version":"v1beta2","kind":"TestMachine"}],)"
+        << R"("sha256":")" << sha << R"("})";
+  }
+
+  std::filesystem::path root_;
+  std::string digest_;
+};
+
+TEST_F(PinnedPluginTest, MatchingSha256Loads) {
+  writeManifest(digest_);
+  auto plugin = PluginLoader({.plugin_root = root_}).load("pinned");
+  EXPECT_TRUE(plugin.ok()) << plugin.status().message();
+}
+
+TEST_F(PinnedPluginTest, ManifestPinMismatchRefused) {
+  writeManifest(std::string(64, 'a'));
+  auto plugin = PluginLoader({.plugin_root = root_}).load("pinned");
+  ASSERT_FALSE(plugin.ok());
+  EXPECT_EQ(plugin.status().reason(), "PluginChecksumMismatch");
+  EXPECT_THAT(plugin.status().message(), HasSubstr("provider.json pins aaaa"));
+  EXPECT_THAT(plugin.status().message(), HasSubstr(digest_));
+}
+
+TEST_F(PinnedPluginTest, OperatorPinMismatchRefused) {
+  writeManifest(digest_);
+  auto plugin =
+      PluginLoader({.plugin_root = root_, .expected_sha256 = std::string(64, 'b')}).load("pinned");
+  ASSERT_FALSE(plugin.ok());
+  EXPECT_THAT(plugin.status().message(), HasSubstr("the operator pins bbbb"));
+}
+
+}  // namespace
+}  // namespace banlieue::plugin

@@ -1,0 +1,128 @@
+// `banlieue plugin check` as a user runs it: on the good plugin it passes; on each bad
+// variant it fails with a message that says what is wrong.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace {
+
+using ::testing::HasSubstr;
+
+struct Run {
+  int exit_code;
+  std::string output;
+};
+
+Run check(const std::string& variant, const std::string& extra = "") {
+  std::string command = std::string(BANLIEUE_BINARY) + " --log-level off plugin check " +
+                        std::getenv("BANLIEUE_TEST_PLUGIN_ROOT") + "/" + variant + " " + extra +
+                        " 2>&1";
+  Run run{-1, {}};
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return run;
+  std::array<char, 4096> buffer{};
+  while (fgets(buffer.data(), buffer.size(), pipe) != nullptr) run.output += buffer.data();
+  int status = pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+TEST(PluginCheckTest, CurrentPluginPassesEveryStep) {
+  auto run = check("current");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  for (const char* step :
+       {"PASS  manifest", "PASS  load", "PASS  describe", "PASS  validate TestMachine",
+        "PASS  validate malformed JSON", "PASS  instance_create", "PASS  introspect",
+        "PASS  reconcile TestMachine", "PASS  finalize TestMachine again",
+        "PASS  reconcile unknown kind", "PASS  import_image", "PASS  instance_destroy"}) {
+    EXPECT_THAT(run.output, HasSubstr(step)) << run.output;
+  }
+  EXPECT_THAT(run.output, HasSubstr("0 failed"));
+}
+
+TEST(PluginCheckTest, JsonOutputCarriesManifestAndDescriptor) {
+  auto run = check("current", "--output json");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr(R"("passed":true)"));
+  EXPECT_THAT(run.output, HasSubstr(R"("descriptor":{"name":"testprov")"));
+}
+
+TEST(PluginCheckTest, OlderMinorPassesWithoutImportImage) {
+  auto run = check("older_minor");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("not offered: UNIMPLEMENTED"));
+}
+
+TEST(PluginCheckTest, UnreachableBackendSkipsInstanceSteps) {
+  std::string config = std::string(::testing::TempDir()) + "/unreachable.json";
+  FILE* f = fopen(config.c_str(), "w");
+  fputs(
+      R"({"provider":{"apiVersion":"banlieue.io/v1alpha1","kind":"Provider","metadata":{"name":"p"},"spec":{"connection":{"endpoint":"unreachable://nowhere"}}}})",
+      f);
+  fclose(f);
+  auto run = check("current", "--config " + config);
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("SKIP  instance_create"));
+  EXPECT_THAT(run.output,
+              HasSubstr("UNAVAILABLE BackendUnreachable: cannot reach unreachable://nowhere"));
+}
+
+struct BadVariant {
+  const char* variant;
+  const char* step;
+  const char* message;
+};
+
+void PrintTo(const BadVariant& bad, std::ostream* os) {
+  *os << bad.variant;
+}
+
+class BadPluginCheckTest : public ::testing::TestWithParam<BadVariant> {};
+
+TEST_P(BadPluginCheckTest, FailsWithASpecificMessage) {
+  const auto& bad = GetParam();
+  auto run = check(bad.variant, "--deadline-ms 500 --grace-ms 500");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_THAT(run.output, HasSubstr(std::string("FAIL  ") + bad.step)) << run.output;
+  EXPECT_THAT(run.output, HasSubstr(bad.message)) << run.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Variants, BadPluginCheckTest,
+    ::testing::Values(BadVariant{"requires_newer_minor", "manifest", "needs ABI 1.9 or later"},
+                      BadVariant{"manifest_wrong_major", "manifest", "needs ABI major 2"},
+                      BadVariant{"wrong_major", "load", "provider table says ABI major 2"},
+                      BadVariant{"bad_magic", "load", "magic 0xDEADBEEF"},
+                      BadVariant{"bad_fingerprint", "load", "layout fingerprint 0xB1044020"},
+                      BadVariant{"missing_symbol", "load",
+                                 "does not export banlieue_provider_v1_init"},
+                      BadVariant{"init_fails", "load", "refusing to initialise on purpose"},
+                      BadVariant{"throwing_slot", "reconcile TestMachine",
+                                 "plugin bug: INTERNAL PluginException: reconcile threw"},
+                      BadVariant{"slow_slot", "reconcile TestMachine",
+                                 "did not return within its 500 ms deadline"},
+                      BadVariant{"crashing_slot", "reconcile TestMachine", "crashed with SIGSEGV"},
+                      BadVariant{"bad_reason", "reconcile TestMachine", "which is not CamelCase"}),
+    [](const auto& info) { return std::string(info.param.variant); });
+
+TEST(PluginCheckTest, MissingManifestIsNamed) {
+  auto dir = std::string(::testing::TempDir()) + "/empty-plugin";
+  std::string mk = "mkdir -p " + dir;
+  ASSERT_EQ(std::system(mk.c_str()), 0);
+  std::string command = std::string(BANLIEUE_BINARY) + " plugin check " + dir + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  std::string output;
+  std::array<char, 4096> buffer{};
+  while (fgets(buffer.data(), buffer.size(), pipe) != nullptr) output += buffer.data();
+  int status = pclose(pipe);
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_THAT(output, HasSubstr("provider.json: missing"));
+}
+
+}  // namespace

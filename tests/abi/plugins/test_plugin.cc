@@ -1,0 +1,223 @@
+// One test-plugin source, built into every variant the ABI tests need (see CMakeLists.txt):
+// a well-behaved plugin by default, and with TEST_VARIANT_<NAME> defined, one that breaks a
+// specific rule. The well-behaved part is also linked statically into unit tests
+// (BANLIEUE_TEST_STATIC), the way in-tree plugins get fast tests from the same source.
+#ifndef BANLIEUE_TEST_STATIC
+#define BANLIEUE_PROVIDER_ENTRY_NAME test_plugin_sdk_init
+#endif
+#include <banlieue/sdk/plugin.h>
+
+#include <chrono>
+#include <cstring>
+#include <stdexcept>
+#include <thread>
+
+namespace {
+
+using banlieue::sdk::Call;
+using banlieue::sdk::Capabilities;
+using banlieue::sdk::Code;
+using banlieue::sdk::Error;
+using banlieue::sdk::ImportImageRequest;
+using banlieue::sdk::InstanceConfig;
+using banlieue::sdk::ReconcileRequest;
+using banlieue::sdk::Reply;
+using banlieue::sdk::Status;
+namespace json = banlieue::sdk::json;
+
+class TestInstance final : public banlieue::sdk::Instance {
+ public:
+  explicit TestInstance(std::string endpoint) : endpoint_(std::move(endpoint)) {}
+
+  Status introspect(const Call& call, Reply& reply) override {
+    auto& a = reply.allocator();
+    rapidjson::Value fds(rapidjson::kArrayType);
+    for (const char* zone : {"zone-a", "zone-b"}) {
+      rapidjson::Value fd(rapidjson::kObjectType);
+      fd.AddMember("name", json::stringValue(zone, a), a);
+      rapidjson::Value labels(rapidjson::kObjectType);
+      labels.AddMember("zone", json::stringValue(zone, a), a);
+      fd.AddMember("labels", labels, a);
+      fds.PushBack(fd, a);
+    }
+    reply.body().AddMember("failureDomains", fds, a);
+    return Status::ok();
+  }
+
+  Status reconcile(const Call& call, const ReconcileRequest& request, Reply& reply) override {
+#ifdef TEST_VARIANT_THROWING_SLOT
+    throw std::runtime_error("test plugin: reconcile throws on purpose");
+#endif
+#ifdef TEST_VARIANT_CRASHING_SLOT
+    volatile int* nowhere = nullptr;
+    *nowhere = 42;
+#endif
+#ifdef TEST_VARIANT_SLOW_SLOT
+    // Ignores cancellation: sleeps well past any deadline the tests set.
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+#endif
+#ifdef TEST_VARIANT_BAD_REASON
+    return Status(Code::kFailedPrecondition, "not camel case", "");
+#endif
+    if (request.kind != "TestMachine") {
+      return {Code::kInvalidArgument, "UnsupportedKind",
+              "the test plugin serves TestMachine, not " + request.kind};
+    }
+    if (call.cancelled()) return {Code::kCancelled, "Cancelled", "cancelled before starting"};
+    // A two-step task: the first call starts it, the next one (with the token) finishes it.
+    if (!request.operation_token) {
+      reply.setOperation("task-" + request.uid, "creating " + request.name);
+      reply.requeueAfter(std::chrono::milliseconds(10));
+      return Status::inProgress("Provisioning", "creating the test VM");
+    }
+    if (*request.operation_token != "task-" + request.uid) {
+      return {Code::kNotFound, "OperationUnknown", "unknown operation " + *request.operation_token};
+    }
+    auto& a = reply.allocator();
+    reply.status().AddMember("providerID", json::stringValue("test://" + request.uid, a), a);
+    rapidjson::Value init(rapidjson::kObjectType);
+    init.AddMember("provisioned", true, a);
+    reply.status().AddMember("initialization", init, a);
+    call.event(BANLIEUE_EVENT_NORMAL, "Provisioned", "test VM " + request.name + " is running");
+    BANLIEUE_LOG(kInfo, "provisioned " + request.namespace_ + "/" + request.name);
+    return Status::ok();
+  }
+
+  Status finalize(const Call& call, const ReconcileRequest& request, Reply& reply) override {
+    if (request.kind != "TestMachine") {
+      return {Code::kInvalidArgument, "UnsupportedKind", "not served: " + request.kind};
+    }
+    return Status::ok();  // nothing left behind, whether or not reconcile ever ran
+  }
+
+#ifndef TEST_VARIANT_OLDER_MINOR
+  Status importImage(const Call& call, const ImportImageRequest& request, Reply& reply) override {
+    if (request.artifact_format != "raw") {
+      return {Code::kInvalidArgument, "UnsupportedFormat",
+              "only raw images: " + request.artifact_format};
+    }
+    auto& a = reply.allocator();
+    reply.status().AddMember("failureDomain", json::stringValue(request.failure_domain, a), a);
+    return Status::ok();
+  }
+#endif
+
+ private:
+  std::string endpoint_;
+};
+
+class TestProvider final : public banlieue::sdk::Provider {
+ public:
+  std::string_view name() const override { return "testprov"; }
+  std::string_view version() const override { return "1.2.3"; }
+
+  Capabilities capabilities() const override {
+    Capabilities caps;
+    caps.backend = "test";
+    caps.kinds.push_back({"infrastructure.test.banlieue.io",
+                          "v1beta2",
+                          "TestMachine",
+                          {"reconcile", "finalize", "validate"}});
+    caps.features = {"vtpm"};
+#ifndef TEST_VARIANT_OLDER_MINOR
+    caps.import_image = true;
+    caps.image_formats = {"raw"};
+#endif
+    return caps;
+  }
+
+  Status validate(const Call&, std::string_view kind, const rapidjson::Value& object,
+                  Reply& reply) const override {
+    if (auto cpus = json::integer(&object, "spec.cpus"); cpus && *cpus < 1) {
+      return {Code::kInvalidArgument, "InvalidCPUCount", "spec.cpus must be at least 1"};
+    }
+    return Status::ok();
+  }
+
+  std::unique_ptr<banlieue::sdk::Instance> createInstance(const Call&,
+                                                          InstanceConfig config) override {
+    if (config.endpoint.rfind("unreachable://", 0) == 0) {
+      throw Error(Code::kUnavailable, "BackendUnreachable", "cannot reach " + config.endpoint);
+    }
+    if (auto password = config.credentials.get("password"); password && *password == "wrong") {
+      throw Error(Code::kUnauthenticated, "InvalidCredentials",
+                  "the backend refused the credentials");
+    }
+    return std::make_unique<TestInstance>(config.endpoint);
+  }
+};
+
+}  // namespace
+
+BANLIEUE_PROVIDER_PLUGIN(TestProvider)
+
+#ifndef BANLIEUE_TEST_STATIC
+// The real export. It wraps the SDK's init so a variant can damage the table it returns.
+#ifdef TEST_VARIANT_MISSING_SYMBOL
+#define TEST_EXPORT_NAME banlieue_provider_v0_init  // not the symbol the host looks for
+#else
+#define TEST_EXPORT_NAME banlieue_provider_v1_init
+#endif
+
+namespace {
+#ifdef TEST_VARIANT_KEEPS_BORROWED
+// The contract breach: the request pointer is kept past the call and read on the next one.
+// The host frees its request buffer after each call, so ASan reports heap-use-after-free.
+const char* g_kept_request = nullptr;
+size_t g_kept_len = 0;
+decltype(banlieue_provider_v1::reconcile) g_sdk_reconcile = nullptr;
+
+banlieue_status keepingReconcile(banlieue_instance* instance, const banlieue_call* call,
+                                 banlieue_str kind, banlieue_str request, banlieue_reply* reply) {
+  if (g_kept_request != nullptr) {
+    volatile char checksum = 0;
+    for (size_t i = 0; i < g_kept_len; ++i) checksum = checksum ^ g_kept_request[i];
+  }
+  g_kept_request = request.data;
+  g_kept_len = request.len;
+  return g_sdk_reconcile(instance, call, kind, request, reply);
+}
+#endif
+
+struct LongerTable {  // a table from a future minor with three more slots
+  banlieue_provider_v1 v1;
+  void (*future_slots[3])(void);
+};
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) const banlieue_provider_v1* TEST_EXPORT_NAME(
+    const banlieue_host_v1* host, uint32_t host_minor, const banlieue_sink* error) {
+#ifdef TEST_VARIANT_INIT_FAILS
+  const char message[] = "test plugin: refusing to initialise on purpose";
+  error->write(error->ctx, message, sizeof(message) - 1);
+  return nullptr;
+#endif
+  const banlieue_provider_v1* base = test_plugin_sdk_init(host, host_minor, error);
+  if (base == nullptr) return nullptr;
+  static LongerTable table{};
+  std::memcpy(&table.v1, base, sizeof(banlieue_provider_v1));
+#ifdef TEST_VARIANT_OLDER_MINOR
+  // As a plugin built before import_image existed: its table ends just before that slot.
+  table.v1.header.struct_size = offsetof(banlieue_provider_v1, import_image);
+  table.v1.import_image = reinterpret_cast<decltype(table.v1.import_image)>(0x1);  // never read
+#endif
+#ifdef TEST_VARIANT_NEWER_MINOR
+  table.v1.header.abi_minor = BANLIEUE_ABI_MINOR + 3;
+  table.v1.header.struct_size = sizeof(LongerTable);
+#endif
+#ifdef TEST_VARIANT_KEEPS_BORROWED
+  g_sdk_reconcile = table.v1.reconcile;
+  table.v1.reconcile = &keepingReconcile;
+#endif
+#ifdef TEST_VARIANT_WRONG_MAJOR
+  table.v1.header.abi_major = 2;
+#endif
+#ifdef TEST_VARIANT_BAD_MAGIC
+  table.v1.header.magic = 0xDEADBEEF;
+#endif
+#ifdef TEST_VARIANT_BAD_FINGERPRINT
+  table.v1.header.layout_fingerprint = 0xB1044020;  // what a 32-bit build would report
+#endif
+  return &table.v1;
+}
+#endif
