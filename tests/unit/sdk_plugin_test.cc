@@ -1,0 +1,142 @@
+// The SDK's trampolines and the fake host, exercised with the test plugin linked statically.
+#include <banlieue/sdk/testing/fake_host.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+extern "C" const banlieue_provider_v1* test_plugin_static_init(const banlieue_host_v1*, uint32_t,
+                                                               const banlieue_sink*);
+
+namespace banlieue::sdk {
+namespace {
+
+using ::testing::HasSubstr;
+
+const char* kConfig =
+    R"({"provider":{"apiVersion":"banlieue.io/v1alpha1","kind":"Provider","metadata":{"name":"p"},"spec":{"connection":{"endpoint":"test://"}}},"credentials":{"password":"right"}})";
+
+class SdkPluginTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    client_ = host_.load(&test_plugin_static_init);
+    auto call = host_.call();
+    auto created = client_.instanceCreate(call, kConfig, &instance_);
+    ASSERT_TRUE(created.ok()) << created.message;
+  }
+  void TearDown() override { client_.instanceDestroy(instance_); }
+
+  abi::CallOutcome reconcile(const std::string& request,
+                             std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+    auto call = host_.call("uid-1", timeout);
+    return client_.reconcile(instance_, call, "TestMachine", request);
+  }
+
+  testing::FakeHost host_;
+  abi::ProviderClient client_;
+  banlieue_instance* instance_ = nullptr;
+};
+
+TEST_F(SdkPluginTest, TableHeaderIsStampedBySdk) {
+  const auto& h = client_.table().header;
+  EXPECT_EQ(h.magic, BANLIEUE_PROVIDER_MAGIC);
+  EXPECT_EQ(h.struct_size, sizeof(banlieue_provider_v1));
+  EXPECT_EQ(h.layout_fingerprint, BANLIEUE_V1_LAYOUT_FINGERPRINT);
+  EXPECT_STREQ(client_.table().name, "testprov");
+}
+
+TEST_F(SdkPluginTest, LongTaskRoundTripsItsOperationToken) {
+  const std::string object =
+      R"("object":{"metadata":{"name":"vm1","namespace":"ns","uid":"uid-1"}})";
+  auto started = reconcile("{" + object + "}");
+  ASSERT_EQ(started.code, BANLIEUE_IN_PROGRESS);
+  EXPECT_EQ(started.reason, "Provisioning");
+  EXPECT_THAT(started.body, HasSubstr(R"("operation":{"token":"task-uid-1")"));
+  auto done = reconcile("{" + object + R"(,"operation":{"token":"task-uid-1"}})");
+  ASSERT_TRUE(done.ok()) << done.message;
+  EXPECT_THAT(done.body, HasSubstr(R"("initialization":{"provisioned":true})"));
+  auto stale = reconcile("{" + object + R"(,"operation":{"token":"task-from-before-a-restart"}})");
+  EXPECT_EQ(stale.code, BANLIEUE_NOT_FOUND);
+  EXPECT_EQ(stale.reason, "OperationUnknown");
+
+  ASSERT_EQ(host_.events().size(), 1u);
+  EXPECT_EQ(host_.events()[0].reason, "Provisioned");
+  EXPECT_EQ(host_.events()[0].object_uid, "uid-1");
+  bool logged = false;
+  for (const auto& line : host_.logs()) logged |= line.message == "provisioned ns/vm1";
+  EXPECT_TRUE(logged);
+}
+
+TEST_F(SdkPluginTest, CancellationIsVisibleToThePlugin) {
+  host_.cancelAll();
+  auto result = reconcile(R"({"object":{"metadata":{"name":"vm1","uid":"uid-1"}}})");
+  EXPECT_EQ(result.code, BANLIEUE_CANCELLED);
+  host_.cancelAll(false);
+  auto expired = reconcile(R"({"object":{"metadata":{"name":"vm1","uid":"uid-1"}}})",
+                           std::chrono::milliseconds(-1));
+  EXPECT_EQ(expired.code, BANLIEUE_CANCELLED) << "a passed deadline reads as cancelled";
+}
+
+TEST_F(SdkPluginTest, MalformedRequestsAreInvalidArgumentNamingTheField) {
+  auto not_json = reconcile("{");
+  EXPECT_EQ(not_json.code, BANLIEUE_INVALID_ARGUMENT);
+  EXPECT_THAT(not_json.message, HasSubstr("reconcile request is not valid JSON"));
+  auto no_object = reconcile(R"({"objects":{}})");
+  EXPECT_EQ(no_object.code, BANLIEUE_INVALID_ARGUMENT);
+  EXPECT_THAT(no_object.message, HasSubstr("field 'object' must be the TestMachine object"));
+  auto call = host_.call();
+  auto import = client_.importImage(instance_, call, R"({"artifact":{"format":"raw"}})");
+  EXPECT_EQ(import.code, BANLIEUE_INVALID_ARGUMENT);
+  EXPECT_THAT(import.message, HasSubstr("'artifact.path' is required"));
+}
+
+TEST_F(SdkPluginTest, ThrownErrorsKeepTheirCode) {
+  banlieue_instance* other = nullptr;
+  auto call = host_.call();
+  auto denied = client_.instanceCreate(
+      call,
+      R"({"provider":{"metadata":{"name":"p"},"spec":{"connection":{"endpoint":"test://"}}},"credentials":{"password":"wrong"}})",
+      &other);
+  EXPECT_EQ(denied.code, BANLIEUE_UNAUTHENTICATED);
+  EXPECT_EQ(denied.reason, "InvalidCredentials");
+  EXPECT_EQ(other, nullptr);
+}
+
+TEST_F(SdkPluginTest, NullInstanceIsAFailedPreconditionNotACrash) {
+  auto call = host_.call();
+  auto result = client_.introspect(nullptr, call);
+  EXPECT_EQ(result.code, BANLIEUE_FAILED_PRECONDITION);
+}
+
+TEST(SdkInitTest, RefusesAForeignHostTable) {
+  testing::FakeHost fake;
+  banlieue_host_v1 table = *fake.table();
+  abi::StringSink error;
+  banlieue_sink sink = error.sink();
+
+  table.header.abi_major = 2;
+  EXPECT_EQ(test_plugin_static_init(&table, 0, &sink), nullptr);
+  EXPECT_THAT(error.text(), HasSubstr("host speaks ABI major 2"));
+
+  table = *fake.table();
+  table.header.magic = 0;
+  EXPECT_EQ(test_plugin_static_init(&table, 0, &sink), nullptr);
+
+  table = *fake.table();
+  table.header.layout_fingerprint ^= 1;
+  EXPECT_EQ(test_plugin_static_init(&table, 0, &sink), nullptr);
+  EXPECT_THAT(error.text(), HasSubstr("layout fingerprint"));
+}
+
+TEST(SdkInitTest, HostHasSeesOnlySlotsInsideTheTable) {
+  testing::FakeHost fake;
+  banlieue_host_v1 table = *fake.table();
+  EXPECT_TRUE(BANLIEUE_HOST_HAS(&table, emit_event));
+  table.header.struct_size = offsetof(banlieue_host_v1, emit_event);  // an older, shorter host
+  EXPECT_FALSE(BANLIEUE_HOST_HAS(&table, emit_event));
+  EXPECT_TRUE(BANLIEUE_HOST_HAS(&table, is_cancelled));
+  const banlieue_host_v1* none = nullptr;
+  EXPECT_FALSE(BANLIEUE_HOST_HAS(none, log));
+}
+
+}  // namespace
+}  // namespace banlieue::sdk
