@@ -1,6 +1,7 @@
 #include "host/app/cli.h"
 
 #include "host/app/command.h"
+#include "host/common/allocator_tuning.h"
 #include "host/common/logging.h"
 #include "host/common/version.h"
 #include "host/roles/pending/pending_roles.h"
@@ -14,6 +15,7 @@
 namespace banlieue::app {
 
 int run(int argc, char** argv) {
+  common::tuneAllocatorForServer();
   CLI::App app{
       "banlieue: one Kubernetes API for virtual machines on any hypervisor.\n"
       "One binary runs every role; backends are plugins loaded behind the banlieue_provider_v1 "
