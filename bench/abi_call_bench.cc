@@ -19,8 +19,8 @@ using banlieue::plugin::PluginInstance;
 
 // A LibvirtMachine-sized object: labels, annotations, managed fields, spec and status.
 rapidjson::Document realisticObject(size_t target_bytes) {
-  rapidjson::Document doc;
-  doc.Parse(R"({"apiVersion":"infrastructure.test.banlieue.io/v1beta2","kind":"TestMachine",
+  auto doc = banlieue::sdk::json::parse(
+      R"({"apiVersion":"infrastructure.test.banlieue.io/v1beta2","kind":"TestMachine",
     "metadata":{"name":"web-7f9c2","namespace":"team-a","uid":"6f1c0a52-8d4e-4f5b-9a51-0c3f2d7e9b11",
       "generation":3,"resourceVersion":"482913","labels":{},"annotations":{},
       "ownerReferences":[{"apiVersion":"banlieue.io/v1alpha1","kind":"VirtualMachine","name":"web-7f9c2",
@@ -30,7 +30,8 @@ rapidjson::Document realisticObject(size_t target_bytes) {
       "networks":[{"name":"prod","networkClass":"prod","macAddress":"52:54:00:12:34:56"}],
       "image":{"name":"ubuntu-24.04","checksum":"sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"},
       "firmware":"efi","features":["vtpm","efiSecureBoot"]},
-    "status":{"conditions":[{"type":"Ready","status":"False","reason":"Provisioning","message":"creating"}]}})");
+    "status":{"conditions":[{"type":"Ready","status":"False","reason":"Provisioning","message":"creating"}]}})",
+      "bench object");
   auto& a = doc.GetAllocator();
   for (int i = 0; banlieue::sdk::json::serialize(doc).size() < target_bytes; ++i) {
     std::string key = "banlieue.io/annotation-" + std::to_string(i);
@@ -82,9 +83,8 @@ void BM_ReconcileRoundTrip4KiB(benchmark::State& state) {
         R"({"object":)" + object_text + R"(,"operation":{"token":"task-)" + uid + R"("}})";
     request_bytes = request.size();
     auto result = f.instance->reconcile("TestMachine", request, options);
-    rapidjson::Document reply;
-    reply.Parse(result.outcome.body.c_str());
-    if (!result.ok() || reply.HasParseError()) state.SkipWithError("reconcile failed");
+    if (!result.ok()) state.SkipWithError("reconcile failed");
+    auto reply = banlieue::sdk::json::parse(result.outcome.body, "reply");
     benchmark::DoNotOptimize(reply);
   }
   state.counters["request_bytes"] = static_cast<double>(request_bytes);
@@ -100,9 +100,8 @@ void BM_ReconcileRoundTripWithHostSerialize4KiB(benchmark::State& state) {
     std::string request = R"({"object":)" + banlieue::sdk::json::serialize(f.object) +
                           R"(,"operation":{"token":"task-)" + uid + R"("}})";
     auto result = f.instance->reconcile("TestMachine", request, options);
-    rapidjson::Document reply;
-    reply.Parse(result.outcome.body.c_str());
-    if (!result.ok() || reply.HasParseError()) state.SkipWithError("reconcile failed");
+    if (!result.ok()) state.SkipWithError("reconcile failed");
+    auto reply = banlieue::sdk::json::parse(result.outcome.body, "reply");
     benchmark::DoNotOptimize(reply);
   }
 }
@@ -124,8 +123,7 @@ void BM_JsonOnly4KiB(benchmark::State& state) {
   auto& f = fixture();
   for (auto _ : state) {
     std::string text = banlieue::sdk::json::serialize(f.object);
-    rapidjson::Document doc;
-    doc.Parse(text.c_str());
+    auto doc = banlieue::sdk::json::parse(text, "object");
     benchmark::DoNotOptimize(doc);
   }
 }
