@@ -10,7 +10,7 @@
  * EVOLUTION RULES (read before changing anything in this file)
  *  1. Append only. New fields and slots go at the END of a table, never in the middle;
  *     nothing is reordered, retyped or removed. A retired slot keeps its place and is
- *     documented as such. tests/abi/abi_layout_test.c pins offsetof/sizeof of every
+ *     documented as such. tests/abi/abi_layout_check.c pins offsetof/sizeof of every
  *     released field; a change that moves one fails the build.
  *  2. Every addition bumps BANLIEUE_ABI_MINOR and carries "SINCE: 1.<minor>".
  *  3. A table's header.struct_size is the size the writer was compiled with. The reader

@@ -136,6 +136,7 @@ class FileProvider final : public banlieue::sdk::Provider {
                           "v1alpha1",
                           std::string(kKind),
                           {"reconcile", "finalize", "validate"}});
+    caps.introspect = true;
     caps.import_image = true;
     caps.image_formats = {"raw", "qcow2", "iso"};
     return caps;

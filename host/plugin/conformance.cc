@@ -102,6 +102,7 @@ std::string contractProblems(const CallResult& r) {
 struct Sample {
   std::string kind;
   std::string object_json;
+  std::string uid;
 };
 
 class CheckRun {
@@ -114,7 +115,11 @@ class CheckRun {
     validateSamples();
     if (!createInstance()) return;
     introspect();
-    for (const auto& sample : samples_) reconcileAndFinalize(sample);
+    for (const auto& sample : samples_) {
+      finalizeNeverReconciled(sample);
+      reconcileAndFinalize(sample);
+      staleOperationToken(sample);
+    }
     unknownKind();
     importImage();
     r_.begin("instance_destroy");
@@ -228,7 +233,7 @@ class CheckRun {
       }
       samples_.push_back(sampleFor(gvk));
     }
-    offers_introspect_ = json::boolean(&doc, "operations.introspect", true);
+    offers_introspect_ = json::boolean(&doc, "operations.introspect", false);
     offers_import_ = json::boolean(&doc, "operations.importImage", false);
     r_.pass("describe",
             fmt::format("{} kind(s), introspect {}, importImage {}", served.size(),
@@ -258,7 +263,7 @@ class CheckRun {
     set(meta, "namespace", json::stringValue("default", a));
     set(meta, "uid", json::stringValue(randomUid(), a));
     set(meta, "generation", rapidjson::Value(1));
-    return {gvk.kind, json::serialize(doc)};
+    return {gvk.kind, json::serialize(doc), json::stringOr(&doc, "metadata.uid")};
   }
 
   void validateSamples() {
@@ -401,6 +406,66 @@ class CheckRun {
                           outcomeText(*finalized));
       }
     }
+  }
+
+  // The same sample under a fresh uid, so steps do not see each other's backend objects.
+  Sample withFreshUid(const Sample& sample) {
+    auto object = json::parse(sample.object_json, "sample");
+    auto& a = object.GetAllocator();
+    std::string uid = randomUid();
+    object["metadata"]["uid"] = json::stringValue(uid, a);
+    return {sample.kind, json::serialize(object), uid};
+  }
+
+  // finalize must succeed for an object whose reconcile never ran (deleted before scheduling).
+  void finalizeNeverReconciled(const Sample& sample) {
+    Sample fresh = withFreshUid(sample);
+    const std::string& uid = fresh.uid;
+    std::string step = "finalize " + sample.kind + " never reconciled";
+    auto result = drive(step, uid, [&](const std::string& extra) {
+      return instance_->finalize(sample.kind, R"({"object":)" + fresh.object_json + extra + "}",
+                                 callOptions(uid));
+    });
+    if (!result) return;
+    if (result->ok()) {
+      r_.pass(step, "OK");
+    } else {
+      r_.fail(step,
+              "finalize must succeed when nothing was ever created, got " + outcomeText(*result));
+    }
+  }
+
+  // A token from a previous process: the plugin either re-derives state (OK / IN_PROGRESS) or
+  // says NOT_FOUND with reason OperationUnknown so the host drops the token.
+  void staleOperationToken(const Sample& sample) {
+    Sample fresh = withFreshUid(sample);
+    const std::string& uid = fresh.uid;
+    std::string step = "reconcile " + sample.kind + " stale token";
+    r_.begin(step);
+    auto result =
+        instance_->reconcile(sample.kind,
+                             R"({"object":)" + fresh.object_json +
+                                 R"(,"operation":{"token":"banlieue-plugin-check-stale"}})",
+                             callOptions(uid));
+    if (!wellFormed(step, result)) return;
+    bool ok =
+        result.code() == BANLIEUE_OK || result.code() == BANLIEUE_IN_PROGRESS ||
+        (result.code() == BANLIEUE_NOT_FOUND && result.outcome.reason == "OperationUnknown") ||
+        result.code() == BANLIEUE_INVALID_ARGUMENT;  // a sample the plugin rejects
+    if (ok) {
+      r_.pass(step, outcomeText(result));
+    } else {
+      r_.fail(step,
+              "an unknown operation token must be answered NOT_FOUND with reason "
+              "OperationUnknown (or ignored), got " +
+                  outcomeText(result));
+    }
+    // Clean up whatever the call may have started.
+    r_.begin(step + " cleanup");
+    (void)drive(step + " cleanup", uid, [&](const std::string& extra) {
+      return instance_->finalize(sample.kind, R"({"object":)" + fresh.object_json + extra + "}",
+                                 callOptions(uid));
+    });
   }
 
   void unknownKind() {
@@ -556,7 +621,7 @@ CheckReport inspectPlugin(const CheckOptions& options) {
 std::string renderText(const CheckReport& report) {
   std::string out = fmt::format("plugin check {}\n", report.directory.string());
   for (const auto& step : report.steps) {
-    out += fmt::format("  {}  {:<28} {}\n", verdictName(step.verdict), step.name, step.detail);
+    out += fmt::format("  {}  {:<38} {}\n", verdictName(step.verdict), step.name, step.detail);
   }
   out += fmt::format("result: {} ({} passed, {} failed, {} skipped)\n",
                      report.passed() ? "PASS" : "FAIL", report.count(Verdict::kPass),

@@ -1,4 +1,4 @@
-# banlieue_provider_plugin(<target> SOURCES ... [MANIFEST_NAME <name>])
+# banlieue_provider_plugin(<target> SOURCES ...)
 #
 # Builds a provider plugin the way the host expects: a MODULE library with hidden
 # visibility, a linker version script that exports only banlieue_provider_v1_init, and

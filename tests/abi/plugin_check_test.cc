@@ -40,6 +40,7 @@ TEST(PluginCheckTest, CurrentPluginPassesEveryStep) {
        {"PASS  manifest", "PASS  load", "PASS  describe", "PASS  validate TestMachine",
         "PASS  validate malformed JSON", "PASS  instance_create", "PASS  introspect",
         "PASS  reconcile TestMachine", "PASS  finalize TestMachine again",
+        "PASS  finalize TestMachine never reconciled", "PASS  reconcile TestMachine stale token",
         "PASS  reconcile unknown kind", "PASS  import_image", "PASS  instance_destroy"}) {
     EXPECT_THAT(run.output, HasSubstr(step)) << run.output;
   }

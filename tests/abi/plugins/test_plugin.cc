@@ -119,6 +119,7 @@ class TestProvider final : public banlieue::sdk::Provider {
                           "TestMachine",
                           {"reconcile", "finalize", "validate"}});
     caps.features = {"vtpm"};
+    caps.introspect = true;
 #ifndef TEST_VARIANT_OLDER_MINOR
     caps.import_image = true;
     caps.image_formats = {"raw"};

@@ -159,8 +159,8 @@ struct Capabilities {
   std::string backend;
   std::vector<Kind> kinds;
   std::vector<std::string> features;
-  bool introspect = true;
-  bool import_image = false;
+  bool introspect = false;                 // set when the Instance overrides introspect()
+  bool import_image = false;               // set when the Instance overrides importImage()
   std::vector<std::string> image_formats;  // formats import_image accepts
 
   std::string toJson(std::string_view name, std::string_view version) const {

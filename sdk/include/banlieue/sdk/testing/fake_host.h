@@ -1,8 +1,8 @@
 // A fake host for plugin unit tests: runs a plugin's entry function in-process (link the
 // plugin source into the test, with BANLIEUE_PROVIDER_ENTRY_NAME renamed) or through a
 // dlopen'ed handle, records log lines and events, and lets a test cancel calls or set
-// deadlines. Inputs are copied into buffers freed right after each call, so ASan reports a
-// plugin that keeps a borrowed pointer.
+// deadlines. Pass each call's inputs in buffers that die after the call (temporaries do) so
+// that ASan reports a plugin that keeps a borrowed pointer.
 #pragma once
 
 #include <banlieue/provider_v1.h>
