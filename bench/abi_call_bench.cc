@@ -112,7 +112,7 @@ BENCHMARK(BM_ReconcileRoundTripWithHostSerialize4KiB);
 void BM_CallEnvelopeOnly(benchmark::State& state) {
   auto& f = fixture();
   for (auto _ : state) {
-    auto result = f.plugin->validate("TestMachine", "{}");
+    auto result = f.plugin->validate("TestMachine", R"({"object":{}})");
     benchmark::DoNotOptimize(result);
   }
 }

@@ -28,9 +28,20 @@
  *    inputs are borrowed banlieue_str, outputs go through a host-owned banlieue_sink that
  *    copies at once, and plugin objects (instances) are released by the plugin itself.
  *
- * THREADS vocabulary: "init-thread" = the single thread that called init, instance_create
- * and instance_destroy; "any-thread" = may run concurrently with other calls on the same
- * instance, but never two calls for the same object_uid at once.
+ * THREADS vocabulary: "serialized" = the host never runs two serialized slots of one plugin
+ * at the same time (init, instance_create, instance_destroy), but may use any thread for
+ * them; "any-thread" = may run concurrently with other calls on the same instance, but never
+ * two calls for the same object_uid at once (the host's work queue guarantees it).
+ *
+ * REPLY BODY RULES (every slot that takes a banlieue_reply)
+ *  - The body is read for EVERY returned code, not only OK: a plugin that fails after starting
+ *    a backend task still reports the task, so the host never starts it twice.
+ *  - "status": fields of the object's status the plugin owns; applied when present.
+ *  - "operation": {"token": ...} stores a token the next call gets back in its request;
+ *    "operation": null clears the stored token; when absent, OK clears it and every other
+ *    code keeps it.
+ *  - A token the plugin does not recognise (minted before a restart) is treated as absent:
+ *    the plugin re-derives the state from the backend and answers as for a first call.
  */
 #ifndef BANLIEUE_PROVIDER_V1_H
 #define BANLIEUE_PROVIDER_V1_H
@@ -55,6 +66,15 @@ extern "C" {
 
 /* The one exported symbol, by name, for loaders that look it up as a string. */
 #define BANLIEUE_PROVIDER_V1_INIT_SYMBOL "banlieue_provider_v1_init"
+
+/* Marks the entry point for export (plugins build with hidden visibility). */
+#if defined(_WIN32)
+#define BANLIEUE_PROVIDER_EXPORT __declspec(dllexport)
+#elif defined(__GNUC__) || defined(__clang__)
+#define BANLIEUE_PROVIDER_EXPORT __attribute__((visibility("default")))
+#else
+#define BANLIEUE_PROVIDER_EXPORT
+#endif
 
 /* A fixed probe whose size depends on pointer width, size_t, int64 alignment and struct
  * packing. Host and plugin each compute the fingerprint from their own compiler's view;
@@ -137,12 +157,14 @@ typedef struct banlieue_str {
 } banlieue_str;
 
 /* Where a plugin writes output. write() copies the bytes at once and may be called
- * several times; the pieces are concatenated.
+ * several times; the pieces are concatenated. It returns 0 when the bytes were taken and
+ * non-zero when the host refuses more (a size cap was reached: bodies 8 MiB, messages
+ * 32 KiB, reasons 128 bytes); the plugin should then stop writing to that sink.
  * OWNERSHIP: host-owned; the sink and ctx are valid only during the call that received it.
  * THREADS: only from the thread that is running the call. */
 typedef struct banlieue_sink {
   void* ctx;
-  void (*write)(void* ctx, const char* data, size_t len);
+  int32_t (*write)(void* ctx, const char* data, size_t len);
 } banlieue_sink;
 
 /* The envelope the host builds for every call after init.
@@ -152,8 +174,10 @@ typedef struct banlieue_call {
   uint32_t attempt;         /* 0 on the first try of this object at this generation */
   uint64_t call_id;         /* unique per process; use it in logs to correlate */
   int64_t deadline_unix_ms; /* wall-clock deadline (ms since the Unix epoch); plugins pass
-                               the remaining time to their backend client's timeouts */
-  banlieue_str object_uid;  /* metadata.uid of the object, empty for describe/introspect */
+                               the remaining time to their backend client's timeouts.
+                               0 means none (the host always sets one; tests may not) */
+  banlieue_str object_uid;  /* metadata.uid of the object; the Provider's uid for
+                               introspect and instance slots; empty for describe */
   void* host_call_ctx;      /* opaque; pass back to host slots that take a call */
 } banlieue_call;
 
@@ -172,6 +196,11 @@ typedef struct banlieue_reply {
   int64_t requeue_after_ms; /* in: -1. out: plugin's hint for when to call again; the host
                                clamps it and uses it for IN_PROGRESS and retryable codes */
 } banlieue_reply;
+
+/* True when a struct stamped with struct_size (banlieue_call, banlieue_reply) is long enough
+ * to hold `field`. Read or write a field appended after 1.0 only when this holds. */
+#define BANLIEUE_STRUCT_HAS(ptr, type, field) \
+  ((ptr) != NULL && (ptr)->struct_size >= offsetof(type, field) + sizeof((ptr)->field))
 
 /* An instance is one connection to one backend (one Provider). Opaque to the host.
  * OWNERSHIP: plugin-owned; released only by instance_destroy. */
@@ -202,7 +231,9 @@ typedef struct banlieue_host_v1 {
   /* Non-zero once the call should stop: its deadline passed, the process is shutting down,
    * or leadership was lost. Plugins check it between backend steps and return
    * BANLIEUE_CANCELLED (or IN_PROGRESS with an operation token to resume later).
-   * OWNERSHIP: call borrowed. THREADS: the thread running the call. SINCE: 1.0 */
+   * OWNERSHIP: call borrowed. THREADS: any thread (e.g. a watchdog that aborts a blocking
+   * backend call), but only while the call is in flight: never after it has returned.
+   * SINCE: 1.0 */
   int32_t (*is_cancelled)(void* host_ctx, const banlieue_call* call);
 
   /* Records a Kubernetes Event on the object the call is about (the host aggregates
@@ -226,10 +257,7 @@ typedef struct banlieue_host_v1 {
  * (a vSphere CloneVM_Task, a Proxmox UPID, a background libvirt volume upload) outlives
  * the call, the plugin returns BANLIEUE_IN_PROGRESS and puts {"operation":{"token":...}}
  * in the reply body; the host stores it in the object's .status and passes it back on the
- * next call, which polls it. A plugin that does not recognise a token (it was minted by a
- * process that has since restarted) returns NOT_FOUND with reason "OperationUnknown"; the
- * host then drops the token and calls again, and the plugin re-derives state from the
- * backend. Every step is therefore idempotent.
+ * next call, which polls it (see REPLY BODY RULES at the top). Every step is idempotent.
  * ------------------------------------------------------------------------------------- */
 
 typedef struct banlieue_provider_v1 {
@@ -253,29 +281,34 @@ typedef struct banlieue_provider_v1 {
    * its credentials Secret. May do I/O (log in) within the call's deadline. On success
    * *out is set and must later be passed to instance_destroy.
    * OWNERSHIP: config borrowed (copy credentials you keep, and wipe them on destroy);
-   * *out plugin-owned. THREADS: init-thread. SINCE: 1.0 */
+   * *out plugin-owned. THREADS: serialized. SINCE: 1.0 */
   banlieue_status (*instance_create)(const banlieue_call* call, banlieue_str config,
                                      banlieue_instance** out, banlieue_reply* reply);
 
   /* Closes the connection (log out, remove temp files) and frees the instance. Joins any
-   * thread the instance started. Never fails. No other call on the instance may be
-   * running or start afterwards.
-   * OWNERSHIP: instance released. THREADS: init-thread. SINCE: 1.0 */
-  void (*instance_destroy)(banlieue_instance* instance);
+   * thread the instance started, cancelling backend work so it finishes by the call's
+   * deadline. Never fails. No other call on the instance may be running or start afterwards.
+   * OWNERSHIP: instance released; call borrowed. THREADS: serialized. SINCE: 1.0 */
+  void (*instance_destroy)(banlieue_instance* instance, const banlieue_call* call);
 
   /* Validates an object of one of the plugin's kinds (or a Provider) without I/O, so an
-   * admission webhook may call it. kind is e.g. "LibvirtMachine"; object is the object's
-   * JSON. INVALID_ARGUMENT with a message naming the field on failure; reply body is
+   * admission webhook may call it. kind is e.g. "LibvirtMachine"; request is
+   * sdk/schemas/validate.request.json: {"operation": CREATE|UPDATE|DELETE, "object",
+   * "oldObject"} (oldObject on UPDATE, so immutable fields can be enforced).
+   * INVALID_ARGUMENT with a message naming the field on failure; reply body is
    * sdk/schemas/validate.response.json (warnings).
    * OWNERSHIP: all borrowed. THREADS: any-thread. SINCE: 1.0 */
-  banlieue_status (*validate)(const banlieue_call* call, banlieue_str kind, banlieue_str object,
+  banlieue_status (*validate)(const banlieue_call* call, banlieue_str kind, banlieue_str request,
                               banlieue_reply* reply);
 
-  /* Walks the backend's inventory for the Provider the instance was created for and
-   * reports verified failure domains (sdk/schemas/introspect.response.json).
+  /* Walks the backend's inventory and reports verified failure domains. request is
+   * sdk/schemas/introspect.request.json: the Provider object as it is now (its declared
+   * capabilities may have changed since instance_create) and the operation token of a walk
+   * still in progress; a large inventory may take several calls (IN_PROGRESS + token).
+   * The reply body is sdk/schemas/introspect.response.json.
    * OWNERSHIP: all borrowed. THREADS: any-thread. SINCE: 1.0 */
   banlieue_status (*introspect)(banlieue_instance* instance, const banlieue_call* call,
-                                banlieue_reply* reply);
+                                banlieue_str request, banlieue_reply* reply);
 
   /* Drives one object of a served kind one step towards its spec. request is
    * sdk/schemas/reconcile.request.json (kind, object, resolved references, operation
@@ -297,7 +330,9 @@ typedef struct banlieue_provider_v1 {
   /* Pushes a verified image artifact into one failure domain of the backend
    * (sdk/schemas/import_image.request.json: the VMImage, the artifact's local path,
    * format, size and sha256 already checked by the host, the target failure domain).
-   * Long uploads return IN_PROGRESS with a token like reconcile.
+   * Long uploads return IN_PROGRESS with a token like reconcile. The host keeps one token
+   * per (image, failure domain) and runs at most one import per pair at a time; the call's
+   * object_uid is the VMImage's uid.
    * OWNERSHIP: all borrowed. THREADS: any-thread. SINCE: 1.0 */
   banlieue_status (*import_image)(banlieue_instance* instance, const banlieue_call* call,
                                   banlieue_str request, banlieue_reply* reply);
@@ -309,12 +344,18 @@ typedef struct banlieue_provider_v1 {
  * host: the host's services, valid until the process exits; the plugin may keep it.
  * host_minor: the highest BANLIEUE_ABI_MINOR the host implements.
  * error: where to write a message when returning NULL.
- * Returns a pointer to a static table, or NULL after writing why to error.
+ * Returns a pointer to a static table, or NULL after writing why to error. The table and
+ * the strings it points to must stay valid until the process exits (static storage that
+ * is never destroyed: the host destroys every instance before exit but does not unload).
  * OWNERSHIP: host host-owned (process lifetime); error borrowed; result plugin-owned static.
- * THREADS: init-thread, once per process. SINCE: 1.0 */
+ * THREADS: serialized, once per process. SINCE: 1.0 */
 typedef const banlieue_provider_v1* (*banlieue_provider_v1_init_fn)(const banlieue_host_v1* host,
                                                                     uint32_t host_minor,
                                                                     const banlieue_sink* error);
+
+/* The prototype every plugin defines, so a wrong signature fails to compile. */
+BANLIEUE_PROVIDER_EXPORT const banlieue_provider_v1* banlieue_provider_v1_init(
+    const banlieue_host_v1* host, uint32_t host_minor, const banlieue_sink* error);
 
 #ifdef __cplusplus
 } /* extern "C" */

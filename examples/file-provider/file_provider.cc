@@ -41,7 +41,7 @@ class FileInstance final : public banlieue::sdk::Instance {
  public:
   explicit FileInstance(fs::path root) : root_(std::move(root)) {}
 
-  Status introspect(const Call&, Reply& reply) override {
+  Status introspect(const Call&, const banlieue::sdk::IntrospectRequest&, Reply& reply) override {
     auto& a = reply.allocator();
     char host[256] = "localhost";
     gethostname(host, sizeof(host) - 1);
@@ -142,13 +142,13 @@ class FileProvider final : public banlieue::sdk::Provider {
     return caps;
   }
 
-  Status validate(const Call&, std::string_view kind, const rapidjson::Value& object,
+  Status validate(const Call&, const banlieue::sdk::ValidateRequest& request,
                   Reply&) const override {
-    if (kind != kKind) return unsupportedKind(std::string(kind));
-    if (auto cpus = json::integer(&object, "spec.cpus"); cpus && *cpus < 1) {
+    if (request.kind != kKind) return unsupportedKind(request.kind);
+    if (auto cpus = json::integer(request.object, "spec.cpus"); cpus && *cpus < 1) {
       return {Code::kInvalidArgument, "InvalidSpec", "spec.cpus must be at least 1"};
     }
-    if (auto mem = json::integer(&object, "spec.memoryMiB"); mem && *mem < 64) {
+    if (auto mem = json::integer(request.object, "spec.memoryMiB"); mem && *mem < 64) {
       return {Code::kInvalidArgument, "InvalidSpec", "spec.memoryMiB must be at least 64"};
     }
     return Status::ok();

@@ -2,6 +2,7 @@
 
 #include "host/common/logging.h"
 #include "host/plugin/child_process.h"
+#include "host/plugin/file_checks.h"
 #include "host/plugin/loader.h"
 #include "host/plugin/payload_schemas.h"
 #include "host/plugin/sha256.h"
@@ -11,8 +12,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -60,11 +63,16 @@ std::string readFile(const std::filesystem::path& path) {
 class Reporter {
  public:
   explicit Reporter(const LineWriter& out) : out_(out) {}
-  void begin(const std::string& step) { out_.line("B " + step); }
+  void begin(const std::string& step) {
+    open_step_ = step;
+    out_.line("B " + step);
+  }
+  const std::string& openStep() const { return open_step_; }
   void result(const std::string& step, Verdict v, const std::string& detail) {
     out_.line(fmt::format(R"(R {{"name":"{}","verdict":"{}","detail":"{}"}})",
                           common::jsonEscape(step), verdictName(v), common::jsonEscape(detail)));
     if (v == Verdict::kFail) failed_ = true;
+    open_step_.clear();
   }
   void pass(const std::string& step, const std::string& detail = {}) {
     result(step, Verdict::kPass, detail);
@@ -83,6 +91,7 @@ class Reporter {
  private:
   const LineWriter& out_;
   bool failed_ = false;
+  std::string open_step_;
 };
 
 std::string outcomeText(const CallResult& r) {
@@ -105,11 +114,27 @@ struct Sample {
   std::string uid;
 };
 
+std::string validateRequest(const std::string& object_json) {
+  return R"({"operation":"CREATE","object":)" + object_json + "}";
+}
+
 class CheckRun {
  public:
   CheckRun(const CheckOptions& options, Reporter& reporter) : o_(options), r_(reporter) {}
 
+  // A checker step that throws (a sample that is not JSON, a reply that cannot be parsed)
+  // fails the step it happened in instead of ending the check without a word.
   void run(bool full) {
+    try {
+      runSteps(full);
+    } catch (const std::exception& e) {
+      std::string step = r_.openStep().empty() ? "checker" : r_.openStep();
+      r_.fail(step, std::string("check aborted: ") + e.what());
+    }
+  }
+
+ private:
+  void runSteps(bool full) {
     if (!loadPlugin()) return;
     if (!describe() || !full) return;
     validateSamples();
@@ -127,7 +152,6 @@ class CheckRun {
     r_.pass("instance_destroy", "returned");
   }
 
- private:
   CallOptions callOptions(const std::string& uid = {}) const {
     CallOptions c;
     c.timeout = o_.deadline;
@@ -207,8 +231,8 @@ class CheckRun {
       return false;
     }
     if (!bodyMatches("describe", "describe.response", result)) return false;
-    r_.raw('D', result.outcome.body);
     auto doc = json::parse(result.outcome.body, "describe reply");
+    r_.raw('D', json::serialize(doc));  // one line, whatever the plugin's formatting
     if (json::stringOr(&doc, "name") != manifest_.name) {
       r_.fail("describe", "describe names the plugin '" + json::stringOr(&doc, "name") +
                               "' but provider.json says '" + manifest_.name + "'");
@@ -245,7 +269,13 @@ class CheckRun {
     rapidjson::Document doc;
     auto path = manifest_.samples.find(gvk.kind);
     if (path != manifest_.samples.end()) {
-      doc = json::parse(readFile(manifest_.directory / path->second), path->second);
+      std::error_code ec;
+      auto file = std::filesystem::canonical(manifest_.directory / path->second, ec);
+      if (ec || !isInside(file, manifest_.directory)) {
+        throw sdk::Error(Code::kInvalidArgument, "InvalidSample",
+                         "sample " + path->second + " is missing or outside the plugin directory");
+      }
+      doc = json::parse(readFile(file), path->second);
     } else {
       doc.SetObject();
     }
@@ -270,7 +300,8 @@ class CheckRun {
     for (const auto& sample : samples_) {
       std::string step = "validate " + sample.kind;
       r_.begin(step);
-      auto result = plugin_->validate(sample.kind, sample.object_json, callOptions());
+      auto result =
+          plugin_->validate(sample.kind, validateRequest(sample.object_json), callOptions());
       if (!wellFormed(step, result)) continue;
       if (result.code() == BANLIEUE_OK) {
         if (bodyMatches(step, "validate.response", result)) r_.pass(step, "sample accepted");
@@ -285,7 +316,7 @@ class CheckRun {
     std::string step = "validate malformed JSON";
     r_.begin(step);
     auto result = plugin_->validate(samples_.empty() ? "Unknown" : samples_[0].kind,
-                                    "{\"metadata\": [", callOptions());
+                                    "{\"object\": {\"metadata\": [", callOptions());
     if (!wellFormed(step, result)) return;
     if (result.code() == BANLIEUE_INVALID_ARGUMENT || result.code() == BANLIEUE_UNIMPLEMENTED) {
       r_.pass(step, outcomeText(result));
@@ -312,6 +343,8 @@ class CheckRun {
       r_.fail(step, "--config: " + st.message());
       return false;
     }
+    auto parsed_config = json::parse(config, "instance config");
+    provider_json_ = json::serialize(*json::member(&parsed_config, "provider"));
     CallResult result;
     instance_ = plugin_->createInstance(config, callOptions(), result);
     if (!wellFormed(step, result)) return false;
@@ -329,7 +362,7 @@ class CheckRun {
   void introspect() {
     const std::string step = "introspect";
     r_.begin(step);
-    auto result = instance_->introspect(callOptions());
+    auto result = instance_->introspect(R"({"provider":)" + provider_json_ + "}", callOptions());
     if (!wellFormed(step, result)) return;
     if (result.ok()) {
       if (!bodyMatches(step, "introspect.response", result)) return;
@@ -382,6 +415,7 @@ class CheckRun {
       return instance_->reconcile(sample.kind, request(extra), callOptions(uid));
     });
     if (reconciled) {
+      plain_reconcile_code_[sample.kind] = reconciled->code();
       if (reconciled->ok()) {
         if (bodyMatches(step, "reconcile.response", *reconciled)) r_.pass(step, "OK");
       } else {
@@ -448,16 +482,16 @@ class CheckRun {
                                  R"(,"operation":{"token":"banlieue-plugin-check-stale"}})",
                              callOptions(uid));
     if (!wellFormed(step, result)) return;
-    bool ok =
-        result.code() == BANLIEUE_OK || result.code() == BANLIEUE_IN_PROGRESS ||
-        (result.code() == BANLIEUE_NOT_FOUND && result.outcome.reason == "OperationUnknown") ||
-        result.code() == BANLIEUE_INVALID_ARGUMENT;  // a sample the plugin rejects
-    if (ok) {
-      r_.pass(step, outcomeText(result));
+    auto plain = plain_reconcile_code_.find(sample.kind);
+    bool same_as_first_call =
+        plain != plain_reconcile_code_.end() && plain->second == result.code();
+    if (result.code() == BANLIEUE_OK || result.code() == BANLIEUE_IN_PROGRESS ||
+        same_as_first_call) {
+      r_.pass(step, "treated as a first call: " + outcomeText(result));
     } else {
       r_.fail(step,
-              "an unknown operation token must be answered NOT_FOUND with reason "
-              "OperationUnknown (or ignored), got " +
+              "an operation token the plugin does not know must be treated as absent (re-derive "
+              "the state from the backend), got " +
                   outcomeText(result));
     }
     // Clean up whatever the call may have started.
@@ -543,6 +577,8 @@ class CheckRun {
   std::unique_ptr<PluginInstance> instance_;
   std::vector<Sample> samples_;
   std::vector<std::string> failure_domains_;
+  std::string provider_json_;
+  std::map<std::string, banlieue_status> plain_reconcile_code_;  // per kind
   bool offers_introspect_ = true;
   bool offers_import_ = false;
 };
@@ -586,19 +622,30 @@ CheckReport runInChild(const CheckOptions& options, bool full) {
       },
       step_budget);
   std::string where = current_step.empty() ? "between steps" : "during '" + current_step + "'";
-  if (exit.timed_out) {
+  if (exit.spawn_errno != 0) {
+    report.steps.push_back(
+        {"checker", Verdict::kFail,
+         std::string("could not start the check process: ") + std::strerror(exit.spawn_errno)});
+  } else if (exit.timed_out) {
+    bool slot_call = current_step != "manifest" && current_step != "load" && !current_step.empty();
     report.steps.push_back(
         {current_step.empty() ? "watchdog" : current_step, Verdict::kFail,
-         fmt::format("did not return within its {} ms deadline (+{} ms grace); the plugin "
-                     "ignores cancellation, so the checker killed it",
-                     options.deadline.count(), options.grace.count())});
+         slot_call
+             ? fmt::format("did not return within its {} ms deadline (+{} ms grace); the plugin "
+                           "ignores cancellation, so the checker killed it",
+                           options.deadline.count(), options.grace.count())
+             : fmt::format("hung for more than {} ms ({}); the checker killed it",
+                           (options.deadline + options.grace).count(),
+                           current_step == "load" ? "loading or initialising the plugin"
+                                                  : "between steps")});
   } else if (exit.signal != 0) {
     report.steps.push_back({current_step.empty() ? "crash" : current_step, Verdict::kFail,
                             "the plugin crashed with " + signalName(exit.signal) + " " + where});
-  } else if (exit.exit_code != 0 && report.count(Verdict::kFail) == 0) {
-    report.steps.push_back(
-        {"exit", Verdict::kFail,
-         fmt::format("the check process exited with {} {}", exit.exit_code, where)});
+  } else if (exit.exit_code != 0 && (!current_step.empty() || report.count(Verdict::kFail) == 0)) {
+    report.steps.push_back({current_step.empty() ? "exit" : current_step, Verdict::kFail,
+                            fmt::format("the plugin ended the check process with exit code {} {} "
+                                        "(exit() called, or a crash caught by a sanitizer)",
+                                        exit.exit_code, where)});
   }
   return report;
 }

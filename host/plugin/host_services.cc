@@ -34,53 +34,63 @@ int64_t HostServices::nowUnixMs() {
 }
 
 void HostServices::log(void* ctx, banlieue_log_level level, const char* file, int32_t line,
-                       const char* msg, size_t len) {
+                       const char* msg, size_t len) noexcept {
   auto* self = static_cast<HostServices*>(ctx);
   if (self == nullptr || msg == nullptr) return;
-  // Clamp unknown levels instead of trusting the plugin's integer.
-  int clamped = level < BANLIEUE_LOG_TRACE      ? BANLIEUE_LOG_TRACE
-                : level > BANLIEUE_LOG_CRITICAL ? BANLIEUE_LOG_CRITICAL
-                                                : level;
-  auto spd_level = static_cast<spdlog::level::level_enum>(clamped);
-  if (file != nullptr) {
-    self->logger_->log(spdlog::source_loc{file, line, ""}, spd_level, "{}",
-                       std::string_view(msg, len));
-  } else {
-    self->logger_->log(spd_level, "{}", std::string_view(msg, len));
+  try {
+    // Clamp unknown levels instead of trusting the plugin's integer.
+    int clamped = level < BANLIEUE_LOG_TRACE      ? BANLIEUE_LOG_TRACE
+                  : level > BANLIEUE_LOG_CRITICAL ? BANLIEUE_LOG_CRITICAL
+                                                  : level;
+    auto spd_level = static_cast<spdlog::level::level_enum>(clamped);
+    if (file != nullptr) {
+      self->logger_->log(spdlog::source_loc{file, line, ""}, spd_level, "{}",
+                         std::string_view(msg, len));
+    } else {
+      self->logger_->log(spd_level, "{}", std::string_view(msg, len));
+    }
+  } catch (...) {
+    // A log line that cannot be written is dropped.
   }
 }
 
-int32_t HostServices::logEnabled(void* ctx, banlieue_log_level level) {
+int32_t HostServices::logEnabled(void* ctx, banlieue_log_level level) noexcept {
   auto* self = static_cast<HostServices*>(ctx);
   if (self == nullptr || level < BANLIEUE_LOG_TRACE || level > BANLIEUE_LOG_CRITICAL) return 0;
   return self->logger_->should_log(static_cast<spdlog::level::level_enum>(level)) ? 1 : 0;
 }
 
-int32_t HostServices::isCancelled(void* /*ctx*/, const banlieue_call* call) {
+int32_t HostServices::isCancelled(void* /*ctx*/, const banlieue_call* call) noexcept {
   if (processStopping().load(std::memory_order_relaxed)) return 1;
   if (call == nullptr) return 0;
-  if (call->deadline_unix_ms > 0 && nowUnixMs() >= call->deadline_unix_ms) return 1;
   const auto* state = static_cast<const CallState*>(call->host_call_ctx);
-  return state != nullptr && state->cancel != nullptr && state->cancel->load() ? 1 : 0;
+  if (state == nullptr) {
+    return call->deadline_unix_ms > 0 && nowUnixMs() >= call->deadline_unix_ms ? 1 : 0;
+  }
+  if (std::chrono::steady_clock::now() >= state->deadline) return 1;
+  return state->cancel != nullptr && state->cancel->load() ? 1 : 0;
 }
 
 void HostServices::emitEvent(void* ctx, const banlieue_call* call, banlieue_event_type type,
-                             banlieue_str reason, banlieue_str message) {
+                             banlieue_str reason, banlieue_str message) noexcept {
   auto* self = static_cast<HostServices*>(ctx);
   if (self == nullptr) return;
-  PluginEvent event{call != nullptr && call->object_uid.data != nullptr
-                        ? std::string(call->object_uid.data, call->object_uid.len)
-                        : std::string(),
-                    type == BANLIEUE_EVENT_WARNING ? BANLIEUE_EVENT_WARNING : BANLIEUE_EVENT_NORMAL,
-                    reason.data ? std::string(reason.data, reason.len) : std::string(),
-                    message.data ? std::string(message.data, message.len) : std::string()};
-  auto handler = std::atomic_load(&self->event_handler_);
-  if (handler && *handler) {
-    (*handler)(event);
-  } else {
-    self->logger_->info("event {} {} on uid {}: {}",
-                        event.type == BANLIEUE_EVENT_WARNING ? "Warning" : "Normal", event.reason,
-                        event.object_uid, event.message);
+  try {
+    auto text = [](banlieue_str s) { return s.data ? std::string(s.data, s.len) : std::string(); };
+    PluginEvent event{
+        call != nullptr ? text(call->object_uid) : std::string(),
+        type == BANLIEUE_EVENT_WARNING ? BANLIEUE_EVENT_WARNING : BANLIEUE_EVENT_NORMAL,
+        text(reason), text(message)};
+    auto handler = std::atomic_load(&self->event_handler_);
+    if (handler && *handler) {
+      (*handler)(event);
+    } else {
+      self->logger_->info("event {} {} on uid {}: {}",
+                          event.type == BANLIEUE_EVENT_WARNING ? "Warning" : "Normal", event.reason,
+                          event.object_uid, event.message);
+    }
+  } catch (...) {
+    self->logger_->warn("dropped an event the plugin emitted (recording it failed)");
   }
 }
 

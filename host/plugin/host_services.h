@@ -9,6 +9,7 @@
 #include <spdlog/logger.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -17,10 +18,11 @@
 
 namespace banlieue::plugin {
 
-// What host_call_ctx points at during a call.
+// What host_call_ctx points at during a call. It lives on the calling frame, so the plugin
+// may use it (through is_cancelled) only while the call is in flight, as the ABI says.
 struct CallState {
-  int64_t deadline_unix_ms = 0;
-  const std::atomic<bool>* cancel = nullptr;  // per-call or per-process stop flag, optional
+  std::chrono::steady_clock::time_point deadline;  // immune to wall-clock jumps
+  const std::atomic<bool>* cancel = nullptr;       // per-call or per-process stop flag, optional
 };
 
 struct PluginEvent {
@@ -49,12 +51,13 @@ class HostServices {
   static int64_t nowUnixMs();
 
  private:
+  // The slots. noexcept with catch-alls: nothing the host does may unwind into a plugin.
   static void log(void* ctx, banlieue_log_level level, const char* file, int32_t line,
-                  const char* msg, size_t len);
-  static int32_t logEnabled(void* ctx, banlieue_log_level level);
-  static int32_t isCancelled(void* ctx, const banlieue_call* call);
+                  const char* msg, size_t len) noexcept;
+  static int32_t logEnabled(void* ctx, banlieue_log_level level) noexcept;
+  static int32_t isCancelled(void* ctx, const banlieue_call* call) noexcept;
   static void emitEvent(void* ctx, const banlieue_call* call, banlieue_event_type type,
-                        banlieue_str reason, banlieue_str message);
+                        banlieue_str reason, banlieue_str message) noexcept;
 
   banlieue_host_v1 table_{};
   std::shared_ptr<spdlog::logger> logger_;

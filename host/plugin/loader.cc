@@ -1,26 +1,34 @@
 #include "host/plugin/loader.h"
 
 #include "host/common/logging.h"
+#include "host/plugin/file_checks.h"
 #include "host/plugin/sha256.h"
 
 // std::filesystem instead of Boost.Filesystem: keeps Boost.DLL header-only for us.
 #define BOOST_DLL_USE_STD_FS 1
 #include <boost/dll/shared_library.hpp>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <deque>
+#include <map>
 #include <mutex>
 
 namespace banlieue::plugin {
 namespace {
 
-// Process-lifetime registry: a plugin's code may still be on some stack or referenced by a
-// static table, so nothing is ever dlclose'd (Boost.DLL FAQ, libvirt's RTLD_NODELETE).
+// Process-lifetime registry. A plugin's code may be referenced by a static table or still
+// be on some stack, so nothing is ever dlclose'd (Boost.DLL FAQ, libvirt's RTLD_NODELETE);
+// its host table and Plugin live as long.
 struct LibraryRegistry {
-  std::mutex mutex;
+  std::mutex load_mutex;  // loads are serialized (dlopen from one thread at a time)
+  std::mutex mutex;       // guards the containers
   std::deque<boost::dll::shared_library> libraries;
-  // Host tables handed to plugins; a plugin may keep its pointer until the process exits.
   std::deque<std::unique_ptr<HostServices>> services;
+  std::map<std::pair<dev_t, ino_t>, std::shared_ptr<Plugin>> by_file;
 };
 LibraryRegistry& registry() {
   static auto* instance = new LibraryRegistry();  // intentionally leaked
@@ -33,20 +41,12 @@ std::string hex32(uint32_t v) {
   return buf;
 }
 
-bool isInside(const std::filesystem::path& child, const std::filesystem::path& root) {
-  auto c = child.begin();
-  for (auto r = root.begin(); r != root.end(); ++r, ++c) {
-    if (c == child.end() || *c != *r) return false;
-  }
-  return true;
-}
-
 Status refuse(Code code, const char* reason, const std::filesystem::path& file,
               const std::string& why) {
   return error(code, reason, file.string() + ": " + why);
 }
 
-// The table checks, applied to what init returned. Separate for readability.
+// The table checks, applied to what init returned.
 Status checkTable(const Manifest& m, const std::filesystem::path& lib,
                   const banlieue_provider_v1* t) {
   const auto& h = t->header;
@@ -102,6 +102,7 @@ StatusOr<std::shared_ptr<Plugin>> PluginLoader::load(const std::string& name) co
 
 StatusOr<std::shared_ptr<Plugin>> PluginLoader::loadDirectory(
     const std::filesystem::path& directory) const {
+  std::lock_guard serialized(registry().load_mutex);
   auto log = common::logger("plugin.loader");
   std::error_code ec;
   auto root = std::filesystem::canonical(options_.plugin_root, ec);
@@ -119,23 +120,34 @@ StatusOr<std::shared_ptr<Plugin>> PluginLoader::loadDirectory(
     return error(Code::kPermissionDenied, "PluginOutsideRoot",
                  dir.string() + ": plugins load only from directories inside " + root.string());
   }
+  for (const auto& trusted : {root, dir}) {
+    if (auto st = checkTrustedPath(trusted); !st.isOk()) return st;
+  }
 
   auto manifest = readManifest(dir);
   if (!manifest.ok()) return manifest.status();
   Manifest& m = manifest.value();
-  if (auto st = checkAbiCompatibility(m, BANLIEUE_ABI_MAJOR, options_.host_minor); !st.isOk())
+  if (auto st = checkAbiCompatibility(m, BANLIEUE_ABI_MAJOR, BANLIEUE_ABI_MINOR); !st.isOk())
     return st;
 
   auto lib = m.libraryPath();
-  auto lib_real = std::filesystem::canonical(lib, ec);
-  if (ec || !std::filesystem::is_regular_file(lib_real)) {
-    return refuse(Code::kNotFound, "PluginLibraryMissing", lib,
-                  "library named by provider.json does not exist or is not a regular file");
+  auto file = openTrustedFile(dir, m.library, "library named by provider.json");
+  if (!file.ok()) return file.status();
+  const OpenFile& opened = file.value();
+
+  {
+    std::lock_guard lock(registry().mutex);
+    auto existing = registry().by_file.find({opened.device, opened.inode});
+    if (existing != registry().by_file.end()) {
+      if (existing->second->manifest().name != m.name) {
+        return refuse(
+            Code::kFailedPrecondition, "PluginNameMismatch", lib,
+            "this library is already loaded as plugin '" + existing->second->manifest().name + "'");
+      }
+      return existing->second;  // init runs once per process
+    }
   }
-  if (!isInside(lib_real, dir)) {
-    return refuse(Code::kPermissionDenied, "PluginOutsideRoot", lib,
-                  "resolves to " + lib_real.string() + ", outside the plugin directory");
-  }
+
   struct Pin {
     const char* who;
     const std::optional<std::string>& digest;
@@ -143,7 +155,7 @@ StatusOr<std::shared_ptr<Plugin>> PluginLoader::loadDirectory(
   for (const Pin& pin :
        {Pin{"provider.json pins", m.sha256}, Pin{"the operator pins", options_.expected_sha256}}) {
     if (!pin.digest) continue;
-    auto digest = sha256File(lib_real);
+    auto digest = sha256Fd(opened.fd.get());
     if (!digest.ok()) return digest.status();
     if (*digest != *pin.digest) {
       return refuse(
@@ -152,26 +164,30 @@ StatusOr<std::shared_ptr<Plugin>> PluginLoader::loadDirectory(
     }
   }
 
+  // Load exactly the file that was checked: through its descriptor, not its path again.
   boost::dll::shared_library library;
   try {
-    library.load(lib_real, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+    library.load("/proc/self/fd/" + std::to_string(opened.fd.get()),
+                 boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
   } catch (const std::exception& e) {
     return refuse(Code::kFailedPrecondition, "PluginLoadFailed", lib,
                   std::string("dlopen failed: ") + e.what());
   }
-  if (!library.has(BANLIEUE_PROVIDER_V1_INIT_SYMBOL)) {
+  bool has_entry = library.has(BANLIEUE_PROVIDER_V1_INIT_SYMBOL);
+  banlieue_provider_v1_init_fn init = nullptr;
+  if (has_entry) {
+    init = library.get<std::remove_pointer_t<banlieue_provider_v1_init_fn>>(
+        BANLIEUE_PROVIDER_V1_INIT_SYMBOL);
+  }
+  {
     std::lock_guard lock(registry().mutex);
     registry().libraries.push_back(std::move(library));
+  }
+  if (!has_entry) {
     return refuse(
         Code::kFailedPrecondition, "PluginEntryMissing", lib,
         "does not export banlieue_provider_v1_init; build it with banlieue_provider_plugin() "
         "and BANLIEUE_PROVIDER_PLUGIN()");
-  }
-  auto init = library.get<std::remove_pointer_t<banlieue_provider_v1_init_fn>>(
-      BANLIEUE_PROVIDER_V1_INIT_SYMBOL);
-  {
-    std::lock_guard lock(registry().mutex);
-    registry().libraries.push_back(std::move(library));
   }
 
   HostServices* services = nullptr;
@@ -179,10 +195,9 @@ StatusOr<std::shared_ptr<Plugin>> PluginLoader::loadDirectory(
     std::lock_guard lock(registry().mutex);
     services = registry().services.emplace_back(std::make_unique<HostServices>(m.name)).get();
   }
-  sdk::abi::StringSink init_error;
+  sdk::abi::StringSink init_error(sdk::abi::kMaxMessageBytes);
   banlieue_sink error_sink = init_error.sink();
-  const banlieue_provider_v1* table =
-      init(services->table(), static_cast<uint32_t>(options_.host_minor), &error_sink);
+  const banlieue_provider_v1* table = init(services->table(), BANLIEUE_ABI_MINOR, &error_sink);
   if (table == nullptr) {
     return refuse(
         Code::kFailedPrecondition, "PluginInitFailed", lib,
@@ -193,9 +208,12 @@ StatusOr<std::shared_ptr<Plugin>> PluginLoader::loadDirectory(
 
   sdk::abi::ProviderClient client(table);
   log->info("loaded plugin {} {} from {} (ABI {}.{}, table {} bytes)", m.name,
-            table->provider_version ? table->provider_version : "?", lib_real.string(),
+            table->provider_version ? table->provider_version : "?", lib.string(),
             table->header.abi_major, table->header.abi_minor, table->header.struct_size);
-  return std::make_shared<Plugin>(std::move(m), client, services);
+  auto plugin = std::make_shared<Plugin>(std::move(m), client, services);
+  std::lock_guard lock(registry().mutex);
+  registry().by_file[{opened.device, opened.inode}] = plugin;
+  return plugin;
 }
 
 }  // namespace banlieue::plugin

@@ -1,11 +1,15 @@
 // Loads provider plugins from the plugin directory, and only from there.
 //
 // Order of checks, each refusal a specific error naming the file: the directory lies inside
-// the plugin root; provider.json parses and its ABI major/minor fit this host; the library
-// is a regular file in the directory; its sha256 matches the pin (manifest or operator);
-// dlopen(RTLD_NOW|RTLD_LOCAL) succeeds; it exports banlieue_provider_v1_init; init accepts
-// our host table; the returned table has the right magic, major, fingerprint and a sane
-// size; its name matches the manifest. Libraries are never unloaded.
+// the plugin root and neither is writable by group or others; provider.json is a regular
+// file that parses and whose ABI major/minor fit this host; the library is a regular file
+// (not a symlink) in the directory, owned by root or us and not writable by others; its
+// sha256 matches the pins (manifest, operator), hashed through the same descriptor that is
+// then dlopen'ed (no swap between check and load); dlopen(RTLD_NOW|RTLD_LOCAL) succeeds;
+// it exports banlieue_provider_v1_init; init accepts our host table; the returned table has
+// the right magic, major and fingerprint, at least the 1.0 header fields, and the
+// manifest's name. Loads are serialized; a library already loaded is returned as is
+// (init runs once per process); nothing is ever unloaded.
 #pragma once
 
 #include "host/common/status_or.h"
@@ -25,8 +29,6 @@ struct LoadOptions {
   std::filesystem::path plugin_root = kDefaultPluginRoot;
   // An operator-side pin (e.g. from the ProviderClass); checked besides the manifest's own.
   std::optional<std::string> expected_sha256;
-  // The host minor offered to the plugin; tests lower it to act as an older host.
-  int host_minor = BANLIEUE_ABI_MINOR;
 };
 
 class PluginLoader {

@@ -2,9 +2,12 @@
 
 #include <banlieue/sdk/json.h>
 
-#include <fstream>
+#include "host/plugin/file_checks.h"
+
+#include <unistd.h>
+
+#include <limits>
 #include <regex>
-#include <sstream>
 
 namespace banlieue::plugin {
 namespace {
@@ -13,6 +16,28 @@ namespace json = sdk::json;
 
 Status invalid(const Manifest& m, const std::string& detail) {
   return error(Code::kInvalidArgument, "InvalidManifest", m.file.string() + ": " + detail);
+}
+
+constexpr off_t kMaxManifestBytes = 1 << 20;
+
+// An integer field that must fit `int` and lie in [min, max]; nullopt when absent.
+StatusOr<std::optional<int>> boundedInt(const Manifest& m, const rapidjson::Value& doc,
+                                        std::string_view path, int64_t min, int64_t max) {
+  const rapidjson::Value* v = json::find(&doc, path);
+  if (v == nullptr) return std::optional<int>();
+  if (!v->IsInt64() || v->GetInt64() < min || v->GetInt64() > max) {
+    return invalid(m, "field '" + std::string(path) + "' must be an integer from " +
+                          std::to_string(min) + " to " + std::to_string(max));
+  }
+  return std::optional<int>(static_cast<int>(v->GetInt64()));
+}
+
+bool isSafeRelativePath(const std::string& rel) {
+  if (rel.empty() || rel[0] == '/') return false;
+  for (const auto& part : std::filesystem::path(rel)) {
+    if (part == "..") return false;
+  }
+  return true;
 }
 
 bool isDnsLabel(const std::string& s) {
@@ -32,15 +57,25 @@ StatusOr<Manifest> readManifest(const std::filesystem::path& directory) {
   }
   m.directory = std::filesystem::canonical(directory, ec);
   m.file = m.directory / kManifestFile;
-  std::ifstream in(m.file);
-  if (!in) {
-    return error(
-        Code::kNotFound, "ManifestMissing",
-        m.file.string() + ": missing; every plugin directory needs a provider.json manifest");
+  // Read through a checked descriptor: no symlink out of the directory, no FIFO or device,
+  // and a size cap so a hostile manifest cannot exhaust memory.
+  auto opened = openTrustedFile(m.directory, kManifestFile, "manifest");
+  if (!opened.ok()) {
+    if (opened.status().reason() == "PluginFileMissing") {
+      return error(
+          Code::kNotFound, "ManifestMissing",
+          m.file.string() + ": missing; every plugin directory needs a provider.json manifest");
+    }
+    return opened.status();
   }
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  m.raw_json = buffer.str();
+  if (opened->size > kMaxManifestBytes) {
+    return invalid(m, "is " + std::to_string(opened->size) + " bytes; a manifest may be at most " +
+                          std::to_string(kMaxManifestBytes));
+  }
+  m.raw_json.resize(static_cast<size_t>(opened->size));
+  ssize_t got = ::pread(opened->fd.get(), m.raw_json.data(), m.raw_json.size(), 0);
+  if (got != static_cast<ssize_t>(m.raw_json.size()))
+    return invalid(m, "could not be read in full");
 
   rapidjson::Document doc;
   try {
@@ -50,7 +85,9 @@ StatusOr<Manifest> readManifest(const std::filesystem::path& directory) {
   }
   if (!doc.IsObject()) return invalid(m, "must be a JSON object");
 
-  m.manifest_version = static_cast<int>(json::integer(&doc, "manifestVersion").value_or(0));
+  auto version = boundedInt(m, doc, "manifestVersion", 0, 1000);
+  if (!version.ok()) return version.status();
+  m.manifest_version = version->value_or(0);
   if (m.manifest_version != 1) {
     return invalid(
         m, "field 'manifestVersion' must be 1 (got " + std::to_string(m.manifest_version) + ")");
@@ -70,11 +107,13 @@ StatusOr<Manifest> readManifest(const std::filesystem::path& directory) {
     return invalid(m, "field 'library' must be a file name inside the plugin directory, got '" +
                           m.library + "'");
   }
-  auto major = json::integer(&doc, "abi.major");
-  if (!major) return invalid(m, "field 'abi.major' is missing");
-  m.abi_major = static_cast<int>(*major);
-  m.abi_minor_required = static_cast<int>(json::integer(&doc, "abi.minorRequired").value_or(0));
-  if (m.abi_minor_required < 0) return invalid(m, "field 'abi.minorRequired' must not be negative");
+  auto major = boundedInt(m, doc, "abi.major", 1, 65535);
+  if (!major.ok()) return major.status();
+  if (!major->has_value()) return invalid(m, "field 'abi.major' is missing");
+  m.abi_major = **major;
+  auto minor = boundedInt(m, doc, "abi.minorRequired", 0, 65535);
+  if (!minor.ok()) return minor.status();
+  m.abi_minor_required = minor->value_or(0);
   m.provider_version = json::stringOr(&doc, "providerVersion");
   if (m.provider_version.empty()) return invalid(m, "field 'providerVersion' is missing");
 
@@ -105,11 +144,19 @@ StatusOr<Manifest> readManifest(const std::filesystem::path& directory) {
       if (!s.value.IsString())
         return invalid(m, "samples." + std::string(s.name.GetString()) + " must be a path");
       std::string rel = s.value.GetString();
-      if (rel.find("..") != std::string::npos || (!rel.empty() && rel[0] == '/')) {
+      if (!isSafeRelativePath(rel)) {
         return invalid(m, "samples." + std::string(s.name.GetString()) +
                               " must stay inside the plugin directory");
       }
       m.samples[s.name.GetString()] = rel;
+    }
+  }
+  if (const rapidjson::Value* crds = json::member(&doc, "crds"); crds && crds->IsArray()) {
+    for (const auto& c : crds->GetArray()) {
+      if (!c.IsString() || !isSafeRelativePath(c.GetString())) {
+        return invalid(m, "crds[] entries must be relative paths inside the plugin directory");
+      }
+      m.crds.emplace_back(c.GetString());
     }
   }
   return m;

@@ -33,6 +33,7 @@ struct Manifest {
   std::vector<GroupVersionKind> infrastructure;  // infra kinds the plugin serves
   std::optional<std::string> sha256;             // pin of the library's content
   std::map<std::string, std::string> samples;    // kind -> relative path of a sample object
+  std::vector<std::string> crds;                 // relative paths of the plugin's own CRDs
   std::string raw_json;                          // the file as read
 
   std::filesystem::path libraryPath() const { return directory / library; }

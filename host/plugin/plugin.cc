@@ -7,13 +7,13 @@ namespace {
 
 banlieue_call makeCall(const CallOptions& options, CallState& state) {
   static std::atomic<uint64_t> next_call_id{1};
-  state.deadline_unix_ms = HostServices::nowUnixMs() + options.timeout.count();
+  state.deadline = std::chrono::steady_clock::now() + options.timeout;
   state.cancel = options.cancel;
   banlieue_call call{};
   call.struct_size = sizeof(banlieue_call);
   call.attempt = options.attempt;
   call.call_id = next_call_id.fetch_add(1, std::memory_order_relaxed);
-  call.deadline_unix_ms = state.deadline_unix_ms;
+  call.deadline_unix_ms = HostServices::nowUnixMs() + options.timeout.count();
   call.object_uid = {options.object_uid.data(), options.object_uid.size()};
   call.host_call_ctx = &state;
   return call;
@@ -29,6 +29,9 @@ void enforceContract(const char* slot, CallResult& result) {
                 (o.message.empty() ? "" : ": " + o.message);
     o.code = BANLIEUE_INTERNAL;
     o.reason = "ProviderProtocolError";
+  }
+  if (o.truncated) {
+    result.violations.push_back(std::string(slot) + " wrote more than the sink caps allow");
   }
   if (o.code != BANLIEUE_OK) {
     if (!sdk::isConditionReason(o.reason)) {
@@ -53,16 +56,16 @@ CallResult Plugin::run(const char* slot, const CallOptions& options, Fn&& fn) co
   auto started = std::chrono::steady_clock::now();
   CallResult result;
   result.outcome = fn(call);
-  result.elapsed = std::chrono::duration_cast<std::chrono::microseconds>(
-      std::chrono::steady_clock::now() - started);
-  int64_t late = HostServices::nowUnixMs() - state.deadline_unix_ms;
-  if (late > 0) {
-    result.overran = std::chrono::milliseconds(late);
-    result.violations.push_back(std::string(slot) + " returned " + std::to_string(late) +
-                                " ms after its deadline");
+  auto finished = std::chrono::steady_clock::now();
+  result.elapsed = std::chrono::duration_cast<std::chrono::microseconds>(finished - started);
+  if (finished > state.deadline) {
+    result.overran =
+        std::chrono::duration_cast<std::chrono::milliseconds>(finished - state.deadline);
+    result.violations.push_back(std::string(slot) + " returned " +
+                                std::to_string(result.overran.count()) + " ms after its deadline");
     services_->logger()->warn(
-        "{} returned {} ms after its {} ms deadline (plugin ignores cancellation)", slot, late,
-        options.timeout.count());
+        "{} returned {} ms after its {} ms deadline (plugin ignores cancellation)", slot,
+        result.overran.count(), options.timeout.count());
   }
   enforceContract(slot, result);
   for (const auto& v : result.violations) services_->logger()->warn("contract violation: {}", v);
@@ -77,15 +80,16 @@ CallResult Plugin::describe(const CallOptions& options) const {
              [&](const banlieue_call& call) { return client_.describe(call); });
 }
 
-CallResult Plugin::validate(std::string_view kind, std::string_view object,
+CallResult Plugin::validate(std::string_view kind, std::string_view request,
                             const CallOptions& options) const {
   return run("validate", options,
-             [&](const banlieue_call& call) { return client_.validate(call, kind, object); });
+             [&](const banlieue_call& call) { return client_.validate(call, kind, request); });
 }
 
 std::unique_ptr<PluginInstance> Plugin::createInstance(std::string_view config,
                                                        const CallOptions& options,
                                                        CallResult& result) const {
+  std::lock_guard lock(serialized_);
   banlieue_instance* handle = nullptr;
   result = run("instance_create", options, [&](const banlieue_call& call) {
     return client_.instanceCreate(call, config, &handle);
@@ -93,7 +97,8 @@ std::unique_ptr<PluginInstance> Plugin::createInstance(std::string_view config,
   if (!result.ok()) {
     if (handle != nullptr) {
       result.violations.push_back("instance_create failed but returned an instance; destroyed it");
-      client_.instanceDestroy(handle);
+      CallState state;
+      client_.instanceDestroy(handle, makeCall({.timeout = kDestroyTimeout}, state));
     }
     return nullptr;
   }
@@ -104,36 +109,38 @@ std::unique_ptr<PluginInstance> Plugin::createInstance(std::string_view config,
     result.outcome.message = "instance_create returned OK without an instance";
     return nullptr;
   }
-  return std::make_unique<PluginInstance>(*this, handle);
+  return std::make_unique<PluginInstance>(shared_from_this(), handle);
 }
 
 PluginInstance::~PluginInstance() {
-  plugin_.client_.instanceDestroy(handle_);
+  std::lock_guard lock(plugin_->serialized_);
+  CallState state;
+  plugin_->client_.instanceDestroy(handle_, makeCall({.timeout = kDestroyTimeout}, state));
 }
 
-CallResult PluginInstance::introspect(const CallOptions& options) const {
-  return plugin_.run("introspect", options, [&](const banlieue_call& call) {
-    return plugin_.client_.introspect(handle_, call);
+CallResult PluginInstance::introspect(std::string_view request, const CallOptions& options) const {
+  return plugin_->run("introspect", options, [&](const banlieue_call& call) {
+    return plugin_->client_.introspect(handle_, call, request);
   });
 }
 
 CallResult PluginInstance::reconcile(std::string_view kind, std::string_view request,
                                      const CallOptions& options) const {
-  return plugin_.run("reconcile", options, [&](const banlieue_call& call) {
-    return plugin_.client_.reconcile(handle_, call, kind, request);
+  return plugin_->run("reconcile", options, [&](const banlieue_call& call) {
+    return plugin_->client_.reconcile(handle_, call, kind, request);
   });
 }
 
 CallResult PluginInstance::finalize(std::string_view kind, std::string_view request,
                                     const CallOptions& options) const {
-  return plugin_.run("finalize", options, [&](const banlieue_call& call) {
-    return plugin_.client_.finalize(handle_, call, kind, request);
+  return plugin_->run("finalize", options, [&](const banlieue_call& call) {
+    return plugin_->client_.finalize(handle_, call, kind, request);
   });
 }
 
 CallResult PluginInstance::importImage(std::string_view request, const CallOptions& options) const {
-  return plugin_.run("import_image", options, [&](const banlieue_call& call) {
-    return plugin_.client_.importImage(handle_, call, request);
+  return plugin_->run("import_image", options, [&](const banlieue_call& call) {
+    return plugin_->client_.importImage(handle_, call, request);
   });
 }
 

@@ -1,7 +1,7 @@
 // A loaded plugin and its instances, as the rest of the host uses them: every call gets a
 // deadline and cancellation, its outcome is checked against the contract (known code,
-// CamelCase reason, message on failure, returned before the deadline), and a NULL slot
-// answers UNIMPLEMENTED.
+// CamelCase reason, message on failure, output within the caps, returned before the
+// deadline), and a NULL slot answers UNIMPLEMENTED.
 #pragma once
 
 #include "host/common/status_or.h"
@@ -13,10 +13,14 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 namespace banlieue::plugin {
+
+// How long instance_destroy may take (joining threads, logging out) when an instance goes.
+inline constexpr std::chrono::seconds kDestroyTimeout{30};
 
 struct CallOptions {
   std::chrono::milliseconds timeout{std::chrono::seconds(30)};
@@ -38,19 +42,23 @@ struct CallResult {
 
 class PluginInstance;
 
-class Plugin {
+class Plugin : public std::enable_shared_from_this<Plugin> {
  public:
   // services must live as long as the process: the plugin may keep its host table.
   Plugin(Manifest manifest, sdk::abi::ProviderClient client, HostServices* services);
+  Plugin(const Plugin&) = delete;
+  Plugin& operator=(const Plugin&) = delete;
 
   const Manifest& manifest() const { return manifest_; }
   const sdk::abi::ProviderClient& client() const { return client_; }
-  HostServices& services() { return *services_; }
+  HostServices& services() const { return *services_; }
 
   CallResult describe(const CallOptions& options = {}) const;
-  CallResult validate(std::string_view kind, std::string_view object,
+  // request: {"operation": CREATE|UPDATE|DELETE, "object", "oldObject"?}.
+  CallResult validate(std::string_view kind, std::string_view request,
                       const CallOptions& options = {}) const;
-  // On success the instance is returned; on failure the result explains why.
+  // On success the instance is returned (it keeps the plugin alive); on failure `result`
+  // explains why. Creation and destruction are serialized per plugin, as the ABI promises.
   std::unique_ptr<PluginInstance> createInstance(std::string_view config,
                                                  const CallOptions& options,
                                                  CallResult& result) const;
@@ -63,18 +71,20 @@ class Plugin {
   Manifest manifest_;
   sdk::abi::ProviderClient client_;
   HostServices* services_;
+  mutable std::mutex serialized_;  // instance_create / instance_destroy
 };
 
 // One backend connection; destroyed through the plugin's instance_destroy.
 class PluginInstance {
  public:
-  PluginInstance(const Plugin& plugin, banlieue_instance* handle)
-      : plugin_(plugin), handle_(handle) {}
+  PluginInstance(std::shared_ptr<const Plugin> plugin, banlieue_instance* handle)
+      : plugin_(std::move(plugin)), handle_(handle) {}
   ~PluginInstance();
   PluginInstance(const PluginInstance&) = delete;
   PluginInstance& operator=(const PluginInstance&) = delete;
 
-  CallResult introspect(const CallOptions& options = {}) const;
+  // request: {"provider": <Provider>, "operation"?: {"token"}}.
+  CallResult introspect(std::string_view request, const CallOptions& options = {}) const;
   CallResult reconcile(std::string_view kind, std::string_view request,
                        const CallOptions& options = {}) const;
   CallResult finalize(std::string_view kind, std::string_view request,
@@ -82,7 +92,7 @@ class PluginInstance {
   CallResult importImage(std::string_view request, const CallOptions& options = {}) const;
 
  private:
-  const Plugin& plugin_;
+  std::shared_ptr<const Plugin> plugin_;
   banlieue_instance* handle_;
 };
 

@@ -1,6 +1,13 @@
 #include "host/plugin/sha256.h"
 
+#include "host/plugin/file_checks.h"
+
+#include <fcntl.h>
 #include <openssl/evp.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <array>
 #include <fstream>
@@ -8,20 +15,23 @@
 
 namespace banlieue::plugin {
 
-StatusOr<std::string> sha256File(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return error(Code::kNotFound, "FileUnreadable", file.string() + ": cannot be read");
+StatusOr<std::string> sha256Fd(int fd) {
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
   if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
     return error(Code::kInternal, "DigestFailed", "sha256: cannot initialise OpenSSL digest");
   }
   std::array<char, 1 << 16> buffer{};
-  while (in) {
-    in.read(buffer.data(), buffer.size());
-    if (in.gcount() > 0)
-      EVP_DigestUpdate(ctx.get(), buffer.data(), static_cast<size_t>(in.gcount()));
+  off_t offset = 0;
+  for (;;) {
+    ssize_t n = ::pread(fd, buffer.data(), buffer.size(), offset);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0)
+      return error(Code::kDataLoss, "FileUnreadable",
+                   std::string("sha256: ") + std::strerror(errno));
+    if (n == 0) break;
+    EVP_DigestUpdate(ctx.get(), buffer.data(), static_cast<size_t>(n));
+    offset += n;
   }
-  if (in.bad()) return error(Code::kDataLoss, "FileUnreadable", file.string() + ": read error");
   std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
   unsigned int length = 0;
   EVP_DigestFinal_ex(ctx.get(), digest.data(), &length);
@@ -32,6 +42,17 @@ StatusOr<std::string> sha256File(const std::filesystem::path& file) {
     hex.push_back(kHex[digest[i] & 0xF]);
   }
   return hex;
+}
+
+StatusOr<std::string> sha256File(const std::filesystem::path& file) {
+  UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0)
+    return error(Code::kNotFound, "FileUnreadable", file.string() + ": cannot be read");
+  auto digest = sha256Fd(fd.get());
+  if (!digest.ok())
+    return error(digest.status().code(), digest.status().reason(),
+                 file.string() + ": " + digest.status().message());
+  return digest;
 }
 
 }  // namespace banlieue::plugin

@@ -15,8 +15,10 @@ StatusPolicy policyFor(banlieue_status code) {
     case BANLIEUE_ABORTED:
     case BANLIEUE_RESOURCE_EXHAUSTED:
     case BANLIEUE_CANCELLED:
-    case BANLIEUE_NOT_FOUND:  // e.g. an operation token minted before a restart
     case BANLIEUE_UNKNOWN: return {Disposition::kRetry, false};
+    // Something the object refers to is missing in the backend (a template, a datastore):
+    // it may appear (an import finishing), so retry, but say so where the user looks.
+    case BANLIEUE_NOT_FOUND: return {Disposition::kRetry, true};
     // A bug in the plugin or an unexpected backend answer: retry, but make it visible.
     case BANLIEUE_INTERNAL:
     case BANLIEUE_DATA_LOSS: return {Disposition::kRetry, true};

@@ -10,7 +10,7 @@ namespace banlieue::plugin {
 enum class Disposition {
   kDone,      // OK: apply the status, no requeue beyond the plugin's hint
   kPoll,      // IN_PROGRESS: store the operation token, call again after the hint
-  kRetry,     // transient: requeue with the work queue's exponential backoff
+  kRetry,     // transient: after the plugin's hint when given (clamped), else exponential backoff
   kTerminal,  // the object or its configuration is wrong: Ready=False, wait for a change
 };
 

@@ -65,7 +65,7 @@ TEST(LoaderTest, Host1_0_Plugin1_0_LoadsAndServesEverySlot) {
 
   auto instance = instanceOf(**plugin);
   ASSERT_NE(instance, nullptr);
-  auto introspected = instance->introspect();
+  auto introspected = instance->introspect(R"({"provider":{"metadata":{"name":"p"}}})");
   ASSERT_TRUE(introspected.ok());
   EXPECT_TRUE(validatePayload("introspect.response", introspected.outcome.body).isOk());
   EXPECT_THAT(introspected.outcome.body, HasSubstr("zone-b"));
@@ -113,7 +113,8 @@ TEST(LoaderTest, PluginErrorsKeepTheirCodeReasonAndMessage) {
   EXPECT_EQ(result.outcome.reason, "BackendUnreachable");
   EXPECT_THAT(result.outcome.message, HasSubstr("unreachable://x"));
 
-  auto invalid = (*plugin)->validate("TestMachine", R"({"spec":{"cpus":0}})");
+  auto invalid =
+      (*plugin)->validate("TestMachine", R"({"operation":"CREATE","object":{"spec":{"cpus":0}}})");
   EXPECT_EQ(invalid.code(), BANLIEUE_INVALID_ARGUMENT);
   EXPECT_EQ(invalid.outcome.reason, "InvalidCPUCount");
 
@@ -281,6 +282,90 @@ TEST_F(PinnedPluginTest, OperatorPinMismatchRefused) {
       PluginLoader({.plugin_root = root_, .expected_sha256 = std::string(64, 'b')}).load("pinned");
   ASSERT_FALSE(plugin.ok());
   EXPECT_THAT(plugin.status().message(), HasSubstr("the operator pins bbbb"));
+}
+
+}  // namespace
+}  // namespace banlieue::plugin
+
+namespace banlieue::plugin {
+namespace {
+
+class TempRootTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = std::filesystem::temp_directory_path() /
+            ("banlieue-root-" + std::to_string(::getpid()) + "-" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(root_);
+    std::filesystem::create_directories(root_);
+    std::filesystem::permissions(
+        root_, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                   std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+                   std::filesystem::perms::others_exec);
+    std::filesystem::copy(pluginRoot() / "current", root_ / "p",
+                          std::filesystem::copy_options::recursive);
+  }
+  void TearDown() override { std::filesystem::remove_all(root_); }
+  StatusOr<std::shared_ptr<Plugin>> load() {
+    return PluginLoader({.plugin_root = root_}).load("p");
+  }
+
+  std::filesystem::path root_;
+};
+
+TEST_F(TempRootTest, LibraryThatIsASymlinkIsRefused) {
+  std::filesystem::rename(root_ / "p" / "libtestprov.so", root_ / "p" / "real.so");
+  std::filesystem::create_symlink("real.so", root_ / "p" / "libtestprov.so");
+  auto plugin = load();
+  ASSERT_FALSE(plugin.ok());
+  EXPECT_EQ(plugin.status().reason(), "PluginFileIsSymlink");
+}
+
+TEST_F(TempRootTest, WorldWritablePluginDirectoryIsRefused) {
+  std::filesystem::permissions(root_ / "p", std::filesystem::perms::others_write,
+                               std::filesystem::perm_options::add);
+  auto plugin = load();
+  ASSERT_FALSE(plugin.ok());
+  EXPECT_EQ(plugin.status().reason(), "PluginDirectoryUntrusted");
+  EXPECT_THAT(plugin.status().message(), HasSubstr("writable by group or others"));
+}
+
+TEST_F(TempRootTest, GroupWritableLibraryIsRefused) {
+  std::filesystem::permissions(root_ / "p" / "libtestprov.so", std::filesystem::perms::group_write,
+                               std::filesystem::perm_options::add);
+  auto plugin = load();
+  ASSERT_FALSE(plugin.ok());
+  EXPECT_EQ(plugin.status().reason(), "PluginFileUntrusted");
+}
+
+TEST_F(TempRootTest, OversizedOrHostileManifestIsRefused) {
+  std::ofstream(root_ / "p" / "provider.json") << std::string(2 << 20, ' ');
+  EXPECT_THAT(load().status().message(), HasSubstr("a manifest may be at most"));
+  std::filesystem::remove(root_ / "p" / "provider.json");
+  std::filesystem::create_symlink("/etc/passwd", root_ / "p" / "provider.json");
+  EXPECT_EQ(load().status().reason(), "PluginFileIsSymlink");
+}
+
+TEST_F(TempRootTest, LoadingTheSameLibraryTwiceReturnsTheSamePlugin) {
+  auto first = load();
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  size_t libraries = loadedLibraryCount();
+  auto second = load();
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(first->get(), second->get()) << "init must run once per process";
+  EXPECT_EQ(loadedLibraryCount(), libraries);
+}
+
+TEST_F(TempRootTest, InstancesKeepTheirPluginAlive) {
+  std::unique_ptr<PluginInstance> instance;
+  {
+    auto plugin = load();
+    ASSERT_TRUE(plugin.ok());
+    instance = instanceOf(**plugin);
+  }
+  auto finalized = instance->finalize("TestMachine", request("u"));
+  EXPECT_TRUE(finalized.ok());
+  instance.reset();  // destroys through a plugin nobody else holds any more
 }
 
 }  // namespace

@@ -132,3 +132,21 @@ TEST(AbiCompatibilityTest, NegotiatesMajorAndMinor) {
 
 }  // namespace
 }  // namespace banlieue::plugin
+
+namespace banlieue::plugin {
+namespace {
+
+TEST(ManifestBoundsTest, IntegersOutsideTheirRangeAreRefusedNotTruncated) {
+  auto dir = std::filesystem::path(::testing::TempDir()) / "manifest-bounds";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "provider.json")
+      << R"({"manifestVersion":1,"name":"x","library":"libx.so","abi":{"major":4294967297},"providerVersion":"1","infrastructure":[]})";
+  auto m = readManifest(dir);
+  ASSERT_FALSE(m.ok());
+  EXPECT_THAT(m.status().message(),
+              ::testing::HasSubstr("'abi.major' must be an integer from 1 to 65535"));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace banlieue::plugin

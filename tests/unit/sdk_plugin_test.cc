@@ -23,7 +23,7 @@ class SdkPluginTest : public ::testing::Test {
     auto created = client_.instanceCreate(call, kConfig, &instance_);
     ASSERT_TRUE(created.ok()) << created.message;
   }
-  void TearDown() override { client_.instanceDestroy(instance_); }
+  void TearDown() override { client_.instanceDestroy(instance_, host_.call()); }
 
   abi::CallOutcome reconcile(const std::string& request,
                              std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
@@ -54,9 +54,10 @@ TEST_F(SdkPluginTest, LongTaskRoundTripsItsOperationToken) {
   auto done = reconcile("{" + object + R"(,"operation":{"token":"task-uid-1"}})");
   ASSERT_TRUE(done.ok()) << done.message;
   EXPECT_THAT(done.body, HasSubstr(R"("initialization":{"provisioned":true})"));
+  // A token from before a restart is treated as absent: the task starts again, new token.
   auto stale = reconcile("{" + object + R"(,"operation":{"token":"task-from-before-a-restart"}})");
-  EXPECT_EQ(stale.code, BANLIEUE_NOT_FOUND);
-  EXPECT_EQ(stale.reason, "OperationUnknown");
+  EXPECT_EQ(stale.code, BANLIEUE_IN_PROGRESS);
+  EXPECT_THAT(stale.body, HasSubstr(R"("token":"task-uid-1")"));
 
   ASSERT_EQ(host_.events().size(), 1u);
   EXPECT_EQ(host_.events()[0].reason, "Provisioned");
@@ -64,6 +65,39 @@ TEST_F(SdkPluginTest, LongTaskRoundTripsItsOperationToken) {
   bool logged = false;
   for (const auto& line : host_.logs()) logged |= line.message == "provisioned ns/vm1";
   EXPECT_TRUE(logged);
+}
+
+TEST_F(SdkPluginTest, AnOperationStartedBeforeAFailureStillReachesTheHost) {
+  auto failed = reconcile(
+      R"({"object":{"metadata":{"name":"vm1","uid":"uid-1"},"spec":{"failAfterStart":true}}})");
+  EXPECT_EQ(failed.code, BANLIEUE_UNAVAILABLE);
+  EXPECT_EQ(failed.reason, "BackendBusy");
+  EXPECT_THAT(failed.body, HasSubstr(R"("operation":{"token":"task-uid-1")"))
+      << "a thrown error must not lose the token of a task already started";
+}
+
+TEST_F(SdkPluginTest, ValidateSeesTheAdmissionEnvelope) {
+  auto call = host_.call();
+  auto create = client_.validate(call, "TestMachine",
+                                 R"({"operation":"CREATE","object":{"spec":{"firmware":"efi"}}})");
+  EXPECT_TRUE(create.ok()) << create.message;
+  auto update = client_.validate(
+      call, "TestMachine",
+      R"({"operation":"UPDATE","object":{"spec":{"firmware":"bios"}},"oldObject":{"spec":{"firmware":"efi"}}})");
+  EXPECT_EQ(update.code, BANLIEUE_INVALID_ARGUMENT);
+  EXPECT_EQ(update.reason, "ImmutableField");
+  auto bare = client_.validate(call, "TestMachine", R"({"spec":{}})");
+  EXPECT_EQ(bare.code, BANLIEUE_INVALID_ARGUMENT);
+  EXPECT_THAT(bare.message, HasSubstr("field 'object' must be the TestMachine object"));
+}
+
+TEST_F(SdkPluginTest, OutputBeyondTheSinkCapIsRefused) {
+  abi::StringSink small(8);
+  banlieue_sink sink = small.sink();
+  EXPECT_EQ(sink.write(sink.ctx, "12345", 5), 0);
+  EXPECT_NE(sink.write(sink.ctx, "67890", 5), 0);
+  EXPECT_EQ(small.text(), "12345678");
+  EXPECT_TRUE(small.truncated());
 }
 
 TEST_F(SdkPluginTest, CancellationIsVisibleToThePlugin) {
@@ -103,7 +137,7 @@ TEST_F(SdkPluginTest, ThrownErrorsKeepTheirCode) {
 
 TEST_F(SdkPluginTest, NullInstanceIsAFailedPreconditionNotACrash) {
   auto call = host_.call();
-  auto result = client_.introspect(nullptr, call);
+  auto result = client_.introspect(nullptr, call, "{}");
   EXPECT_EQ(result.code, BANLIEUE_FAILED_PRECONDITION);
 }
 

@@ -52,8 +52,12 @@ void registerPendingRoles(CLI::App& app, app::Action& action) {
   auto backend = std::make_shared<std::string>();
   provider->add_option("backend", *backend, "Backend name: a plugin directory under --plugin-dir")
       ->required();
+  auto plugin_dir = std::make_shared<std::string>("/usr/lib/banlieue/plugins");
+  provider
+      ->add_option("--plugin-dir", *plugin_dir, "Directory holding one sub-directory per plugin")
+      ->capture_default_str();
   provider->allow_extras();
-  provider->callback([&action, backend] {
+  provider->callback([&action, backend, plugin_dir] {
     action = unavailable("provider " + *backend, "issue #7 (operator and provider runtime)");
   });
 

@@ -1,5 +1,6 @@
 #include "host/roles/plugin/plugin_command.h"
 
+#include "host/common/logging.h"
 #include "host/plugin/conformance.h"
 
 #include <CLI/CLI.hpp>
@@ -90,7 +91,7 @@ void registerPluginCommands(CLI::App& app, app::Action& action) {
         return app::kExitFailure;
       }
       if (inspect_options->output == "json") {
-        std::cout << "{\"library\":\"" << report.library
+        std::cout << "{\"library\":\"" << common::jsonEscape(report.library)
                   << "\",\"manifest\":" << report.manifest_json
                   << ",\"descriptor\":" << report.descriptor_json << "}\n";
       } else {

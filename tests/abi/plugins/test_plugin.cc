@@ -29,7 +29,7 @@ class TestInstance final : public banlieue::sdk::Instance {
  public:
   explicit TestInstance(std::string endpoint) : endpoint_(std::move(endpoint)) {}
 
-  Status introspect(const Call& call, Reply& reply) override {
+  Status introspect(const Call&, const banlieue::sdk::IntrospectRequest&, Reply& reply) override {
     auto& a = reply.allocator();
     rapidjson::Value fds(rapidjson::kArrayType);
     for (const char* zone : {"zone-a", "zone-b"}) {
@@ -65,13 +65,18 @@ class TestInstance final : public banlieue::sdk::Instance {
     }
     if (call.cancelled()) return {Code::kCancelled, "Cancelled", "cancelled before starting"};
     // A two-step task: the first call starts it, the next one (with the token) finishes it.
-    if (!request.operation_token) {
+    // A token this process did not mint (one from before a restart) is treated as absent.
+    bool known_token = request.operation_token && *request.operation_token == "task-" + request.uid;
+    if (!known_token) {
+      if (json::boolean(request.spec, "failAfterStart")) {
+        // The task is started, then the call fails: the token must still reach the host.
+        reply.setOperation("task-" + request.uid, "creating " + request.name);
+        throw Error(Code::kUnavailable, "BackendBusy",
+                    "started the task, then lost the connection");
+      }
       reply.setOperation("task-" + request.uid, "creating " + request.name);
       reply.requeueAfter(std::chrono::milliseconds(10));
       return Status::inProgress("Provisioning", "creating the test VM");
-    }
-    if (*request.operation_token != "task-" + request.uid) {
-      return {Code::kNotFound, "OperationUnknown", "unknown operation " + *request.operation_token};
     }
     auto& a = reply.allocator();
     reply.status().AddMember("providerID", json::stringValue("test://" + request.uid, a), a);
@@ -127,10 +132,14 @@ class TestProvider final : public banlieue::sdk::Provider {
     return caps;
   }
 
-  Status validate(const Call&, std::string_view kind, const rapidjson::Value& object,
+  Status validate(const Call&, const banlieue::sdk::ValidateRequest& request,
                   Reply& reply) const override {
-    if (auto cpus = json::integer(&object, "spec.cpus"); cpus && *cpus < 1) {
+    if (auto cpus = json::integer(request.object, "spec.cpus"); cpus && *cpus < 1) {
       return {Code::kInvalidArgument, "InvalidCPUCount", "spec.cpus must be at least 1"};
+    }
+    if (request.operation == "UPDATE" && json::stringOr(request.object, "spec.firmware") !=
+                                             json::stringOr(request.old_object, "spec.firmware")) {
+      return {Code::kInvalidArgument, "ImmutableField", "spec.firmware cannot be changed"};
     }
     return Status::ok();
   }

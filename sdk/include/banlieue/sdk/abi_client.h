@@ -16,17 +16,40 @@
 
 namespace banlieue::sdk::abi {
 
-// A banlieue_sink that appends into a std::string it owns.
+// Size caps on what a plugin may write per call (see banlieue_sink in the ABI header).
+inline constexpr size_t kMaxBodyBytes = 8u << 20;
+inline constexpr size_t kMaxMessageBytes = 32u << 10;
+inline constexpr size_t kMaxReasonBytes = 128;
+
+// A banlieue_sink that appends into a std::string it owns, up to a cap; past the cap it
+// refuses (returns 1) and remembers that output was cut.
 class StringSink {
  public:
+  explicit StringSink(size_t limit = kMaxBodyBytes) : limit_(limit) {}
   banlieue_sink sink() { return {this, &StringSink::append}; }
   std::string& text() { return text_; }
+  bool truncated() const { return truncated_; }
 
  private:
-  static void append(void* ctx, const char* data, size_t len) {
-    if (data != nullptr && len > 0) static_cast<StringSink*>(ctx)->text_.append(data, len);
+  static int32_t append(void* ctx, const char* data, size_t len) noexcept {
+    auto* self = static_cast<StringSink*>(ctx);
+    if (data == nullptr || len == 0) return 0;
+    size_t room = self->limit_ - std::min(self->limit_, self->text_.size());
+    try {
+      self->text_.append(data, std::min(room, len));
+    } catch (...) {
+      self->truncated_ = true;
+      return 1;
+    }
+    if (len > room) {
+      self->truncated_ = true;
+      return 1;
+    }
+    return 0;
   }
+  size_t limit_;
   std::string text_;
+  bool truncated_ = false;
 };
 
 // Everything one call produced.
@@ -36,6 +59,7 @@ struct CallOutcome {
   std::string message;
   std::string reason;
   int64_t requeue_after_ms = -1;
+  bool truncated = false;  // the plugin wrote more than a sink's cap
 
   bool ok() const { return code == BANLIEUE_OK; }
   std::string codeName() const { return sdk::codeName(code); }
@@ -48,7 +72,7 @@ inline banlieue_str str(std::string_view s) {
 // Runs fn(banlieue_reply*) with fresh sinks and collects the outcome.
 template <class Fn>
 CallOutcome invoke(Fn&& fn) {
-  StringSink body, message, reason;
+  StringSink body(kMaxBodyBytes), message(kMaxMessageBytes), reason(kMaxReasonBytes);
   banlieue_reply reply{};
   reply.struct_size = sizeof(banlieue_reply);
   reply.body = body.sink();
@@ -61,6 +85,7 @@ CallOutcome invoke(Fn&& fn) {
   outcome.message = std::move(message.text());
   outcome.reason = std::move(reason.text());
   outcome.requeue_after_ms = reply.requeue_after_ms;
+  outcome.truncated = body.truncated() || message.truncated() || reason.truncated();
   return outcome;
 }
 
@@ -89,18 +114,20 @@ class ProviderClient {
     return invoke(
         [&](banlieue_reply* r) { return table_.instance_create(&call, str(config), out, r); });
   }
-  void instanceDestroy(banlieue_instance* instance) const {
-    if (instance != nullptr && table_.instance_destroy) table_.instance_destroy(instance);
+  void instanceDestroy(banlieue_instance* instance, const banlieue_call& call) const {
+    if (instance != nullptr && table_.instance_destroy) table_.instance_destroy(instance, &call);
   }
   CallOutcome validate(const banlieue_call& call, std::string_view kind,
-                       std::string_view object) const {
+                       std::string_view request) const {
     if (!table_.validate) return missing("validate");
     return invoke(
-        [&](banlieue_reply* r) { return table_.validate(&call, str(kind), str(object), r); });
+        [&](banlieue_reply* r) { return table_.validate(&call, str(kind), str(request), r); });
   }
-  CallOutcome introspect(banlieue_instance* instance, const banlieue_call& call) const {
+  CallOutcome introspect(banlieue_instance* instance, const banlieue_call& call,
+                         std::string_view request) const {
     if (!table_.introspect) return missing("introspect");
-    return invoke([&](banlieue_reply* r) { return table_.introspect(instance, &call, r); });
+    return invoke(
+        [&](banlieue_reply* r) { return table_.introspect(instance, &call, str(request), r); });
   }
   CallOutcome reconcile(banlieue_instance* instance, const banlieue_call& call,
                         std::string_view kind, std::string_view request) const {

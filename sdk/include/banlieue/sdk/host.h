@@ -4,6 +4,7 @@
 
 #include <banlieue/provider_v1.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <string>

@@ -12,14 +12,25 @@
 
 namespace banlieue::sdk {
 
-// Secret data that is wiped from memory when dropped. Never log it.
+// Secret values, zeroed when dropped or wiped. Never log them. (The parsed config document
+// they came from is the plugin's to drop as soon as the instance is built; InstanceConfig
+// does so when it is destroyed.)
 class SecretData {
  public:
   SecretData() = default;
   SecretData(const SecretData&) = delete;
   SecretData& operator=(const SecretData&) = delete;
-  SecretData(SecretData&&) = default;
-  SecretData& operator=(SecretData&&) = default;
+  SecretData(SecretData&& other) noexcept : values_(std::move(other.values_)) {
+    other.values_.clear();
+  }
+  SecretData& operator=(SecretData&& other) noexcept {
+    if (this != &other) {
+      wipe();
+      values_ = std::move(other.values_);
+      other.values_.clear();
+    }
+    return *this;
+  }
   ~SecretData() { wipe(); }
 
   void set(std::string key, std::string value) { values_[std::move(key)] = std::move(value); }
@@ -77,6 +88,18 @@ struct InstanceConfig {
     }
     return config;
   }
+
+ private:
+  static void wipeStrings(rapidjson::Value& v) {
+    if (v.IsString()) {
+      auto* p = const_cast<volatile char*>(v.GetString());
+      for (rapidjson::SizeType i = 0; i < v.GetStringLength(); ++i) p[i] = 0;
+    } else if (v.IsObject()) {
+      for (auto& m : v.GetObject()) wipeStrings(m.value);
+    } else if (v.IsArray()) {
+      for (auto& e : v.GetArray()) wipeStrings(e);
+    }
+  }
 };
 
 // reconcile/finalize request: {"kind", "object", "references"?, "operation"?: {"token"}}.
@@ -109,6 +132,47 @@ struct ReconcileRequest {
     request.namespace_ = json::stringOr(request.object, "metadata.namespace");
     request.uid = json::stringOr(request.object, "metadata.uid");
     request.generation = json::integer(request.object, "metadata.generation").value_or(0);
+    if (auto token = json::string(&request.document, "operation.token"); token && !token->empty()) {
+      request.operation_token = std::string(*token);
+    }
+    return request;
+  }
+};
+
+// validate request: {"operation": CREATE|UPDATE|DELETE, "object", "oldObject"?}.
+struct ValidateRequest {
+  rapidjson::Document document;
+  std::string kind;
+  std::string operation;                         // CREATE, UPDATE or DELETE
+  const rapidjson::Value* object = nullptr;      // never null after parse()
+  const rapidjson::Value* old_object = nullptr;  // set on UPDATE
+
+  static ValidateRequest parse(std::string_view kind, std::string_view text) {
+    ValidateRequest request;
+    request.kind = std::string(kind);
+    request.document = json::parse(text, "validate request");
+    request.operation = json::stringOr(&request.document, "operation", "CREATE");
+    request.object = json::member(&request.document, "object");
+    if (request.object == nullptr || !request.object->IsObject()) {
+      throw Error(Code::kInvalidArgument, "MissingField",
+                  "validate request: field 'object' must be the " + request.kind + " object");
+    }
+    request.old_object = json::member(&request.document, "oldObject");
+    return request;
+  }
+};
+
+// introspect request: {"provider": <Provider object>, "operation"?: {"token"}}.
+struct IntrospectRequest {
+  rapidjson::Document document;
+  const rapidjson::Value* provider = nullptr;  // may be null when the host sends none
+  std::optional<std::string> operation_token;
+
+  static IntrospectRequest parse(std::string_view text) {
+    IntrospectRequest request;
+    request.document =
+        json::parse(text.empty() ? std::string_view("{}") : text, "introspect request");
+    request.provider = json::member(&request.document, "provider");
     if (auto token = json::string(&request.document, "operation.token"); token && !token->empty()) {
       request.operation_token = std::string(*token);
     }

@@ -12,6 +12,7 @@
 
 #include <exception>
 #include <memory>
+#include <optional>
 #include <string>
 
 // The opaque instance handle, defined only inside the plugin.
@@ -21,49 +22,61 @@ struct banlieue_instance {
 
 namespace banlieue::sdk::detail {
 
-inline void write(const banlieue_sink& sink, std::string_view text) {
-  if (sink.write != nullptr && !text.empty()) sink.write(sink.ctx, text.data(), text.size());
+// Stops at the host's first refusal (a size cap); nothing else to do about it here.
+inline void write(const banlieue_sink& sink, std::string_view text) noexcept {
+  if (sink.write != nullptr && !text.empty()) (void)sink.write(sink.ctx, text.data(), text.size());
 }
 
-inline banlieue_status finish(banlieue_reply* reply, const Status& status, Reply* built) {
+// Writes the reply: the body for every code (REPLY BODY RULES in the ABI header), then the
+// reason and message when the call did not succeed.
+inline banlieue_status finish(banlieue_reply* reply, Code code, std::string_view reason,
+                              std::string_view message, Reply* built) noexcept {
   if (reply != nullptr) {
     if (built != nullptr) {
-      write(reply->body, json::serialize(built->body()));
-      if (built->requeueAfterHint().count() >= 0)
+      try {
+        if (built->body().MemberCount() > 0) write(reply->body, json::serialize(built->body()));
+      } catch (...) {
+        // Serialisation can only fail on allocation; the code below still reaches the host.
+      }
+      if (built->requeueAfterHint().count() >= 0 &&
+          BANLIEUE_STRUCT_HAS(reply, banlieue_reply, requeue_after_ms)) {
         reply->requeue_after_ms = built->requeueAfterHint().count();
+      }
     }
-    if (!status.isOk()) {
-      write(reply->reason, status.reason().empty() ? std::string("Failed") : status.reason());
-      write(reply->message, status.message());
+    if (code != Code::kOk) {
+      write(reply->reason, reason.empty() ? std::string_view("Failed") : reason);
+      write(reply->message, message);
     }
   }
-  return static_cast<banlieue_status>(status.code());
+  return static_cast<banlieue_status>(code);
 }
 
-// Runs fn(reply) and converts whatever it does into a banlieue_status. Never throws.
+// Runs fn(reply) and converts whatever it does into a banlieue_status. Never throws, and the
+// reply built so far (an operation token set before a failure) always reaches the host.
 template <class Fn>
 banlieue_status guarded(const char* slot, banlieue_reply* reply, Fn&& fn) noexcept {
+  std::optional<Reply> built;
   try {
-    Reply built;
-    Status status = fn(built);
-    return finish(reply, status, &built);
+    built.emplace();
+    Status status = fn(*built);
+    return finish(reply, status.code(), status.reason(), status.message(), &*built);
   } catch (const Error& e) {
-    return finish(reply, e.toStatus(), nullptr);
+    return finish(reply, e.code(), e.reason(), e.what(), built ? &*built : nullptr);
   } catch (const std::exception& e) {
-    return finish(
-        reply,
-        Status(Code::kInternal, "PluginException", std::string(slot) + " threw: " + e.what()),
-        nullptr);
+    try {
+      std::string message = std::string(slot) + " threw: " + e.what();
+      return finish(reply, Code::kInternal, "PluginException", message, built ? &*built : nullptr);
+    } catch (...) {
+      return finish(reply, Code::kInternal, "PluginException", "a slot threw", nullptr);
+    }
   } catch (...) {
-    return finish(reply,
-                  Status(Code::kInternal, "PluginException",
-                         std::string(slot) + " threw a non-standard exception"),
-                  nullptr);
+    return finish(reply, Code::kInternal, "PluginException",
+                  "a slot threw a non-standard exception", built ? &*built : nullptr);
   }
 }
 
-inline std::string_view view(banlieue_str s) {
-  return {s.data == nullptr ? "" : s.data, s.len};
+inline std::string_view view(banlieue_str s) noexcept {
+  return s.data == nullptr ? std::string_view() : std::string_view(s.data, s.len);
 }
 
 inline Status missingInstance() {
@@ -72,12 +85,14 @@ inline Status missingInstance() {
 
 template <class P>
 struct Exported {
+  // Created once and never destroyed: the host may call into the plugin until the process
+  // exits, after static destructors have started to run.
   static P& provider() {
-    static P instance;
-    return instance;
+    static P* instance = new P();
+    return *instance;
   }
 
-  static banlieue_status describe(const banlieue_call* call, banlieue_reply* reply) noexcept {
+  static banlieue_status describe(const banlieue_call* /*call*/, banlieue_reply* reply) noexcept {
     return guarded("describe", reply, [&](Reply& out) {
       out.body() = json::parse(
           provider().capabilities().toJson(provider().name(), provider().version()), "describe");
@@ -99,26 +114,29 @@ struct Exported {
     });
   }
 
-  static void instanceDestroy(banlieue_instance* instance) noexcept {
+  static void instanceDestroy(banlieue_instance* instance, const banlieue_call* call) noexcept {
+    if (instance == nullptr) return;
     try {
-      delete instance;
+      instance->impl->shutdown(Call(call));
     } catch (...) {
-      // A destructor that throws has already terminated under noexcept rules; nothing to do.
+      // Nothing can be reported from destroy; the instance is released regardless.
     }
+    delete instance;  // a throwing destructor terminates here, as it would anywhere
   }
 
-  static banlieue_status validate(const banlieue_call* call, banlieue_str kind, banlieue_str object,
-                                  banlieue_reply* reply) noexcept {
+  static banlieue_status validate(const banlieue_call* call, banlieue_str kind,
+                                  banlieue_str request, banlieue_reply* reply) noexcept {
     return guarded("validate", reply, [&](Reply& out) {
-      auto doc = json::parse(view(object), "object");
-      return provider().validate(Call(call), view(kind), doc, out);
+      return provider().validate(Call(call), ValidateRequest::parse(view(kind), view(request)),
+                                 out);
     });
   }
 
   static banlieue_status introspect(banlieue_instance* instance, const banlieue_call* call,
-                                    banlieue_reply* reply) noexcept {
+                                    banlieue_str request, banlieue_reply* reply) noexcept {
     return guarded("introspect", reply, [&](Reply& out) {
-      return instance ? instance->impl->introspect(Call(call), out) : missingInstance();
+      if (!instance) return missingInstance();
+      return instance->impl->introspect(Call(call), IntrospectRequest::parse(view(request)), out);
     });
   }
 
@@ -150,9 +168,10 @@ struct Exported {
     });
   }
 
-  static const banlieue_provider_v1* init(const banlieue_host_v1* host_table, uint32_t host_minor,
+  static const banlieue_provider_v1* init(const banlieue_host_v1* host_table,
+                                          uint32_t /*host_minor*/,
                                           const banlieue_sink* error) noexcept {
-    auto fail = [&](const std::string& message) -> const banlieue_provider_v1* {
+    auto fail = [&](std::string_view message) -> const banlieue_provider_v1* {
       if (error != nullptr) write(*error, message);
       return nullptr;
     };
@@ -169,13 +188,14 @@ struct Exported {
             "host layout fingerprint differs from the plugin's (built for another platform?)");
       }
       host() = Host(host_table);
-      static std::string name(provider().name());
-      static std::string version(provider().version());
+      // Never destroyed (see provider()): the host reads name and version until exit.
+      static const std::string* name = new std::string(provider().name());
+      static const std::string* version = new std::string(provider().version());
       static const banlieue_provider_v1 table = {
           {BANLIEUE_PROVIDER_MAGIC, sizeof(banlieue_provider_v1), BANLIEUE_ABI_MAJOR,
            BANLIEUE_ABI_MINOR, BANLIEUE_V1_LAYOUT_FINGERPRINT},
-          name.c_str(),
-          version.c_str(),
+          name->c_str(),
+          version->c_str(),
           &describe,
           &instanceCreate,
           &instanceDestroy,
@@ -185,7 +205,6 @@ struct Exported {
           &finalize,
           &importImage,
       };
-      (void)host_minor;  // 1.0 uses no host slot beyond the 1.0 set
       return &table;
     } catch (const std::exception& e) {
       return fail(std::string("plugin initialisation threw: ") + e.what());
@@ -203,9 +222,8 @@ struct Exported {
 #define BANLIEUE_PROVIDER_ENTRY_NAME banlieue_provider_v1_init
 #endif
 
-#define BANLIEUE_PROVIDER_PLUGIN(ProviderClass)                                             \
-  extern "C" __attribute__((visibility("default"))) const banlieue_provider_v1*             \
-  BANLIEUE_PROVIDER_ENTRY_NAME(const banlieue_host_v1* host, uint32_t host_minor,           \
-                               const banlieue_sink* error) {                                \
-    return ::banlieue::sdk::detail::Exported<ProviderClass>::init(host, host_minor, error); \
+#define BANLIEUE_PROVIDER_PLUGIN(ProviderClass)                                                 \
+  extern "C" BANLIEUE_PROVIDER_EXPORT const banlieue_provider_v1* BANLIEUE_PROVIDER_ENTRY_NAME( \
+      const banlieue_host_v1* host, uint32_t host_minor, const banlieue_sink* error) {          \
+    return ::banlieue::sdk::detail::Exported<ProviderClass>::init(host, host_minor, error);     \
   }

@@ -27,13 +27,25 @@ class Reply {
   // The "status" object of the reply (the infra CR status fields the plugin owns).
   rapidjson::Value& status() { return objectMember("status"); }
 
-  // Records the backend task to poll on the next call (use with Status::inProgress()).
+  // Records the backend task to poll on the next call (use with Status::inProgress()). Also
+  // set it before failing after a task was started, so the host never starts it twice.
   void setOperation(std::string_view token, std::string_view description = {}) {
     rapidjson::Value& op = objectMember("operation");
+    if (!op.IsObject()) op.SetObject();
     op.RemoveAllMembers();
     op.AddMember("token", json::stringValue(token, allocator()), allocator());
     if (!description.empty()) {
       op.AddMember("description", json::stringValue(description, allocator()), allocator());
+    }
+  }
+
+  // Tells the host to forget the stored token (the task it named is finished or gone).
+  void clearOperation() {
+    auto it = body_.FindMember("operation");
+    if (it == body_.MemberEnd()) {
+      body_.AddMember("operation", rapidjson::Value(rapidjson::kNullType), allocator());
+    } else {
+      it->value.SetNull();
     }
   }
 
@@ -66,16 +78,26 @@ class Instance {
  public:
   virtual ~Instance() = default;
 
-  virtual Status introspect(const Call& call, Reply& reply) { return unimplemented("introspect"); }
-  virtual Status reconcile(const Call& call, const ReconcileRequest& request, Reply& reply) {
+  // Set Capabilities::introspect when you override this.
+  virtual Status introspect(const Call& /*call*/, const IntrospectRequest& /*request*/,
+                            Reply& /*reply*/) {
+    return unimplemented("introspect");
+  }
+  virtual Status reconcile(const Call& /*call*/, const ReconcileRequest& request,
+                           Reply& /*reply*/) {
     return unimplemented("reconcile of " + request.kind);
   }
-  virtual Status finalize(const Call& call, const ReconcileRequest& request, Reply& reply) {
+  virtual Status finalize(const Call& /*call*/, const ReconcileRequest& request, Reply& /*reply*/) {
     return unimplemented("finalize of " + request.kind);
   }
-  virtual Status importImage(const Call& call, const ImportImageRequest& request, Reply& reply) {
+  // Set Capabilities::import_image when you override this.
+  virtual Status importImage(const Call& /*call*/, const ImportImageRequest& /*request*/,
+                             Reply& /*reply*/) {
     return unimplemented("import_image");
   }
+  // Called by instance_destroy before the destructor, with the destroy call's deadline:
+  // cancel backend work and join threads here. The default does nothing.
+  virtual void shutdown(const Call& /*call*/) {}
 };
 
 // The plugin itself. Constructed once when the host initialises the plugin; must not do I/O.
@@ -88,8 +110,8 @@ class Provider {
   virtual Capabilities capabilities() const = 0;
 
   // Checks an object of a served kind without I/O. Throw Error or return a Status.
-  virtual Status validate(const Call& call, std::string_view kind, const rapidjson::Value& object,
-                          Reply& reply) const {
+  virtual Status validate(const Call& /*call*/, const ValidateRequest& /*request*/,
+                          Reply& /*reply*/) const {
     return Status::ok();
   }
 

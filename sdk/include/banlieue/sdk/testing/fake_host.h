@@ -36,7 +36,7 @@ class FakeHost {
                      BANLIEUE_ABI_MINOR, BANLIEUE_V1_LAYOUT_FINGERPRINT};
     table_.host_ctx = this;
     table_.log = &FakeHost::log;
-    table_.log_enabled = [](void*, banlieue_log_level) -> int32_t { return 1; };
+    table_.log_enabled = [](void*, banlieue_log_level) noexcept -> int32_t { return 1; };
     table_.is_cancelled = &FakeHost::isCancelled;
     table_.emit_event = &FakeHost::emitEvent;
   }
@@ -55,19 +55,32 @@ class FakeHost {
     return sdk::abi::ProviderClient(table);
   }
 
-  // A call envelope with the given deadline from now.
-  banlieue_call call(std::string_view object_uid = {},
-                     std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
-    uid_storage_ = std::string(object_uid);
-    banlieue_call c{};
-    c.struct_size = sizeof(banlieue_call);
-    c.call_id = ++next_call_id_;
-    c.deadline_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                             (std::chrono::system_clock::now() + timeout).time_since_epoch())
-                             .count();
-    c.object_uid = {uid_storage_.data(), uid_storage_.size()};
-    c.host_call_ctx = this;
-    return c;
+  // A call envelope with the given deadline from now. It owns its object_uid, so several
+  // may be alive at once; it converts to the banlieue_call ProviderClient takes.
+  class FakeCall {
+   public:
+    FakeCall(FakeHost* host, std::string uid, uint64_t id, std::chrono::milliseconds timeout)
+        : uid_(std::move(uid)) {
+      call_.struct_size = sizeof(banlieue_call);
+      call_.call_id = id;
+      call_.deadline_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   (std::chrono::system_clock::now() + timeout).time_since_epoch())
+                                   .count();
+      call_.object_uid = {uid_.data(), uid_.size()};
+      call_.host_call_ctx = host;
+    }
+    FakeCall(const FakeCall&) = delete;
+    FakeCall& operator=(const FakeCall&) = delete;
+    operator const banlieue_call&() const { return call_; }  // NOLINT(google-explicit-constructor)
+
+   private:
+    std::string uid_;
+    banlieue_call call_{};
+  };
+
+  FakeCall call(std::string_view object_uid = {},
+                std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+    return FakeCall(this, std::string(object_uid), ++next_call_id_, timeout);
   }
 
   void cancelAll(bool cancelled = true) { cancelled_ = cancelled; }
@@ -82,13 +95,21 @@ class FakeHost {
   }
 
  private:
-  static void log(void* ctx, banlieue_log_level level, const char*, int32_t, const char* msg,
-                  size_t len) {
-    auto* self = static_cast<FakeHost*>(ctx);
-    std::lock_guard lock(self->mutex_);
-    self->logs_.push_back({level, std::string(msg, len)});
+  static std::string text(banlieue_str s) {
+    return s.data ? std::string(s.data, s.len) : std::string();
   }
-  static int32_t isCancelled(void* ctx, const banlieue_call* call) {
+
+  // Host slots never throw into the plugin: a failure to record is dropped.
+  static void log(void* ctx, banlieue_log_level level, const char*, int32_t, const char* msg,
+                  size_t len) noexcept {
+    auto* self = static_cast<FakeHost*>(ctx);
+    try {
+      std::lock_guard lock(self->mutex_);
+      self->logs_.push_back({level, msg ? std::string(msg, len) : std::string()});
+    } catch (...) {
+    }
+  }
+  static int32_t isCancelled(void* ctx, const banlieue_call* call) noexcept {
     auto* self = static_cast<FakeHost*>(ctx);
     auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
                    std::chrono::system_clock::now().time_since_epoch())
@@ -97,18 +118,19 @@ class FakeHost {
            (call != nullptr && call->deadline_unix_ms > 0 && now >= call->deadline_unix_ms);
   }
   static void emitEvent(void* ctx, const banlieue_call* call, banlieue_event_type type,
-                        banlieue_str reason, banlieue_str message) {
+                        banlieue_str reason, banlieue_str message) noexcept {
     auto* self = static_cast<FakeHost*>(ctx);
-    std::lock_guard lock(self->mutex_);
-    self->events_.push_back(
-        {type, call ? std::string(call->object_uid.data, call->object_uid.len) : std::string(),
-         std::string(reason.data, reason.len), std::string(message.data, message.len)});
+    try {
+      std::lock_guard lock(self->mutex_);
+      self->events_.push_back(
+          {type, call ? text(call->object_uid) : std::string(), text(reason), text(message)});
+    } catch (...) {
+    }
   }
 
   banlieue_host_v1 table_{};
   std::atomic<bool> cancelled_{false};
-  uint64_t next_call_id_ = 0;
-  std::string uid_storage_;
+  std::atomic<uint64_t> next_call_id_{0};
   mutable std::mutex mutex_;
   std::vector<LogLine> logs_;
   std::vector<Event> events_;
