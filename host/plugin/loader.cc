@@ -164,14 +164,23 @@ StatusOr<std::shared_ptr<Plugin>> PluginLoader::loadDirectory(
     }
   }
 
-  // Load exactly the file that was checked: through its descriptor, not its path again.
+  // Load by path, so debuggers and sanitizers name the library in stack traces, then make
+  // sure the file loaded is the one checked and hashed above. Swapping it in between would
+  // need write access to a directory we just verified only root (or we) can write.
   boost::dll::shared_library library;
   try {
-    library.load("/proc/self/fd/" + std::to_string(opened.fd.get()),
-                 boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+    library.load(lib, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
   } catch (const std::exception& e) {
     return refuse(Code::kFailedPrecondition, "PluginLoadFailed", lib,
                   std::string("dlopen failed: ") + e.what());
+  }
+  struct stat loaded {};
+  if (::stat(lib.c_str(), &loaded) != 0 || loaded.st_dev != opened.device ||
+      loaded.st_ino != opened.inode) {
+    std::lock_guard lock(registry().mutex);
+    registry().libraries.push_back(std::move(library));
+    return refuse(Code::kPermissionDenied, "PluginChangedWhileLoading", lib,
+                  "the file changed between its checks and dlopen; refusing to use it");
   }
   bool has_entry = library.has(BANLIEUE_PROVIDER_V1_INIT_SYMBOL);
   banlieue_provider_v1_init_fn init = nullptr;

@@ -4,8 +4,8 @@
 // the plugin root and neither is writable by group or others; provider.json is a regular
 // file that parses and whose ABI major/minor fit this host; the library is a regular file
 // (not a symlink) in the directory, owned by root or us and not writable by others; its
-// sha256 matches the pins (manifest, operator), hashed through the same descriptor that is
-// then dlopen'ed (no swap between check and load); dlopen(RTLD_NOW|RTLD_LOCAL) succeeds;
+// sha256 matches the pins (manifest, operator); dlopen(RTLD_NOW|RTLD_LOCAL) succeeds and
+// loaded the very file that was checked (same device and inode);
 // it exports banlieue_provider_v1_init; init accepts our host table; the returned table has
 // the right magic, major and fingerprint, at least the 1.0 header fields, and the
 // manifest's name. Loads are serialized; a library already loaded is returned as is
