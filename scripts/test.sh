@@ -22,6 +22,11 @@ cmake --preset "$preset" >/dev/null
 step "build"
 cmake --build --preset "$preset" -j "$jobs"
 
+if [ "${SKIP_TIDY:-0}" != 1 ]; then
+  step "clang-tidy"
+  BUILD_DIR="build/$preset" scripts/lint.sh
+fi
+
 failed=0
 declare -A counts
 for tier in unit abi integration e2e; do

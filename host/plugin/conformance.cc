@@ -542,7 +542,7 @@ class CheckRun {
     auto artifact = dir / "disk.raw";
     {
       std::ofstream out(artifact, std::ios::binary);
-      std::string block(64 * 1024, '\0');
+      std::string block(size_t{64} * 1024, '\0');
       for (size_t i = 0; i < block.size(); ++i) block[i] = static_cast<char>(i * 31);
       out << block;
     }

@@ -16,10 +16,10 @@ StatusPolicy policyFor(banlieue_status code) {
     case BANLIEUE_RESOURCE_EXHAUSTED:
     case BANLIEUE_CANCELLED:
     case BANLIEUE_UNKNOWN: return {Disposition::kRetry, false};
-    // Something the object refers to is missing in the backend (a template, a datastore):
-    // it may appear (an import finishing), so retry, but say so where the user looks.
-    case BANLIEUE_NOT_FOUND: return {Disposition::kRetry, true};
-    // A bug in the plugin or an unexpected backend answer: retry, but make it visible.
+    // Retry, but make it visible: something the object refers to is missing in the backend
+    // (a template, a datastore; it may appear when an import finishes), or a bug in the
+    // plugin, or an unexpected backend answer.
+    case BANLIEUE_NOT_FOUND:
     case BANLIEUE_INTERNAL:
     case BANLIEUE_DATA_LOSS: return {Disposition::kRetry, true};
     // Credentials or permissions: fixed outside the object, so retry slowly.
