@@ -29,6 +29,12 @@ TEST(SdkJsonTest, ParseErrorsNameTheDocumentAndOffset) {
   }
 }
 
+TEST(SdkJsonTest, TrailingGarbageAndEmbeddedNulAreErrors) {
+  EXPECT_THROW((void)parse(R"({"a":1} trailing)", "t"), Error);
+  EXPECT_THROW((void)parse(std::string_view("{\"a\":1}\0{}", 11), "t"), Error);
+  EXPECT_NO_THROW((void)parse("{\"a\":1}  \n", "t"));
+}
+
 TEST(SdkJsonTest, RequireStringNamesTheField) {
   auto doc = parse(R"({"artifact":{}})", "t");
   try {

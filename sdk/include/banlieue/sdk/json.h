@@ -16,20 +16,25 @@
 
 namespace banlieue::sdk::json {
 
-// Parses text; on failure throws Error(kInvalidArgument, "InvalidJson", "<what>: <detail> at
-// offset N"). `what` names the document ("reconcile request") so the message is specific.
+// Parses text; on failure throws Error(kInvalidArgument, "InvalidJson", "<what> is not valid
+// JSON: <detail> at offset N"). `what` names the document ("reconcile request").
 inline rapidjson::Document parse(std::string_view text, std::string_view what) {
+  if (auto nul = text.find('\0'); nul != std::string_view::npos) {
+    throw Error(
+        Code::kInvalidArgument, "InvalidJson",
+        std::string(what) + " is not valid JSON: a NUL byte at offset " + std::to_string(nul));
+  }
   rapidjson::Document doc;
   // Parse from a NUL-terminated, padded copy: RapidJSON's (pointer, length) overload goes
   // through a generic stream about twice as slow as its string-stream path, and the copy costs
   // far less than that (bench/abi_call_bench.cc). The SIMD scanner (RAPIDJSON_SSE2/NEON) reads
   // whole 16-byte blocks, so up to 15 bytes past the terminator must be ours to read.
-  // An embedded NUL ends the text.
+  // Anything but whitespace after the value is an error.
   std::string padded;
   padded.reserve(text.size() + 16);
   padded.assign(text);
   padded.append(15, '\0');
-  doc.Parse<rapidjson::kParseStopWhenDoneFlag>(padded.c_str());
+  doc.Parse(padded.c_str());
   if (doc.HasParseError()) {
     throw Error(Code::kInvalidArgument, "InvalidJson",
                 std::string(what) +
