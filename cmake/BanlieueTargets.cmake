@@ -34,10 +34,12 @@ function(banlieue_cc_binary name)
   banlieue_target_defaults(${name})
 endfunction()
 
-# banlieue_cc_test(NAME SRCS ... [DEPS ...] LABELS unit|abi|integration|e2e ...)
-# Every test carries its tier label; tests of one issue may carry an extra label (e.g. abi).
+# banlieue_cc_test(NAME SRCS ... [DEPS ...] LABELS unit|abi|integration|e2e ...
+#                  [ENVIRONMENT VAR=value ...] [FIXTURES <ctest fixture> ...])
+# Every test carries its tier label first; tests of one issue may carry an extra label (abi,
+# local-cluster). FIXTURES names CTest fixtures (e.g. local_cluster) each test requires.
 function(banlieue_cc_test name)
-  cmake_parse_arguments(ARG "" "TIMEOUT" "SRCS;DEPS;LABELS;ENVIRONMENT" ${ARGN})
+  cmake_parse_arguments(ARG "" "TIMEOUT" "SRCS;DEPS;LABELS;ENVIRONMENT;FIXTURES" ${ARGN})
   if(NOT ARG_LABELS)
     message(FATAL_ERROR "banlieue_cc_test(${name}) needs LABELS (unit, abi, integration or e2e)")
   endif()
@@ -45,7 +47,21 @@ function(banlieue_cc_test name)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
   banlieue_target_defaults(${name})
-  gtest_discover_tests(${name}
-    PROPERTIES LABELS "${ARG_LABELS}" ENVIRONMENT "${ARG_ENVIRONMENT}"
-    DISCOVERY_TIMEOUT 60)
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60)
+  # Properties are set by a script of our own that CTest includes after gtest's list of
+  # discovered tests: gtest_discover_tests(PROPERTIES) flattens list values (CMake 3.25), so a
+  # second label would become a property name.
+  set(assignments "LABELS [==[${ARG_LABELS}]==]")
+  if(ARG_ENVIRONMENT)
+    string(APPEND assignments " ENVIRONMENT [==[${ARG_ENVIRONMENT}]==]")
+  endif()
+  if(ARG_FIXTURES)
+    string(APPEND assignments " FIXTURES_REQUIRED [==[${ARG_FIXTURES}]==]")
+  endif()
+  set(script ${CMAKE_CURRENT_BINARY_DIR}/${name}_properties.cmake)
+  file(WRITE ${script}
+    "foreach(test IN LISTS ${name}_TESTS)\n"
+    "  set_tests_properties(\"\${test}\" PROPERTIES ${assignments})\n"
+    "endforeach()\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${script})
 endfunction()

@@ -12,7 +12,11 @@ packages=(
   libboost-dev libcli11-dev libspdlog-dev libfmt-dev rapidjson-dev libssl-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
+  # the local control plane (deploy/local): etcd, certificates, readiness probes, free ports
+  etcd-server openssl curl iproute2 procps coreutils
 )
+# kubectl: the machine's Cloud SDK dispatcher when present, else Debian's kubectl 1.20.
+command -v kubectl >/dev/null || packages+=(kubernetes-client)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The one test command: installs dependencies, configures, builds, checks formatting and runs
-# every CTest tier (unit, abi, integration, e2e). Exits non-zero on any failure.
+# The one test command: installs dependencies, builds the local Kubernetes control plane
+# (cached outside the repo), configures, builds, checks formatting and style, and runs every
+# CTest tier (unit, abi, integration, e2e). Exits non-zero on any failure.
 #   scripts/test.sh              # dev preset (Debug)
 #   PRESET=asan scripts/test.sh  # the same under ASan+UBSan
 set -euo pipefail
@@ -12,6 +13,9 @@ step() { printf '\n== %s (%ss)\n' "$*" "$SECONDS"; }
 
 step "setup"
 scripts/setup.sh
+
+step "local control plane binaries (deploy/local/build; cached after the first run)"
+deploy/local/build
 
 step "format check"
 scripts/lint.sh --format-only

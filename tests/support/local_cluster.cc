@@ -1,0 +1,133 @@
+#include "tests/support/local_cluster.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+namespace banlieue::testing {
+namespace {
+
+std::string testName() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string name = info ? std::string(info->test_suite_name()) + "-" + info->name() : "test";
+  std::string label;
+  for (char c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      label.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    } else if (!label.empty() && label.back() != '-') {
+      label.push_back('-');
+    }
+  }
+  if (label.size() > 50) label.resize(50);
+  while (!label.empty() && label.back() == '-') label.pop_back();
+  return label + "-" + std::to_string(::getpid() % 100000);
+}
+
+}  // namespace
+
+std::string shellQuote(const std::string& arg) {
+  std::string out = "'";
+  for (char c : arg) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out + "'";
+}
+
+CommandResult runCommand(const std::string& command_line, std::chrono::seconds timeout) {
+  CommandResult result;
+  std::string wrapped = "timeout -k 5 " + std::to_string(timeout.count()) + " sh -c " +
+                        shellQuote(command_line) + " 2>&1";
+  FILE* pipe = popen(wrapped.c_str(), "r");
+  if (pipe == nullptr) return result;
+  std::array<char, 4096> buffer{};
+  size_t n;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+    result.output.append(buffer.data(), n);
+  int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+std::string LocalCluster::kubectlBinary() {
+  const char* pinned = "/usr/lib/google-cloud-sdk/bin/kubectl.1.32";
+  return ::access(pinned, X_OK) == 0 ? pinned : "kubectl";
+}
+
+struct ClusterStopper {
+  ~ClusterStopper() {
+    auto& cluster = LocalCluster::shared();
+    if (!cluster.owned_state_.empty()) {
+      runCommand(std::string(BANLIEUE_SOURCE_DIR) + "/deploy/local/down --purge --state-dir " +
+                 shellQuote(cluster.owned_state_.string()));
+    }
+  }
+};
+
+LocalCluster& LocalCluster::shared() {
+  static LocalCluster cluster;
+  static bool started = [] {
+    cluster.start();
+    return true;
+  }();
+  (void)started;
+  return cluster;
+}
+
+void LocalCluster::start() {
+  if (const char* env = std::getenv("BANLIEUE_TEST_KUBECONFIG"); env && *env) {
+    kubeconfig_ = env;
+    return;
+  }
+  owned_state_ = std::filesystem::temp_directory_path() /
+                 ("banlieue-test-cluster-" + std::to_string(::getpid()));
+  auto up = runCommand(std::string(BANLIEUE_SOURCE_DIR) + "/deploy/local/up --state-dir " +
+                           shellQuote(owned_state_.string()),
+                       std::chrono::seconds(180));
+  if (up.exit_code != 0) {
+    ADD_FAILURE() << "deploy/local/up failed:\n" << up.output;
+    return;
+  }
+  kubeconfig_ = owned_state_ / "kubeconfig";
+  static ClusterStopper stopper;
+}
+
+CommandResult LocalCluster::kubectl(const std::string& args, std::chrono::seconds timeout) const {
+  return runCommand(
+      kubectlBinary() + " --kubeconfig " + shellQuote(kubeconfig_.string()) + " " + args, timeout);
+}
+
+CommandResult LocalCluster::apply(const std::string& manifest,
+                                  const std::string& extra_args) const {
+  return kubectl("apply " + extra_args + " -f - <<'BANLIEUE_EOF'\n" + manifest + "\nBANLIEUE_EOF");
+}
+
+LocalCluster::TestNamespace::TestNamespace(const LocalCluster& cluster)
+    : cluster_(cluster), name_(testName()) {
+  auto created = cluster_.kubectl("create namespace " + name_);
+  EXPECT_EQ(created.exit_code, 0) << created.output;
+}
+
+LocalCluster::TestNamespace::~TestNamespace() {
+  cluster_.kubectl("delete namespace " + name_ + " --wait=false");
+}
+
+bool LocalCluster::eventually(const std::function<bool()>& probe,
+                              std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (probe()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return probe();
+}
+
+}  // namespace banlieue::testing

@@ -1,0 +1,69 @@
+// Test support for the real local control plane (deploy/local): a shared cluster per test
+// run, a namespace per test, and kubectl as a user would run it.
+//
+// The cluster is the one named by BANLIEUE_TEST_KUBECONFIG (CTest starts it once through the
+// `local_cluster_up` fixture); when that is unset, the first test brings one up itself with
+// deploy/local/up in a temporary state directory and stops it at exit.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace banlieue::testing {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr, interleaved
+};
+
+// Runs a shell command line, capturing output; kills it after `timeout`.
+CommandResult runCommand(const std::string& command_line,
+                         std::chrono::seconds timeout = std::chrono::seconds(60));
+
+// Quotes one argument for /bin/sh.
+std::string shellQuote(const std::string& arg);
+
+class LocalCluster {
+ public:
+  // The shared cluster (started on first use). Fails the calling test when it cannot start.
+  static LocalCluster& shared();
+
+  const std::filesystem::path& kubeconfig() const { return kubeconfig_; }
+
+  // kubectl with the cluster's kubeconfig; args are passed through the shell unquoted.
+  CommandResult kubectl(const std::string& args,
+                        std::chrono::seconds timeout = std::chrono::seconds(60)) const;
+  // kubectl apply -f - with `manifest` on stdin.
+  CommandResult apply(const std::string& manifest, const std::string& extra_args = {}) const;
+
+  // Creates a fresh namespace named after the running test; deleted by ~TestNamespace.
+  class TestNamespace {
+   public:
+    explicit TestNamespace(const LocalCluster& cluster);
+    ~TestNamespace();
+    const std::string& name() const { return name_; }
+
+   private:
+    const LocalCluster& cluster_;
+    std::string name_;
+  };
+
+  // Polls `probe` until it returns true or `timeout` passes.
+  static bool eventually(const std::function<bool()>& probe,
+                         std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
+  // The kubectl binary tests use: kubectl.1.32 from the Cloud SDK when present, else kubectl.
+  static std::string kubectlBinary();
+
+ private:
+  LocalCluster() = default;
+  void start();
+  std::filesystem::path kubeconfig_;
+  std::filesystem::path owned_state_;  // set when this process started the cluster
+  friend struct ClusterStopper;
+};
+
+}  // namespace banlieue::testing
