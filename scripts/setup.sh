@@ -10,6 +10,7 @@ packages=(
   clang-format clang-tidy
   # libraries (see DESIGN.md: Boost.DLL, CLI11, spdlog, RapidJSON, OpenSSL)
   libboost-dev libcli11-dev libspdlog-dev libfmt-dev rapidjson-dev libssl-dev
+  libcpprest-dev libyaml-cpp-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # the local control plane (deploy/local): etcd, certificates, readiness probes, free ports

@@ -1,0 +1,222 @@
+#include "host/kube/client.h"
+
+#include "host/kube/api_error.h"
+
+#include <banlieue/sdk/json.h>
+
+#include <cstdio>
+
+namespace banlieue::kube {
+namespace {
+
+namespace json = sdk::json;
+
+class Query {
+ public:
+  Query& add(const char* key, const std::string& value) {
+    if (!value.empty())
+      text_ += std::string(text_.empty() ? "?" : "&") + key + "=" + urlEncode(value);
+    return *this;
+  }
+  const std::string& str() const { return text_; }
+
+ private:
+  std::string text_;
+};
+
+std::string describe(const char* verb, const ResourceType& type, const std::string& ns,
+                     const std::string& name) {
+  std::string what = std::string(verb) + " " + type.plural;
+  if (!ns.empty() || !name.empty())
+    what += " " + (ns.empty() ? name : ns + (name.empty() ? "" : "/" + name));
+  return what;
+}
+
+class HttpKubeClient final : public KubeClient {
+ public:
+  explicit HttpKubeClient(std::unique_ptr<HttpTransport> transport)
+      : transport_(std::move(transport)) {}
+
+  StatusOr<rapidjson::Document> get(const ResourceType& type, const std::string& ns,
+                                    const std::string& name,
+                                    const std::string& subresource) override {
+    return call("GET", type.path(ns, name, subresource), {}, {}, describe("get", type, ns, name));
+  }
+
+  StatusOr<rapidjson::Document> list(const ResourceType& type, const std::string& ns,
+                                     const ListOptions& options) override {
+    Query q;
+    q.add("labelSelector", options.label_selector)
+        .add("fieldSelector", options.field_selector)
+        .add("limit", options.limit > 0 ? std::to_string(options.limit) : "")
+        .add("continue", options.continue_token)
+        .add("resourceVersion", options.resource_version);
+    return call("GET", type.path(ns) + q.str(), {}, {}, describe("list", type, ns, ""));
+  }
+
+  StatusOr<rapidjson::Document> create(const ResourceType& type, const std::string& ns,
+                                       const std::string& object_json) override {
+    return call("POST", type.path(ns), object_json, "application/json",
+                describe("create", type, ns, ""));
+  }
+
+  StatusOr<rapidjson::Document> update(const ResourceType& type, const std::string& ns,
+                                       const std::string& name, const std::string& object_json,
+                                       const std::string& subresource) override {
+    return call("PUT", type.path(ns, name, subresource), object_json, "application/json",
+                describe("update", type, ns, name));
+  }
+
+  StatusOr<rapidjson::Document> patch(const ResourceType& type, const std::string& ns,
+                                      const std::string& name, PatchType patch_type,
+                                      const std::string& patch_json,
+                                      const std::string& subresource) override {
+    const char* content_type = patch_type == PatchType::kMerge ? "application/merge-patch+json"
+                               : patch_type == PatchType::kJson
+                                   ? "application/json-patch+json"
+                                   : "application/strategic-merge-patch+json";
+    return call("PATCH", type.path(ns, name, subresource), patch_json, content_type,
+                describe("patch", type, ns, name));
+  }
+
+  StatusOr<rapidjson::Document> apply(const ResourceType& type, const std::string& ns,
+                                      const std::string& name, const std::string& object_json,
+                                      const ApplyOptions& options) override {
+    if (options.field_manager.empty()) {
+      return error(Code::kInvalidArgument, "MissingFieldManager",
+                   describe("apply", type, ns, name) + ": server-side apply needs a field manager");
+    }
+    Query q;
+    q.add("fieldManager", options.field_manager).add("force", options.force ? "true" : "");
+    return call("PATCH", type.path(ns, name, options.subresource) + q.str(), object_json,
+                "application/apply-patch+yaml", describe("apply", type, ns, name));
+  }
+
+  Status remove(const ResourceType& type, const std::string& ns, const std::string& name,
+                const DeleteOptions& options) override {
+    rapidjson::Document body(rapidjson::kObjectType);
+    auto& a = body.GetAllocator();
+    body.AddMember("apiVersion", "v1", a);
+    body.AddMember("kind", "DeleteOptions", a);
+    if (!options.propagation_policy.empty()) {
+      body.AddMember("propagationPolicy", json::stringValue(options.propagation_policy, a), a);
+    }
+    if (!options.precondition_uid.empty() || !options.precondition_resource_version.empty()) {
+      rapidjson::Value pre(rapidjson::kObjectType);
+      if (!options.precondition_uid.empty())
+        pre.AddMember("uid", json::stringValue(options.precondition_uid, a), a);
+      if (!options.precondition_resource_version.empty()) {
+        pre.AddMember("resourceVersion",
+                      json::stringValue(options.precondition_resource_version, a), a);
+      }
+      body.AddMember("preconditions", pre, a);
+    }
+    auto result = call("DELETE", type.path(ns, name), json::serialize(body), "application/json",
+                       describe("delete", type, ns, name));
+    return result.ok() ? Status::ok() : result.status();
+  }
+
+  Status watch(const ResourceType& type, const std::string& ns, const WatchOptions& options,
+               const std::function<bool(WatchEvent&)>& on_event,
+               const std::atomic<bool>* cancel) override {
+    Query q;
+    q.add("watch", "true")
+        .add("resourceVersion", options.resource_version)
+        .add("labelSelector", options.label_selector)
+        .add("fieldSelector", options.field_selector)
+        .add("timeoutSeconds", std::to_string(options.timeout_seconds))
+        .add("allowWatchBookmarks", options.allow_bookmarks ? "true" : "");
+    HttpRequest request;
+    request.path = type.path(ns) + q.str();
+    // Idle timeout above the server-side bound, so the server, not the client, ends it.
+    request.timeout = std::chrono::seconds(options.timeout_seconds + 30);
+    std::string what = describe("watch", type, ns, "");
+    Status stream_error = Status::ok();
+    auto response = transport_->stream(
+        request,
+        [&](std::string_view line) {
+          if (line.empty()) return true;
+          WatchEvent event;
+          rapidjson::Document doc;
+          try {
+            doc = json::parse(line, "watch event");
+          } catch (const sdk::Error& e) {
+            stream_error = error(Code::kDataLoss, "InvalidWatchEvent", what + ": " + e.what());
+            return false;
+          }
+          event.type = json::stringOr(&doc, "type");
+          if (auto it = doc.FindMember("object"); it != doc.MemberEnd()) {
+            event.object.CopyFrom(it->value, event.object.GetAllocator());
+          }
+          if (event.type == "ERROR") {
+            // A Status object inside the stream, typically 410 Gone for an expired version.
+            HttpResponse as_response;
+            as_response.status =
+                static_cast<int>(json::integer(&event.object, "code").value_or(500));
+            as_response.body = json::serialize(event.object);
+            stream_error = apiError(as_response, what);
+            return false;
+          }
+          return on_event(event);
+        },
+        cancel);
+    if (!response.ok()) return response.status();
+    if (response->status < 200 || response->status >= 300) return apiError(*response, what);
+    return stream_error;
+  }
+
+ private:
+  StatusOr<rapidjson::Document> call(const char* method, const std::string& path,
+                                     const std::string& body, const std::string& content_type,
+                                     const std::string& what) {
+    HttpRequest request;
+    request.method = method;
+    request.path = path;
+    request.body = body;
+    if (!content_type.empty()) request.headers.emplace_back("Content-Type", content_type);
+    auto response = transport_->send(request);
+    if (!response.ok()) return response.status();
+    if (response->status < 200 || response->status >= 300) return apiError(*response, what);
+    try {
+      return json::parse(
+          response->body.empty() ? std::string_view("{}") : std::string_view(response->body),
+          what + " response");
+    } catch (const sdk::Error& e) {
+      return error(Code::kDataLoss, "InvalidResponse", e.what());
+    }
+  }
+
+  std::unique_ptr<HttpTransport> transport_;
+};
+
+}  // namespace
+
+std::string ResourceType::path(const std::string& ns, const std::string& name,
+                               const std::string& subresource) const {
+  std::string p = group.empty() ? "/api/" + version : "/apis/" + group + "/" + version;
+  if (namespaced && !ns.empty()) p += "/namespaces/" + ns;
+  p += "/" + plural;
+  if (!name.empty()) p += "/" + name;
+  if (!name.empty() && !subresource.empty()) p += "/" + subresource;
+  return p;
+}
+
+std::string urlEncode(const std::string& value) {
+  std::string out;
+  for (unsigned char c : value) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      char buf[4];
+      std::snprintf(buf, sizeof(buf), "%%%02X", c);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+std::unique_ptr<KubeClient> makeKubeClient(std::unique_ptr<HttpTransport> transport) {
+  return std::make_unique<HttpKubeClient>(std::move(transport));
+}
+
+}  // namespace banlieue::kube

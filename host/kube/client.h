@@ -1,0 +1,123 @@
+// The Kubernetes API as banlieue's roles use it: typed resource addresses, CRUD, patches,
+// server-side apply and watch, with API errors as Status values (api_error.h).
+#pragma once
+
+#include "host/common/status_or.h"
+#include "host/kube/http_transport.h"
+
+#include <rapidjson/document.h>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace banlieue::kube {
+
+// A kind of resource: group ("" for core), version, plural, and whether it is namespaced.
+struct ResourceType {
+  std::string group;
+  std::string version;
+  std::string plural;
+  bool namespaced = true;
+
+  std::string apiVersion() const { return group.empty() ? version : group + "/" + version; }
+  // /api/v1/namespaces/ns/configmaps/name/status (parts left out when empty)
+  std::string path(const std::string& ns, const std::string& name = {},
+                   const std::string& subresource = {}) const;
+};
+
+namespace resources {
+inline const ResourceType kConfigMap{"", "v1", "configmaps", true};
+inline const ResourceType kSecret{"", "v1", "secrets", true};
+inline const ResourceType kNamespace{"", "v1", "namespaces", false};
+inline const ResourceType kServiceAccount{"", "v1", "serviceaccounts", true};
+inline const ResourceType kPod{"", "v1", "pods", true};
+inline const ResourceType kLease{"coordination.k8s.io", "v1", "leases", true};
+inline const ResourceType kEvent{"events.k8s.io", "v1", "events", true};
+inline const ResourceType kDeployment{"apps", "v1", "deployments", true};
+inline const ResourceType kCustomResourceDefinition{"apiextensions.k8s.io", "v1",
+                                                    "customresourcedefinitions", false};
+}  // namespace resources
+
+struct ListOptions {
+  std::string label_selector;
+  std::string field_selector;
+  int64_t limit = 0;  // 0 = server default (everything)
+  std::string continue_token;
+  std::string resource_version;
+};
+
+struct WatchOptions {
+  std::string resource_version;  // start after this version (from a list)
+  std::string label_selector;
+  std::string field_selector;
+  // Server-side bound of one watch request. Kept below the transport's idle timeout so a
+  // quiet watch ends cleanly instead of timing out (DESIGN.md section 5).
+  int timeout_seconds = 240;
+  bool allow_bookmarks = true;
+};
+
+struct WatchEvent {
+  std::string type;  // ADDED, MODIFIED, DELETED, BOOKMARK, ERROR
+  rapidjson::Document object;
+};
+
+enum class PatchType { kMerge, kJson, kStrategicMerge };
+
+struct ApplyOptions {
+  std::string field_manager;  // required
+  bool force = false;         // take ownership of conflicting fields
+  std::string subresource;    // e.g. "status"
+};
+
+struct DeleteOptions {
+  std::string propagation_policy;  // Foreground, Background, Orphan
+  std::string precondition_uid;
+  std::string precondition_resource_version;
+};
+
+class KubeClient {
+ public:
+  virtual ~KubeClient() = default;
+
+  virtual StatusOr<rapidjson::Document> get(const ResourceType& type, const std::string& ns,
+                                            const std::string& name,
+                                            const std::string& subresource = {}) = 0;
+  // One page; follow `metadata.continue` with ListOptions::continue_token for the next.
+  virtual StatusOr<rapidjson::Document> list(const ResourceType& type, const std::string& ns,
+                                             const ListOptions& options = {}) = 0;
+  virtual StatusOr<rapidjson::Document> create(const ResourceType& type, const std::string& ns,
+                                               const std::string& object_json) = 0;
+  // PUT; the object's metadata.resourceVersion makes it an optimistic update (409 Conflict).
+  virtual StatusOr<rapidjson::Document> update(const ResourceType& type, const std::string& ns,
+                                               const std::string& name,
+                                               const std::string& object_json,
+                                               const std::string& subresource = {}) = 0;
+  virtual StatusOr<rapidjson::Document> patch(const ResourceType& type, const std::string& ns,
+                                              const std::string& name, PatchType patch_type,
+                                              const std::string& patch_json,
+                                              const std::string& subresource = {}) = 0;
+  // Server-side apply of a complete desired object (JSON is valid apply YAML).
+  virtual StatusOr<rapidjson::Document> apply(const ResourceType& type, const std::string& ns,
+                                              const std::string& name,
+                                              const std::string& object_json,
+                                              const ApplyOptions& options) = 0;
+  virtual Status remove(const ResourceType& type, const std::string& ns, const std::string& name,
+                        const DeleteOptions& options = {}) = 0;
+  // One watch request: calls on_event for each event until the server ends the stream,
+  // on_event returns false, or cancel becomes true. A 410 Gone (too old a resourceVersion)
+  // comes back as an error with reason Gone/Expired: relist.
+  virtual Status watch(const ResourceType& type, const std::string& ns, const WatchOptions& options,
+                       const std::function<bool(WatchEvent&)>& on_event,
+                       const std::atomic<bool>* cancel = nullptr) = 0;
+};
+
+// The real client over an HttpTransport.
+std::unique_ptr<KubeClient> makeKubeClient(std::unique_ptr<HttpTransport> transport);
+
+// Percent-encodes a query parameter value.
+std::string urlEncode(const std::string& value);
+
+}  // namespace banlieue::kube

@@ -1,0 +1,294 @@
+#include "host/kube/config.h"
+
+#include "host/common/logging.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace banlieue::kube {
+namespace {
+
+StatusOr<std::string> readText(const std::filesystem::path& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return error(Code::kNotFound, "FileUnreadable", path.string() + ": cannot read " + what);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// base64 (standard alphabet, padding optional) for *-data fields.
+StatusOr<std::string> decodeBase64(const std::string& in, const std::string& field) {
+  static const std::string alphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  int value = 0, bits = -8;
+  for (char c : in) {
+    if (c == '=' || c == '\n' || c == '\r' || c == ' ') continue;
+    auto pos = alphabet.find(c);
+    if (pos == std::string::npos) {
+      return error(Code::kInvalidArgument, "InvalidKubeconfig", field + " is not valid base64");
+    }
+    value = (value << 6) + static_cast<int>(pos);
+    bits += 6;
+    if (bits >= 0) {
+      out.push_back(static_cast<char>((value >> bits) & 0xFF));
+      bits -= 8;
+    }
+  }
+  return out;
+}
+
+struct NamedEntries {
+  std::map<std::string, YAML::Node> clusters, users, contexts;
+  std::map<std::string, std::filesystem::path> origin;  // "cluster/x" -> file it came from
+  std::string current_context;
+  std::filesystem::path current_context_file;
+};
+
+// client-go: the first file to define a name wins; the first non-empty current-context wins.
+Status mergeFile(const std::filesystem::path& file, NamedEntries& merged) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(file.string());
+  } catch (const YAML::BadFile&) {
+    return error(Code::kNotFound, "KubeconfigUnreadable",
+                 file.string() + ": cannot read kubeconfig");
+  } catch (const YAML::Exception& e) {
+    return error(Code::kInvalidArgument, "InvalidKubeconfig",
+                 file.string() + ": not valid YAML (line " + std::to_string(e.mark.line + 1) + ")");
+  }
+  if (!root.IsMap() && !root.IsNull()) {
+    return error(Code::kInvalidArgument, "InvalidKubeconfig",
+                 file.string() + ": must be a YAML mapping");
+  }
+  auto collect = [&](const char* list, std::map<std::string, YAML::Node>& into,
+                     const char* body) -> Status {
+    const YAML::Node entries = root[list];
+    if (!entries) return Status::ok();
+    if (!entries.IsSequence()) {
+      return error(Code::kInvalidArgument, "InvalidKubeconfig",
+                   file.string() + ": '" + list + "' must be a list");
+    }
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      const YAML::Node entry = entries[i];
+      if (!entry["name"] || !entry["name"].IsScalar()) {
+        return error(Code::kInvalidArgument, "InvalidKubeconfig",
+                     file.string() + ": " + list + "[" + std::to_string(i) + "] has no name");
+      }
+      std::string name = entry["name"].as<std::string>();
+      if (into.count(name) == 0) {
+        into[name] = entry[body] ? entry[body] : YAML::Node(YAML::NodeType::Map);
+        merged.origin[std::string(list) + "/" + name] = file;
+      }
+    }
+    return Status::ok();
+  };
+  if (auto st = collect("clusters", merged.clusters, "cluster"); !st.isOk()) return st;
+  if (auto st = collect("users", merged.users, "user"); !st.isOk()) return st;
+  if (auto st = collect("contexts", merged.contexts, "context"); !st.isOk()) return st;
+  if (merged.current_context.empty() && root["current-context"] &&
+      root["current-context"].IsScalar()) {
+    merged.current_context = root["current-context"].as<std::string>();
+    merged.current_context_file = file;
+  }
+  return Status::ok();
+}
+
+std::string scalar(const YAML::Node& node, const char* key) {
+  const YAML::Node v = node[key];
+  return v && v.IsScalar() ? v.as<std::string>() : std::string();
+}
+
+// A field given inline (*-data, base64) or as a file path relative to the kubeconfig's folder.
+StatusOr<std::string> dataOrFile(const YAML::Node& node, const char* data_key, const char* file_key,
+                                 const std::filesystem::path& kubeconfig,
+                                 const std::string& where) {
+  if (auto data = scalar(node, data_key); !data.empty()) {
+    return decodeBase64(data, kubeconfig.string() + ": " + where + "." + data_key);
+  }
+  if (auto file = scalar(node, file_key); !file.empty()) {
+    std::filesystem::path path(file);
+    if (path.is_relative()) path = kubeconfig.parent_path() / path;
+    auto text = readText(path, where + "." + file_key);
+    if (!text.ok()) {
+      return error(Code::kNotFound, "KubeconfigReferenceUnreadable",
+                   kubeconfig.string() + ": " + where + "." + file_key + " " + path.string() +
+                       " cannot be read");
+    }
+    return text;
+  }
+  return std::string();
+}
+
+}  // namespace
+
+std::string Connection::bearerToken() const {
+  if (token_file.empty()) return token;
+  std::ifstream in(token_file);
+  std::string value((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!value.empty() && (value.back() == '\n' || value.back() == '\r' || value.back() == ' '))
+    value.pop_back();
+  return value.empty() ? token : value;
+}
+
+std::vector<std::filesystem::path> splitKubeconfigEnv(const std::string& value) {
+  std::vector<std::filesystem::path> files;
+  std::stringstream in(value);
+  for (std::string item; std::getline(in, item, ':');) {
+    if (!item.empty()) files.emplace_back(item);
+  }
+  return files;
+}
+
+StatusOr<Connection> loadKubeconfig(const KubeconfigOptions& options) {
+  std::vector<std::filesystem::path> files = options.files;
+  if (files.empty()) {
+    if (const char* env = std::getenv("KUBECONFIG"); env && *env) files = splitKubeconfigEnv(env);
+  }
+  if (files.empty()) {
+    const char* home = std::getenv("HOME");
+    files.emplace_back(std::filesystem::path(home ? home : "/root") / ".kube" / "config");
+  }
+  NamedEntries merged;
+  for (const auto& file : files) {
+    if (!std::filesystem::exists(file) && files.size() > 1)
+      continue;  // client-go skips missing ones
+    if (auto st = mergeFile(file, merged); !st.isOk()) return st;
+  }
+  std::string context_name = options.context.value_or(merged.current_context);
+  std::string first = files.front().string();
+  if (context_name.empty()) {
+    return error(Code::kInvalidArgument, "InvalidKubeconfig",
+                 first + ": no current-context is set and no --context was given");
+  }
+  auto context_it = merged.contexts.find(context_name);
+  if (context_it == merged.contexts.end()) {
+    return error(Code::kNotFound, "InvalidKubeconfig",
+                 first + ": context '" + context_name + "' is not defined");
+  }
+  const YAML::Node& context = context_it->second;
+  auto context_file = merged.origin["contexts/" + context_name];
+  std::string cluster_name = scalar(context, "cluster");
+  std::string user_name = scalar(context, "user");
+  if (cluster_name.empty()) {
+    return error(
+        Code::kInvalidArgument, "InvalidKubeconfig",
+        context_file.string() + ": context '" + context_name + "' is missing field 'cluster'");
+  }
+  auto cluster_it = merged.clusters.find(cluster_name);
+  if (cluster_it == merged.clusters.end()) {
+    return error(Code::kNotFound, "InvalidKubeconfig",
+                 context_file.string() + ": context '" + context_name + "' names cluster '" +
+                     cluster_name + "', which is not defined");
+  }
+  const YAML::Node& cluster = cluster_it->second;
+  auto cluster_file = merged.origin["clusters/" + cluster_name];
+
+  Connection c;
+  c.source = "kubeconfig " + context_file.string() + ", context " + context_name;
+  c.server = scalar(cluster, "server");
+  if (c.server.empty()) {
+    return error(
+        Code::kInvalidArgument, "InvalidKubeconfig",
+        cluster_file.string() + ": cluster '" + cluster_name + "' is missing field 'server'");
+  }
+  while (!c.server.empty() && c.server.back() == '/') c.server.pop_back();
+  c.insecure_skip_tls_verify = scalar(cluster, "insecure-skip-tls-verify") == "true";
+  c.tls_server_name = scalar(cluster, "tls-server-name");
+  auto ca = dataOrFile(cluster, "certificate-authority-data", "certificate-authority", cluster_file,
+                       "clusters[" + cluster_name + "]");
+  if (!ca.ok()) return ca.status();
+  c.ca_pem = *ca;
+  if (c.insecure_skip_tls_verify) {
+    common::logger("kube")->warn(
+        "{}: insecure-skip-tls-verify is set: the API server's certificate is not verified",
+        c.source);
+  }
+  if (auto ns = scalar(context, "namespace"); !ns.empty()) c.default_namespace = ns;
+
+  if (!user_name.empty()) {
+    auto user_it = merged.users.find(user_name);
+    if (user_it == merged.users.end()) {
+      return error(Code::kNotFound, "InvalidKubeconfig",
+                   context_file.string() + ": context '" + context_name + "' names user '" +
+                       user_name + "', which is not defined");
+    }
+    const YAML::Node& user = user_it->second;
+    auto user_file = merged.origin["users/" + user_name];
+    std::string where = "users[" + user_name + "]";
+    auto cert = dataOrFile(user, "client-certificate-data", "client-certificate", user_file, where);
+    if (!cert.ok()) return cert.status();
+    auto key = dataOrFile(user, "client-key-data", "client-key", user_file, where);
+    if (!key.ok()) return key.status();
+    c.client_cert_pem = *cert;
+    c.client_key_pem = *key;
+    if (c.client_cert_pem.empty() != c.client_key_pem.empty()) {
+      return error(
+          Code::kInvalidArgument, "InvalidKubeconfig",
+          user_file.string() + ": user '" + user_name + "' has a client " +
+              (c.client_cert_pem.empty() ? "key but no certificate" : "certificate but no key"));
+    }
+    c.token = scalar(user, "token");
+    if (auto file = scalar(user, "tokenFile"); !file.empty()) {
+      c.token_file = file;
+      if (c.token_file.is_relative()) c.token_file = user_file.parent_path() / c.token_file;
+    }
+    if (user["exec"]) {
+      return error(Code::kUnimplemented, "ExecCredentialUnsupported",
+                   user_file.string() + ": user '" + user_name +
+                       "' uses an exec credential plugin, which this build does not run yet");
+    }
+  }
+  return c;
+}
+
+StatusOr<Connection> loadInClusterConfig(const std::filesystem::path& root) {
+  const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
+  const char* port = std::getenv("KUBERNETES_SERVICE_PORT");
+  if (host == nullptr || port == nullptr || *host == '\0') {
+    return error(
+        Code::kFailedPrecondition, "NotInCluster",
+        "in-cluster config: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set");
+  }
+  Connection c;
+  std::string h(host);
+  c.server = "https://" + (h.find(':') != std::string::npos ? "[" + h + "]" : h) + ":" + port;
+  c.token_file = root / "token";
+  auto ca = readText(root / "ca.crt", "the service account CA");
+  if (!ca.ok()) return ca.status();
+  c.ca_pem = *ca;
+  if (c.bearerToken().empty()) {
+    return error(Code::kFailedPrecondition, "NotInCluster",
+                 (root / "token").string() + ": no service account token");
+  }
+  if (auto ns = readText(root / "namespace", "the namespace"); ns.ok() && !ns->empty()) {
+    c.default_namespace = *ns;
+    while (!c.default_namespace.empty() &&
+           std::isspace(static_cast<unsigned char>(c.default_namespace.back()))) {
+      c.default_namespace.pop_back();
+    }
+  }
+  c.source = "in-cluster service account";
+  return c;
+}
+
+StatusOr<Connection> loadDefaultConfig(const std::optional<std::filesystem::path>& kubeconfig,
+                                       const std::optional<std::string>& context) {
+  KubeconfigOptions options;
+  options.context = context;
+  if (kubeconfig) {
+    options.files = {*kubeconfig};
+    return loadKubeconfig(options);
+  }
+  const char* env = std::getenv("KUBECONFIG");
+  if ((env == nullptr || *env == '\0') && std::getenv("KUBERNETES_SERVICE_HOST") != nullptr) {
+    return loadInClusterConfig();
+  }
+  return loadKubeconfig(options);
+}
+
+}  // namespace banlieue::kube

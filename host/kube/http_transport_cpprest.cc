@@ -1,0 +1,160 @@
+// The only translation unit that includes cpprestsdk (slow headers, a U() macro that clashes
+// with fmt and gtest: built with _TURN_OFF_PLATFORM_STRING).
+#include "host/common/logging.h"
+#include "host/common/version.h"
+#include "host/kube/http_transport.h"
+
+#include <cpprest/http_client.h>
+#include <boost/asio/ssl.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <mutex>
+
+namespace banlieue::kube {
+namespace {
+
+namespace http = web::http;
+
+class CpprestTransport final : public HttpTransport {
+ public:
+  explicit CpprestTransport(Connection connection) : connection_(std::move(connection)) {}
+
+  StatusOr<HttpResponse> send(const HttpRequest& request) override {
+    return perform(request, nullptr, nullptr);
+  }
+
+  StatusOr<HttpResponse> stream(const HttpRequest& request,
+                                const std::function<bool(std::string_view)>& on_line,
+                                const std::atomic<bool>* cancel) override {
+    return perform(request, &on_line, cancel);
+  }
+
+ private:
+  http::client::http_client_config config(std::chrono::milliseconds timeout) const {
+    http::client::http_client_config cfg;
+    cfg.set_timeout(std::chrono::duration_cast<std::chrono::microseconds>(timeout));
+    cfg.set_validate_certificates(!connection_.insecure_skip_tls_verify);
+    Connection c = connection_;
+    cfg.set_ssl_context_callback([c](boost::asio::ssl::context& ctx) {
+      if (!c.ca_pem.empty()) ctx.add_certificate_authority(boost::asio::buffer(c.ca_pem));
+      if (!c.client_cert_pem.empty()) {
+        ctx.use_certificate_chain(boost::asio::buffer(c.client_cert_pem));
+        ctx.use_private_key(boost::asio::buffer(c.client_key_pem), boost::asio::ssl::context::pem);
+      }
+    });
+    return cfg;
+  }
+
+  StatusOr<HttpResponse> perform(const HttpRequest& request,
+                                 const std::function<bool(std::string_view)>* on_line,
+                                 const std::atomic<bool>* cancel) {
+    try {
+      http::client::http_client& client = clientFor(request.timeout);
+      http::http_request req(request.method);
+      req.set_request_uri(request.path);
+      req.headers().add("User-Agent", std::string("banlieue/") + kVersion);
+      req.headers().add("Accept", "application/json");
+      if (auto token = connection_.bearerToken(); !token.empty()) {
+        req.headers().add("Authorization", "Bearer " + token);
+      }
+      std::string content_type = "application/json";
+      for (const auto& [name, value] : request.headers) {
+        if (name == "Content-Type") {
+          content_type = value;
+        } else {
+          req.headers().add(name, value);
+        }
+      }
+      if (!request.body.empty()) req.set_body(request.body, content_type);
+
+      // Cancelling the token closes the connection: a watch that stops early (or is cancelled)
+      // does not wait for the server to end the stream.
+      pplx::cancellation_token_source abort;
+      http::http_response response = client.request(req, abort.get_token()).get();
+      HttpResponse out;
+      out.status = response.status_code();
+      for (const auto& [name, value] : response.headers()) {
+        std::string lower = name;
+        std::transform(lower.begin(), lower.end(), lower.begin(),
+                       [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+        out.headers[lower] = value;
+      }
+      if (on_line == nullptr || out.status < 200 || out.status >= 300) {
+        out.body = response.extract_utf8string(true).get();
+        return out;
+      }
+      // Stream the body: read what arrives, hand over complete lines.
+      auto body = response.body();
+      std::string pending;
+      std::vector<uint8_t> chunk(size_t{64} * 1024);
+      for (;;) {
+        if (cancel != nullptr && cancel->load()) {
+          abort.cancel();
+          break;
+        }
+        // getn() waits for a full buffer; a watch needs each event as it comes. So: block for
+        // one byte, then take whatever else has already arrived.
+        auto buffer = body.streambuf();
+        auto first = buffer.bumpc().get();
+        if (first == std::char_traits<char>::eof()) break;  // the server ended the stream
+        pending.push_back(static_cast<char>(first));
+        if (size_t available = buffer.in_avail(); available > 0) {
+          size_t n = buffer.getn(chunk.data(), std::min(available, chunk.size())).get();
+          pending.append(reinterpret_cast<const char*>(chunk.data()), n);
+        }
+        size_t start = 0;
+        for (size_t nl; (nl = pending.find('\n', start)) != std::string::npos; start = nl + 1) {
+          if (!(*on_line)(std::string_view(pending).substr(start, nl - start))) {
+            abort.cancel();
+            return out;
+          }
+        }
+        pending.erase(0, start);
+      }
+      if (!pending.empty()) (*on_line)(pending);
+      return out;
+    } catch (const http::http_exception& e) {
+      std::string what = e.what();
+      bool timeout =
+          what.find("timed out") != std::string::npos || what.find("Timeout") != std::string::npos;
+      return error(timeout ? Code::kDeadlineExceeded : Code::kUnavailable,
+                   timeout ? "Timeout" : "ConnectionFailed",
+                   request.method + " " + connection_.server + request.path + ": " + what);
+    } catch (const std::exception& e) {
+      return error(Code::kUnavailable, "ConnectionFailed",
+                   request.method + " " + connection_.server + request.path + ": " + e.what());
+    }
+  }
+
+  // One client (and so one keep-alive connection pool) per timeout in use; http_client is
+  // safe for concurrent requests.
+  http::client::http_client& clientFor(std::chrono::milliseconds timeout) {
+    std::lock_guard lock(mutex_);
+    auto& slot = clients_[timeout.count()];
+    if (!slot)
+      slot = std::make_unique<http::client::http_client>(connection_.server, config(timeout));
+    return *slot;
+  }
+
+  Connection connection_;
+  std::mutex mutex_;
+  std::map<int64_t, std::unique_ptr<http::client::http_client>> clients_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<HttpTransport>> makeHttpTransport(const Connection& connection) {
+  if (connection.server.rfind("https://", 0) != 0 && connection.server.rfind("http://", 0) != 0) {
+    return error(Code::kInvalidArgument, "InvalidServer",
+                 connection.source + ": server '" + connection.server + "' must be an http(s) URL");
+  }
+  if (!connection.tls_server_name.empty()) {
+    return error(Code::kUnimplemented, "TlsServerNameUnsupported",
+                 connection.source + ": tls-server-name is not supported by this transport yet");
+  }
+  return std::unique_ptr<HttpTransport>(std::make_unique<CpprestTransport>(connection));
+}
+
+}  // namespace banlieue::kube

@@ -1,0 +1,157 @@
+// The client against a scripted transport: what goes on the wire and how answers and errors
+// come back.
+#include "host/kube/api_error.h"
+#include "host/kube/client.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <deque>
+
+namespace banlieue::kube {
+namespace {
+
+using ::testing::HasSubstr;
+
+class ScriptedTransport final : public HttpTransport {
+ public:
+  std::deque<HttpResponse> responses;
+  std::vector<HttpRequest> requests;
+  std::vector<std::string> stream_lines;
+
+  StatusOr<HttpResponse> send(const HttpRequest& request) override {
+    requests.push_back(request);
+    if (responses.empty())
+      return error(Code::kUnavailable, "ConnectionFailed", "no scripted response");
+    auto r = responses.front();
+    responses.pop_front();
+    return r;
+  }
+  StatusOr<HttpResponse> stream(const HttpRequest& request,
+                                const std::function<bool(std::string_view)>& on_line,
+                                const std::atomic<bool>*) override {
+    requests.push_back(request);
+    for (const auto& line : stream_lines) {
+      if (!on_line(line)) break;
+    }
+    return HttpResponse{200, {}, {}};
+  }
+};
+
+struct Fixture {
+  ScriptedTransport* transport;
+  std::unique_ptr<KubeClient> client;
+};
+
+Fixture make() {
+  auto t = std::make_unique<ScriptedTransport>();
+  auto* raw = t.get();
+  return {raw, makeKubeClient(std::move(t))};
+}
+
+std::string header(const HttpRequest& r, const std::string& name) {
+  for (const auto& [k, v] : r.headers) {
+    if (k == name) return v;
+  }
+  return {};
+}
+
+TEST(ResourceTypeTest, PathsForCoreGroupsClusterScopeAndSubresources) {
+  EXPECT_EQ(resources::kConfigMap.path("ns", "x"), "/api/v1/namespaces/ns/configmaps/x");
+  EXPECT_EQ(resources::kLease.path("ns"), "/apis/coordination.k8s.io/v1/namespaces/ns/leases");
+  EXPECT_EQ(resources::kNamespace.path("ignored", "team-a"), "/api/v1/namespaces/team-a");
+  EXPECT_EQ(resources::kDeployment.path("ns", "d", "status"),
+            "/apis/apps/v1/namespaces/ns/deployments/d/status");
+  EXPECT_EQ(urlEncode("app in (a,b)"), "app%20in%20%28a%2Cb%29");
+}
+
+TEST(KubeClientTest, ServerSideApplySendsApplyPatchWithManagerAndForce) {
+  auto f = make();
+  f.transport->responses.push_back({200, {}, R"({"kind":"ConfigMap","metadata":{"name":"x"}})"});
+  auto applied =
+      f.client->apply(resources::kConfigMap, "ns", "x", R"({"apiVersion":"v1","kind":"ConfigMap"})",
+                      {.field_manager = "banlieue.io/controller", .force = true});
+  ASSERT_TRUE(applied.ok()) << applied.status().message();
+  const auto& r = f.transport->requests.at(0);
+  EXPECT_EQ(r.method, "PATCH");
+  EXPECT_EQ(r.path,
+            "/api/v1/namespaces/ns/configmaps/x?fieldManager=banlieue.io%2Fcontroller&force=true");
+  EXPECT_EQ(header(r, "Content-Type"), "application/apply-patch+yaml");
+  EXPECT_EQ(f.client->apply(resources::kConfigMap, "ns", "x", "{}", {}).status().reason(),
+            "MissingFieldManager");
+}
+
+TEST(KubeClientTest, StatusObjectsBecomeTypedErrors) {
+  auto f = make();
+  f.transport->responses.push_back(
+      {404,
+       {},
+       R"({"kind":"Status","status":"Failure","message":"configmaps \"x\" not found","reason":"NotFound","code":404})"});
+  auto missing = f.client->get(resources::kConfigMap, "ns", "x");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_TRUE(isNotFound(missing.status()));
+  EXPECT_EQ(missing.status().code(), Code::kNotFound);
+  EXPECT_THAT(missing.status().message(),
+              HasSubstr("get configmaps ns/x: configmaps \"x\" not found"));
+
+  f.transport->responses.push_back({422, {}, R"({"kind":"Status","reason":"Invalid","message":"bad",
+    "details":{"causes":[{"field":"spec.replicas","message":"must be >= 0"}]},"code":422})"});
+  auto invalid = f.client->create(resources::kDeployment, "ns", "{}");
+  EXPECT_TRUE(isInvalid(invalid.status()));
+  EXPECT_THAT(invalid.status().message(), HasSubstr("spec.replicas: must be >= 0"));
+
+  f.transport->responses.push_back(
+      {409, {}, R"({"kind":"Status","reason":"AlreadyExists","code":409})"});
+  EXPECT_EQ(f.client->create(resources::kConfigMap, "ns", "{}").status().code(),
+            Code::kAlreadyExists);
+
+  f.transport->responses.push_back(
+      {429, {{"retry-after", "3"}}, R"({"kind":"Status","reason":"TooManyRequests"})"});
+  auto throttled = f.client->list(resources::kPod, "ns");
+  EXPECT_EQ(throttled.status().code(), Code::kResourceExhausted);
+  EXPECT_THAT(throttled.status().message(), HasSubstr("retry after 3 s"));
+
+  f.transport->responses.push_back({502, {}, "<html>bad gateway</html>"});
+  EXPECT_EQ(f.client->list(resources::kPod, "ns").status().code(), Code::kUnavailable);
+}
+
+TEST(KubeClientTest, DeleteSendsPropagationAndPreconditions) {
+  auto f = make();
+  f.transport->responses.push_back({200, {}, R"({"kind":"Status","status":"Success"})"});
+  auto st = f.client->remove(resources::kConfigMap, "ns", "x",
+                             {.propagation_policy = "Foreground", .precondition_uid = "u-1"});
+  EXPECT_TRUE(st.isOk()) << st.message();
+  const auto& r = f.transport->requests.at(0);
+  EXPECT_EQ(r.method, "DELETE");
+  EXPECT_THAT(r.body, HasSubstr(R"("propagationPolicy":"Foreground")"));
+  EXPECT_THAT(r.body, HasSubstr(R"("preconditions":{"uid":"u-1"})"));
+}
+
+TEST(KubeClientTest, WatchParsesEventsAndTurnsAnErrorEventIntoGone) {
+  auto f = make();
+  f.transport->stream_lines = {
+      R"({"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"5"}}})",
+      R"({"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"9"}}})",
+      R"json({"type":"ERROR","object":{"kind":"Status","reason":"Expired","message":"too old resource version: 1 (9)",
+    "code" : 410
+  }
+})json",
+  };
+  std::vector<std::string> seen;
+  auto st =
+      f.client->watch(resources::kConfigMap, "ns", {.resource_version = "4"}, [&](WatchEvent& e) {
+        seen.push_back(e.type + ":" +
+                       std::string(e.object["metadata"]["resourceVersion"].GetString()));
+        return true;
+      });
+  EXPECT_THAT(seen, ::testing::ElementsAre("ADDED:5", "BOOKMARK:9"));
+  EXPECT_TRUE(isGone(st)) << st.reason() << " " << st.message();
+  const auto& r = f.transport->requests.at(0);
+  EXPECT_THAT(r.path, HasSubstr("watch=true&resourceVersion=4"));
+  EXPECT_THAT(r.path, HasSubstr("allowWatchBookmarks=true"));
+  EXPECT_GT(r.timeout, std::chrono::seconds(240))
+      << "client idle timeout above the server's timeoutSeconds";
+}
+
+}  // namespace
+}  // namespace banlieue::kube
