@@ -1,0 +1,118 @@
+#include "host/runtime/work_queue.h"
+
+namespace banlieue::runtime {
+
+WorkQueue::WorkQueue(Clock& clock) : clock_(clock), limiter_(clock) {}
+
+WorkQueue::~WorkQueue() {
+  shutDown();
+  clock_.forget(cv_);
+}
+
+void WorkQueue::addLocked(const std::string& key) {
+  if (shutting_down_ || dirty_.count(key) != 0) return;
+  dirty_.insert(key);
+  ++adds_;
+  if (processing_.count(key) == 0) {
+    queue_.push_back(key);
+    cv_.notify_one();
+  }
+}
+
+void WorkQueue::add(const std::string& key) {
+  std::lock_guard lock(mutex_);
+  addLocked(key);
+}
+
+void WorkQueue::addAfter(const std::string& key, std::chrono::nanoseconds delay) {
+  if (delay <= std::chrono::nanoseconds(0)) {
+    add(key);
+    return;
+  }
+  std::lock_guard lock(mutex_);
+  if (shutting_down_) return;
+  auto due = clock_.now() + std::chrono::duration_cast<Clock::TimePoint::duration>(delay);
+  // Keep only the earliest due time of a key, as client-go does.
+  auto existing = delayed_due_.find(key);
+  if (existing != delayed_due_.end()) {
+    if (existing->second <= due) return;
+    for (auto [it, end] = delayed_.equal_range(existing->second); it != end; ++it) {
+      if (it->second == key) {
+        delayed_.erase(it);
+        break;
+      }
+    }
+  }
+  delayed_.emplace(due, key);
+  delayed_due_[key] = due;
+  cv_.notify_all();  // a waiting get() may need to wake earlier
+}
+
+void WorkQueue::addRateLimited(const std::string& key) {
+  auto delay = limiter_.when(key);
+  {
+    std::lock_guard lock(mutex_);
+    ++retries_;
+  }
+  addAfter(key, delay);
+}
+
+void WorkQueue::forget(const std::string& key) {
+  limiter_.forget(key);
+}
+
+void WorkQueue::promoteDueLocked() {
+  auto now = clock_.now();
+  while (!delayed_.empty() && delayed_.begin()->first <= now) {
+    std::string key = delayed_.begin()->second;
+    delayed_.erase(delayed_.begin());
+    delayed_due_.erase(key);
+    addLocked(key);
+  }
+}
+
+std::optional<std::string> WorkQueue::get() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    promoteDueLocked();
+    if (!queue_.empty()) break;
+    if (shutting_down_) return std::nullopt;
+    if (delayed_.empty()) {
+      cv_.wait(lock);
+    } else {
+      clock_.waitUntil(lock, cv_, delayed_.begin()->first);
+    }
+  }
+  std::string key = std::move(queue_.front());
+  queue_.pop_front();
+  dirty_.erase(key);
+  processing_.insert(key);
+  return key;
+}
+
+void WorkQueue::done(const std::string& key) {
+  std::lock_guard lock(mutex_);
+  processing_.erase(key);
+  if (dirty_.count(key) != 0) {  // re-added while it was being processed
+    queue_.push_back(key);
+    cv_.notify_one();
+  }
+}
+
+void WorkQueue::shutDown() {
+  std::lock_guard lock(mutex_);
+  shutting_down_ = true;
+  cv_.notify_all();
+}
+
+bool WorkQueue::shuttingDown() const {
+  std::lock_guard lock(mutex_);
+  return shutting_down_;
+}
+
+WorkQueueStats WorkQueue::stats() const {
+  std::lock_guard lock(mutex_);
+  return {adds_, retries_, queue_.size(), delayed_.size(), processing_.size()};
+}
+
+}  // namespace banlieue::runtime
