@@ -11,6 +11,7 @@
 #include <cctype>
 #include <map>
 #include <mutex>
+#include <thread>
 
 namespace banlieue::kube {
 namespace {
@@ -85,7 +86,26 @@ class CpprestTransport final : public HttpTransport {
         out.body = response.extract_utf8string(true).get();
         return out;
       }
-      // Stream the body: read what arrives, hand over complete lines.
+      // Stream the body: read what arrives, hand over complete lines. A blocked read only ends
+      // when data arrives, so a small guard thread turns the caller's cancel flag into a
+      // cancellation of the request (which closes the connection).
+      std::atomic<bool> finished{false};
+      std::thread guard;
+      if (cancel != nullptr) {
+        guard = std::thread([&] {
+          while (!finished.load() && !cancel->load())
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          if (!finished.load()) abort.cancel();
+        });
+      }
+      struct JoinGuard {
+        std::atomic<bool>& finished;
+        std::thread& thread;
+        ~JoinGuard() {
+          finished = true;
+          if (thread.joinable()) thread.join();
+        }
+      } join_guard{finished, guard};
       auto body = response.body();
       std::string pending;
       std::vector<uint8_t> chunk(size_t{64} * 1024);
@@ -115,7 +135,12 @@ class CpprestTransport final : public HttpTransport {
       }
       if (!pending.empty()) (*on_line)(pending);
       return out;
+    } catch (const pplx::task_canceled&) {
+      if (cancel != nullptr && cancel->load()) return HttpResponse{200, {}, {}};  // asked to stop
+      return error(Code::kCancelled, "Cancelled",
+                   request.method + " " + connection_.server + request.path + ": cancelled");
     } catch (const http::http_exception& e) {
+      if (cancel != nullptr && cancel->load()) return HttpResponse{200, {}, {}};
       std::string what = e.what();
       bool timeout =
           what.find("timed out") != std::string::npos || what.find("Timeout") != std::string::npos;

@@ -15,8 +15,8 @@ namespace banlieue::runtime {
 
 class ItemExponentialBackoff {
  public:
-  ItemExponentialBackoff(std::chrono::nanoseconds base = std::chrono::milliseconds(5),
-                         std::chrono::nanoseconds max = std::chrono::seconds(1000))
+  explicit ItemExponentialBackoff(std::chrono::nanoseconds base = std::chrono::milliseconds(5),
+                                  std::chrono::nanoseconds max = std::chrono::seconds(1000))
       : base_(base), max_(max) {}
 
   // The delay for this failure of `key` (5 ms, 10 ms, 20 ms, ... capped).
@@ -32,7 +32,7 @@ class ItemExponentialBackoff {
 
 class TokenBucket {
  public:
-  TokenBucket(Clock& clock, double per_second = 10, int burst = 100);
+  explicit TokenBucket(Clock& clock, double per_second = 10, int burst = 100);
   // Reserves one token and returns how long to wait for it (zero when one is available).
   std::chrono::nanoseconds reserve();
 

@@ -1,0 +1,178 @@
+// The reflector/informer against a scripted client: list, watch, resume, relist on Gone,
+// pages, indexes and handler calls.
+#include "host/runtime/informer.h"
+#include "host/kube/client.h"
+
+#include <banlieue/sdk/json.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <deque>
+
+namespace banlieue::runtime {
+namespace {
+
+using ::testing::ElementsAre;
+namespace json = sdk::json;
+
+std::string cm(const std::string& name, const std::string& rv, const std::string& extra = "") {
+  return R"({"metadata":{"name":")" + name + R"(","namespace":"ns","uid":"uid-)" + name +
+         R"(","resourceVersion":")" + rv + "\"" + extra + "}}";
+}
+
+struct WatchScript {
+  std::vector<std::pair<std::string, std::string>> events;  // type, object json
+  Status end = Status::ok();
+  bool stop_after = false;
+};
+
+class ScriptedClient final : public kube::KubeClient {
+ public:
+  std::deque<std::string> list_pages;  // JSON list bodies, one per call
+  std::deque<WatchScript> watches;
+  std::vector<std::string> list_continue_tokens;
+  std::vector<std::string> watch_versions;
+  std::atomic<bool>* stop = nullptr;
+
+  StatusOr<rapidjson::Document> list(const kube::ResourceType&, const std::string&,
+                                     const kube::ListOptions& options) override {
+    list_continue_tokens.push_back(options.continue_token);
+    if (list_pages.empty())
+      return error(Code::kUnavailable, "ConnectionFailed", "no page scripted");
+    auto page = json::parse(list_pages.front(), "page");
+    list_pages.pop_front();
+    return page;
+  }
+  Status watch(const kube::ResourceType&, const std::string&, const kube::WatchOptions& options,
+               const std::function<bool(kube::WatchEvent&)>& on_event,
+               const std::atomic<bool>*) override {
+    watch_versions.push_back(options.resource_version);
+    if (watches.empty()) {
+      *stop = true;
+      return Status::ok();
+    }
+    WatchScript script = watches.front();
+    watches.pop_front();
+    for (const auto& [type, object] : script.events) {
+      kube::WatchEvent e;
+      e.type = type;
+      e.object = json::parse(object, "event");
+      if (!on_event(e)) break;
+    }
+    if (script.stop_after) *stop = true;
+    return script.end;
+  }
+  // Unused by the informer.
+  StatusOr<rapidjson::Document> get(const kube::ResourceType&, const std::string&,
+                                    const std::string&, const std::string&) override {
+    return error(Code::kUnimplemented, "Unused", "");
+  }
+  StatusOr<rapidjson::Document> create(const kube::ResourceType&, const std::string&,
+                                       const std::string&) override {
+    return error(Code::kUnimplemented, "Unused", "");
+  }
+  StatusOr<rapidjson::Document> update(const kube::ResourceType&, const std::string&,
+                                       const std::string&, const std::string&,
+                                       const std::string&) override {
+    return error(Code::kUnimplemented, "Unused", "");
+  }
+  StatusOr<rapidjson::Document> patch(const kube::ResourceType&, const std::string&,
+                                      const std::string&, kube::PatchType, const std::string&,
+                                      const std::string&) override {
+    return error(Code::kUnimplemented, "Unused", "");
+  }
+  StatusOr<rapidjson::Document> apply(const kube::ResourceType&, const std::string&,
+                                      const std::string&, const std::string&,
+                                      const kube::ApplyOptions&) override {
+    return error(Code::kUnimplemented, "Unused", "");
+  }
+  Status remove(const kube::ResourceType&, const std::string&, const std::string&,
+                const kube::DeleteOptions&) override {
+    return error(Code::kUnimplemented, "Unused", "");
+  }
+};
+
+std::string page(const std::vector<std::string>& items, const std::string& rv,
+                 const std::string& cont = "") {
+  std::string body = R"({"kind":"ConfigMapList","metadata":{"resourceVersion":")" + rv +
+                     R"(","continue":")" + cont + R"("},"items":[)";
+  for (size_t i = 0; i < items.size(); ++i) body += (i ? "," : "") + items[i];
+  return body + "]}";
+}
+
+TEST(InformerTest, ListsWatchesResumesAndRelistsOnGone) {
+  ScriptedClient client;
+  std::atomic<bool> stop{false};
+  client.stop = &stop;
+  client.list_pages = {page({cm("a", "9"), cm("b", "10")}, "10")};
+  client.watches.push_back({{{"ADDED", cm("c", "11")},
+                             {"MODIFIED", cm("a", "12")},
+                             {"DELETED", cm("b", "13")},
+                             {"BOOKMARK", R"({"metadata":{"resourceVersion":"15"}})"}}});
+  client.watches.push_back({{}, error(Code::kOutOfRange, "Expired", "too old resource version")});
+  client.list_pages.push_back(page({cm("a", "12"), cm("d", "18")}, "20"));  // c vanished meanwhile
+  client.watches.push_back({{}, Status::ok(), /*stop_after=*/true});
+
+  Informer informer(client, kube::resources::kConfigMap, {});
+  std::vector<std::string> calls;
+  informer.addHandler({[&](const Object& o) { calls.push_back("add " + objectKey(*o)); },
+                       [&](const Object& o, const Object& n) {
+                         calls.push_back("update " + objectKey(*n) + " " +
+                                         json::stringOr(o.get(), "metadata.resourceVersion") +
+                                         "->" +
+                                         json::stringOr(n.get(), "metadata.resourceVersion"));
+                       },
+                       [&](const Object& o) { calls.push_back("delete " + objectKey(*o)); }});
+  informer.run(stop);
+
+  EXPECT_THAT(calls, ElementsAre("add ns/a", "add ns/b", "add ns/c", "update ns/a 9->12",
+                                 "delete ns/b", "delete ns/c", "add ns/d"))
+      << "the relist reports c as deleted and leaves the unchanged a alone";
+  EXPECT_THAT(client.watch_versions, ElementsAre("10", "15", "20"))
+      << "watch from the list's version, resume from the bookmark, restart from the relist";
+  EXPECT_TRUE(informer.hasSynced());
+  EXPECT_EQ(informer.stats().lists, 2u);
+  ASSERT_NE(informer.get("ns/d"), nullptr);
+  EXPECT_EQ(json::stringOr(informer.get("ns/d").get(), "kind"), "ConfigMap")
+      << "list items get their kind";
+  EXPECT_EQ(informer.get("ns/b"), nullptr);
+}
+
+TEST(InformerTest, FollowsListPages) {
+  ScriptedClient client;
+  std::atomic<bool> stop{false};
+  client.stop = &stop;
+  client.list_pages = {page({cm("a", "1")}, "5", "token-1"), page({cm("b", "2")}, "5", "")};
+  Informer informer(client, kube::resources::kConfigMap, {.page_size = 1});
+  informer.run(stop);
+  EXPECT_THAT(client.list_continue_tokens, ElementsAre("", "token-1"));
+  EXPECT_EQ(informer.list().size(), 2u);
+}
+
+TEST(InformerTest, IndexesByNamespaceOwnerAndCustomFunctions) {
+  ScriptedClient client;
+  std::atomic<bool> stop{false};
+  client.stop = &stop;
+  client.list_pages = {
+      page({cm("a", "1", R"(,"labels":{"tier":"gold"},"ownerReferences":[{"uid":"owner-1"}])"),
+            cm("b", "2", R"(,"labels":{"tier":"gold"})"), cm("c", "3")},
+           "3")};
+  client.watches.push_back(
+      {{{"MODIFIED", cm("b", "4", R"(,"labels":{"tier":"silver"})")}}, Status::ok(), true});
+  Informer informer(client, kube::resources::kConfigMap, {});
+  informer.addIndexer("tier", [](const rapidjson::Value& o) {
+    auto tier = json::stringOr(&o, "metadata.labels.tier");
+    return tier.empty() ? std::vector<std::string>{} : std::vector<std::string>{tier};
+  });
+  informer.run(stop);
+  EXPECT_EQ(informer.byIndex("namespace", "ns").size(), 3u);
+  ASSERT_EQ(informer.byIndex("owner", "owner-1").size(), 1u);
+  EXPECT_EQ(objectKey(*informer.byIndex("owner", "owner-1")[0]), "ns/a");
+  EXPECT_EQ(informer.byIndex("tier", "gold").size(), 1u)
+      << "b moved to silver and left the gold index";
+  EXPECT_EQ(informer.byIndex("tier", "silver").size(), 1u);
+}
+
+}  // namespace
+}  // namespace banlieue::runtime
