@@ -1,0 +1,100 @@
+#include "host/runtime/controller.h"
+
+#include "host/common/logging.h"
+
+#include <banlieue/sdk/json.h>
+
+#include <thread>
+
+namespace banlieue::runtime {
+namespace {
+
+namespace json = sdk::json;
+
+EventHandler enqueueWith(const std::function<void(const Object&)>& enqueue) {
+  return {enqueue, [enqueue](const Object&, const Object& now) { enqueue(now); }, enqueue};
+}
+
+}  // namespace
+
+Request Request::fromKey(const std::string& key) {
+  auto slash = key.find('/');
+  if (slash == std::string::npos) return {"", key};
+  return {key.substr(0, slash), key.substr(slash + 1)};
+}
+
+Controller::Controller(std::string name, Reconciler& reconciler, ControllerOptions options,
+                       Clock& clock)
+    : name_(std::move(name)), reconciler_(reconciler), options_(options), queue_(clock) {}
+
+void Controller::watch(Informer& informer) {
+  informer.addHandler(enqueueWith([this](const Object& o) { queue_.add(objectKey(*o)); }));
+}
+
+void Controller::watchOwned(Informer& informer, const std::string& owner_kind) {
+  informer.addHandler(enqueueWith([this, owner_kind](const Object& o) {
+    const auto* refs = json::find(o.get(), "metadata.ownerReferences");
+    if (refs == nullptr || !refs->IsArray()) return;
+    std::string ns = json::stringOr(o.get(), "metadata.namespace");
+    for (const auto& ref : refs->GetArray()) {
+      if (json::stringOr(&ref, "kind") == owner_kind && json::boolean(&ref, "controller")) {
+        queue_.add(Request{ns, json::stringOr(&ref, "name")}.key());
+      }
+    }
+  }));
+}
+
+void Controller::watchMapped(Informer& informer,
+                             std::function<std::vector<std::string>(const Object&)> map) {
+  informer.addHandler(enqueueWith([this, map = std::move(map)](const Object& o) {
+    for (const auto& key : map(o)) queue_.add(key);
+  }));
+}
+
+void Controller::handleResult(const std::string& key, const Result& result) {
+  auto log = common::logger("controller." + name_);
+  if (!result.failed()) {
+    queue_.forget(key);
+    if (result.requeueAfterDelay().count() > 0) queue_.addAfter(key, result.requeueAfterDelay());
+    return;
+  }
+  ++errors_;
+  if (result.terminal()) {
+    ++terminal_errors_;
+    queue_.forget(key);
+    log->warn("{}: {} (not retried until the object changes)", key, result.error().message());
+    return;
+  }
+  log->info("{}: {} (retry {})", key, result.error().message(), queue_.retries(key) + 1);
+  queue_.addRateLimited(key);
+}
+
+void Controller::worker() {
+  while (auto key = queue_.get()) {
+    ++reconciles_;
+    Result result;
+    try {
+      result = reconciler_.reconcile(Request::fromKey(*key));
+    } catch (const std::exception& e) {
+      // A reconciler bug must not take the process down; treat it as a retryable error.
+      result = Result::retry(error(Code::kInternal, "ReconcilerException", e.what()));
+    }
+    handleResult(*key, result);
+    queue_.done(*key);
+  }
+}
+
+void Controller::run(const std::atomic<bool>& stop) {
+  std::vector<std::thread> workers;
+  for (int i = 0; i < std::max(1, options_.workers); ++i)
+    workers.emplace_back([this] { worker(); });
+  while (!stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  queue_.shutDown();  // get() returns nothing once the in-flight keys are done
+  for (auto& t : workers) t.join();
+}
+
+ControllerStats Controller::stats() const {
+  return {reconciles_.load(), errors_.load(), terminal_errors_.load()};
+}
+
+}  // namespace banlieue::runtime

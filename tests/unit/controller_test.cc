@@ -1,0 +1,146 @@
+#include "host/runtime/controller.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <future>
+#include <mutex>
+#include <thread>
+
+namespace banlieue::runtime {
+namespace {
+
+using namespace std::chrono_literals;
+
+class ScriptedReconciler final : public Reconciler {
+ public:
+  std::function<Result(const Request&, int call)> script;
+  Result reconcile(const Request& request) override {
+    int call;
+    {
+      std::lock_guard lock(mutex_);
+      call = ++calls_[request.key()];
+    }
+    return script(request, call);
+  }
+  int calls(const std::string& key) {
+    std::lock_guard lock(mutex_);
+    return calls_[key];
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, int> calls_;
+};
+
+// Runs the controller on a thread; the destructor stops it.
+struct Running {
+  Controller& controller;
+  std::atomic<bool> stop{false};
+  std::future<void> done;
+  explicit Running(Controller& c) : controller(c) {
+    done = std::async(std::launch::async, [this] { controller.run(stop); });
+  }
+  ~Running() {
+    stop = true;
+    done.wait();
+  }
+};
+
+bool eventually(FakeClock* clock, const std::function<bool()>& probe) {
+  for (int i = 0; i < 1000; ++i) {
+    if (probe()) return true;
+    if (clock) clock->advance(5ms);
+    std::this_thread::sleep_for(2ms);
+  }
+  return probe();
+}
+
+TEST(ControllerTest, RequestsSplitKeysIntoNamespaceAndName) {
+  EXPECT_EQ(Request::fromKey("team-a/web").ns, "team-a");
+  EXPECT_EQ(Request::fromKey("team-a/web").name, "web");
+  EXPECT_EQ(Request::fromKey("gold").ns, "");
+  EXPECT_EQ(Request::fromKey("gold").key(), "gold");
+}
+
+TEST(ControllerTest, RetryableErrorsBackOffUntilSuccess) {
+  FakeClock clock;
+  ScriptedReconciler r;
+  r.script = [](const Request&, int call) {
+    return call < 3 ? Result::retry(error(Code::kUnavailable, "BackendBusy", "try later"))
+                    : Result::done();
+  };
+  Controller c("test", r, {}, clock);
+  Running running(c);
+  c.enqueue("ns/a");
+  ASSERT_TRUE(eventually(&clock, [&] { return r.calls("ns/a") == 3; }));
+  EXPECT_EQ(c.stats().errors, 2u);
+  EXPECT_EQ(c.queue().stats().retries, 2u);
+}
+
+TEST(ControllerTest, RequeueAfterBringsTheKeyBackAfterTheDelay) {
+  FakeClock clock;
+  ScriptedReconciler r;
+  r.script = [](const Request&, int call) {
+    return call == 1 ? Result::requeueAfter(30s) : Result::done();
+  };
+  Controller c("test", r, {}, clock);
+  Running running(c);
+  c.enqueue("ns/a");
+  ASSERT_TRUE(eventually(nullptr, [&] { return r.calls("ns/a") == 1; }));
+  clock.advance(29s);
+  std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(r.calls("ns/a"), 1) << "not before its time";
+  clock.advance(1s);
+  EXPECT_TRUE(eventually(nullptr, [&] { return r.calls("ns/a") == 2; }));
+}
+
+TEST(ControllerTest, TerminalErrorsAreNotRetried) {
+  FakeClock clock;
+  ScriptedReconciler r;
+  r.script = [](const Request&, int) {
+    return Result::terminal(
+        error(Code::kInvalidArgument, "InvalidSpec", "spec.cpus must be positive"));
+  };
+  Controller c("test", r, {}, clock);
+  Running running(c);
+  c.enqueue("ns/a");
+  ASSERT_TRUE(eventually(nullptr, [&] { return c.stats().terminal_errors == 1; }));
+  clock.advance(2000s);
+  std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(r.calls("ns/a"), 1);
+}
+
+TEST(ControllerTest, AThrowingReconcilerIsRetriedNotFatal) {
+  FakeClock clock;
+  ScriptedReconciler r;
+  r.script = [](const Request&, int call) -> Result {
+    if (call == 1) throw std::runtime_error("bug");
+    return Result::done();
+  };
+  Controller c("test", r, {}, clock);
+  Running running(c);
+  c.enqueue("ns/a");
+  EXPECT_TRUE(eventually(&clock, [&] { return r.calls("ns/a") == 2; }));
+}
+
+TEST(ControllerTest, StopWaitsForInFlightReconciles) {
+  ScriptedReconciler r;
+  std::promise<void> entered;
+  std::atomic<bool> finished{false};
+  r.script = [&](const Request&, int) {
+    entered.set_value();
+    std::this_thread::sleep_for(200ms);
+    finished = true;
+    return Result::done();
+  };
+  Controller c("test", r);
+  auto running = std::make_unique<Running>(c);
+  c.enqueue("ns/slow");
+  entered.get_future().wait();
+  running.reset();  // stop and join
+  EXPECT_TRUE(finished.load()) << "run() returned before the in-flight reconcile finished";
+}
+
+}  // namespace
+}  // namespace banlieue::runtime
