@@ -1,0 +1,142 @@
+// Informer and controller figures against a real apiserver (bench/informer_bench.sh starts
+// one): list+watch sync time and RSS for N small ConfigMaps, watch events absorbed per
+// second, and the throughput of a no-op controller. Prints one JSON object.
+//   informer_bench <kubeconfig> [objects=10000]
+#include "host/common/allocator_tuning.h"
+#include "host/common/logging.h"
+#include "host/kube/client.h"
+#include "host/runtime/controller.h"
+#include "host/runtime/informer.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using namespace banlieue;
+using Clock = std::chrono::steady_clock;
+
+double rssMiB() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  }
+  return 0;
+}
+
+double seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+std::unique_ptr<kube::KubeClient> connect(const std::string& kubeconfig) {
+  auto connection = kube::loadKubeconfig({.files = {kubeconfig}});
+  if (!connection.ok()) throw std::runtime_error(connection.status().message());
+  auto transport = kube::makeHttpTransport(*connection);
+  if (!transport.ok()) throw std::runtime_error(transport.status().message());
+  return kube::makeKubeClient(std::move(transport).value());
+}
+
+// Runs fn(i) for i in [0, n) on `threads` threads.
+void parallel(int n, int threads, const std::function<void(int)>& fn) {
+  std::atomic<int> next{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      for (int i = next++; i < n; i = next++) fn(i);
+    });
+  }
+  for (auto& t : pool) t.join();
+}
+
+class NoOp final : public runtime::Reconciler {
+ public:
+  explicit NoOp(runtime::Informer& cache) : cache_(cache) {}
+  runtime::Result reconcile(const runtime::Request& r) override {
+    if (cache_.get(r.key())) ++seen;
+    return runtime::Result::done();
+  }
+  std::atomic<int> seen{0};
+
+ private:
+  runtime::Informer& cache_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s <kubeconfig> [objects]\n", argv[0]);
+    return 2;
+  }
+  common::tuneAllocatorForServer();
+  common::configureLogging(spdlog::level::warn, common::LogFormat::kText);
+  const int n = argc > 2 ? std::stoi(argv[2]) : 10000;
+  const std::string ns = "informer-bench";
+  auto writer = connect(argv[1]);
+  (void)writer->create(
+      kube::resources::kNamespace, "",
+      R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":")" + ns + R"("}})");
+  auto populate_start = Clock::now();
+  parallel(n, 8, [&](int i) {
+    (void)writer->create(
+        kube::resources::kConfigMap, ns,
+        R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm-)" + std::to_string(i) +
+            R"(","labels":{"bench":"informer"}},"data":{"index":")" + std::to_string(i) + R"("}})");
+  });
+  double populate_s = seconds(Clock::now() - populate_start);
+
+  auto reader = connect(argv[1]);
+  double rss_before = rssMiB();
+  runtime::Informer informer(*reader, kube::resources::kConfigMap, {.ns = ns});
+  std::atomic<int> updates{0};
+  informer.addHandler(
+      {nullptr, [&](const runtime::Object&, const runtime::Object&) { ++updates; }, nullptr});
+  std::atomic<bool> stop{false};
+  auto sync_start = Clock::now();
+  std::thread runner([&] { informer.run(stop); });
+  while (!informer.hasSynced()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  double sync_s = seconds(Clock::now() - sync_start);
+  double rss_after = rssMiB();
+
+  // Watch absorption: the apiserver's write rate bounds it, so writers run in parallel and
+  // the figure is events delivered into the cache per second over the burst.
+  const int burst = std::min(n, 2000);
+  auto burst_start = Clock::now();
+  parallel(burst, 8, [&](int i) {
+    (void)writer->patch(kube::resources::kConfigMap, ns, "cm-" + std::to_string(i),
+                        kube::PatchType::kMerge, R"({"data":{"touched":"yes"}})");
+  });
+  while (updates.load() < burst && seconds(Clock::now() - burst_start) < 120) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  double burst_s = seconds(Clock::now() - burst_start);
+
+  NoOp reconciler(informer);
+  runtime::Controller controller("noop", reconciler, {.workers = 2});
+  std::atomic<bool> stop_controller{false};
+  auto reconcile_start = Clock::now();
+  for (const auto& object : informer.list()) controller.enqueue(runtime::objectKey(*object));
+  std::thread controller_thread([&] { controller.run(stop_controller); });
+  while (reconciler.seen.load() < n) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  double reconcile_s = seconds(Clock::now() - reconcile_start);
+  stop_controller = true;
+  controller_thread.join();
+  stop = true;
+  runner.join();
+
+  auto stats = informer.stats();
+  std::printf(
+      "{\"objects\":%d,\"populate_seconds\":%.2f,\"list_watch_sync_seconds\":%.3f,"
+      "\"rss_mib_before\":%.1f,\"rss_mib_after_sync\":%.1f,\"rss_mib_delta\":%.1f,"
+      "\"rss_kib_per_object\":%.2f,\"lists\":%llu,\"watch_events_absorbed\":%d,"
+      "\"watch_events_per_second\":%.0f,\"noop_reconciles_per_second\":%.0f}\n",
+      n, populate_s, sync_s, rss_before, rss_after, rss_after - rss_before,
+      (rss_after - rss_before) * 1024.0 / n, static_cast<unsigned long long>(stats.lists),
+      updates.load(), updates.load() / burst_s, n / reconcile_s);
+  return 0;
+}
