@@ -1,10 +1,12 @@
-// A small controller against the real apiserver: every ConfigMap labelled `demo` gets an
-// owned companion ConfigMap, applied with server-side apply; deleting the companion brings
-// it back (owned-object watch), and repeated reconciles write nothing new.
+// Controllers and their helpers against the real apiserver: every ConfigMap labelled `demo`
+// gets an owned companion ConfigMap, applied with server-side apply; deleting the companion
+// brings it back (owned-object watch), and repeated reconciles write nothing new. Finalizer
+// helpers leave other controllers' finalizers alone.
 #include "host/runtime/controller.h"
 #include "host/kube/api_error.h"
 #include "host/kube/client.h"
 #include "host/runtime/informer.h"
+#include "host/runtime/object_helpers.h"
 #include "tests/support/local_cluster.h"
 
 #include <banlieue/sdk/json.h>
@@ -90,6 +92,51 @@ TEST(ControllerIntegrationTest, OwnedObjectsAreRecreatedAndReconcilesAreIdempote
   informer_thread.join();
   controller_thread.join();
   EXPECT_EQ(controller.stats().errors, 0u);
+}
+
+}  // namespace
+}  // namespace banlieue::runtime
+
+namespace banlieue::runtime {
+namespace {
+
+TEST(ObjectHelpersIntegrationTest, FinalizersOfOthersSurviveAndStaleWritesConflict) {
+  auto& cluster = LocalCluster::shared();
+  LocalCluster::TestNamespace ns(cluster);
+  auto connection = kube::loadKubeconfig({.files = {cluster.kubeconfig()}});
+  ASSERT_TRUE(connection.ok());
+  auto transport = kube::makeHttpTransport(*connection);
+  ASSERT_TRUE(transport.ok());
+  auto client = kube::makeKubeClient(std::move(transport).value());
+  ASSERT_TRUE(
+      client
+          ->create(
+              kube::resources::kConfigMap, ns.name(),
+              R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"vm","finalizers":["other.io/keep"]}})")
+          .ok());
+  ASSERT_TRUE(
+      addFinalizer(*client, kube::resources::kConfigMap, ns.name(), "vm", "banlieue.io/vm").isOk());
+  auto listed =
+      cluster.kubectl("get configmap vm -n " + ns.name() + " -o jsonpath='{.metadata.finalizers}'");
+  EXPECT_THAT(listed.output, ::testing::HasSubstr("other.io/keep"));
+  EXPECT_THAT(listed.output, ::testing::HasSubstr("banlieue.io/vm"));
+
+  // The precondition the helpers rely on: a merge patch carrying a stale resourceVersion is a
+  // Conflict on the real server, exactly as FakeKubeClient models it.
+  auto stale = client->patch(kube::resources::kConfigMap, ns.name(), "vm", kube::PatchType::kMerge,
+                             R"({"metadata":{"resourceVersion":"1","finalizers":[]}})");
+  EXPECT_TRUE(kube::isConflict(stale.status())) << stale.status().message();
+
+  ASSERT_TRUE(
+      removeFinalizer(*client, kube::resources::kConfigMap, ns.name(), "vm", "banlieue.io/vm")
+          .isOk());
+  listed =
+      cluster.kubectl("get configmap vm -n " + ns.name() + " -o jsonpath='{.metadata.finalizers}'");
+  EXPECT_THAT(listed.output, ::testing::HasSubstr("other.io/keep"));
+  EXPECT_THAT(listed.output, ::testing::Not(::testing::HasSubstr("banlieue.io/vm")));
+  ASSERT_TRUE(
+      removeFinalizer(*client, kube::resources::kConfigMap, ns.name(), "vm", "other.io/keep")
+          .isOk());
 }
 
 }  // namespace

@@ -1,0 +1,119 @@
+#include "host/runtime/object_helpers.h"
+
+#include "host/kube/api_error.h"
+
+#include <banlieue/sdk/json.h>
+
+#include <chrono>
+#include <ctime>
+
+namespace banlieue::runtime {
+namespace {
+
+namespace json = sdk::json;
+
+// Rewrites the finalizer list with `edit` and writes it back guarded by resourceVersion.
+Status editFinalizers(kube::KubeClient& client, const kube::ResourceType& type,
+                      const std::string& ns, const std::string& name, const std::string& finalizer,
+                      bool add, int attempts) {
+  Status last = Status::ok();
+  for (int attempt = 0; attempt < attempts; ++attempt) {
+    auto current = client.get(type, ns, name);
+    if (!current.ok()) {
+      if (!add && kube::isNotFound(current.status())) return Status::ok();
+      return current.status();
+    }
+    if (hasFinalizer(*current, finalizer) == add) return Status::ok();
+    rapidjson::Document patch(rapidjson::kObjectType);
+    auto& a = patch.GetAllocator();
+    rapidjson::Value list(rapidjson::kArrayType);
+    if (const auto* existing = json::find(&*current, "metadata.finalizers");
+        existing && existing->IsArray()) {
+      for (const auto& f : existing->GetArray()) {
+        if (f.IsString() && (add || finalizer != f.GetString()))
+          list.PushBack(rapidjson::Value(f, a), a);
+      }
+    }
+    if (add) list.PushBack(json::stringValue(finalizer, a), a);
+    rapidjson::Value metadata(rapidjson::kObjectType);
+    metadata.AddMember("resourceVersion",
+                       json::stringValue(json::stringOr(&*current, "metadata.resourceVersion"), a),
+                       a);
+    metadata.AddMember("finalizers", list, a);
+    patch.AddMember("metadata", metadata, a);
+    auto patched = client.patch(type, ns, name, kube::PatchType::kMerge, json::serialize(patch));
+    if (patched.ok()) return Status::ok();
+    last = patched.status();
+    if (!kube::isConflict(last)) return last;  // only a concurrent write is worth retrying
+  }
+  return last;
+}
+
+}  // namespace
+
+bool hasFinalizer(const rapidjson::Value& object, const std::string& finalizer) {
+  const auto* list = json::find(&object, "metadata.finalizers");
+  if (list == nullptr || !list->IsArray()) return false;
+  for (const auto& f : list->GetArray()) {
+    if (f.IsString() && finalizer == f.GetString()) return true;
+  }
+  return false;
+}
+
+Status addFinalizer(kube::KubeClient& client, const kube::ResourceType& type, const std::string& ns,
+                    const std::string& name, const std::string& finalizer, int attempts) {
+  return editFinalizers(client, type, ns, name, finalizer, true, attempts);
+}
+
+Status removeFinalizer(kube::KubeClient& client, const kube::ResourceType& type,
+                       const std::string& ns, const std::string& name, const std::string& finalizer,
+                       int attempts) {
+  return editFinalizers(client, type, ns, name, finalizer, false, attempts);
+}
+
+bool setCondition(rapidjson::Value& conditions, rapidjson::Document::AllocatorType& a,
+                  const Condition& c, const std::string& now) {
+  if (!conditions.IsArray()) conditions.SetArray();
+  rapidjson::Value* existing = nullptr;
+  for (auto& entry : conditions.GetArray()) {
+    if (json::stringOr(&entry, "type") == c.type) existing = &entry;
+  }
+  auto set = [&](rapidjson::Value& entry, const char* key, rapidjson::Value value) {
+    if (entry.HasMember(key)) {
+      entry[key] = value;
+    } else {
+      entry.AddMember(rapidjson::StringRef(key), value, a);
+    }
+  };
+  if (existing == nullptr) {
+    rapidjson::Value entry(rapidjson::kObjectType);
+    entry.AddMember("type", json::stringValue(c.type, a), a);
+    conditions.PushBack(entry, a);
+    existing = &conditions[conditions.Size() - 1];
+  } else if (json::stringOr(existing, "status") == c.status &&
+             json::stringOr(existing, "reason") == c.reason &&
+             json::stringOr(existing, "message") == c.message &&
+             json::integer(existing, "observedGeneration").value_or(0) == c.observed_generation) {
+    return false;
+  }
+  bool transition = json::stringOr(existing, "status") != c.status;
+  set(*existing, "status", json::stringValue(c.status, a));
+  set(*existing, "reason", json::stringValue(c.reason, a));
+  set(*existing, "message", json::stringValue(c.message, a));
+  set(*existing, "observedGeneration", rapidjson::Value(c.observed_generation));
+  if (transition || !existing->HasMember("lastTransitionTime")) {
+    set(*existing, "lastTransitionTime", json::stringValue(now, a));
+  }
+  return true;
+}
+
+std::string rfc3339Now() {
+  std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace banlieue::runtime

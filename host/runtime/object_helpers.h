@@ -1,0 +1,46 @@
+// Contract helpers every controller needs, with the guarantees spelled out:
+//  - finalizers are added/removed with an optimistic merge patch that carries the
+//    resourceVersion read, so another writer's finalizers are never clobbered (a conflict
+//    rereads and retries, at most `attempts` times);
+//  - conditions change lastTransitionTime only when their status changes, and carry the
+//    observedGeneration they describe; setting an identical condition reports "unchanged" so
+//    callers can skip the write entirely.
+#pragma once
+
+#include "host/common/status_or.h"
+#include "host/kube/client.h"
+
+#include <rapidjson/document.h>
+
+#include <string>
+
+namespace banlieue::runtime {
+
+bool hasFinalizer(const rapidjson::Value& object, const std::string& finalizer);
+
+// OK when the object carries (add) or no longer carries (remove) the finalizer afterwards.
+// Removing from an object that is already gone is OK.
+Status addFinalizer(kube::KubeClient& client, const kube::ResourceType& type, const std::string& ns,
+                    const std::string& name, const std::string& finalizer, int attempts = 3);
+Status removeFinalizer(kube::KubeClient& client, const kube::ResourceType& type,
+                       const std::string& ns, const std::string& name, const std::string& finalizer,
+                       int attempts = 3);
+
+struct Condition {
+  std::string type;
+  std::string status;  // True, False, Unknown
+  std::string reason;  // CamelCase
+  std::string message;
+  int64_t observed_generation = 0;
+};
+
+// Sets `condition` in a status.conditions array (created when absent). Returns true when
+// anything changed. `now` is RFC 3339 (metav1.Time); lastTransitionTime moves only when the
+// status changes.
+bool setCondition(rapidjson::Value& conditions, rapidjson::Document::AllocatorType& allocator,
+                  const Condition& condition, const std::string& now);
+
+// RFC 3339 UTC with seconds (metav1.Time).
+std::string rfc3339Now();
+
+}  // namespace banlieue::runtime

@@ -1,0 +1,92 @@
+#include "host/runtime/object_helpers.h"
+#include "tests/support/fake_kube_client.h"
+
+#include <banlieue/sdk/json.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace banlieue::runtime {
+namespace {
+
+namespace json = sdk::json;
+using testing::FakeKubeClient;
+
+TEST(ConditionsTest, TransitionTimeMovesOnlyWhenTheStatusChanges) {
+  rapidjson::Document status(rapidjson::kObjectType);
+  auto& a = status.GetAllocator();
+  rapidjson::Value conditions(rapidjson::kArrayType);
+  Condition ready{"Ready", "False", "Provisioning", "cloning", 1};
+  EXPECT_TRUE(setCondition(conditions, a, ready, "2026-11-29T10:00:00Z"));
+  EXPECT_FALSE(setCondition(conditions, a, ready, "2026-11-29T10:01:00Z"))
+      << "identical: nothing to write";
+  ready.message = "powering on";
+  EXPECT_TRUE(setCondition(conditions, a, ready, "2026-11-29T10:02:00Z"));
+  EXPECT_EQ(json::stringOr(&conditions[0], "lastTransitionTime"), "2026-11-29T10:00:00Z")
+      << "same status";
+  ready = {"Ready", "True", "Provisioned", "running", 2};
+  EXPECT_TRUE(setCondition(conditions, a, ready, "2026-11-29T10:03:00Z"));
+  EXPECT_EQ(json::stringOr(&conditions[0], "lastTransitionTime"), "2026-11-29T10:03:00Z");
+  EXPECT_EQ(json::integer(&conditions[0], "observedGeneration"), 2);
+  EXPECT_TRUE(
+      setCondition(conditions, a, {"Paused", "False", "NotPaused", "", 2}, "2026-11-29T10:04:00Z"));
+  ASSERT_EQ(conditions.Size(), 2u);
+  EXPECT_EQ(json::stringOr(&conditions[0], "status"), "True") << "other conditions untouched";
+}
+
+class FinalizerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(client_
+                    .create(kube::resources::kConfigMap, "ns",
+                            R"({"metadata":{"name":"vm","finalizers":["other.io/keep"]}})")
+                    .ok());
+  }
+  std::vector<std::string> finalizers() {
+    auto o = client_.get(kube::resources::kConfigMap, "ns", "vm", "");
+    std::vector<std::string> out;
+    if (!o.ok()) return out;
+    if (const auto* list = json::find(&*o, "metadata.finalizers"); list && list->IsArray()) {
+      for (const auto& f : list->GetArray()) out.emplace_back(f.GetString());
+    }
+    return out;
+  }
+  FakeKubeClient client_;
+};
+
+TEST_F(FinalizerTest, AddAndRemoveLeaveOtherFinalizersAlone) {
+  ASSERT_TRUE(
+      addFinalizer(client_, kube::resources::kConfigMap, "ns", "vm", "banlieue.io/vm").isOk());
+  ASSERT_TRUE(
+      addFinalizer(client_, kube::resources::kConfigMap, "ns", "vm", "banlieue.io/vm").isOk());
+  EXPECT_THAT(finalizers(), ::testing::ElementsAre("other.io/keep", "banlieue.io/vm"))
+      << "added once";
+  ASSERT_TRUE(
+      removeFinalizer(client_, kube::resources::kConfigMap, "ns", "vm", "banlieue.io/vm").isOk());
+  EXPECT_THAT(finalizers(), ::testing::ElementsAre("other.io/keep"));
+  EXPECT_TRUE(
+      removeFinalizer(client_, kube::resources::kConfigMap, "ns", "gone", "banlieue.io/vm").isOk())
+      << "an object that no longer exists has no finalizer to remove";
+}
+
+TEST_F(FinalizerTest, AConcurrentWriterIsNotClobbered) {
+  bool raced = false;
+  client_.fail_next = [&](const std::string& verb, const std::string&) {
+    if (verb == "patch" && !raced) {
+      raced = true;
+      client_.fail_next = nullptr;
+      // Another controller adds its finalizer between our read and our write.
+      EXPECT_TRUE(
+          addFinalizer(client_, kube::resources::kConfigMap, "ns", "vm", "third.io/late").isOk());
+    }
+    return Status::ok();
+  };
+  ASSERT_TRUE(
+      addFinalizer(client_, kube::resources::kConfigMap, "ns", "vm", "banlieue.io/vm").isOk());
+  EXPECT_TRUE(raced);
+  EXPECT_THAT(finalizers(),
+              ::testing::UnorderedElementsAre("other.io/keep", "third.io/late", "banlieue.io/vm"));
+}
+
+}  // namespace
+}  // namespace banlieue::runtime
