@@ -2,7 +2,11 @@
 
 #include "host/common/logging.h"
 
+#include <banlieue/sdk/json.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
+
+#include <cstdio>
 
 #include <cstdlib>
 #include <fstream>
@@ -124,6 +128,81 @@ StatusOr<std::string> dataOrFile(const YAML::Node& node, const char* data_key, c
   return std::string();
 }
 
+std::string shellQuote(const std::string& arg) {
+  std::string out = "'";
+  for (char ch : arg) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return out + "'";
+}
+
+struct ExecCredential {
+  std::string token;
+  std::string client_cert_pem;
+  std::string client_key_pem;
+};
+
+// Runs a client-go exec credential plugin (users[].user.exec) once and reads the
+// ExecCredential it prints. The credential is not refreshed when it expires (see ADR 0004).
+StatusOr<ExecCredential> runExecCredential(const YAML::Node& exec,
+                                           const std::filesystem::path& kubeconfig,
+                                           const std::string& where) {
+  std::string prefix = kubeconfig.string() + ": " + where + ".exec";
+  std::string command = scalar(exec, "command");
+  if (command.empty()) {
+    return error(Code::kInvalidArgument, "InvalidKubeconfig",
+                 prefix + " is missing field 'command'");
+  }
+  std::string api_version = scalar(exec, "apiVersion");
+  if (api_version.empty()) api_version = "client.authentication.k8s.io/v1beta1";
+  // A command with a slash but not absolute is relative to the kubeconfig's folder.
+  if (command.find('/') != std::string::npos && command[0] != '/') {
+    command = (kubeconfig.parent_path() / command).string();
+  }
+  std::string line = "env KUBERNETES_EXEC_INFO=" +
+                     shellQuote(R"({"apiVersion":")" + api_version +
+                                R"(","kind":"ExecCredential","spec":{"interactive":false}})");
+  if (const YAML::Node env = exec["env"]; env && env.IsSequence()) {
+    for (const auto& e : env)
+      line += " " + shellQuote(scalar(e, "name") + "=" + scalar(e, "value"));
+  }
+  line += " " + shellQuote(command);
+  if (const YAML::Node args = exec["args"]; args && args.IsSequence()) {
+    for (const auto& arg : args) line += " " + shellQuote(arg.as<std::string>());
+  }
+  auto errors =
+      std::filesystem::temp_directory_path() / ("banlieue-exec-" + std::to_string(::getpid()));
+  line = "timeout 30 " + line + " 2>" + shellQuote(errors.string()) + " </dev/null";
+  std::string output;
+  FILE* pipe = ::popen(line.c_str(), "r");
+  if (pipe == nullptr)
+    return error(Code::kUnavailable, "ExecCredentialFailed", prefix + ": cannot start it");
+  char buffer[4096];
+  for (size_t n; (n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0;) output.append(buffer, n);
+  int status = ::pclose(pipe);
+  std::string stderr_text =
+      readText(errors, "exec stderr").ok() ? *readText(errors, "exec stderr") : "";
+  std::filesystem::remove(errors);
+  if (status != 0) {
+    return error(Code::kUnauthenticated, "ExecCredentialFailed",
+                 prefix + ": '" + command + "' failed" +
+                     (stderr_text.empty() ? "" : ": " + stderr_text.substr(0, 300)));
+  }
+  rapidjson::Document doc;
+  doc.Parse(output.data(), output.size());
+  if (doc.HasParseError() || sdk::json::stringOr(&doc, "kind") != "ExecCredential") {
+    return error(Code::kUnauthenticated, "ExecCredentialFailed",
+                 prefix + ": '" + command + "' did not print an ExecCredential");
+  }
+  ExecCredential credential;
+  credential.token = sdk::json::stringOr(&doc, "status.token");
+  credential.client_cert_pem = sdk::json::stringOr(&doc, "status.clientCertificateData");
+  credential.client_key_pem = sdk::json::stringOr(&doc, "status.clientKeyData");
+  if (credential.token.empty() && credential.client_cert_pem.empty()) {
+    return error(Code::kUnauthenticated, "ExecCredentialFailed",
+                 prefix + ": the ExecCredential carries neither a token nor a client certificate");
+  }
+  return credential;
+}
+
 }  // namespace
 
 std::string Connection::bearerToken() const {
@@ -237,10 +316,14 @@ StatusOr<Connection> loadKubeconfig(const KubeconfigOptions& options) {
       c.token_file = file;
       if (c.token_file.is_relative()) c.token_file = user_file.parent_path() / c.token_file;
     }
-    if (user["exec"]) {
-      return error(Code::kUnimplemented, "ExecCredentialUnsupported",
-                   user_file.string() + ": user '" + user_name +
-                       "' uses an exec credential plugin, which this build does not run yet");
+    if (const YAML::Node exec = user["exec"]; exec) {
+      auto credential = runExecCredential(exec, user_file, where);
+      if (!credential.ok()) return credential.status();
+      if (!credential->token.empty()) c.token = credential->token;
+      if (!credential->client_cert_pem.empty()) {
+        c.client_cert_pem = credential->client_cert_pem;
+        c.client_key_pem = credential->client_key_pem;
+      }
     }
   }
   return c;
