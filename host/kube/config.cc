@@ -178,8 +178,10 @@ StatusOr<ExecCredential> runExecCredential(const YAML::Node& exec,
   char buffer[4096];
   for (size_t n; (n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0;) output.append(buffer, n);
   int status = ::pclose(pipe);
-  std::string stderr_text =
-      readText(errors, "exec stderr").ok() ? *readText(errors, "exec stderr") : "";
+  std::string stderr_text = [&] {
+    auto text = readText(errors, "exec stderr");
+    return text.ok() ? *text : std::string();
+  }();
   std::filesystem::remove(errors);
   if (status != 0) {
     return error(Code::kUnauthenticated, "ExecCredentialFailed",

@@ -51,11 +51,8 @@ class CompanionReconciler final : public Reconciler {
 TEST(ControllerIntegrationTest, OwnedObjectsAreRecreatedAndReconcilesAreIdempotent) {
   auto& cluster = LocalCluster::shared();
   LocalCluster::TestNamespace ns(cluster);
-  auto connection = kube::loadKubeconfig({.files = {cluster.kubeconfig()}});
-  ASSERT_TRUE(connection.ok());
-  auto transport = kube::makeHttpTransport(*connection);
-  ASSERT_TRUE(transport.ok());
-  auto client = kube::makeKubeClient(std::move(transport).value());
+  auto client = cluster.client();
+  ASSERT_NE(client, nullptr);
 
   Informer configmaps(*client, kube::resources::kConfigMap, {.ns = ns.name()});
   CompanionReconciler reconciler(*client, configmaps);
@@ -103,11 +100,8 @@ namespace {
 TEST(ObjectHelpersIntegrationTest, FinalizersOfOthersSurviveAndStaleWritesConflict) {
   auto& cluster = LocalCluster::shared();
   LocalCluster::TestNamespace ns(cluster);
-  auto connection = kube::loadKubeconfig({.files = {cluster.kubeconfig()}});
-  ASSERT_TRUE(connection.ok());
-  auto transport = kube::makeHttpTransport(*connection);
-  ASSERT_TRUE(transport.ok());
-  auto client = kube::makeKubeClient(std::move(transport).value());
+  auto client = cluster.client();
+  ASSERT_NE(client, nullptr);
   ASSERT_TRUE(
       client
           ->create(

@@ -19,11 +19,8 @@ namespace json = sdk::json;
 TEST(InformerIntegrationTest, CacheFollowsTheApiServer) {
   auto& cluster = LocalCluster::shared();
   LocalCluster::TestNamespace ns(cluster);
-  auto connection = kube::loadKubeconfig({.files = {cluster.kubeconfig()}});
-  ASSERT_TRUE(connection.ok()) << connection.status().message();
-  auto transport = kube::makeHttpTransport(*connection);
-  ASSERT_TRUE(transport.ok());
-  auto client = kube::makeKubeClient(std::move(transport).value());
+  auto client = cluster.client();
+  ASSERT_NE(client, nullptr);
   auto cm = [&](const std::string& name, const std::string& value) {
     return R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":")" + name +
            R"(","namespace":")" + ns.name() + R"("},"data":{"v":")" + value + R"("}})";

@@ -16,14 +16,6 @@ namespace {
 using namespace std::chrono_literals;
 using testing::LocalCluster;
 
-std::unique_ptr<kube::KubeClient> newClient(const LocalCluster& cluster) {
-  auto connection = kube::loadKubeconfig({.files = {cluster.kubeconfig()}});
-  EXPECT_TRUE(connection.ok());
-  auto transport = kube::makeHttpTransport(*connection);
-  EXPECT_TRUE(transport.ok());
-  return kube::makeKubeClient(std::move(transport).value());
-}
-
 LeaderElectionConfig fast(const std::string& ns, const std::string& identity) {
   LeaderElectionConfig c;
   c.lease_namespace = ns;
@@ -38,8 +30,8 @@ LeaderElectionConfig fast(const std::string& ns, const std::string& identity) {
 TEST(LeaderElectionIntegrationTest, AnotherCandidateTakesOverWithinTheLeaseDuration) {
   auto& cluster = LocalCluster::shared();
   LocalCluster::TestNamespace ns(cluster);
-  auto client_a = newClient(cluster);
-  auto client_b = newClient(cluster);
+  auto client_a = cluster.client();
+  auto client_b = cluster.client();
   auto config_a = fast(ns.name(), "a");
   config_a.release_on_cancel = false;  // as if the process died
   LeaderElector a(*client_a, config_a);

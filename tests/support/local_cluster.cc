@@ -100,6 +100,20 @@ void LocalCluster::start() {
   static ClusterStopper stopper;
 }
 
+std::unique_ptr<kube::KubeClient> LocalCluster::client() const {
+  auto connection = kube::loadKubeconfig({.files = {kubeconfig_}});
+  if (!connection.ok()) {
+    ADD_FAILURE() << connection.status().message();
+    return nullptr;
+  }
+  auto transport = kube::makeHttpTransport(*connection);
+  if (!transport.ok()) {
+    ADD_FAILURE() << transport.status().message();
+    return nullptr;
+  }
+  return kube::makeKubeClient(std::move(transport).value());
+}
+
 CommandResult LocalCluster::kubectl(const std::string& args, std::chrono::seconds timeout) const {
   return runCommand(
       kubectlBinary() + " --kubeconfig " + shellQuote(kubeconfig_.string()) + " " + args, timeout);

@@ -6,9 +6,12 @@
 // deploy/local/up in a temporary state directory and stops it at exit.
 #pragma once
 
+#include "host/kube/client.h"
+
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -32,6 +35,10 @@ class LocalCluster {
   static LocalCluster& shared();
 
   const std::filesystem::path& kubeconfig() const { return kubeconfig_; }
+
+  // A new banlieue Kubernetes client (own connection pool) for the cluster's admin identity.
+  // Fails the calling test and returns nullptr when the kubeconfig cannot be used.
+  std::unique_ptr<kube::KubeClient> client() const;
 
   // kubectl with the cluster's kubeconfig; args are passed through the shell unquoted.
   CommandResult kubectl(const std::string& args,
