@@ -203,7 +203,11 @@ TEST_F(KubeClientIntegrationTest, TlsVerificationIsOnByDefault) {
       "-keyout $d/k -out $d/c 2>/dev/null && cat $d/c && rm -rf $d");
   ASSERT_EQ(other.exit_code, 0);
   wrong_ca.ca_pem = other.output;
-  auto result = clientFor(wrong_ca)->list(resources::kNamespace, "");
+  // Deliberately never destroyed: cpprestsdk 2.10.18 sometimes corrupts the heap when a client
+  // is destroyed right after a failed TLS handshake (an abort in SSL_free at exit, about 1 run
+  // in 15). The product keeps its clients for the process lifetime; see the stop note.
+  static auto* failing = clientFor(wrong_ca).release();
+  auto result = failing->list(resources::kNamespace, "");
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().code(), Code::kUnavailable);
   EXPECT_THAT(result.status().message(),
