@@ -1,10 +1,15 @@
 #include "host/kube/client.h"
 
+#include "host/common/metrics.h"
 #include "host/kube/api_error.h"
 
 #include <banlieue/sdk/json.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <mutex>
+#include <thread>
 
 namespace banlieue::kube {
 namespace {
@@ -32,10 +37,58 @@ std::string describe(const char* verb, const ResourceType& type, const std::stri
   return what;
 }
 
+// A token bucket that makes callers wait their turn (client-go's flowcontrol.TokenBucket).
+class RequestThrottle {
+ public:
+  explicit RequestThrottle(const ClientOptions& options)
+      : qps_(options.qps), burst_(std::max(1, options.burst)), tokens_(burst_) {}
+
+  void wait() {
+    if (qps_ <= 0) return;
+    std::chrono::duration<double> delay{0};
+    {
+      std::lock_guard lock(mutex_);
+      auto now = std::chrono::steady_clock::now();
+      tokens_ =
+          std::min(burst_, tokens_ + std::chrono::duration<double>(now - last_).count() * qps_);
+      last_ = now;
+      tokens_ -= 1;  // reserve now; a negative balance is the queue of waiters ahead of us
+      if (tokens_ < 0) delay = std::chrono::duration<double>(-tokens_ / qps_);
+    }
+    if (delay.count() > 0) {
+      throttled_.inc();
+      std::this_thread::sleep_for(delay);
+    }
+  }
+
+ private:
+  double qps_;
+  double burst_;
+  double tokens_;
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+  std::mutex mutex_;
+  Counter& throttled_ =
+      MetricsRegistry::global().counter("banlieue_kube_client_throttled_total",
+                                        "Requests delayed by the client-side QPS/burst limit");
+};
+
+// Counts and times one request for /metrics.
+void observeRequest(const char* verb, int code, std::chrono::steady_clock::time_point started) {
+  auto& registry = MetricsRegistry::global();
+  registry
+      .counter("banlieue_kube_requests_total", "Kubernetes API requests by verb and HTTP code",
+               {{"verb", verb}, {"code", code == 0 ? "error" : std::to_string(code)}})
+      .inc();
+  registry
+      .histogram("banlieue_kube_request_duration_seconds", "Kubernetes API request latency by verb",
+                 {{"verb", verb}})
+      .observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+}
+
 class HttpKubeClient final : public KubeClient {
  public:
-  explicit HttpKubeClient(std::unique_ptr<HttpTransport> transport)
-      : transport_(std::move(transport)) {}
+  HttpKubeClient(std::unique_ptr<HttpTransport> transport, const ClientOptions& options)
+      : transport_(std::move(transport)), throttle_(options) {}
 
   StatusOr<rapidjson::Document> get(const ResourceType& type, const std::string& ns,
                                     const std::string& name,
@@ -132,6 +185,8 @@ class HttpKubeClient final : public KubeClient {
     request.timeout = std::chrono::seconds(options.timeout_seconds + 30);
     std::string what = describe("watch", type, ns, "");
     Status stream_error = Status::ok();
+    throttle_.wait();
+    auto started = std::chrono::steady_clock::now();
     auto response = transport_->stream(
         request,
         [&](std::string_view line) {
@@ -160,6 +215,7 @@ class HttpKubeClient final : public KubeClient {
           return on_event(event);
         },
         cancel);
+    observeRequest("WATCH", response.ok() ? response->status : 0, started);
     if (!response.ok()) return response.status();
     if (response->status < 200 || response->status >= 300) return apiError(*response, what);
     return stream_error;
@@ -174,7 +230,10 @@ class HttpKubeClient final : public KubeClient {
     request.path = path;
     request.body = body;
     if (!content_type.empty()) request.headers.emplace_back("Content-Type", content_type);
+    throttle_.wait();
+    auto started = std::chrono::steady_clock::now();
     auto response = transport_->send(request);
+    observeRequest(method, response.ok() ? response->status : 0, started);
     if (!response.ok()) return response.status();
     if (response->status < 200 || response->status >= 300) return apiError(*response, what);
     try {
@@ -187,6 +246,7 @@ class HttpKubeClient final : public KubeClient {
   }
 
   std::unique_ptr<HttpTransport> transport_;
+  RequestThrottle throttle_;
 };
 
 }  // namespace
@@ -215,8 +275,9 @@ std::string urlEncode(const std::string& value) {
   return out;
 }
 
-std::unique_ptr<KubeClient> makeKubeClient(std::unique_ptr<HttpTransport> transport) {
-  return std::make_unique<HttpKubeClient>(std::move(transport));
+std::unique_ptr<KubeClient> makeKubeClient(std::unique_ptr<HttpTransport> transport,
+                                           ClientOptions options) {
+  return std::make_unique<HttpKubeClient>(std::move(transport), options);
 }
 
 }  // namespace banlieue::kube

@@ -114,8 +114,19 @@ class KubeClient {
                        const std::atomic<bool>* cancel = nullptr) = 0;
 };
 
-// The real client over an HttpTransport.
-std::unique_ptr<KubeClient> makeKubeClient(std::unique_ptr<HttpTransport> transport);
+// Client-side flow control, as client-go's QPS/Burst: requests wait for a token from a bucket
+// refilled at `qps` and holding at most `burst`, so a controller that loops cannot flood the
+// API server (which would throttle every client with 429s). qps <= 0 disables it. Defaults
+// are controller-runtime's (client-go's own 5/10 is too tight for a controller at scale).
+struct ClientOptions {
+  double qps = 20;
+  int burst = 30;
+};
+
+// The real client over an HttpTransport. Every request is counted in
+// banlieue_kube_requests_total{verb,code} and timed in banlieue_kube_request_duration_seconds.
+std::unique_ptr<KubeClient> makeKubeClient(std::unique_ptr<HttpTransport> transport,
+                                           ClientOptions options = {});
 
 // Percent-encodes a query parameter value.
 std::string urlEncode(const std::string& value);

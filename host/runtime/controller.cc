@@ -25,7 +25,18 @@ Request Request::fromKey(const std::string& key) {
 
 Controller::Controller(std::string name, Reconciler& reconciler, ControllerOptions options,
                        Clock& clock)
-    : name_(std::move(name)), reconciler_(reconciler), options_(options), queue_(clock) {}
+    : name_(std::move(name)),
+      reconciler_(reconciler),
+      options_(options),
+      queue_(clock, name_),
+      reconcile_total_(MetricsRegistry::global().counter(
+          "banlieue_reconcile_total", "Reconciles run, by controller", {{"controller", name_}})),
+      reconcile_errors_(MetricsRegistry::global().counter("banlieue_reconcile_errors_total",
+                                                          "Reconciles that failed, by controller",
+                                                          {{"controller", name_}})),
+      reconcile_duration_(MetricsRegistry::global().histogram(
+          "banlieue_reconcile_duration_seconds", "Time spent in one reconcile, by controller",
+          {{"controller", name_}})) {}
 
 void Controller::watch(Informer& informer) {
   informer.addHandler(enqueueWith([this](const Object& o) { queue_.add(objectKey(*o)); }));
@@ -72,13 +83,18 @@ void Controller::handleResult(const std::string& key, const Result& result) {
 void Controller::worker() {
   while (auto key = queue_.get()) {
     ++reconciles_;
+    reconcile_total_.inc();
     Result result;
+    auto started = std::chrono::steady_clock::now();
     try {
       result = reconciler_.reconcile(Request::fromKey(*key));
     } catch (const std::exception& e) {
       // A reconciler bug must not take the process down; treat it as a retryable error.
       result = Result::retry(error(Code::kInternal, "ReconcilerException", e.what()));
     }
+    reconcile_duration_.observe(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    if (result.failed()) reconcile_errors_.inc();
     handleResult(*key, result);
     queue_.done(*key);
   }

@@ -3,6 +3,7 @@
 // get only "ns/name", read current state from the cache, and say what should happen next.
 #pragma once
 
+#include "host/common/metrics.h"
 #include "host/common/status_or.h"
 #include "host/runtime/clock.h"
 #include "host/runtime/informer.h"
@@ -104,6 +105,9 @@ class Controller {
   ControllerOptions options_;
   WorkQueue queue_;
   std::atomic<uint64_t> reconciles_{0}, errors_{0}, terminal_errors_{0};
+  Counter& reconcile_total_;
+  Counter& reconcile_errors_;
+  Histogram& reconcile_duration_;
 };
 
 }  // namespace banlieue::runtime

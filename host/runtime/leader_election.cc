@@ -1,6 +1,7 @@
 #include "host/runtime/leader_election.h"
 
 #include "host/common/logging.h"
+#include "host/common/metrics.h"
 #include "host/kube/api_error.h"
 
 #include <banlieue/sdk/json.h>
@@ -152,7 +153,11 @@ void LeaderElector::run(const std::atomic<bool>& stop) {
     if (!waitFor(stop, jitter)) return;
   }
   if (stop.load()) return;
+  Gauge& leader_gauge = MetricsRegistry::global().gauge(
+      "banlieue_leader_election_is_leader", "1 while this process holds the Lease",
+      {{"lease", config_.lease_namespace + "/" + config_.lease_name}});
   leading_ = true;
+  leader_gauge.set(1);
   log->info("{} became the leader of {}/{}", config_.identity, config_.lease_namespace,
             config_.lease_name);
   if (config_.on_started_leading) config_.on_started_leading();
@@ -169,6 +174,7 @@ void LeaderElector::run(const std::atomic<bool>& stop) {
     }
   }
   leading_ = false;
+  leader_gauge.set(0);
   if (stop.load() && config_.release_on_cancel) release();
   if (config_.on_stopped_leading) config_.on_stopped_leading();
 }

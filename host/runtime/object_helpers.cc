@@ -117,3 +117,71 @@ std::string rfc3339Now() {
 }
 
 }  // namespace banlieue::runtime
+
+namespace banlieue::runtime {
+
+Status setOwnerReference(rapidjson::Value& object, rapidjson::Document::AllocatorType& allocator,
+                         const rapidjson::Value& owner, bool controller) {
+  std::string uid = json::stringOr(json::find(&owner, "metadata.uid"), "");
+  std::string owner_name = json::stringOr(json::find(&owner, "metadata.name"), "");
+  std::string owner_ns = json::stringOr(json::find(&owner, "metadata.namespace"), "");
+  std::string object_ns = json::stringOr(json::find(&object, "metadata.namespace"), "");
+  std::string kind = json::stringOr(&owner, "kind");
+  std::string api_version = json::stringOr(&owner, "apiVersion");
+  if (uid.empty() || owner_name.empty() || kind.empty() || api_version.empty()) {
+    return error(Code::kInvalidArgument, "InvalidOwner",
+                 "an owner needs apiVersion, kind, metadata.name and metadata.uid (read it from "
+                 "the API server before owning objects with it)");
+  }
+  if (!owner_ns.empty() && owner_ns != object_ns) {
+    return error(Code::kInvalidArgument, "CrossNamespaceOwner",
+                 kind + " " + owner_ns + "/" + owner_name + " cannot own an object in namespace '" +
+                     object_ns + "': owner references never cross namespaces");
+  }
+  if (!object.IsObject()) object.SetObject();
+  if (!object.HasMember("metadata")) {
+    object.AddMember("metadata", rapidjson::Value(rapidjson::kObjectType), allocator);
+  }
+  auto& metadata = object["metadata"];
+  if (!metadata.HasMember("ownerReferences")) {
+    metadata.AddMember("ownerReferences", rapidjson::Value(rapidjson::kArrayType), allocator);
+  }
+  auto& refs = metadata["ownerReferences"];
+  if (controller) {
+    for (const auto& ref : refs.GetArray()) {
+      if (json::boolean(&ref, "controller") && json::stringOr(&ref, "uid") != uid) {
+        return error(Code::kFailedPrecondition, "AlreadyControlled",
+                     "object is already controlled by " + json::stringOr(&ref, "kind") + " " +
+                         json::stringOr(&ref, "name"));
+      }
+    }
+  }
+  rapidjson::Value ref(rapidjson::kObjectType);
+  ref.AddMember("apiVersion", rapidjson::Value(api_version.c_str(), allocator), allocator);
+  ref.AddMember("kind", rapidjson::Value(kind.c_str(), allocator), allocator);
+  ref.AddMember("name", rapidjson::Value(owner_name.c_str(), allocator), allocator);
+  ref.AddMember("uid", rapidjson::Value(uid.c_str(), allocator), allocator);
+  if (controller) {
+    ref.AddMember("controller", true, allocator);
+    ref.AddMember("blockOwnerDeletion", true, allocator);
+  }
+  for (auto& existing : refs.GetArray()) {
+    if (json::stringOr(&existing, "uid") == uid) {
+      existing = ref;
+      return Status::ok();
+    }
+  }
+  refs.PushBack(ref, allocator);
+  return Status::ok();
+}
+
+const rapidjson::Value* controllerReference(const rapidjson::Value& object) {
+  const auto* refs = json::find(&object, "metadata.ownerReferences");
+  if (refs == nullptr || !refs->IsArray()) return nullptr;
+  for (const auto& ref : refs->GetArray()) {
+    if (json::boolean(&ref, "controller")) return &ref;
+  }
+  return nullptr;
+}
+
+}  // namespace banlieue::runtime

@@ -44,3 +44,18 @@ bool setCondition(rapidjson::Value& conditions, rapidjson::Document::AllocatorTy
 std::string rfc3339Now();
 
 }  // namespace banlieue::runtime
+
+namespace banlieue::runtime {
+
+// Adds (or refreshes) an ownerReference to `owner` in object.metadata.ownerReferences, keyed by
+// the owner's UID. A controller reference also sets blockOwnerDeletion, so foreground deletion
+// of the owner waits for it. Refused, as the API server's garbage collector would silently
+// ignore it: an owner without a UID, a namespaced owner in another namespace, and a second
+// controller reference to a different owner.
+Status setOwnerReference(rapidjson::Value& object, rapidjson::Document::AllocatorType& allocator,
+                         const rapidjson::Value& owner, bool controller = true);
+
+// The ownerReference with controller: true, or nullptr.
+const rapidjson::Value* controllerReference(const rapidjson::Value& object);
+
+}  // namespace banlieue::runtime

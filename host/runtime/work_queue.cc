@@ -2,7 +2,20 @@
 
 namespace banlieue::runtime {
 
-WorkQueue::WorkQueue(Clock& clock) : clock_(clock), limiter_(clock) {}
+WorkQueue::WorkQueue(Clock& clock, const std::string& metrics_name)
+    : clock_(clock), limiter_(clock) {
+  if (metrics_name.empty()) return;
+  auto& registry = MetricsRegistry::global();
+  MetricLabels labels{{"name", metrics_name}};
+  metrics_.depth =
+      &registry.gauge("banlieue_workqueue_depth", "Keys ready to be processed", labels);
+  metrics_.adds = &registry.counter("banlieue_workqueue_adds_total", "Keys queued", labels);
+  metrics_.retries =
+      &registry.counter("banlieue_workqueue_retries_total", "Keys requeued after an error", labels);
+  metrics_.queue_duration =
+      &registry.histogram("banlieue_workqueue_queue_duration_seconds",
+                          "How long a key waited in the queue before a worker took it", labels);
+}
 
 WorkQueue::~WorkQueue() {
   shutDown();
@@ -13,8 +26,11 @@ void WorkQueue::addLocked(const std::string& key) {
   if (shutting_down_ || dirty_.count(key) != 0) return;
   dirty_.insert(key);
   ++adds_;
+  if (metrics_.adds != nullptr) metrics_.adds->inc();
   if (processing_.count(key) == 0) {
     queue_.push_back(key);
+    queued_at_[key] = clock_.now();
+    if (metrics_.depth != nullptr) metrics_.depth->set(static_cast<double>(queue_.size()));
     cv_.notify_one();
   }
 }
@@ -54,6 +70,7 @@ void WorkQueue::addRateLimited(const std::string& key) {
     std::lock_guard lock(mutex_);
     ++retries_;
   }
+  if (metrics_.retries != nullptr) metrics_.retries->inc();
   addAfter(key, delay);
 }
 
@@ -85,6 +102,14 @@ std::optional<std::string> WorkQueue::get() {
   }
   std::string key = std::move(queue_.front());
   queue_.pop_front();
+  if (auto it = queued_at_.find(key); it != queued_at_.end()) {
+    if (metrics_.queue_duration != nullptr) {
+      metrics_.queue_duration->observe(
+          std::chrono::duration<double>(clock_.now() - it->second).count());
+    }
+    queued_at_.erase(it);
+  }
+  if (metrics_.depth != nullptr) metrics_.depth->set(static_cast<double>(queue_.size()));
   dirty_.erase(key);
   processing_.insert(key);
   return key;
@@ -95,6 +120,8 @@ void WorkQueue::done(const std::string& key) {
   processing_.erase(key);
   if (dirty_.count(key) != 0) {  // re-added while it was being processed
     queue_.push_back(key);
+    queued_at_[key] = clock_.now();
+    if (metrics_.depth != nullptr) metrics_.depth->set(static_cast<double>(queue_.size()));
     cv_.notify_one();
   }
 }

@@ -5,8 +5,10 @@
 //  - FIFO among ready keys; add_after() delays a key on the queue's Clock;
 //  - add_rate_limited() delays by the controller rate limiter, forget() resets its backoff;
 //  - shut_down() wakes every waiting worker; get() then returns nothing.
+// A named queue also exports banlieue_workqueue_* metrics (depth, adds, retries, time queued).
 #pragma once
 
+#include "host/common/metrics.h"
 #include "host/runtime/clock.h"
 #include "host/runtime/rate_limiter.h"
 
@@ -33,7 +35,7 @@ struct WorkQueueStats {
 
 class WorkQueue {
  public:
-  explicit WorkQueue(Clock& clock = SteadyClock::instance());
+  explicit WorkQueue(Clock& clock = SteadyClock::instance(), const std::string& metrics_name = {});
   ~WorkQueue();
   WorkQueue(const WorkQueue&) = delete;
   WorkQueue& operator=(const WorkQueue&) = delete;
@@ -69,6 +71,14 @@ class WorkQueue {
   bool shutting_down_ = false;
   uint64_t adds_ = 0;
   uint64_t retries_ = 0;
+  std::map<std::string, Clock::TimePoint> queued_at_;  // when each ready key joined queue_
+
+  struct Metrics {
+    Gauge* depth = nullptr;
+    Counter* adds = nullptr;
+    Counter* retries = nullptr;
+    Histogram* queue_duration = nullptr;
+  } metrics_;
 };
 
 }  // namespace banlieue::runtime

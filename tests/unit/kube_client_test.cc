@@ -1,5 +1,6 @@
 // The client against a scripted transport: what goes on the wire and how answers and errors
 // come back.
+#include "host/common/metrics.h"
 #include "host/kube/api_error.h"
 #include "host/kube/client.h"
 
@@ -151,6 +152,24 @@ TEST(KubeClientTest, WatchParsesEventsAndTurnsAnErrorEventIntoGone) {
   EXPECT_THAT(r.path, HasSubstr("allowWatchBookmarks=true"));
   EXPECT_GT(r.timeout, std::chrono::seconds(240))
       << "client idle timeout above the server's timeoutSeconds";
+}
+
+TEST(KubeClientTest, RequestsBeyondTheBurstWaitAndAreCounted) {
+  auto t = std::make_unique<ScriptedTransport>();
+  auto* transport = t.get();
+  for (int i = 0; i < 3; ++i) transport->responses.push_back({200, {}, "{}"});
+  auto client = makeKubeClient(std::move(t), ClientOptions{/*qps=*/50, /*burst=*/2});
+  auto& throttled =
+      MetricsRegistry::global().counter("banlieue_kube_client_throttled_total",
+                                        "Requests delayed by the client-side QPS/burst limit");
+  auto& ok_gets = MetricsRegistry::global().counter("banlieue_kube_requests_total",
+                                                    "Kubernetes API requests by verb and HTTP code",
+                                                    {{"verb", "GET"}, {"code", "200"}});
+  double throttled_before = throttled.value();
+  double gets_before = ok_gets.value();
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(client->get(resources::kConfigMap, "a", "b").ok());
+  EXPECT_EQ(throttled.value(), throttled_before + 1) << "the third request exceeds the burst";
+  EXPECT_EQ(ok_gets.value(), gets_before + 3);
 }
 
 }  // namespace

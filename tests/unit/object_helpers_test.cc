@@ -88,5 +88,52 @@ TEST_F(FinalizerTest, AConcurrentWriterIsNotClobbered) {
               ::testing::UnorderedElementsAre("other.io/keep", "third.io/late", "banlieue.io/vm"));
 }
 
+rapidjson::Document parsed(const char* text) {
+  return json::parse(text, "test object");
+}
+
+TEST(OwnerReferenceTest, ControllerReferenceBlocksOwnerDeletionAndIsKeyedByUid) {
+  auto owner = parsed(R"({"apiVersion":"banlieue.io/v1alpha1","kind":"Provider",
+      "metadata":{"name":"lab","namespace":"team-a","uid":"u-1"}})");
+  auto owned = parsed(R"({"metadata":{"name":"lab-sa","namespace":"team-a"}})");
+  ASSERT_TRUE(setOwnerReference(owned, owned.GetAllocator(), owner).isOk());
+  ASSERT_TRUE(setOwnerReference(owned, owned.GetAllocator(), owner).isOk()) << "idempotent";
+  const auto* refs = json::find(&owned, "metadata.ownerReferences");
+  ASSERT_EQ(refs->Size(), 1u);
+  const auto* ref = controllerReference(owned);
+  ASSERT_NE(ref, nullptr);
+  EXPECT_EQ(json::stringOr(ref, "uid"), "u-1");
+  EXPECT_EQ(json::stringOr(ref, "kind"), "Provider");
+  EXPECT_EQ(json::stringOr(ref, "apiVersion"), "banlieue.io/v1alpha1");
+  EXPECT_TRUE(json::boolean(ref, "blockOwnerDeletion"));
+}
+
+TEST(OwnerReferenceTest, RefusesWhatTheGarbageCollectorWouldIgnore) {
+  auto owner = parsed(R"({"apiVersion":"banlieue.io/v1alpha1","kind":"Provider",
+      "metadata":{"name":"lab","namespace":"team-a","uid":"u-1"}})");
+  auto elsewhere = parsed(R"({"metadata":{"name":"x","namespace":"team-b"}})");
+  auto s = setOwnerReference(elsewhere, elsewhere.GetAllocator(), owner);
+  EXPECT_EQ(s.reason(), "CrossNamespaceOwner");
+  EXPECT_THAT(s.message(), ::testing::HasSubstr("team-b"));
+
+  auto no_uid = parsed(R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}})");
+  auto owned = parsed(R"({"metadata":{"name":"x","namespace":"team-a"}})");
+  EXPECT_EQ(setOwnerReference(owned, owned.GetAllocator(), no_uid).reason(), "InvalidOwner");
+
+  auto other = parsed(R"({"apiVersion":"banlieue.io/v1alpha1","kind":"Provider",
+      "metadata":{"name":"other","namespace":"team-a","uid":"u-2"}})");
+  ASSERT_TRUE(setOwnerReference(owned, owned.GetAllocator(), owner).isOk());
+  EXPECT_EQ(setOwnerReference(owned, owned.GetAllocator(), other).reason(), "AlreadyControlled");
+  EXPECT_TRUE(setOwnerReference(owned, owned.GetAllocator(), other, /*controller=*/false).isOk())
+      << "a second, non-controller owner is fine";
+  EXPECT_EQ(json::find(&owned, "metadata.ownerReferences")->Size(), 2u);
+
+  auto cluster_owner = parsed(R"({"apiVersion":"banlieue.io/v1alpha1","kind":"ProviderClass",
+      "metadata":{"name":"libvirt","uid":"u-3"}})");
+  auto ns_object = parsed(R"({"metadata":{"name":"y","namespace":"team-a"}})");
+  EXPECT_TRUE(setOwnerReference(ns_object, ns_object.GetAllocator(), cluster_owner).isOk())
+      << "cluster-scoped owners may own namespaced objects";
+}
+
 }  // namespace
 }  // namespace banlieue::runtime

@@ -1,0 +1,237 @@
+#include "host/runtime/events.h"
+
+#include "host/common/logging.h"
+#include "host/common/metrics.h"
+#include "host/kube/api_error.h"
+
+#include <banlieue/sdk/json.h>
+#include <fmt/format.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <chrono>
+#include <ctime>
+#include <random>
+
+namespace banlieue::runtime {
+namespace {
+
+namespace json = sdk::json;
+using std::chrono::minutes;
+using std::chrono::seconds;
+
+constexpr auto kSeriesWindow = minutes(10);
+constexpr auto kSeriesUpdateEvery = seconds(30);
+constexpr double kBurst = 25;
+constexpr double kRefillPerSecond = 1.0 / 300;  // one token per 5 minutes
+
+// metav1.MicroTime: RFC 3339 with microseconds.
+std::string microTimeNow() {
+  auto now = std::chrono::system_clock::now();
+  auto micros =
+      std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() %
+      1000000;
+  std::time_t t = std::chrono::system_clock::to_time_t(now);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+  return fmt::format("{}.{:06d}Z", buf, micros);
+}
+
+std::string randomSuffix() {
+  static thread_local std::mt19937_64 rng(std::random_device{}());
+  return fmt::format("{:016x}", rng());
+}
+
+Counter& dropped(const std::string& why) {
+  return MetricsRegistry::global().counter("banlieue_events_dropped_total",
+                                           "Events not written, by cause", {{"cause", why}});
+}
+
+}  // namespace
+
+std::string EventRecorder::Pending::seriesKey() const {
+  return uid + "\x1f" + type + "\x1f" + reason + "\x1f" + action + "\x1f" + note;
+}
+
+EventRecorder::EventRecorder(kube::KubeClient& client, EventSource source, Clock& clock,
+                             size_t queue_capacity)
+    : client_(client), source_(std::move(source)), clock_(clock), capacity_(queue_capacity) {
+  thread_ = std::thread([this] { writer(); });
+}
+
+EventRecorder::~EventRecorder() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void EventRecorder::normal(const rapidjson::Value& regarding, const std::string& reason,
+                           const std::string& action, const std::string& note) {
+  record(regarding, "Normal", reason, action, note);
+}
+
+void EventRecorder::warning(const rapidjson::Value& regarding, const std::string& reason,
+                            const std::string& action, const std::string& note) {
+  record(regarding, "Warning", reason, action, note);
+}
+
+bool EventRecorder::allow(const std::string& object_key) {
+  auto now = clock_.now();
+  auto [it, inserted] = buckets_.try_emplace(object_key, Bucket{kBurst, now});
+  Bucket& b = it->second;
+  double elapsed = std::chrono::duration<double>(now - b.last).count();
+  b.tokens = std::min(kBurst, b.tokens + elapsed * kRefillPerSecond);
+  b.last = now;
+  if (b.tokens < 1) return false;
+  b.tokens -= 1;
+  return true;
+}
+
+void EventRecorder::record(const rapidjson::Value& regarding, const char* type,
+                           const std::string& reason, const std::string& action,
+                           const std::string& note) {
+  Pending p;
+  p.type = type;
+  p.reason = reason;
+  p.action = action;
+  // The API server refuses notes over 1 KiB; keep the start, which says what happened.
+  p.note = note.size() > 1024 ? note.substr(0, 1021) + "..." : note;
+  p.api_version = json::stringOr(&regarding, "apiVersion");
+  p.kind = json::stringOr(&regarding, "kind");
+  p.ns = json::stringOr(&regarding, "metadata.namespace");
+  p.name = json::stringOr(&regarding, "metadata.name");
+  p.uid = json::stringOr(&regarding, "metadata.uid");
+  p.resource_version = json::stringOr(&regarding, "metadata.resourceVersion");
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) return;
+    if (queue_.size() >= capacity_) {
+      dropped("queue_full").inc();
+      return;
+    }
+    queue_.push_back(std::move(p));
+  }
+  cv_.notify_one();
+}
+
+void EventRecorder::flush() {
+  std::unique_lock lock(mutex_);
+  idle_cv_.wait(lock, [this] { return queue_.empty() && !writing_; });
+}
+
+void EventRecorder::writer() {
+  std::unique_lock lock(mutex_);
+  while (true) {
+    cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty() && stopping_) break;
+    Pending p = std::move(queue_.front());
+    queue_.pop_front();
+    writing_ = true;
+    lock.unlock();
+    try {
+      write(p);
+    } catch (const std::exception& e) {
+      // An event must never take a controller down.
+      common::logger("events")->warn("event {} for {}/{} not written: {}", p.reason, p.kind, p.name,
+                                     e.what());
+    }
+    lock.lock();
+    writing_ = false;
+    if (queue_.empty()) idle_cv_.notify_all();
+  }
+  idle_cv_.notify_all();
+}
+
+void EventRecorder::write(const Pending& p) {
+  const std::string event_ns = p.ns.empty() ? "default" : p.ns;
+  auto now = clock_.now();
+  std::string key = p.seriesKey();
+
+  // A repeat inside the window bumps the existing event's series instead of a new object.
+  {
+    std::unique_lock lock(mutex_);
+    auto it = series_.find(key);
+    if (it != series_.end() && now - it->second.first_seen < kSeriesWindow) {
+      Series& s = it->second;
+      ++s.count;
+      if (now - s.last_written < kSeriesUpdateEvery) {
+        s.dirty = true;  // written with the next repeat after the interval
+        return;
+      }
+      s.last_written = now;
+      s.dirty = false;
+      std::string name = s.event_name;
+      int count = s.count;
+      lock.unlock();
+      std::string patch = fmt::format(R"({{"series":{{"count":{},"lastObservedTime":"{}"}}}})",
+                                      count, microTimeNow());
+      auto patched =
+          client_.patch(kube::resources::kEvent, event_ns, name, kube::PatchType::kMerge, patch);
+      if (patched.ok()) return;
+      if (!kube::isNotFound(patched.status())) {
+        dropped("api_error").inc();
+        common::logger("events")->debug("event series update for {}/{} failed: {}", p.kind, p.name,
+                                        patched.status().message());
+        return;
+      }
+      // The event expired or was deleted: start a new one below.
+    }
+    if (!allow(p.uid.empty() ? p.kind + "/" + p.ns + "/" + p.name : p.uid)) {
+      dropped("rate_limited").inc();
+      return;
+    }
+  }
+
+  rapidjson::Document event(rapidjson::kObjectType);
+  auto& a = event.GetAllocator();
+  auto str = [&](const std::string& s) { return json::stringValue(s, a); };
+  std::string name = (p.name.empty() ? std::string("event") : p.name) + "." + randomSuffix();
+  if (name.size() > 253) name = name.substr(name.size() - 253);
+  rapidjson::Value metadata(rapidjson::kObjectType);
+  metadata.AddMember("name", str(name), a);
+  metadata.AddMember("namespace", str(event_ns), a);
+  rapidjson::Value regarding(rapidjson::kObjectType);
+  regarding.AddMember("apiVersion", str(p.api_version), a);
+  regarding.AddMember("kind", str(p.kind), a);
+  if (!p.ns.empty()) regarding.AddMember("namespace", str(p.ns), a);
+  regarding.AddMember("name", str(p.name), a);
+  if (!p.uid.empty()) regarding.AddMember("uid", str(p.uid), a);
+  if (!p.resource_version.empty()) {
+    regarding.AddMember("resourceVersion", str(p.resource_version), a);
+  }
+  event.AddMember("apiVersion", "events.k8s.io/v1", a);
+  event.AddMember("kind", "Event", a);
+  event.AddMember("metadata", metadata, a);
+  event.AddMember("eventTime", str(microTimeNow()), a);
+  event.AddMember("reportingController", str(source_.controller), a);
+  event.AddMember("reportingInstance", str(source_.instance), a);
+  event.AddMember("action", str(p.action), a);
+  event.AddMember("reason", str(p.reason), a);
+  event.AddMember("note", str(p.note), a);
+  event.AddMember("type", str(p.type), a);
+  event.AddMember("regarding", regarding, a);
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
+  event.Accept(writer);
+
+  auto created = client_.create(kube::resources::kEvent, event_ns, buffer.GetString());
+  if (!created.ok()) {
+    dropped("api_error").inc();
+    common::logger("events")->debug("event {} for {}/{} not written: {}", p.reason, p.kind, p.name,
+                                    created.status().message());
+    return;
+  }
+  std::lock_guard lock(mutex_);
+  series_[key] = Series{name, event_ns, 1, now, now, false};
+  // Forget series that have left the window so the map stays small.
+  for (auto it = series_.begin(); it != series_.end();) {
+    it = now - it->second.first_seen >= kSeriesWindow ? series_.erase(it) : std::next(it);
+  }
+}
+
+}  // namespace banlieue::runtime

@@ -1,0 +1,90 @@
+// Kubernetes Events (events.k8s.io/v1) as controllers emit them, with the guarantees a
+// reconcile needs:
+//  - recording never blocks and never fails the caller: events go through a bounded queue to
+//    a background writer, and a full queue or an API error only drops the event (counted in
+//    banlieue_events_dropped_total);
+//  - repeats of the same event (same object, type, reason and note) within ten minutes do not
+//    create new objects: the first one gets `series` {count, lastObservedTime}, updated at
+//    most every 30 s, as client-go's events library does;
+//  - a per-object token bucket (burst 25, one token per 5 minutes) stops a hot loop from
+//    flooding etcd, like client-go's spam filter.
+// Cluster-scoped objects' events go to the "default" namespace, as kubectl expects.
+#pragma once
+
+#include "host/kube/client.h"
+#include "host/runtime/clock.h"
+
+#include <rapidjson/document.h>
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace banlieue::runtime {
+
+struct EventSource {
+  std::string controller;  // reportingController, e.g. banlieue.io/controller
+  std::string instance;    // reportingInstance, e.g. the pod name
+};
+
+class EventRecorder {
+ public:
+  EventRecorder(kube::KubeClient& client, EventSource source,
+                Clock& clock = SteadyClock::instance(), size_t queue_capacity = 1000);
+  ~EventRecorder();  // writes what is queued (bounded by a few seconds), then stops
+  EventRecorder(const EventRecorder&) = delete;
+  EventRecorder& operator=(const EventRecorder&) = delete;
+
+  // `regarding` is the object the event is about (apiVersion, kind, metadata). `action` says
+  // what the controller did or failed to do (e.g. "Schedule"), `reason` why (CamelCase).
+  void normal(const rapidjson::Value& regarding, const std::string& reason,
+              const std::string& action, const std::string& note);
+  void warning(const rapidjson::Value& regarding, const std::string& reason,
+               const std::string& action, const std::string& note);
+
+  // Blocks until the queue is empty (tests).
+  void flush();
+
+ private:
+  struct Pending {
+    std::string type, reason, action, note;
+    std::string api_version, kind, ns, name, uid, resource_version;
+    std::string seriesKey() const;
+  };
+  struct Series {
+    std::string event_name;
+    std::string event_ns;
+    int count = 1;
+    Clock::TimePoint first_seen, last_written;
+    bool dirty = false;
+  };
+  struct Bucket {
+    double tokens;
+    Clock::TimePoint last;
+  };
+
+  void record(const rapidjson::Value& regarding, const char* type, const std::string& reason,
+              const std::string& action, const std::string& note);
+  bool allow(const std::string& object_key);
+  void writer();
+  void write(const Pending& event);
+
+  kube::KubeClient& client_;
+  EventSource source_;
+  Clock& clock_;
+  size_t capacity_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::condition_variable idle_cv_;
+  std::deque<Pending> queue_;
+  bool writing_ = false;
+  bool stopping_ = false;
+  std::map<std::string, Series> series_;   // by seriesKey
+  std::map<std::string, Bucket> buckets_;  // by object key
+  std::thread thread_;
+};
+
+}  // namespace banlieue::runtime

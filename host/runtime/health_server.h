@@ -1,0 +1,43 @@
+// The operational HTTP endpoints every long-running role serves on one port:
+//   /healthz  200 while the process's liveness checks pass (kubelet livenessProbe);
+//   /readyz   200 only when every readiness check passes, e.g. informer caches synced and,
+//             where it matters, this replica leading (kubelet readinessProbe, `kubectl wait`);
+//   /metrics  the Prometheus text format of MetricsRegistry::global().
+// A failing check answers 500 with one "[-]name: reason" line per failure; `?verbose` lists
+// the passing ones too, as kube-apiserver does. Plain HTTP: these endpoints carry no secrets
+// and are meant for the node-local kubelet and a scraper inside the cluster network.
+#pragma once
+
+#include "host/common/status_or.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace banlieue::runtime {
+
+// Returns true when healthy; otherwise fills `reason`.
+using HealthCheck = std::function<bool(std::string& reason)>;
+
+class HealthServer {
+ public:
+  HealthServer();
+  ~HealthServer();  // stops serving
+  HealthServer(const HealthServer&) = delete;
+  HealthServer& operator=(const HealthServer&) = delete;
+
+  // Before start().
+  void addLivenessCheck(const std::string& name, HealthCheck check);
+  void addReadinessCheck(const std::string& name, HealthCheck check);
+
+  // Binds `address:port` (port 0 picks a free one) and serves on a background thread.
+  Status start(const std::string& address, int port);
+  int port() const;
+  void stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace banlieue::runtime

@@ -1,0 +1,126 @@
+#include "host/runtime/events.h"
+
+#include "host/common/metrics.h"
+#include "host/runtime/clock.h"
+#include "tests/support/fake_kube_client.h"
+
+#include <banlieue/sdk/json.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace banlieue::runtime {
+namespace {
+
+namespace json = sdk::json;
+using testing::FakeKubeClient;
+
+rapidjson::Document vm() {
+  return json::parse(R"({"apiVersion":"banlieue.io/v1alpha1","kind":"VirtualMachine",
+      "metadata":{"name":"web-1","namespace":"team-a","uid":"u-9","resourceVersion":"42"}})",
+                     "vm");
+}
+
+rapidjson::Document events(FakeKubeClient& client, const std::string& ns) {
+  auto list = client.list(kube::resources::kEvent, ns, {});
+  EXPECT_TRUE(list.ok());
+  return std::move(list).value();
+}
+
+TEST(EventRecorderTest, WritesAnEventsK8sIoV1Event) {
+  FakeKubeClient client;
+  FakeClock clock;
+  EventRecorder recorder(client, {"banlieue.io/controller", "controller-0"}, clock);
+  auto object = vm();
+  recorder.warning(object, "NoProvider", "Schedule", "no Provider matches the selector");
+  recorder.flush();
+  auto list = events(client, "team-a");
+  ASSERT_EQ(list["items"].Size(), 1u);
+  const auto& e = list["items"][0];
+  EXPECT_EQ(json::stringOr(&e, "type"), "Warning");
+  EXPECT_EQ(json::stringOr(&e, "reason"), "NoProvider");
+  EXPECT_EQ(json::stringOr(&e, "action"), "Schedule");
+  EXPECT_EQ(json::stringOr(&e, "note"), "no Provider matches the selector");
+  EXPECT_EQ(json::stringOr(&e, "reportingController"), "banlieue.io/controller");
+  EXPECT_EQ(json::stringOr(&e, "reportingInstance"), "controller-0");
+  EXPECT_EQ(json::stringOr(&e, "regarding.uid"), "u-9");
+  EXPECT_EQ(json::stringOr(&e, "regarding.kind"), "VirtualMachine");
+  EXPECT_THAT(json::stringOr(&e, "metadata.name"), ::testing::StartsWith("web-1."));
+  // MicroTime: 2026-11-29T10:00:00.123456Z
+  EXPECT_THAT(json::stringOr(&e, "eventTime"),
+              ::testing::MatchesRegex("[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\\.[0-9]{6}Z"));
+}
+
+TEST(EventRecorderTest, RepeatsBecomeASeriesNotNewObjects) {
+  FakeKubeClient client;
+  FakeClock clock;
+  EventRecorder recorder(client, {"banlieue.io/controller", "c"}, clock);
+  auto object = vm();
+  recorder.normal(object, "Scheduled", "Schedule", "placed on lab/zone-a");
+  recorder.flush();
+  clock.advance(std::chrono::seconds(31));
+  recorder.normal(object, "Scheduled", "Schedule", "placed on lab/zone-a");
+  recorder.flush();
+  clock.advance(std::chrono::seconds(5));
+  recorder.normal(object, "Scheduled", "Schedule", "placed on lab/zone-a");  // inside 30 s
+  recorder.flush();
+  clock.advance(std::chrono::seconds(31));
+  recorder.normal(object, "Scheduled", "Schedule", "placed on lab/zone-a");
+  recorder.flush();
+  auto list = events(client, "team-a");
+  ASSERT_EQ(list["items"].Size(), 1u);
+  EXPECT_EQ(json::integer(&list["items"][0], "series.count"), 4);
+
+  recorder.normal(object, "Scheduled", "Schedule", "placed on lab/zone-b");  // another note
+  recorder.flush();
+  EXPECT_EQ(events(client, "team-a")["items"].Size(), 2u);
+}
+
+TEST(EventRecorderTest, AHotLoopIsRateLimitedPerObject) {
+  FakeKubeClient client;
+  FakeClock clock;
+  EventRecorder recorder(client, {"banlieue.io/controller", "c"}, clock);
+  auto object = vm();
+  for (int i = 0; i < 40; ++i) {
+    recorder.warning(object, "Failed", "Reconcile", "attempt " + std::to_string(i));
+  }
+  recorder.flush();
+  EXPECT_EQ(events(client, "team-a")["items"].Size(), 25u) << "burst of 25 per object";
+  clock.advance(std::chrono::minutes(5));
+  recorder.warning(object, "Failed", "Reconcile", "after refill");
+  recorder.flush();
+  EXPECT_EQ(events(client, "team-a")["items"].Size(), 26u);
+}
+
+TEST(EventRecorderTest, ApiFailuresAreSwallowedAndCounted) {
+  FakeKubeClient client;
+  client.fail_next = [](const std::string&, const std::string&) {
+    return Status(Code::kUnavailable, "ServiceUnavailable", "apiserver down");
+  };
+  FakeClock clock;
+  auto& dropped = MetricsRegistry::global().counter(
+      "banlieue_events_dropped_total", "Events not written, by cause", {{"cause", "api_error"}});
+  double before = dropped.value();
+  {
+    EventRecorder recorder(client, {"banlieue.io/controller", "c"}, clock);
+    auto object = vm();
+    recorder.normal(object, "Scheduled", "Schedule", "x");  // must not throw
+    recorder.flush();
+  }
+  EXPECT_EQ(dropped.value(), before + 1);
+}
+
+TEST(EventRecorderTest, ClusterScopedObjectsReportIntoDefault) {
+  FakeKubeClient client;
+  FakeClock clock;
+  EventRecorder recorder(client, {"banlieue.io/controller", "c"}, clock);
+  auto pc = json::parse(R"({"apiVersion":"banlieue.io/v1alpha1","kind":"ProviderClass",
+      "metadata":{"name":"libvirt","uid":"u-1"}})",
+                        "pc");
+  recorder.normal(pc, "Ready", "Validate", "plugin found");
+  recorder.flush();
+  EXPECT_EQ(events(client, "default")["items"].Size(), 1u);
+}
+
+}  // namespace
+}  // namespace banlieue::runtime
