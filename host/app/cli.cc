@@ -4,6 +4,7 @@
 #include "host/common/allocator_tuning.h"
 #include "host/common/logging.h"
 #include "host/common/version.h"
+#include "host/roles/devnode/devnode_command.h"
 #include "host/roles/pending/pending_roles.h"
 #include "host/roles/plugin/plugin_command.h"
 
@@ -35,6 +36,7 @@ int run(int argc, char** argv) {
   Action action;
   roles::registerPendingRoles(app, action);
   roles::plugin::registerPluginCommands(app, action);
+  roles::devnode::registerDevnodeCommand(app, action);
 
   try {
     app.parse(argc, argv);

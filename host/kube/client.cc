@@ -151,6 +151,9 @@ class HttpKubeClient final : public KubeClient {
     auto& a = body.GetAllocator();
     body.AddMember("apiVersion", "v1", a);
     body.AddMember("kind", "DeleteOptions", a);
+    if (options.grace_period_seconds) {
+      body.AddMember("gracePeriodSeconds", *options.grace_period_seconds, a);
+    }
     if (!options.propagation_policy.empty()) {
       body.AddMember("propagationPolicy", json::stringValue(options.propagation_policy, a), a);
     }

@@ -34,6 +34,7 @@ inline const ResourceType kSecret{"", "v1", "secrets", true};
 inline const ResourceType kNamespace{"", "v1", "namespaces", false};
 inline const ResourceType kServiceAccount{"", "v1", "serviceaccounts", true};
 inline const ResourceType kPod{"", "v1", "pods", true};
+inline const ResourceType kNode{"", "v1", "nodes", false};
 inline const ResourceType kLease{"coordination.k8s.io", "v1", "leases", true};
 inline const ResourceType kEvent{"events.k8s.io", "v1", "events", true};
 inline const ResourceType kDeployment{"apps", "v1", "deployments", true};
@@ -76,6 +77,7 @@ struct DeleteOptions {
   std::string propagation_policy;  // Foreground, Background, Orphan
   std::string precondition_uid;
   std::string precondition_resource_version;
+  std::optional<int64_t> grace_period_seconds;  // 0 = delete now (a kubelet's final delete)
 };
 
 class KubeClient {

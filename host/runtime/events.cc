@@ -3,6 +3,7 @@
 #include "host/common/logging.h"
 #include "host/common/metrics.h"
 #include "host/kube/api_error.h"
+#include "host/runtime/object_helpers.h"
 
 #include <banlieue/sdk/json.h>
 #include <fmt/format.h>
@@ -24,20 +25,6 @@ constexpr auto kSeriesWindow = minutes(10);
 constexpr auto kSeriesUpdateEvery = seconds(30);
 constexpr double kBurst = 25;
 constexpr double kRefillPerSecond = 1.0 / 300;  // one token per 5 minutes
-
-// metav1.MicroTime: RFC 3339 with microseconds.
-std::string microTimeNow() {
-  auto now = std::chrono::system_clock::now();
-  auto micros =
-      std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() %
-      1000000;
-  std::time_t t = std::chrono::system_clock::to_time_t(now);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
-  return fmt::format("{}.{:06d}Z", buf, micros);
-}
 
 std::string randomSuffix() {
   static thread_local std::mt19937_64 rng(std::random_device{}());
@@ -169,7 +156,7 @@ void EventRecorder::write(const Pending& p) {
       int count = s.count;
       lock.unlock();
       std::string patch = fmt::format(R"({{"series":{{"count":{},"lastObservedTime":"{}"}}}})",
-                                      count, microTimeNow());
+                                      count, rfc3339MicroNow());
       auto patched =
           client_.patch(kube::resources::kEvent, event_ns, name, kube::PatchType::kMerge, patch);
       if (patched.ok()) return;
@@ -207,7 +194,7 @@ void EventRecorder::write(const Pending& p) {
   event.AddMember("apiVersion", "events.k8s.io/v1", a);
   event.AddMember("kind", "Event", a);
   event.AddMember("metadata", metadata, a);
-  event.AddMember("eventTime", str(microTimeNow()), a);
+  event.AddMember("eventTime", str(rfc3339MicroNow()), a);
   event.AddMember("reportingController", str(source_.controller), a);
   event.AddMember("reportingInstance", str(source_.instance), a);
   event.AddMember("action", str(p.action), a);

@@ -5,6 +5,7 @@
 #include <banlieue/sdk/json.h>
 
 #include <chrono>
+#include <cstdio>
 #include <ctime>
 
 namespace banlieue::runtime {
@@ -113,6 +114,20 @@ std::string rfc3339Now() {
   gmtime_r(&t, &tm);
   char buf[32];
   std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string rfc3339MicroNow() {
+  auto now = std::chrono::system_clock::now();
+  auto micros =
+      std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() %
+      1000000;
+  std::time_t t = std::chrono::system_clock::to_time_t(now);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[48];
+  size_t n = std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+  std::snprintf(buf + n, sizeof(buf) - n, ".%06lldZ", static_cast<long long>(micros));
   return buf;
 }
 

@@ -42,6 +42,8 @@ bool setCondition(rapidjson::Value& conditions, rapidjson::Document::AllocatorTy
 
 // RFC 3339 UTC with seconds (metav1.Time).
 std::string rfc3339Now();
+// RFC 3339 UTC with microseconds (metav1.MicroTime: events, leases).
+std::string rfc3339MicroNow();
 
 }  // namespace banlieue::runtime
 

@@ -90,7 +90,8 @@ void LocalCluster::start() {
   owned_state_ = std::filesystem::temp_directory_path() /
                  ("banlieue-test-cluster-" + std::to_string(::getpid()));
   auto up = runCommand(std::string(BANLIEUE_SOURCE_DIR) + "/deploy/local/up --state-dir " +
-                           shellQuote(owned_state_.string()),
+                           shellQuote(owned_state_.string()) + " --node-agent " +
+                           shellQuote(BANLIEUE_BINARY),
                        std::chrono::seconds(180));
   if (up.exit_code != 0) {
     ADD_FAILURE() << "deploy/local/up failed:\n" << up.output;
