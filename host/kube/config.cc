@@ -6,11 +6,15 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <chrono>
 #include <cstdio>
 
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <sstream>
 
 namespace banlieue::kube {
@@ -138,18 +142,39 @@ struct ExecCredential {
   std::string token;
   std::string client_cert_pem;
   std::string client_key_pem;
+  std::optional<std::chrono::system_clock::time_point> expires;  // status.expirationTimestamp
 };
 
-// Runs a client-go exec credential plugin (users[].user.exec) once and reads the
-// ExecCredential it prints. The credential is not refreshed when it expires (see ADR 0004).
-StatusOr<ExecCredential> runExecCredential(const YAML::Node& exec,
-                                           const std::filesystem::path& kubeconfig,
-                                           const std::string& where) {
-  std::string prefix = kubeconfig.string() + ": " + where + ".exec";
+// "2026-11-29T12:00:00Z" (RFC 3339, UTC, optional fraction); nullopt when unparsable.
+std::optional<std::chrono::system_clock::time_point> parseRfc3339(const std::string& text) {
+  std::tm tm{};
+  const char* rest = strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (rest == nullptr) return std::nullopt;
+  std::time_t t = timegm(&tm);
+  // system_clock counts nanoseconds: it ends in 2262. Later expiries mean "never" here.
+  if (t >= std::chrono::system_clock::to_time_t(std::chrono::system_clock::time_point::max())) {
+    return std::chrono::system_clock::time_point::max();
+  }
+  return std::chrono::system_clock::from_time_t(t);
+}
+
+// How to run one kubeconfig user's exec credential plugin (users[].user.exec), prepared once
+// so the plugin can run again when its credential expires.
+struct ExecCommand {
+  std::string shell_line;  // env ... command args (stderr and timeout added per run)
+  std::string command;
+  std::string prefix;  // "<kubeconfig>: users[u].exec" for messages
+};
+
+StatusOr<ExecCommand> prepareExecCommand(const YAML::Node& exec,
+                                         const std::filesystem::path& kubeconfig,
+                                         const std::string& where) {
+  ExecCommand prepared;
+  prepared.prefix = kubeconfig.string() + ": " + where + ".exec";
   std::string command = scalar(exec, "command");
   if (command.empty()) {
     return error(Code::kInvalidArgument, "InvalidKubeconfig",
-                 prefix + " is missing field 'command'");
+                 prepared.prefix + " is missing field 'command'");
   }
   std::string api_version = scalar(exec, "apiVersion");
   if (api_version.empty()) api_version = "client.authentication.k8s.io/v1beta1";
@@ -168,13 +193,21 @@ StatusOr<ExecCredential> runExecCredential(const YAML::Node& exec,
   if (const YAML::Node args = exec["args"]; args && args.IsSequence()) {
     for (const auto& arg : args) line += " " + shellQuote(arg.as<std::string>());
   }
+  prepared.shell_line = line;
+  prepared.command = command;
+  return prepared;
+}
+
+// Runs the plugin and reads the ExecCredential it prints.
+StatusOr<ExecCredential> runExecCredential(const ExecCommand& exec) {
   auto errors =
       std::filesystem::temp_directory_path() / ("banlieue-exec-" + std::to_string(::getpid()));
-  line = "timeout 30 " + line + " 2>" + shellQuote(errors.string()) + " </dev/null";
+  std::string line =
+      "timeout 30 " + exec.shell_line + " 2>" + shellQuote(errors.string()) + " </dev/null";
   std::string output;
   FILE* pipe = ::popen(line.c_str(), "r");
   if (pipe == nullptr)
-    return error(Code::kUnavailable, "ExecCredentialFailed", prefix + ": cannot start it");
+    return error(Code::kUnavailable, "ExecCredentialFailed", exec.prefix + ": cannot start it");
   char buffer[4096];
   for (size_t n; (n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0;) output.append(buffer, n);
   int status = ::pclose(pipe);
@@ -185,35 +218,84 @@ StatusOr<ExecCredential> runExecCredential(const YAML::Node& exec,
   std::filesystem::remove(errors);
   if (status != 0) {
     return error(Code::kUnauthenticated, "ExecCredentialFailed",
-                 prefix + ": '" + command + "' failed" +
+                 exec.prefix + ": '" + exec.command + "' failed" +
                      (stderr_text.empty() ? "" : ": " + stderr_text.substr(0, 300)));
   }
   rapidjson::Document doc;
   doc.Parse(output.data(), output.size());
   if (doc.HasParseError() || sdk::json::stringOr(&doc, "kind") != "ExecCredential") {
     return error(Code::kUnauthenticated, "ExecCredentialFailed",
-                 prefix + ": '" + command + "' did not print an ExecCredential");
+                 exec.prefix + ": '" + exec.command + "' did not print an ExecCredential");
   }
   ExecCredential credential;
   credential.token = sdk::json::stringOr(&doc, "status.token");
   credential.client_cert_pem = sdk::json::stringOr(&doc, "status.clientCertificateData");
   credential.client_key_pem = sdk::json::stringOr(&doc, "status.clientKeyData");
+  if (auto expiry = sdk::json::stringOr(&doc, "status.expirationTimestamp"); !expiry.empty()) {
+    credential.expires = parseRfc3339(expiry);
+  }
   if (credential.token.empty() && credential.client_cert_pem.empty()) {
-    return error(Code::kUnauthenticated, "ExecCredentialFailed",
-                 prefix + ": the ExecCredential carries neither a token nor a client certificate");
+    return error(
+        Code::kUnauthenticated, "ExecCredentialFailed",
+        exec.prefix + ": the ExecCredential carries neither a token nor a client certificate");
   }
   return credential;
 }
 
+// An exec plugin's token, run again when it has expired or the server rejected it (401), as
+// client-go does. A failed refresh keeps the old token, so the request fails with the server's
+// 401 and the log says why the plugin failed.
+class ExecTokenSource final : public TokenSource {
+ public:
+  ExecTokenSource(ExecCommand command, ExecCredential first)
+      : command_(std::move(command)), token_(first.token), expires_(first.expires) {}
+
+  std::string token() override {
+    std::lock_guard lock(mutex_);
+    bool expired = expires_ && std::chrono::system_clock::now() >= *expires_;
+    if (stale_ || expired) {
+      auto fresh = runExecCredential(command_);
+      if (fresh.ok() && !fresh->token.empty()) {
+        token_ = fresh->token;
+        expires_ = fresh->expires;
+        stale_ = false;
+      } else if (!fresh.ok()) {
+        common::logger("kube")->warn("refreshing the credential failed: {}",
+                                     fresh.status().message());
+      }
+    }
+    return token_;
+  }
+
+  void invalidate() override {
+    std::lock_guard lock(mutex_);
+    stale_ = true;
+  }
+
+ private:
+  ExecCommand command_;
+  std::mutex mutex_;
+  std::string token_;
+  std::optional<std::chrono::system_clock::time_point> expires_;
+  bool stale_ = false;
+};
+
 }  // namespace
 
 std::string Connection::bearerToken() const {
+  if (token_source) return token_source->token();
   if (token_file.empty()) return token;
   std::ifstream in(token_file);
   std::string value((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   while (!value.empty() && (value.back() == '\n' || value.back() == '\r' || value.back() == ' '))
     value.pop_back();
   return value.empty() ? token : value;
+}
+
+bool Connection::invalidateToken() const {
+  if (!token_source) return false;
+  token_source->invalidate();
+  return true;
 }
 
 std::vector<std::filesystem::path> splitKubeconfigEnv(const std::string& value) {
@@ -319,9 +401,14 @@ StatusOr<Connection> loadKubeconfig(const KubeconfigOptions& options) {
       if (c.token_file.is_relative()) c.token_file = user_file.parent_path() / c.token_file;
     }
     if (const YAML::Node exec = user["exec"]; exec) {
-      auto credential = runExecCredential(exec, user_file, where);
+      auto command = prepareExecCommand(exec, user_file, where);
+      if (!command.ok()) return command.status();
+      auto credential = runExecCredential(*command);
       if (!credential.ok()) return credential.status();
-      if (!credential->token.empty()) c.token = credential->token;
+      if (!credential->token.empty()) {
+        c.token = credential->token;
+        c.token_source = std::make_shared<ExecTokenSource>(*command, *credential);
+      }
       if (!credential->client_cert_pem.empty()) {
         c.client_cert_pem = credential->client_cert_pem;
         c.client_key_pem = credential->client_key_pem;

@@ -5,11 +5,22 @@
 #include "host/common/status_or.h"
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace banlieue::kube {
+
+// A bearer token that changes while the process runs (an exec credential plugin's): the
+// transport asks for it per request, and calls invalidate() after a 401 so the next request
+// fetches a fresh one.
+class TokenSource {
+ public:
+  virtual ~TokenSource() = default;
+  virtual std::string token() = 0;
+  virtual void invalidate() = 0;
+};
 
 // Everything a transport needs to reach and authenticate to one API server.
 struct Connection {
@@ -19,13 +30,18 @@ struct Connection {
   std::string tls_server_name;  // SNI / verification name override
   std::string client_cert_pem;  // client certificate identity
   std::string client_key_pem;
-  std::string token;                 // bearer token (static)
-  std::filesystem::path token_file;  // bearer token re-read when it changes (in-cluster)
+  std::string token;                          // bearer token (static)
+  std::filesystem::path token_file;           // bearer token re-read when it changes (in-cluster)
+  std::shared_ptr<TokenSource> token_source;  // exec plugin tokens, refreshed on expiry/401
   std::string default_namespace = "default";
   std::string source;  // where this came from, for messages ("kubeconfig /x, context y")
 
-  // The bearer token to send now (re-reads token_file; rotated tokens are picked up).
+  // The bearer token to send now (re-reads token_file; rotated tokens are picked up; an exec
+  // plugin's expired token is fetched again).
   std::string bearerToken() const;
+  // The server answered 401: drop a cached dynamic token so the next request gets a new one.
+  // Returns true when retrying may help.
+  bool invalidateToken() const;
 };
 
 struct KubeconfigOptions {

@@ -23,16 +23,28 @@ class CpprestTransport final : public HttpTransport {
   explicit CpprestTransport(Connection connection) : connection_(std::move(connection)) {}
 
   StatusOr<HttpResponse> send(const HttpRequest& request) override {
-    return perform(request, nullptr, nullptr);
+    return performWithFreshToken(request, nullptr, nullptr);
   }
 
   StatusOr<HttpResponse> stream(const HttpRequest& request,
                                 const std::function<bool(std::string_view)>& on_line,
                                 const std::atomic<bool>* cancel) override {
-    return perform(request, &on_line, cancel);
+    return performWithFreshToken(request, &on_line, cancel);
   }
 
  private:
+  // A 401 with a dynamic token (exec plugin) is retried once with a fresh token, as client-go
+  // does; a 401 response has no streamed body yet, so retrying a watch is safe too.
+  StatusOr<HttpResponse> performWithFreshToken(const HttpRequest& request,
+                                               const std::function<bool(std::string_view)>* on_line,
+                                               const std::atomic<bool>* cancel) {
+    auto response = perform(request, on_line, cancel);
+    if (response.ok() && response->status == 401 && connection_.invalidateToken()) {
+      return perform(request, on_line, cancel);
+    }
+    return response;
+  }
+
   http::client::http_client_config config(std::chrono::milliseconds timeout) const {
     http::client::http_client_config cfg;
     cfg.set_timeout(std::chrono::duration_cast<std::chrono::microseconds>(timeout));
@@ -57,6 +69,12 @@ class CpprestTransport final : public HttpTransport {
       req.set_request_uri(request.path);
       req.headers().add("User-Agent", std::string("banlieue/") + kVersion);
       req.headers().add("Accept", "application/json");
+      // tls-server-name: cpprestsdk takes the name it sends as SNI and verifies the server
+      // certificate against from the Host header (and pools connections per that name). The
+      // API server does not route on Host, so this changes nothing else.
+      if (!connection_.tls_server_name.empty()) {
+        req.headers().add("Host", connection_.tls_server_name);
+      }
       if (auto token = connection_.bearerToken(); !token.empty()) {
         req.headers().add("Authorization", "Bearer " + token);
       }
@@ -174,10 +192,6 @@ StatusOr<std::unique_ptr<HttpTransport>> makeHttpTransport(const Connection& con
   if (connection.server.rfind("https://", 0) != 0 && connection.server.rfind("http://", 0) != 0) {
     return error(Code::kInvalidArgument, "InvalidServer",
                  connection.source + ": server '" + connection.server + "' must be an http(s) URL");
-  }
-  if (!connection.tls_server_name.empty()) {
-    return error(Code::kUnimplemented, "TlsServerNameUnsupported",
-                 connection.source + ": tls-server-name is not supported by this transport yet");
   }
   return std::unique_ptr<HttpTransport>(std::make_unique<CpprestTransport>(connection));
 }

@@ -9,6 +9,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 namespace banlieue::kube {
@@ -212,6 +214,62 @@ TEST_F(KubeClientIntegrationTest, TlsVerificationIsOnByDefault) {
   EXPECT_EQ(result.status().code(), Code::kUnavailable);
   EXPECT_THAT(result.status().message(),
               ::testing::AnyOf(HasSubstr("certificate"), HasSubstr("handshake")));
+}
+
+TEST_F(KubeClientIntegrationTest, TlsServerNameIsWhatTheCertificateIsVerifiedAgainst) {
+  // The apiserver's certificate names kubernetes.default.svc (and 127.0.0.1, which the
+  // server URL uses): a matching tls-server-name connects, a name it lacks fails verification.
+  Connection named = connection_;
+  named.tls_server_name = "kubernetes.default.svc";
+  auto good = clientFor(named);
+  auto listed = good->list(resources::kNamespace, "");
+  EXPECT_TRUE(listed.ok()) << listed.status().message();
+
+  Connection wrong = connection_;
+  wrong.tls_server_name = "not-in-the-certificate.example";
+  static auto* failing = clientFor(wrong).release();  // see TlsVerificationIsOnByDefault
+  auto refused = failing->list(resources::kNamespace, "");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), Code::kUnavailable);
+  EXPECT_THAT(refused.status().message(),
+              ::testing::AnyOf(HasSubstr("certificate"), HasSubstr("handshake")));
+}
+
+TEST_F(KubeClientIntegrationTest, AnExecTokenRejectedWithA401IsRefreshedAndRetried) {
+  // The local cluster's token identity: the plugin hands out a wrong token first, then the
+  // real one; the first request gets 401, and the transport asks the plugin again.
+  auto& cluster = testing::LocalCluster::shared();
+  auto token =
+      cluster.kubectl("config view --raw -o jsonpath='{.users[?(@.name==\"token\")].user.token}'");
+  ASSERT_EQ(token.exit_code, 0);
+  ASSERT_FALSE(token.output.empty());
+  auto dir = std::filesystem::path(::testing::TempDir()) / "exec-401";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "token") << token.output;
+  std::ofstream(dir / "plugin.sh") << R"(#!/bin/sh
+d=$(dirname "$0"); n=$(cat "$d/runs" 2>/dev/null || echo 0); n=$((n + 1)); echo $n > "$d/runs"
+if [ $n -eq 1 ]; then t=wrong; else t=$(cat "$d/token"); fi
+echo '{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredential","status":{"token":"'$t'"}}'
+)";
+  std::filesystem::permissions(dir / "plugin.sh", std::filesystem::perms::owner_all);
+  std::ofstream(dir / "ca.crt") << connection_.ca_pem;
+  std::ofstream(dir / "config")
+      << "clusters: [{name: c, cluster: {server: \"" << connection_.server
+      << "\", certificate-authority: ca.crt}}]\n"
+      << "users: [{name: u, user: {exec: {apiVersion: "
+         "client.authentication.k8s.io/v1beta1, command: ./plugin.sh}}}]\n"
+      << "contexts: [{name: x, context: {cluster: c, user: u}}]\n"
+      << "current-context: x\n";
+  auto loaded = loadKubeconfig({.files = {dir / "config"}});
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  auto client = clientFor(*loaded);
+  auto listed = client->list(resources::kNamespace, "");
+  EXPECT_TRUE(listed.ok()) << listed.status().message();
+  std::ifstream runs(dir / "runs");
+  int count = 0;
+  runs >> count;
+  EXPECT_EQ(count, 2) << "the first token was rejected, the second accepted";
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

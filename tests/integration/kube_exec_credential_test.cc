@@ -70,5 +70,31 @@ TEST_F(ExecCredentialTest, OutputThatIsNotAnExecCredentialIsRejected) {
   EXPECT_THAT(c.status().message(), HasSubstr("did not print an ExecCredential"));
 }
 
+// The plugin counts its runs in a file next to it and prints token "t<run>" expiring at
+// `expiry`.
+std::string countingPlugin(const std::string& expiry) {
+  return R"(n=$(cat "$(dirname "$0")/runs" 2>/dev/null || echo 0); n=$((n + 1)); echo $n > "$(dirname "$0")/runs"
+echo '{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredential","status":{"token":"t'$n'","expirationTimestamp":")" +
+         expiry + R"("}}'
+)";
+}
+
+TEST_F(ExecCredentialTest, AnExpiredTokenIsFetchedAgain) {
+  auto c = loadKubeconfig({.files = {kubeconfig(countingPlugin("2001-01-01T00:00:00Z"))}});
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->bearerToken(), "t2") << "expired at load: run again before the first request";
+  EXPECT_EQ(c->bearerToken(), "t3");
+}
+
+TEST_F(ExecCredentialTest, AValidTokenIsReusedUntilTheServerRejectsIt) {
+  auto c = loadKubeconfig({.files = {kubeconfig(countingPlugin("2999-01-01T00:00:00Z"))}});
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->bearerToken(), "t1");
+  EXPECT_EQ(c->bearerToken(), "t1") << "not expired: the plugin does not run again";
+  EXPECT_TRUE(c->invalidateToken()) << "after a 401";
+  EXPECT_EQ(c->bearerToken(), "t2");
+  EXPECT_EQ(c->bearerToken(), "t2");
+}
+
 }  // namespace
 }  // namespace banlieue::kube
