@@ -23,22 +23,32 @@ class CpprestTransport final : public HttpTransport {
   explicit CpprestTransport(Connection connection) : connection_(std::move(connection)) {}
 
   StatusOr<HttpResponse> send(const HttpRequest& request) override {
-    return performWithFreshToken(request, nullptr, nullptr);
+    return performWithRetries(request, nullptr, nullptr);
   }
 
   StatusOr<HttpResponse> stream(const HttpRequest& request,
                                 const std::function<bool(std::string_view)>& on_line,
                                 const std::atomic<bool>* cancel) override {
-    return performWithFreshToken(request, &on_line, cancel);
+    return performWithRetries(request, &on_line, cancel);
   }
 
  private:
-  // A 401 with a dynamic token (exec plugin) is retried once with a fresh token, as client-go
-  // does; a 401 response has no streamed body yet, so retrying a watch is safe too.
-  StatusOr<HttpResponse> performWithFreshToken(const HttpRequest& request,
-                                               const std::function<bool(std::string_view)>* on_line,
-                                               const std::atomic<bool>* cancel) {
+  // Two retries, each at most once and safe for any verb:
+  //  - a request that could not be written never reached the server (a pooled keep-alive
+  //    connection the server closed, e.g. when it restarted). cpprestsdk puts such a
+  //    connection back into its pool, so every pooled connection may be dead: the request is
+  //    sent again through a fresh pool, as Go's HTTP transport retries unsent requests;
+  //  - a 401 with a dynamic token (exec plugin) is retried with a fresh token, as client-go
+  //    does; a 401 response has no streamed body yet, so retrying a watch is safe too.
+  StatusOr<HttpResponse> performWithRetries(const HttpRequest& request,
+                                            const std::function<bool(std::string_view)>* on_line,
+                                            const std::atomic<bool>* cancel) {
     auto response = perform(request, on_line, cancel);
+    if (!response.ok() && response.status().reason() == "RequestNotSent") {
+      common::logger("kube")->info("{}; retrying on a new connection", response.status().message());
+      renewClient(request.timeout);
+      response = perform(request, on_line, cancel);
+    }
     if (response.ok() && response->status == 401 && connection_.invalidateToken()) {
       return perform(request, on_line, cancel);
     }
@@ -160,10 +170,14 @@ class CpprestTransport final : public HttpTransport {
     } catch (const http::http_exception& e) {
       if (cancel != nullptr && cancel->load()) return HttpResponse{200, {}, {}};
       std::string what = e.what();
+      if (e.error_code()) what += " (" + e.error_code().message() + ")";
       bool timeout =
           what.find("timed out") != std::string::npos || what.find("Timeout") != std::string::npos;
+      // The request could not be written: nothing reached the server (typically a pooled
+      // keep-alive connection the server closed, e.g. after it restarted).
+      bool unsent = what.find("Failed to write request") != std::string::npos;
       return error(timeout ? Code::kDeadlineExceeded : Code::kUnavailable,
-                   timeout ? "Timeout" : "ConnectionFailed",
+                   timeout ? "Timeout" : (unsent ? "RequestNotSent" : "ConnectionFailed"),
                    request.method + " " + connection_.server + request.path + ": " + what);
     } catch (const std::exception& e) {
       return error(Code::kUnavailable, "ConnectionFailed",
@@ -181,9 +195,19 @@ class CpprestTransport final : public HttpTransport {
     return *slot;
   }
 
+  void renewClient(std::chrono::milliseconds timeout) {
+    std::lock_guard lock(mutex_);
+    auto& slot = clients_[timeout.count()];
+    // Kept, not destroyed: a request on another thread may still use it (and destroying a
+    // client right after a failed handshake can corrupt cpprestsdk's heap, see the TLS test).
+    if (slot) retired_.push_back(std::move(slot));
+    slot = std::make_unique<http::client::http_client>(connection_.server, config(timeout));
+  }
+
   Connection connection_;
   std::mutex mutex_;
   std::map<int64_t, std::unique_ptr<http::client::http_client>> clients_;
+  std::vector<std::unique_ptr<http::client::http_client>> retired_;  // after server restarts
 };
 
 }  // namespace
