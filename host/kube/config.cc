@@ -247,7 +247,7 @@ StatusOr<ExecCredential> runExecCredential(const ExecCommand& exec) {
 // 401 and the log says why the plugin failed.
 class ExecTokenSource final : public TokenSource {
  public:
-  ExecTokenSource(ExecCommand command, ExecCredential first)
+  ExecTokenSource(ExecCommand command, const ExecCredential& first)
       : command_(std::move(command)), token_(first.token), expires_(first.expires) {}
 
   std::string token() override {

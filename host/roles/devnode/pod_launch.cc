@@ -186,7 +186,12 @@ StatusOr<LaunchSpec> buildLaunchSpec(kube::KubeClient& client, const NodeContext
       spec.argv.push_back(expandReferences(arg.IsString() ? arg.GetString() : "", vars));
     }
   }
-  for (const auto& [name, value] : vars) spec.env.push_back(name + "=" + value);
+  for (const auto& [name, value] : vars) {
+    std::string entry = name;
+    entry += '=';
+    entry += value;
+    spec.env.push_back(std::move(entry));
+  }
 
   if (const auto* mounts = json::member(&container, "volumeMounts"); mounts && mounts->IsArray()) {
     for (const auto& m : mounts->GetArray()) {

@@ -252,15 +252,15 @@ std::string PodSupervisor::statusPatch(const PodRun& run, const rapidjson::Value
     all_ready = all_ready && c.ready;
     statuses.PushBack(s, a);
   }
+  // Running once a container has started, including between restarts (kubelet's rule).
+  bool has_run = std::any_of(run.containers.begin(), run.containers.end(),
+                             [](const ContainerRun& c) { return c.restarts > 0 || c.exit_code; });
   std::string phase = "Pending";
   if (all_terminated && !run.containers.empty()) {
     phase = any_failed ? "Failed" : "Succeeded";
-  } else if (any_running || (!any_waiting && run.volumes)) {
+  } else if (any_running || (!any_waiting && run.volumes) ||
+             (any_waiting && !run.start_time.empty() && has_run)) {
     phase = "Running";
-  } else if (any_waiting && !run.start_time.empty() &&
-             std::any_of(run.containers.begin(), run.containers.end(),
-                         [](const ContainerRun& c) { return c.restarts > 0 || c.exit_code; })) {
-    phase = "Running";  // between restarts
   }
   rapidjson::Value status(rapidjson::kObjectType);
   status.AddMember("phase", str(phase), a);

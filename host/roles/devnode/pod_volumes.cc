@@ -3,6 +3,7 @@
 #include "host/kube/api_error.h"
 
 #include <banlieue/sdk/json.h>
+#include <fmt/format.h>
 #include <openssl/evp.h>
 
 #include <fstream>
@@ -84,9 +85,9 @@ Status writeKeySource(kube::KubeClient& client, const std::string& ns, const rap
       auto it = keys->find(key);
       if (it == keys->end()) {
         if (optional) continue;
-        return error(
-            Code::kNotFound, "CreateContainerConfigError",
-            "key \"" + key + "\" not found in " + (secret ? "secret " : "configmap ") + name);
+        return error(Code::kNotFound, "CreateContainerConfigError",
+                     fmt::format("key \"{}\" not found in {} {}", key,
+                                 secret ? "secret" : "configmap", name));
       }
       auto s = writeFile(dir / json::stringOr(&item, "path", key), it->second, modeOf(&src, &item));
       if (!s.isOk()) return s;
