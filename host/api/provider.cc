@@ -258,7 +258,7 @@ std::vector<KindInfo> providerKinds() {
       .version = kVersion,
       .kind = "ProviderClass",
       .plural = "providerclasses",
-      .short_names = {"pc"},
+      .short_names = {"provclass"},
       .namespaced = false,
       .description = "How the Providers of one backend run: plugin, image, workload shape",
       .columns = {{"Backend", "string", ".spec.backend"},

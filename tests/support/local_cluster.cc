@@ -76,6 +76,7 @@ LocalCluster& LocalCluster::shared() {
   static LocalCluster cluster;
   static bool started = [] {
     cluster.start();
+    if (!cluster.kubeconfig_.empty()) cluster.installCrds();
     return true;
   }();
   (void)started;
@@ -98,6 +99,26 @@ void LocalCluster::start() {
   }
   kubeconfig_ = owned_state_ / "kubeconfig";
   static ClusterStopper stopper;
+}
+
+// Issue #3 item 3: the cluster serves banlieue's kinds whenever deploy/crds exists. Applied
+// with bootstrap's field manager, so `banlieue bootstrap operator` finds them already its own.
+void LocalCluster::installCrds() {
+  std::filesystem::path crds = std::filesystem::path(BANLIEUE_SOURCE_DIR) / "deploy" / "crds";
+  if (!std::filesystem::is_directory(crds)) return;
+  auto applied =
+      kubectl("apply --server-side --force-conflicts --field-manager=banlieue.io/bootstrap -f " +
+              shellQuote(crds.string()));
+  if (applied.exit_code != 0) {
+    ADD_FAILURE() << "installing " << crds.string() << " failed:\n" << applied.output;
+    return;
+  }
+  auto established =
+      kubectl("wait --for=condition=established --timeout=60s -f " + shellQuote(crds.string()),
+              std::chrono::seconds(90));
+  if (established.exit_code != 0) {
+    ADD_FAILURE() << "CRDs in " << crds.string() << " not established:\n" << established.output;
+  }
 }
 
 std::unique_ptr<kube::KubeClient> LocalCluster::client() const {

@@ -92,6 +92,8 @@ void registerBootstrapCommand(CLI::App& app, app::Action& action) {
                  "Namespace (repeatable) where the controller may read userData Secrets and "
                  "ConfigMaps; must exist")
       ->capture_default_str();
+  op->add_flag("!--skip-crds", flags->options.crds,
+               "Leave the CRDs out (when they are installed separately, e.g. from deploy/crds)");
   op->add_flag("!--skip-provider-classes", flags->options.provider_classes,
                "Do not create a ProviderClass per plugin");
   op->add_option("--kubeconfig", flags->kubeconfig,

@@ -293,7 +293,9 @@ std::vector<rapidjson::Document> buildBootstrapObjects(
   std::vector<rapidjson::Document> out;
   out.push_back(
       parse(R"({"apiVersion":"v1","kind":"Namespace","metadata":)" + meta(ns, "", "") + "}"));
-  for (auto& crd : buildCrds(plugins)) out.push_back(std::move(crd));
+  if (options.crds) {
+    for (auto& crd : buildCrds(plugins)) out.push_back(std::move(crd));
+  }
 
   // Shared provider ClusterRoles: the operator binds them per Provider but never creates them.
   for (const auto& p : plugins) {

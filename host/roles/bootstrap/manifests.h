@@ -30,6 +30,8 @@ struct BootstrapOptions {
   // Where plugins live inside the image; ProviderClass spec.plugin.path points below it.
   std::string image_plugin_dir = kImagePluginDir;
   bool provider_classes = true;
+  // Leave the CRDs out (GitOps setups that manage CRDs on their own; deploy/install/).
+  bool crds = true;
 };
 
 // The default image: localhost/banlieue:<this binary's version>.
