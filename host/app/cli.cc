@@ -36,9 +36,9 @@ int run(int argc, char** argv) {
 
   Action action;
   roles::registerPendingRoles(app, action);
-  roles::plugin::registerPluginCommands(app, action);
   roles::crdgen::registerCrdgenCommand(app, action);
   roles::bootstrap::registerBootstrapCommand(app, action);
+  roles::plugin::registerPluginCommands(app, action);
 
   try {
     app.parse(argc, argv);

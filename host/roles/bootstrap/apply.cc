@@ -101,7 +101,10 @@ StatusOr<ApplyReport> applyAll(kube::KubeClient& client,
     // force: bootstrap owns what it installs, as `kubectl apply --server-side --force-conflicts`.
     auto applied = client.apply(*type, ns, name, json::serialize(object),
                                 {.field_manager = kFieldManager, .force = true});
-    std::string what = json::stringOr(&object, "kind") + " " + (ns.empty() ? "" : ns + "/") + name;
+    std::string what = json::stringOr(&object, "kind");
+    what += ' ';
+    if (!ns.empty()) what += ns + "/";
+    what += name;
     if (!applied.ok()) {
       return error(applied.status().code(), applied.status().reason(),
                    "applying " + what + ": " + applied.status().message());

@@ -279,9 +279,8 @@ std::vector<rapidjson::Document> buildCrds(const std::vector<DiscoveredPlugin>& 
   for (const auto& kind : api::builtinKinds()) out.push_back(api::buildCrd(kind));
   for (const auto& p : plugins) {
     for (const auto& crd : p.crds) {
-      rapidjson::Document copy;
+      auto& copy = out.emplace_back();
       copy.CopyFrom(crd, copy.GetAllocator());
-      out.push_back(std::move(copy));
     }
   }
   return out;

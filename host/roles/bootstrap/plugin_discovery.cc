@@ -65,7 +65,11 @@ Status validatePluginCrd(const plugin::Manifest& manifest, const rapidjson::Valu
   }
   for (const auto& builtin : api::builtinKinds()) {
     if (builtin.group == group && builtin.kind == kind) {
-      return invalidCrd(source, "redefines banlieue's own kind " + kind + "." + group);
+      std::string what = "redefines banlieue's own kind ";
+      what += kind;
+      what += '.';
+      what += group;
+      return invalidCrd(source, what);
     }
   }
   if (group == api::kGroup) {
