@@ -4,9 +4,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <thread>
 
 namespace banlieue::testing {
@@ -106,6 +109,19 @@ void LocalCluster::start() {
 void LocalCluster::installCrds() {
   std::filesystem::path crds = std::filesystem::path(BANLIEUE_SOURCE_DIR) / "deploy" / "crds";
   if (!std::filesystem::is_directory(crds)) return;
+  // Every test process shares the cluster: a marker beside its kubeconfig, named after the
+  // CRDs' content, saves re-applying them in each process once one has.
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(crds)) files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  std::string content;
+  for (const auto& f : files) {
+    std::ifstream in(f);
+    content.append(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  auto marker = kubeconfig_.parent_path() /
+                ("banlieue-crds-" + std::to_string(std::hash<std::string>{}(content)));
+  if (std::filesystem::exists(marker)) return;
   auto applied =
       kubectl("apply --server-side --force-conflicts --field-manager=banlieue.io/bootstrap -f " +
               shellQuote(crds.string()));
@@ -118,7 +134,9 @@ void LocalCluster::installCrds() {
               std::chrono::seconds(90));
   if (established.exit_code != 0) {
     ADD_FAILURE() << "CRDs in " << crds.string() << " not established:\n" << established.output;
+    return;
   }
+  std::ofstream(marker) << "applied\n";
 }
 
 std::unique_ptr<kube::KubeClient> LocalCluster::client() const {
