@@ -4,6 +4,8 @@
 #include "host/common/allocator_tuning.h"
 #include "host/common/logging.h"
 #include "host/common/version.h"
+#include "host/roles/bootstrap/bootstrap_role.h"
+#include "host/roles/crdgen/crdgen_role.h"
 #include "host/roles/devnode/devnode_command.h"
 #include "host/roles/pending/pending_roles.h"
 #include "host/roles/plugin/plugin_command.h"
@@ -35,6 +37,8 @@ int run(int argc, char** argv) {
 
   Action action;
   roles::registerPendingRoles(app, action);
+  roles::crdgen::registerCrdgenCommand(app, action);
+  roles::bootstrap::registerBootstrapCommand(app, action);
   roles::plugin::registerPluginCommands(app, action);
   roles::devnode::registerDevnodeCommand(app, action);
 

@@ -17,9 +17,11 @@ expect 3 "banlieue controller: not available in this build yet; it lands with is
 expect 3 "banlieue operator: not available in this build yet" -- operator
 expect 3 "banlieue imagebuilder: not available" -- imagebuilder
 expect 3 "banlieue image-import: not available" -- image-import
-expect 3 "banlieue crdgen: not available" -- crdgen
+expect 0 "name: virtualmachines.banlieue.io" -- crdgen
+expect 1 "plugin directory does not exist" -- crdgen --plugin-dir /nonexistent/banlieue-plugins
 expect 3 "banlieue provider libvirt: not available" -- provider libvirt --provider ns/name
-expect 3 "banlieue bootstrap operator: not available" -- bootstrap operator --dry-run
+expect 0 "kind: Namespace" -- bootstrap operator --dry-run --plugin-dir /nonexistent/banlieue-plugins
+expect 0 "name: banlieue-system" -- bootstrap operator --dry-run --plugin-dir /nonexistent/banlieue-plugins
 expect 2 "--log-level 'loud' is not a level" -- --log-level loud controller
 expect 2 "--log-format 'yaml' must be text or json" -- --log-format yaml controller
 expect 106 "dir is required" -- plugin check

@@ -4,9 +4,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <thread>
 
 namespace banlieue::testing {
@@ -76,6 +79,7 @@ LocalCluster& LocalCluster::shared() {
   static LocalCluster cluster;
   static bool started = [] {
     cluster.start();
+    if (!cluster.kubeconfig_.empty()) cluster.installCrds();
     return true;
   }();
   (void)started;
@@ -99,6 +103,41 @@ void LocalCluster::start() {
   }
   kubeconfig_ = owned_state_ / "kubeconfig";
   static ClusterStopper stopper;
+}
+
+// Issue #3 item 3: the cluster serves banlieue's kinds whenever deploy/crds exists. Applied
+// with bootstrap's field manager, so `banlieue bootstrap operator` finds them already its own.
+void LocalCluster::installCrds() {
+  std::filesystem::path crds = std::filesystem::path(BANLIEUE_SOURCE_DIR) / "deploy" / "crds";
+  if (!std::filesystem::is_directory(crds)) return;
+  // Every test process shares the cluster: a marker beside its kubeconfig, named after the
+  // CRDs' content, saves re-applying them in each process once one has.
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(crds)) files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  std::string content;
+  for (const auto& f : files) {
+    std::ifstream in(f);
+    content.append(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  auto marker = kubeconfig_.parent_path() /
+                ("banlieue-crds-" + std::to_string(std::hash<std::string>{}(content)));
+  if (std::filesystem::exists(marker)) return;
+  auto applied =
+      kubectl("apply --server-side --force-conflicts --field-manager=banlieue.io/bootstrap -f " +
+              shellQuote(crds.string()));
+  if (applied.exit_code != 0) {
+    ADD_FAILURE() << "installing " << crds.string() << " failed:\n" << applied.output;
+    return;
+  }
+  auto established =
+      kubectl("wait --for=condition=established --timeout=60s -f " + shellQuote(crds.string()),
+              std::chrono::seconds(90));
+  if (established.exit_code != 0) {
+    ADD_FAILURE() << "CRDs in " << crds.string() << " not established:\n" << established.output;
+    return;
+  }
+  std::ofstream(marker) << "applied\n";
 }
 
 std::unique_ptr<kube::KubeClient> LocalCluster::client() const {

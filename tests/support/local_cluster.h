@@ -1,5 +1,6 @@
 // Test support for the real local control plane (deploy/local): a shared cluster per test
 // run, a namespace per test, and kubectl as a user would run it.
+// The cluster serves banlieue's CRDs from deploy/crds (applied once per test process).
 //
 // The cluster is the one named by BANLIEUE_TEST_KUBECONFIG (CTest starts it once through the
 // `local_cluster_up` fixture); when that is unset, the first test brings one up itself with
@@ -68,6 +69,7 @@ class LocalCluster {
  private:
   LocalCluster() = default;
   void start();
+  void installCrds();  // deploy/crds, when present
   std::filesystem::path kubeconfig_;
   std::filesystem::path owned_state_;  // set when this process started the cluster
   friend struct ClusterStopper;

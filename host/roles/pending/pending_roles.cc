@@ -26,8 +26,6 @@ constexpr PendingRole kPendingRoles[] = {
      "issue #11 (image pipeline)"},
     {"image-import", "Verify an artifact's sha256 and push it into every zone through the plugin",
      "issue #11 (image pipeline)"},
-    {"crdgen", "Print the CRDs generated from the C++ API types",
-     "issue #5 (API types and crdgen)"},
 };
 
 app::Action unavailable(std::string command, std::string lands_with) {
@@ -59,18 +57,6 @@ void registerPendingRoles(CLI::App& app, app::Action& action) {
   provider->allow_extras();
   provider->callback([&action, backend, plugin_dir] {
     action = unavailable("provider " + *backend, "issue #7 (operator and provider runtime)");
-  });
-
-  auto* bootstrap = app.add_subcommand("bootstrap", "Install banlieue into a cluster");
-  bootstrap->require_subcommand(1);
-  auto* bootstrap_operator = bootstrap->add_subcommand(
-      "operator", "Apply the namespace, CRDs, RBAC, Deployments and one ProviderClass per plugin");
-  auto dry_run = std::make_shared<bool>(false);
-  bootstrap_operator->add_flag("--dry-run", *dry_run,
-                               "Print the manifests instead of applying them");
-  bootstrap_operator->allow_extras();
-  bootstrap_operator->callback([&action, dry_run] {
-    action = unavailable("bootstrap operator", "issue #5 (API types and bootstrap)");
   });
 }
 

@@ -1,0 +1,169 @@
+// banlieue.io/v1alpha1 Provider (one backend instance) and ProviderClass (how a backend's
+// provider workload runs: plugin, image, deployment mode, pod shape).
+#pragma once
+
+#include "host/api/common.h"
+
+namespace banlieue::api {
+
+struct ProviderConnection {
+  std::string endpoint;
+  std::optional<LocalObjectReference> credentials_ref;
+  bool insecure_skip_tls_verify = false;
+  std::optional<CABundleSource> ca_bundle;
+  static const Fields<ProviderConnection>& describe();
+};
+
+struct ZoneTarget {
+  std::string datacenter;
+  std::string cluster;
+  StringMap target;
+  static const Fields<ZoneTarget>& describe();
+};
+
+struct StorageClassCapability {
+  std::string name;
+  StringMap target;
+  std::vector<ZoneTarget> per_zone;
+  static const Fields<StorageClassCapability>& describe();
+};
+
+struct Subnet {
+  std::string gateway;
+  std::vector<std::string> nameservers;
+  std::string domain;
+  static const Fields<Subnet>& describe();
+};
+
+struct ZoneSubnet {
+  std::string datacenter;
+  std::string cluster;
+  Subnet subnet;
+  static const Fields<ZoneSubnet>& describe();
+};
+
+struct NetworkClassCapability {
+  std::string name;
+  StringMap target;
+  std::vector<ZoneTarget> per_zone;
+  std::optional<Subnet> subnet;
+  std::vector<ZoneSubnet> per_zone_subnet;
+  static const Fields<NetworkClassCapability>& describe();
+};
+
+struct ProviderCapabilities {
+  std::vector<StorageClassCapability> storage_classes;
+  std::vector<NetworkClassCapability> network_classes;
+  std::vector<std::string> features;
+  static const Fields<ProviderCapabilities>& describe();
+};
+
+struct FailureDomainNameOverride {
+  std::string datacenter;
+  std::string cluster;
+  std::string name;
+  static const Fields<FailureDomainNameOverride>& describe();
+};
+
+struct Attestation {
+  CABundleSource ek_trust_bundle;
+  static const Fields<Attestation>& describe();
+};
+
+struct ProviderSpec {
+  LocalObjectReference provider_class_ref;
+  ProviderConnection connection;
+  std::optional<ProviderCapabilities> capabilities;
+  bool paused = false;
+  bool use_content_library = false;
+  std::vector<FailureDomainNameOverride> failure_domain_name_overrides;
+  std::optional<Attestation> attestation;
+  static const Fields<ProviderSpec>& describe();
+};
+
+struct FailureDomainAttributes {
+  std::vector<std::string> available_storage_classes;
+  std::vector<std::string> available_network_classes;
+  std::vector<std::string> features;
+  StringMap raw;
+  static const Fields<FailureDomainAttributes>& describe();
+};
+
+struct ProviderFailureDomain {
+  std::string name;
+  StringMap labels;
+  FailureDomainAttributes attributes;
+  static const Fields<ProviderFailureDomain>& describe();
+};
+
+struct ProviderWorkload {
+  std::string mode = "Managed";
+  std::string deployment_name;
+  std::string namespace_;
+  std::optional<int32_t> ready_replicas;
+  std::optional<int64_t> observed_generation;
+  static const Fields<ProviderWorkload>& describe();
+};
+
+struct ProviderStatus {
+  std::vector<ProviderFailureDomain> failure_domains;
+  std::vector<Condition> conditions;
+  std::optional<ProviderWorkload> workload;
+  std::vector<std::string> ek_ca_certificates;
+  int64_t observed_generation = 0;
+  static const Fields<ProviderStatus>& describe();
+};
+
+using Provider = Resource<ProviderSpec, ProviderStatus>;
+
+struct PluginRef {
+  std::string path;
+  static const Fields<PluginRef>& describe();
+};
+
+struct ImagePullSecret {
+  std::string name;
+  static const Fields<ImagePullSecret>& describe();
+};
+
+struct ContainerImage {
+  std::string repository;
+  std::string tag;
+  std::string digest;
+  std::string pull_policy;
+  std::vector<ImagePullSecret> pull_secrets;
+  static const Fields<ContainerImage>& describe();
+};
+
+struct LoggingSpec {
+  std::string level;
+  std::string format;
+  static const Fields<LoggingSpec>& describe();
+};
+
+struct ProviderClassSpec {
+  std::string backend;
+  std::optional<PluginRef> plugin;
+  std::optional<ContainerImage> image;
+  std::string deployment = "Managed";
+  std::string workload_namespace;
+  int32_t replicas = 1;
+  std::optional<ResourceRequirements> resources;
+  StringMap node_selector;
+  std::vector<Toleration> tolerations;
+  std::optional<LoggingSpec> logging;
+  std::vector<PolicyRule> additional_rules;
+  bool paused = false;
+  static const Fields<ProviderClassSpec>& describe();
+};
+
+struct ProviderClassStatus {
+  std::vector<Condition> conditions;
+  int32_t providers = 0;
+  int64_t observed_generation = 0;
+  static const Fields<ProviderClassStatus>& describe();
+};
+
+using ProviderClass = Resource<ProviderClassSpec, ProviderClassStatus>;
+
+}  // namespace banlieue::api

@@ -1,0 +1,108 @@
+#include "host/api/proxmox.h"
+
+#include "host/api/infra_fields.h"
+#include "host/api/machine_template_impl.h"
+
+namespace banlieue::api {
+
+const Fields<ProxmoxDisk>& ProxmoxDisk::describe() {
+  using T = ProxmoxDisk;
+  static const Fields<T> f =
+      Fields<T>("A blank data disk")
+          .field("name", &T::name, {.required = true, .min_length = 1})
+          .field("sizeGiB", &T::size_gib, {.required = true, .minimum = 1, .maximum = 65536})
+          .field("storage", &T::storage, {.description = "Default: spec.storage"});
+  return f;
+}
+
+const Fields<ProxmoxNetworkDevice>& ProxmoxNetworkDevice::describe() {
+  using T = ProxmoxNetworkDevice;
+  static const Fields<T> f = Fields<T>()
+                                 .field("name", &T::name, {.required = true, .min_length = 1})
+                                 .field("bridge", &T::bridge, {.required = true, .min_length = 1})
+                                 .field("vlan", &T::vlan, {.minimum = 1, .maximum = 4094})
+                                 .field("model", &T::model,
+                                        {.enum_values = {"virtio", "e1000", "rtl8139", "vmxnet3"},
+                                         .default_json = "\"virtio\""})
+                                 .field("macAddress", &T::mac_address)
+                                 .field("ipam", &T::ipam);
+  return f;
+}
+
+const Fields<ProxmoxMachineSpec>& ProxmoxMachineSpec::describe() {
+  using T = ProxmoxMachineSpec;
+  static const Fields<T> f =
+      Fields<T>("A Proxmox VE guest, fully resolved by the controller")
+          .field("providerID", &T::provider_id, infra::providerId("proxmox://<node>/<vmid>"))
+          .field("failureDomain", &T::failure_domain, infra::failureDomain())
+          .field("providerRef", &T::provider_ref, infra::providerRef())
+          .field("node", &T::node,
+                 {.description = "PVE node (the failure domain's raw node)",
+                  .required = true,
+                  .min_length = 1})
+          .field("templateVmid", &T::template_vmid,
+                 {.description = "VMID of the template to clone",
+                  .required = true,
+                  .minimum = 100,
+                  .maximum = 999999999})
+          .field("storage", &T::storage, {.required = true, .min_length = 1})
+          .field("cores", &T::cores, infra::cpus())
+          .field("memoryMiB", &T::memory_mib, infra::memoryMiB())
+          .field("firmware", &T::firmware,
+                 {.enum_values = enums::kFirmware, .default_json = "\"efi\""})
+          .field("tpmEnabled", &T::tpm_enabled)
+          .field("osDiskSizeGiB", &T::os_disk_size_gib, {.minimum = 1, .maximum = 65536})
+          .field("dataDisks", &T::data_disks, {.max_items = 31, .map_keys = {"name"}})
+          .field("network", &T::network, {.max_items = 16, .map_keys = {"name"}})
+          .field("seedIsoStorage", &T::seed_iso_storage,
+                 {.description = "Storage for the cloud-init seed ISO"})
+          .field("userData", &T::user_data, infra::userData())
+          .field("desiredPowerState", &T::desired_power_state, infra::desiredPowerState());
+  return f;
+}
+
+const Fields<ProxmoxMachineStatus>& ProxmoxMachineStatus::describe() {
+  using T = ProxmoxMachineStatus;
+  static const Fields<T> f =
+      Fields<T>()
+          .field("initialization", &T::initialization, infra::initialization())
+          .field("failureDomain", &T::failure_domain)
+          .field("addresses", &T::addresses)
+          .field("vmid", &T::vmid)
+          .field("node", &T::node)
+          .field("observedPowerState", &T::observed_power_state, infra::observedPowerState())
+          .field("operationToken", &T::operation_token, infra::operationToken())
+          .field("conditions", &T::conditions, conditionsSpec())
+          .field("observedGeneration", &T::observed_generation);
+  return f;
+}
+
+BANLIEUE_API_CODEC(ProxmoxMachine);
+BANLIEUE_API_CODEC(ProxmoxMachineTemplate);
+
+std::vector<KindInfo> proxmoxKinds() {
+  KindInfo machine{.group = kInfraGroup,
+                   .version = kInfraVersion,
+                   .kind = "ProxmoxMachine",
+                   .plural = "proxmoxmachines",
+                   .short_names = {"pxm"},
+                   .description = "A Proxmox VE guest (CAPI v1beta2 InfraMachine)",
+                   .columns = infra::machineColumns({{"Node", "string", ".spec.node", "", 1}}),
+                   .spec_schema = &schemaOf<ProxmoxMachineSpec>,
+                   .status_schema = &schemaOf<ProxmoxMachineStatus>,
+                   .spec_required = true,
+                   .crd_labels = infra::crdLabels()};
+  KindInfo machine_template{.group = kInfraGroup,
+                            .version = kInfraVersion,
+                            .kind = "ProxmoxMachineTemplate",
+                            .plural = "proxmoxmachinetemplates",
+                            .short_names = {"pxmt"},
+                            .description = "A ProxmoxMachine template for CAPI MachineDeployments",
+                            .columns = {ageColumn()},
+                            .spec_schema = &schemaOf<MachineTemplateSpec<ProxmoxMachineSpec>>,
+                            .spec_required = true,
+                            .crd_labels = infra::crdLabels()};
+  return {machine, machine_template};
+}
+
+}  // namespace banlieue::api

@@ -1,0 +1,155 @@
+#include "host/api/vsphere.h"
+
+#include "host/api/infra_fields.h"
+#include "host/api/machine_template_impl.h"
+
+namespace banlieue::api {
+
+const Fields<VSphereDisk>& VSphereDisk::describe() {
+  using T = VSphereDisk;
+  static const Fields<T> f =
+      Fields<T>()
+          .field("name", &T::name, {.required = true, .min_length = 1})
+          .field("sizeGiB", &T::size_gib, {.required = true, .minimum = 1, .maximum = 65536})
+          .field("provisioning", &T::provisioning,
+                 {.enum_values = enums::kDiskProvisioning, .default_json = "\"thin\""});
+  return f;
+}
+
+const Fields<VSphereNetworkDevice>& VSphereNetworkDevice::describe() {
+  using T = VSphereNetworkDevice;
+  static const Fields<T> f =
+      Fields<T>()
+          .field("name", &T::name, {.required = true, .min_length = 1})
+          .field("portGroup", &T::port_group,
+                 {.description = "Port group or distributed port group name", .required = true})
+          .field("macAddress", &T::mac_address)
+          .field("ipam", &T::ipam);
+  return f;
+}
+
+const Fields<VSphereMachineSpec>& VSphereMachineSpec::describe() {
+  using T = VSphereMachineSpec;
+  static const Fields<T> f =
+      Fields<T>("A VM on vSphere, fully resolved by the controller")
+          .field("providerID", &T::provider_id, infra::providerId("vsphere://<instance-uuid>"))
+          .field("failureDomain", &T::failure_domain, infra::failureDomain())
+          .field("providerRef", &T::provider_ref, infra::providerRef())
+          .field("template", &T::template_,
+                 {.description = "Template display name", .required = true, .min_length = 1})
+          .field("templateFolder", &T::template_folder,
+                 {.description = "The zone's template folder (every zone's template has the "
+                                 "same name)"})
+          .field("datacenter", &T::datacenter, {.required = true, .min_length = 1})
+          .field("cluster", &T::cluster, {.required = true, .min_length = 1})
+          .field("datastore", &T::datastore,
+                 {.description = "Datastore or datastore cluster (member with most free space)",
+                  .required = true,
+                  .min_length = 1})
+          .field("folder", &T::folder, {.description = "Clone destination folder"})
+          .field("resourcePool", &T::resource_pool, {.description = "Default: the cluster root"})
+          .field("numCpus", &T::num_cpus, infra::cpus())
+          .field("memoryMiB", &T::memory_mib, infra::memoryMiB())
+          .field("firmware", &T::firmware, {.required = true, .enum_values = enums::kFirmware})
+          .field("tpmEnabled", &T::tpm_enabled)
+          .field("disks", &T::disks,
+                 {.required = true, .min_items = 1, .max_items = 32, .map_keys = {"name"}})
+          .field("network", &T::network,
+                 {.required = true, .min_items = 1, .max_items = 16, .map_keys = {"name"}})
+          .field("userData", &T::user_data, infra::userData())
+          .field("desiredPowerState", &T::desired_power_state, infra::desiredPowerState())
+          .field("createdBy", &T::created_by);
+  return f;
+}
+
+const Fields<VSphereMachineStatus>& VSphereMachineStatus::describe() {
+  using T = VSphereMachineStatus;
+  static const Fields<T> f =
+      Fields<T>()
+          .field("initialization", &T::initialization, infra::initialization())
+          .field("failureDomain", &T::failure_domain)
+          .field("addresses", &T::addresses)
+          .field("vmRef", &T::vm_ref, {.description = "Managed object reference (vm-NNN)"})
+          .field("instanceUuid", &T::instance_uuid)
+          .field("observedPowerState", &T::observed_power_state, infra::observedPowerState())
+          .field("tpmAttached", &T::tpm_attached)
+          .field("guestInstalled", &T::guest_installed,
+                 {.description = "Sticky once the guest announced its installation"})
+          .field("tpmEndorsementCertificates", &T::tpm_endorsement_certificates)
+          .field("operationToken", &T::operation_token, infra::operationToken())
+          .field("conditions", &T::conditions, conditionsSpec())
+          .field("observedGeneration", &T::observed_generation);
+  return f;
+}
+
+const Fields<VSphereClusterSpec>& VSphereClusterSpec::describe() {
+  using T = VSphereClusterSpec;
+  static const Fields<T> f =
+      Fields<T>("A CAPI InfraCluster spanning the failure domains of one or more Providers")
+          .field("controlPlaneEndpoint", &T::control_plane_endpoint)
+          .field("providerSelector", &T::provider_selector)
+          .field("providerRefs", &T::provider_refs,
+                 {.description = "Providers to aggregate; wins over providerSelector",
+                  .map_keys = {"name"}})
+          .field("controlPlaneFailureDomainSelector", &T::control_plane_failure_domain_selector)
+          .field("paused", &T::paused);
+  return f;
+}
+
+const Fields<VSphereClusterStatus>& VSphereClusterStatus::describe() {
+  using T = VSphereClusterStatus;
+  static const Fields<T> f =
+      Fields<T>()
+          .field("initialization", &T::initialization, infra::initialization())
+          .field("controlPlaneEndpoint", &T::control_plane_endpoint)
+          .field("failureDomains", &T::failure_domains, {.map_keys = {"name"}})
+          .field("conditions", &T::conditions, conditionsSpec())
+          .field("observedGeneration", &T::observed_generation);
+  return f;
+}
+
+BANLIEUE_API_CODEC(VSphereMachine);
+BANLIEUE_API_CODEC(VSphereMachineTemplate);
+BANLIEUE_API_CODEC(VSphereCluster);
+
+std::vector<KindInfo> vsphereKinds() {
+  KindInfo machine{
+      .group = kInfraGroup,
+      .version = kInfraVersion,
+      .kind = "VSphereMachine",
+      .plural = "vspheremachines",
+      .short_names = {"vsm"},
+      .description = "A VM on vSphere (CAPI v1beta2 InfraMachine)",
+      .columns = infra::machineColumns({{"Cluster", "string", ".spec.cluster", "", 1}}),
+      .spec_schema = &schemaOf<VSphereMachineSpec>,
+      .status_schema = &schemaOf<VSphereMachineStatus>,
+      .spec_required = true,
+      .crd_labels = infra::crdLabels()};
+  KindInfo machine_template{.group = kInfraGroup,
+                            .version = kInfraVersion,
+                            .kind = "VSphereMachineTemplate",
+                            .plural = "vspheremachinetemplates",
+                            .short_names = {"vsmt"},
+                            .description = "A VSphereMachine template for CAPI MachineDeployments",
+                            .columns = {ageColumn()},
+                            .spec_schema = &schemaOf<MachineTemplateSpec<VSphereMachineSpec>>,
+                            .spec_required = true,
+                            .crd_labels = infra::crdLabels()};
+  KindInfo cluster{
+      .group = kInfraGroup,
+      .version = kInfraVersion,
+      .kind = "VSphereCluster",
+      .plural = "vsphereclusters",
+      .short_names = {"vsc"},
+      .description = "A CAPI v1beta2 InfraCluster over the failure domains of vSphere Providers",
+      .columns = {{"Provisioned", "boolean", ".status.initialization.provisioned"},
+                  {"Endpoint", "string", ".status.controlPlaneEndpoint.host", "", 1},
+                  readyColumn(),
+                  ageColumn()},
+      .spec_schema = &schemaOf<VSphereClusterSpec>,
+      .status_schema = &schemaOf<VSphereClusterStatus>,
+      .crd_labels = infra::crdLabels()};
+  return {machine, machine_template, cluster};
+}
+
+}  // namespace banlieue::api

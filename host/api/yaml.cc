@@ -1,0 +1,188 @@
+#include "host/api/yaml.h"
+
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <regex>
+
+namespace banlieue::api {
+namespace {
+
+bool isReservedWord(const std::string& s) {
+  std::string lower = s;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  static const char* const kReserved[] = {"true", "false", "yes", "no", "on",
+                                          "off",  "null",  "y",   "n",  "~"};
+  return std::any_of(std::begin(kReserved), std::end(kReserved),
+                     [&](const char* r) { return lower == r; });
+}
+
+// Plain only when a YAML 1.1 or 1.2 reader can take it for nothing but this string.
+bool canBePlain(const std::string& s) {
+  if (s.empty() || !std::isalpha(static_cast<unsigned char>(s[0])) || s.back() == ' ') {
+    return false;
+  }
+  for (char c : s) {
+    bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == ' ' || c == '_' || c == '.' ||
+              c == '/' || c == '-' || c == '(' || c == ')' || c == ',' || c == ';' || c == '+';
+    if (!ok) return false;
+  }
+  return !isReservedWord(s);
+}
+
+std::string scalar(const rapidjson::Value& v) {
+  if (v.IsString()) {
+    std::string s(v.GetString(), v.GetStringLength());
+    if (canBePlain(s)) return s;
+  }
+  if (v.IsNull()) return "null";
+  // JSON's string escapes and number forms are valid YAML.
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
+  v.Accept(writer);
+  return {buffer.GetString(), buffer.GetSize()};
+}
+
+bool isCollection(const rapidjson::Value& v) {
+  return (v.IsObject() && !v.ObjectEmpty()) || (v.IsArray() && !v.Empty());
+}
+
+std::string inlineForm(const rapidjson::Value& v) {
+  if (v.IsObject()) return "{}";
+  if (v.IsArray()) return "[]";
+  return scalar(v);
+}
+
+void emit(const rapidjson::Value& v, int indent, std::string& out);
+
+// A collection inside a list: emitted one level deeper, then its first indentation becomes
+// the "- " marker.
+void emitItem(const rapidjson::Value& item, int indent, std::string& out) {
+  if (!isCollection(item)) {
+    out.append(static_cast<size_t>(indent), ' ').append("- ").append(inlineForm(item)) += '\n';
+    return;
+  }
+  std::string nested;
+  emit(item, indent + 2, nested);
+  out.append(static_cast<size_t>(indent), ' ').append("- ");
+  out.append(nested, static_cast<size_t>(indent) + 2, std::string::npos);
+}
+
+void emit(const rapidjson::Value& v, int indent, std::string& out) {
+  if (v.IsArray()) {
+    for (const auto& item : v.GetArray()) emitItem(item, indent, out);
+    return;
+  }
+  for (const auto& m : v.GetObject()) {
+    out.append(static_cast<size_t>(indent), ' ').append(scalar(m.name)) += ':';
+    if (!isCollection(m.value)) {
+      out.append(" ").append(inlineForm(m.value)) += '\n';
+    } else if (m.value.IsArray()) {
+      out += '\n';
+      emit(m.value, indent, out);
+    } else {
+      out += '\n';
+      emit(m.value, indent + 2, out);
+    }
+  }
+}
+
+void toJson(const YAML::Node& node, rapidjson::Value& out, rapidjson::Document::AllocatorType& a) {
+  switch (node.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined: out.SetNull(); return;
+    case YAML::NodeType::Sequence:
+      out.SetArray();
+      for (const auto& child : node) {
+        rapidjson::Value v;
+        toJson(child, v, a);
+        out.PushBack(v, a);
+      }
+      return;
+    case YAML::NodeType::Map:
+      out.SetObject();
+      for (const auto& kv : node) {
+        rapidjson::Value v;
+        toJson(kv.second, v, a);
+        const std::string& key = kv.first.Scalar();
+        out.AddMember(rapidjson::Value(key.data(), static_cast<rapidjson::SizeType>(key.size()), a),
+                      v, a);
+      }
+      return;
+    case YAML::NodeType::Scalar: break;
+  }
+  const std::string& s = node.Scalar();
+  // A quoted scalar (tag "!") is always a string; plain ones follow the YAML 1.2 core schema.
+  if (node.Tag() != "!") {
+    static const std::regex kInt("^[-+]?[0-9]+$");
+    static const std::regex kFloat(R"(^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$)");
+    if (s == "null" || s == "Null" || s == "NULL" || s == "~") {
+      out.SetNull();
+      return;
+    }
+    if (s == "true" || s == "True" || s == "TRUE") {
+      out.SetBool(true);
+      return;
+    }
+    if (s == "false" || s == "False" || s == "FALSE") {
+      out.SetBool(false);
+      return;
+    }
+    if (std::regex_match(s, kInt)) {
+      try {
+        out.SetInt64(std::stoll(s));
+        return;
+      } catch (const std::out_of_range&) {  // too large: keep the text
+      }
+    } else if (std::regex_match(s, kFloat)) {
+      out.SetDouble(std::stod(s));
+      return;
+    }
+  }
+  out.SetString(s.data(), static_cast<rapidjson::SizeType>(s.size()), a);
+}
+
+}  // namespace
+
+std::string toYaml(const rapidjson::Value& value) {
+  if (!isCollection(value)) return inlineForm(value) + "\n";
+  std::string out;
+  emit(value, 0, out);
+  return out;
+}
+
+std::string toYamlStream(const std::vector<const rapidjson::Value*>& documents) {
+  std::string out;
+  for (const auto* doc : documents) {
+    out += "---\n";
+    out += toYaml(*doc);
+  }
+  return out;
+}
+
+StatusOr<std::vector<rapidjson::Document>> parseYamlDocuments(const std::string& text,
+                                                              const std::string& what) {
+  std::vector<YAML::Node> nodes;
+  try {
+    nodes = YAML::LoadAll(text);
+  } catch (const YAML::Exception& e) {
+    return error(Code::kInvalidArgument, "InvalidYaml",
+                 what + ": not valid YAML: " + e.msg + " at line " +
+                     std::to_string(e.mark.line + 1) + ", column " +
+                     std::to_string(e.mark.column + 1));
+  }
+  std::vector<rapidjson::Document> docs;
+  for (const auto& node : nodes) {
+    if (node.IsNull()) continue;
+    // Built in place: a moved Document leaves clang-analyzer seeing its allocator leak.
+    auto& doc = docs.emplace_back();
+    toJson(node, doc, doc.GetAllocator());
+  }
+  return docs;
+}
+
+}  // namespace banlieue::api

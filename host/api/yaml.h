@@ -1,0 +1,25 @@
+// YAML in and out for manifests: a deterministic block-style emitter (what crdgen and
+// `bootstrap --dry-run` print) and a multi-document reader (plugin-shipped CRDs).
+#pragma once
+
+#include "host/common/status_or.h"
+
+#include <rapidjson/document.h>
+
+#include <string>
+#include <vector>
+
+namespace banlieue::api {
+
+// One YAML document (no leading "---"). Strings are quoted whenever a plain scalar could be
+// read back as anything but the same string (numbers, booleans, null, YAML 1.1 yes/no/on/off).
+std::string toYaml(const rapidjson::Value& value);
+
+// Documents joined with "---" lines, the form `kubectl apply -f -` reads.
+std::string toYamlStream(const std::vector<const rapidjson::Value*>& documents);
+
+// Every non-empty document of a YAML stream as JSON. `what` names the source in errors.
+StatusOr<std::vector<rapidjson::Document>> parseYamlDocuments(const std::string& text,
+                                                              const std::string& what);
+
+}  // namespace banlieue::api

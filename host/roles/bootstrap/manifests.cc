@@ -1,0 +1,347 @@
+#include "host/roles/bootstrap/manifests.h"
+
+#include "host/api/crd.h"
+#include "host/api/kinds.h"
+#include "host/common/version.h"
+
+#include <banlieue/sdk/json.h>
+
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <set>
+
+namespace banlieue::roles::bootstrap {
+namespace {
+
+using Strings = std::vector<std::string>;
+
+// A JSON string literal.
+std::string q(const std::string& s) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
+  writer.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
+  return {buffer.GetString(), buffer.GetSize()};
+}
+
+std::string list(const Strings& items) {
+  std::string out = "[";
+  for (size_t i = 0; i < items.size(); ++i) out += (i == 0 ? "" : ",") + q(items[i]);
+  return out + "]";
+}
+
+std::string rule(const Strings& groups, const Strings& resources, const Strings& verbs) {
+  return "{\"apiGroups\":" + list(groups) + ",\"resources\":" + list(resources) +
+         ",\"verbs\":" + list(verbs) + "}";
+}
+
+std::string rules(const Strings& each) {
+  std::string out = "[";
+  for (size_t i = 0; i < each.size(); ++i) out += (i == 0 ? "" : ",") + each[i];
+  return out + "]";
+}
+
+std::string labels(const std::string& component) {
+  std::string out =
+      R"({"app.kubernetes.io/name":"banlieue","app.kubernetes.io/part-of":"banlieue",)"
+      R"("app.kubernetes.io/managed-by":"banlieue-bootstrap")";
+  if (!component.empty()) out += ",\"app.kubernetes.io/component\":" + q(component);
+  return out + "}";
+}
+
+std::string meta(const std::string& name, const std::string& ns, const std::string& component) {
+  std::string out = "{\"name\":" + q(name);
+  if (!ns.empty()) out += ",\"namespace\":" + q(ns);
+  return out + ",\"labels\":" + labels(component) + "}";
+}
+
+rapidjson::Document parse(const std::string& text) {
+  return sdk::json::parse(text, "bootstrap manifest");
+}
+
+const Strings kRead = {"get", "list", "watch"};
+const Strings kStatusWrite = {"get", "update", "patch"};
+const Strings kAll = {"get", "list", "watch", "create", "update", "patch", "delete"};
+const Strings kEventWrite = {"create", "patch"};
+
+// Infrastructure kinds by group: banlieue's own and every plugin's (from its CRDs).
+std::map<std::string, Strings> infraPlurals(const std::vector<DiscoveredPlugin>& plugins) {
+  std::map<std::string, Strings> by_group;
+  for (const auto& k : api::builtinKinds()) {
+    if (k.group == api::kInfraGroup) by_group[k.group].push_back(k.plural);
+  }
+  for (const auto& p : plugins) {
+    for (const auto& crd : p.crds) {
+      const auto* spec = sdk::json::member(&crd, "spec");
+      by_group[sdk::json::stringOr(spec, "group")].push_back(
+          sdk::json::stringOr(sdk::json::member(spec, "names"), "plural"));
+    }
+  }
+  return by_group;
+}
+
+// The plurals of the infra kinds one plugin serves (banlieue's built-ins or its own CRDs).
+std::map<std::string, Strings> servedPlurals(const DiscoveredPlugin& p) {
+  std::map<std::string, Strings> by_group;
+  for (const auto& gvk : p.manifest.infrastructure) {
+    for (const auto& k : api::builtinKinds()) {
+      if (k.group == gvk.group && k.kind == gvk.kind) by_group[k.group].push_back(k.plural);
+    }
+    for (const auto& crd : p.crds) {
+      const auto* spec = sdk::json::member(&crd, "spec");
+      const auto* names = sdk::json::member(spec, "names");
+      if (sdk::json::stringOr(spec, "group") == gvk.group &&
+          sdk::json::stringOr(names, "kind") == gvk.kind) {
+        by_group[gvk.group].push_back(sdk::json::stringOr(names, "plural"));
+      }
+    }
+  }
+  return by_group;
+}
+
+Strings withSuffix(const Strings& plurals, const std::string& suffix) {
+  Strings out;
+  for (const auto& p : plurals) out.push_back(p + suffix);
+  return out;
+}
+
+// What a provider pod needs: its infra kinds, images, its Provider, events and import Jobs.
+Strings providerRules(const DiscoveredPlugin& p) {
+  Strings out;
+  for (const auto& [group, plurals] : servedPlurals(p)) {
+    out.push_back(rule({group}, plurals, {"get", "list", "watch", "update", "patch"}));
+    out.push_back(rule({group}, withSuffix(plurals, "/status"), kStatusWrite));
+    out.push_back(rule({group}, withSuffix(plurals, "/finalizers"), {"update"}));
+  }
+  out.push_back(rule({api::kGroup}, {"vmimages"}, {"get", "list", "watch", "update", "patch"}));
+  out.push_back(rule({api::kGroup}, {"vmimages/status", "providers/status"}, kStatusWrite));
+  out.push_back(rule({api::kGroup}, {"providers", "providerclasses"}, kRead));
+  out.push_back(rule({"batch"}, {"jobs"}, {"get", "list", "watch", "create", "delete"}));
+  out.push_back(rule({""}, {"events"}, kEventWrite));
+  out.push_back(rule({"events.k8s.io"}, {"events"}, kEventWrite));
+  return out;
+}
+
+Strings controllerRules(const std::vector<DiscoveredPlugin>& plugins) {
+  Strings out = {
+      rule({api::kGroup},
+           {"virtualmachines", "vmclasses", "vmimages", "providers", "providerclasses",
+            "virtualmachinepools", "virtualmachineclaims"},
+           kRead),
+      // Pools create and delete their member VMs and re-parent them to claims.
+      rule({api::kGroup}, {"virtualmachines"}, {"create", "update", "patch", "delete"}),
+      rule({api::kGroup}, {"virtualmachines/finalizers"}, {"update"}),
+      rule({api::kGroup},
+           {"virtualmachines/status", "vmimages/status", "virtualmachinepools/status",
+            "virtualmachineclaims/status"},
+           kStatusWrite),
+  };
+  for (const auto& [group, plurals] : infraPlurals(plugins)) {
+    out.push_back(rule({group}, plurals, kAll));
+    out.push_back(rule({group}, withSuffix(plurals, "/status"), kStatusWrite));
+  }
+  out.push_back(rule({""}, {"events"}, kEventWrite));
+  out.push_back(rule({"events.k8s.io"}, {"events"}, kEventWrite));
+  return out;
+}
+
+// The operator mints a Role, RoleBindings and a ClusterRoleBinding per Provider. RBAC lets a
+// subject grant only what it holds (no escalate or bind verbs here), so this is the union of
+// what it grants plus what it manages.
+Strings operatorRules(const std::vector<DiscoveredPlugin>& plugins) {
+  Strings out = {
+      rule({api::kGroup}, {"providers", "providerclasses"}, kRead),
+      rule({api::kGroup}, {"providers"}, {"update", "patch"}),
+      rule({api::kGroup}, {"providers/finalizers"}, {"update"}),
+      rule({api::kGroup}, {"providers/status", "providerclasses/status"}, kStatusWrite),
+      rule({"apps"}, {"deployments"}, kAll),
+      rule({""}, {"serviceaccounts"}, kAll),
+      rule({"rbac.authorization.k8s.io"}, {"roles", "rolebindings", "clusterrolebindings"}, kAll),
+      rule({"rbac.authorization.k8s.io"}, {"clusterroles"}, {"get", "list", "watch"}),
+      // Granted to provider workloads by resourceNames: the credentials Secret, CA sources,
+      // their own Lease and token.
+      rule({""}, {"secrets", "configmaps"}, {"get"}),
+      rule({""}, {"serviceaccounts/token"}, {"create"}),
+      rule({"coordination.k8s.io"}, {"leases"}, {"get", "create", "update", "patch"}),
+      rule({""}, {"events"}, kEventWrite),
+      rule({"events.k8s.io"}, {"events"}, kEventWrite),
+  };
+  std::set<std::string> seen(out.begin(), out.end());
+  for (const auto& p : plugins) {
+    for (auto& r : providerRules(p)) {
+      if (seen.insert(r).second) out.push_back(std::move(r));
+    }
+  }
+  return out;
+}
+
+std::string clusterRole(const std::string& name, const std::string& component,
+                        const Strings& rule_list) {
+  return R"({"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":)" +
+         meta(name, "", component) + ",\"rules\":" + rules(rule_list) + "}";
+}
+
+std::string binding(const char* kind, const std::string& name, const std::string& ns,
+                    const std::string& component, const char* role_kind, const std::string& role,
+                    const std::string& sa, const std::string& sa_ns) {
+  return R"({"apiVersion":"rbac.authorization.k8s.io/v1","kind":")" + std::string(kind) +
+         R"(","metadata":)" + meta(name, ns, component) +
+         R"(,"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":")" + role_kind +
+         R"(","name":)" + q(role) + R"(},"subjects":[{"kind":"ServiceAccount","name":)" + q(sa) +
+         R"(,"namespace":)" + q(sa_ns) + "}]}";
+}
+
+// Leader election Leases live in the install namespace only.
+std::string leaseRole(const std::string& name, const std::string& ns,
+                      const std::string& component) {
+  return R"({"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","metadata":)" +
+         meta(name, ns, component) + ",\"rules\":" +
+         rules({rule({"coordination.k8s.io"}, {"leases"},
+                     {"get", "list", "watch", "create", "update", "patch"})}) +
+         "}";
+}
+
+std::string deployment(const std::string& name, const std::string& ns, const std::string& component,
+                       const std::string& image, const Strings& args) {
+  std::string selector =
+      R"({"app.kubernetes.io/name":"banlieue","app.kubernetes.io/component":)" + q(component) + "}";
+  std::string probe = [](const char* path, int delay, int period, int timeout) {
+    return R"({"httpGet":{"path":")" + std::string(path) +
+           R"(","port":"health"},"initialDelaySeconds":)" + std::to_string(delay) +
+           ",\"periodSeconds\":" + std::to_string(period) +
+           ",\"timeoutSeconds\":" + std::to_string(timeout) + ",\"failureThreshold\":3}";
+  }("/readyz", 2, 5, 2);
+  std::string liveness = R"({"httpGet":{"path":"/healthz","port":"health"},)"
+                         R"("initialDelaySeconds":10,"periodSeconds":30,"timeoutSeconds":3,)"
+                         R"("failureThreshold":3})";
+  return R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":)" + meta(name, ns, component) +
+         R"(,"spec":{"replicas":1,"selector":{"matchLabels":)" + selector +
+         R"(},"template":{"metadata":{"labels":)" + labels(component) +
+         R"(},"spec":{"serviceAccountName":)" + q(name) +
+         R"(,"terminationGracePeriodSeconds":30,)"
+         R"("securityContext":{"runAsNonRoot":true,"runAsUser":65532,"runAsGroup":65532,)"
+         R"("fsGroup":65532,"seccompProfile":{"type":"RuntimeDefault"}},)"
+         R"("containers":[{"name":)" +
+         q(component) + R"(,"image":)" + q(image) + R"(,"imagePullPolicy":"IfNotPresent","args":)" +
+         list(args) +
+         R"(,"env":[{"name":"POD_NAME","valueFrom":{"fieldRef":{"fieldPath":"metadata.name"}}},)"
+         R"({"name":"POD_NAMESPACE","valueFrom":{"fieldRef":{"fieldPath":"metadata.namespace"}}}],)"
+         R"("ports":[{"name":"metrics","containerPort":8080,"protocol":"TCP"},)"
+         R"({"name":"health","containerPort":8081,"protocol":"TCP"}],)"
+         R"("readinessProbe":)" +
+         probe + R"(,"livenessProbe":)" + liveness +
+         R"(,"resources":{"requests":{"cpu":"50m","memory":"128Mi"},)"
+         R"("limits":{"cpu":"1","memory":"512Mi"}},)"
+         R"("securityContext":{"allowPrivilegeEscalation":false,"readOnlyRootFilesystem":true,)"
+         R"("capabilities":{"drop":["ALL"]},"seccompProfile":{"type":"RuntimeDefault"}}}]}}}})";
+}
+
+std::string providerClass(const DiscoveredPlugin& p, const BootstrapOptions& options) {
+  auto ref = parseImageReference(options.image);
+  std::string image = "{\"repository\":" + q(ref.repository);
+  if (!ref.tag.empty()) image += ",\"tag\":" + q(ref.tag);
+  if (!ref.digest.empty()) image += ",\"digest\":" + q(ref.digest);
+  image += ",\"pullPolicy\":\"IfNotPresent\"}";
+  std::string plugin_path =
+      options.image_plugin_dir + "/" + p.manifest.directory.filename().string();
+  return R"({"apiVersion":"banlieue.io/v1alpha1","kind":"ProviderClass","metadata":)" +
+         meta(p.manifest.name, "", "provider-" + p.manifest.name) +
+         ",\"spec\":{\"backend\":" + q(p.manifest.name) +
+         ",\"plugin\":{\"path\":" + q(plugin_path) + "},\"image\":" + image +
+         ",\"deployment\":\"Managed\"}}";
+}
+
+}  // namespace
+
+std::string defaultImage() {
+  return std::string("localhost/banlieue:") + kVersion;
+}
+
+ImageReference parseImageReference(const std::string& image) {
+  ImageReference ref;
+  std::string rest = image;
+  if (auto at = rest.find('@'); at != std::string::npos) {
+    ref.digest = rest.substr(at + 1);
+    rest.resize(at);
+  }
+  auto slash = rest.rfind('/');
+  auto colon = rest.rfind(':');
+  if (colon != std::string::npos && (slash == std::string::npos || colon > slash)) {
+    ref.tag = rest.substr(colon + 1);
+    rest.resize(colon);
+  }
+  ref.repository = rest;
+  return ref;
+}
+
+std::vector<rapidjson::Document> buildCrds(const std::vector<DiscoveredPlugin>& plugins) {
+  std::vector<rapidjson::Document> out;
+  for (const auto& kind : api::builtinKinds()) out.push_back(api::buildCrd(kind));
+  for (const auto& p : plugins) {
+    for (const auto& crd : p.crds) {
+      auto& copy = out.emplace_back();
+      copy.CopyFrom(crd, copy.GetAllocator());
+    }
+  }
+  return out;
+}
+
+std::vector<rapidjson::Document> buildBootstrapObjects(
+    const BootstrapOptions& options, const std::vector<DiscoveredPlugin>& plugins) {
+  const std::string& ns = options.namespace_;
+  std::vector<rapidjson::Document> out;
+  out.push_back(
+      parse(R"({"apiVersion":"v1","kind":"Namespace","metadata":)" + meta(ns, "", "") + "}"));
+  if (options.crds) {
+    for (auto& crd : buildCrds(plugins)) out.push_back(std::move(crd));
+  }
+
+  // Shared provider ClusterRoles: the operator binds them per Provider but never creates them.
+  for (const auto& p : plugins) {
+    out.push_back(parse(clusterRole("banlieue-provider-" + p.manifest.name,
+                                    "provider-" + p.manifest.name, providerRules(p))));
+  }
+
+  struct Role {
+    std::string name;
+    std::string component;
+    Strings cluster_rules;
+    Strings args;
+  };
+  // The controller's --namespace would narrow what it watches, so only its Lease is placed;
+  // the operator's --namespace is where its Lease lives (banlieue-spec 4.1, 4.2).
+  const Role roles[] = {
+      {kControllerName,
+       "controller",
+       controllerRules(plugins),
+       {"controller", "--leader-election-namespace", ns}},
+      {kOperatorName, "operator", operatorRules(plugins), {"operator", "--namespace", ns}}};
+  for (const auto& r : roles) {
+    out.push_back(parse(R"({"apiVersion":"v1","kind":"ServiceAccount","metadata":)" +
+                        meta(r.name, ns, r.component) + "}"));
+    out.push_back(parse(clusterRole(r.name, r.component, r.cluster_rules)));
+    out.push_back(parse(
+        binding("ClusterRoleBinding", r.name, "", r.component, "ClusterRole", r.name, r.name, ns)));
+    out.push_back(parse(leaseRole(r.name + "-leader-election", ns, r.component)));
+    out.push_back(parse(binding("RoleBinding", r.name + "-leader-election", ns, r.component, "Role",
+                                r.name + "-leader-election", r.name, ns)));
+    if (r.name == kControllerName) {
+      // userData Secrets and ConfigMaps: readable only in the namespaces named here.
+      std::string userdata = std::string(kControllerName) + "-userdata";
+      out.push_back(parse(
+          clusterRole(userdata, r.component, {rule({""}, {"secrets", "configmaps"}, {"get"})})));
+      for (const auto& user_ns : options.userdata_namespaces) {
+        out.push_back(parse(binding("RoleBinding", userdata, user_ns, r.component, "ClusterRole",
+                                    userdata, r.name, ns)));
+      }
+    }
+    out.push_back(parse(deployment(r.name, ns, r.component, options.image, r.args)));
+  }
+
+  if (options.provider_classes) {
+    for (const auto& p : plugins) out.push_back(parse(providerClass(p, options)));
+  }
+  return out;
+}
+
+}  // namespace banlieue::roles::bootstrap

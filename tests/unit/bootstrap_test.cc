@@ -1,0 +1,272 @@
+// Plugin discovery and the objects bootstrap installs (pure builders; no cluster).
+#include "host/roles/bootstrap/apply.h"
+#include "host/roles/bootstrap/manifests.h"
+#include "host/roles/bootstrap/plugin_discovery.h"
+
+#include <banlieue/sdk/json.h>
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace banlieue::roles::bootstrap {
+namespace {
+
+namespace json = sdk::json;
+namespace fs = std::filesystem;
+
+class PluginDir : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() /
+            ("banlieue-bootstrap-test-" + std::to_string(::getpid()) + "-" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+    ::chmod(root_.c_str(), 0755);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  void write(const fs::path& rel, const std::string& text) {
+    fs::create_directories((root_ / rel).parent_path());
+    for (auto p = (root_ / rel).parent_path(); p != root_; p = p.parent_path()) {
+      ::chmod(p.c_str(), 0755);
+    }
+    std::ofstream(root_ / rel) << text;
+    ::chmod((root_ / rel).c_str(), 0644);
+  }
+
+  void manifest(const std::string& dir, const std::string& name, const std::string& kinds,
+                const std::string& crds = "[]") {
+    write(dir + "/provider.json",
+          R"({"manifestVersion":1,"name":")" + name +
+              R"(","library":"lib.so",)"
+              R"("abi":{"major":1},"providerVersion":"1.0","infrastructure":)" +
+              kinds + R"(,"crds":)" + crds + "}");
+  }
+
+  static std::string acmeCrd(const std::string& group = "infrastructure.acme.example",
+                             const std::string& kind = "AcmeMachine") {
+    return "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n"
+           "metadata:\n  name: acmemachines." +
+           group + "\nspec:\n  group: " + group + "\n  names: {kind: " + kind +
+           ", plural: acmemachines}\n  scope: Namespaced\n"
+           "  versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: "
+           "{type: object}}}]\n";
+  }
+
+  fs::path root_;
+};
+
+const char* kLibvirtKinds =
+    R"([{"group":"infrastructure.banlieue.io","version":"v1beta2","kind":"LibvirtMachine"}])";
+const char* kAcmeKinds =
+    R"([{"group":"infrastructure.acme.example","version":"v1","kind":"AcmeMachine"}])";
+
+TEST_F(PluginDir, MissingDirectoryIsAnEmptySetOnlyWhenAllowed) {
+  auto none = discoverPlugins(root_ / "absent");
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+  auto strict = discoverPlugins(root_ / "absent", {.missing_ok = false});
+  ASSERT_FALSE(strict.ok());
+  EXPECT_NE(strict.status().message().find("does not exist"), std::string::npos);
+}
+
+TEST_F(PluginDir, FindsPluginsAndTheirCrdsSortedByName) {
+  manifest("zz-libvirt", "libvirt", kLibvirtKinds);
+  manifest("acme", "acme", kAcmeKinds, R"(["crds/acme.yaml"])");
+  write("acme/crds/acme.yaml", acmeCrd());
+  auto found = discoverPlugins(root_);
+  ASSERT_TRUE(found.ok()) << found.status().message();
+  ASSERT_EQ(found->size(), 2u);
+  EXPECT_EQ((*found)[0].manifest.name, "acme");
+  EXPECT_EQ((*found)[0].crds.size(), 1u);
+  EXPECT_EQ((*found)[1].manifest.name, "libvirt");
+}
+
+TEST_F(PluginDir, RefusesCrdsForKindsThePluginDoesNotServe) {
+  manifest("acme", "acme", kLibvirtKinds, R"(["acme.yaml"])");
+  write("acme/acme.yaml", acmeCrd());
+  auto found = discoverPlugins(root_);
+  ASSERT_FALSE(found.ok());
+  EXPECT_EQ(found.status().reason(), "InvalidPluginCrd");
+  EXPECT_NE(found.status().message().find("does not list"), std::string::npos);
+}
+
+TEST_F(PluginDir, RefusesCrdsRedefiningBanlieueKinds) {
+  manifest("evil", "evil", kLibvirtKinds, R"(["x.yaml"])");
+  write("evil/x.yaml", acmeCrd("infrastructure.banlieue.io", "LibvirtMachine"));
+  auto found = discoverPlugins(root_);
+  ASSERT_FALSE(found.ok());
+  EXPECT_NE(found.status().message().find("redefines banlieue's own kind"), std::string::npos)
+      << found.status().message();
+}
+
+TEST_F(PluginDir, RefusesCrdFilesReachedThroughSymlinks) {
+  manifest("acme", "acme", kAcmeKinds, R"(["crds/acme.yaml"])");
+  write("elsewhere.yaml", acmeCrd());
+  fs::create_directories(root_ / "acme" / "crds");
+  fs::create_symlink(root_ / "elsewhere.yaml", root_ / "acme" / "crds" / "acme.yaml");
+  auto found = discoverPlugins(root_);
+  ASSERT_FALSE(found.ok());
+  EXPECT_EQ(found.status().reason(), "PluginFileIsSymlink") << found.status().message();
+}
+
+TEST_F(PluginDir, RefusesBrokenManifestsAndDuplicateNames) {
+  manifest("a", "same", kLibvirtKinds);
+  manifest("b", "same", kLibvirtKinds);
+  auto dup = discoverPlugins(root_);
+  ASSERT_FALSE(dup.ok());
+  EXPECT_EQ(dup.status().reason(), "DuplicatePluginName");
+  write("b/provider.json", "{not json");
+  auto broken = discoverPlugins(root_);
+  ASSERT_FALSE(broken.ok());
+  EXPECT_NE(broken.status().message().find("provider.json"), std::string::npos);
+}
+
+TEST_F(PluginDir, RefusesAWorldWritablePluginDirectory) {
+  manifest("a", "libvirt", kLibvirtKinds);
+  ::chmod(root_.c_str(), 0777);
+  auto found = discoverPlugins(root_);
+  EXPECT_FALSE(found.ok());
+}
+
+TEST(ImageReferenceTest, SplitsRepositoryTagAndDigest) {
+  auto a = parseImageReference("localhost/banlieue:0.1.0");
+  EXPECT_EQ(a.repository, "localhost/banlieue");
+  EXPECT_EQ(a.tag, "0.1.0");
+  auto b = parseImageReference("registry:5000/team/banlieue");
+  EXPECT_EQ(b.repository, "registry:5000/team/banlieue");
+  EXPECT_EQ(b.tag, "");
+  auto c = parseImageReference("r.io/b:1@sha256:abc");
+  EXPECT_EQ(c.repository, "r.io/b");
+  EXPECT_EQ(c.tag, "1");
+  EXPECT_EQ(c.digest, "sha256:abc");
+  EXPECT_EQ(defaultImage().rfind("localhost/banlieue:", 0), 0u);
+}
+
+std::vector<DiscoveredPlugin> libvirtPlugin() {
+  DiscoveredPlugin p;
+  p.manifest.name = "libvirt";
+  p.manifest.directory = "/plugins/libvirt";
+  p.manifest.infrastructure = {{"infrastructure.banlieue.io", "v1beta2", "LibvirtMachine"}};
+  std::vector<DiscoveredPlugin> out;
+  out.push_back(std::move(p));
+  return out;
+}
+
+const rapidjson::Value* find(const std::vector<rapidjson::Document>& objects,
+                             const std::string& kind, const std::string& name) {
+  for (const auto& o : objects) {
+    if (json::stringOr(&o, "kind") == kind &&
+        json::stringOr(json::member(&o, "metadata"), "name") == name) {
+      return &o;
+    }
+  }
+  return nullptr;
+}
+
+// True when some rule of the role grants `verb` on `resource` in `group`.
+bool grants(const rapidjson::Value& role, const std::string& group, const std::string& resource,
+            const std::string& verb) {
+  for (const auto& rule : role["rules"].GetArray()) {
+    auto has = [&](const char* field, const std::string& want) {
+      for (const auto& v : rule[field].GetArray()) {
+        if (want == v.GetString() || std::string(v.GetString()) == "*") return true;
+      }
+      return false;
+    };
+    if (has("apiGroups", group) && has("resources", resource) && has("verbs", verb)) return true;
+  }
+  return false;
+}
+
+TEST(BootstrapManifestsTest, OrderAndContents) {
+  BootstrapOptions options;
+  options.image = "localhost/banlieue:9.9.9";
+  options.userdata_namespaces = {"team-a", "team-b"};
+  auto objects = buildBootstrapObjects(options, libvirtPlugin());
+  ASSERT_FALSE(objects.empty());
+  EXPECT_EQ(json::stringOr(&objects[0], "kind"), "Namespace");
+  size_t last_crd = 0;
+  size_t first_other = objects.size();
+  for (size_t i = 1; i < objects.size(); ++i) {
+    bool crd = json::stringOr(&objects[i], "kind") == "CustomResourceDefinition";
+    if (crd) last_crd = i;
+    if (!crd && first_other == objects.size()) first_other = i;
+    auto type = resourceTypeOf(objects[i]);
+    EXPECT_TRUE(type.ok()) << type.status().message();
+  }
+  EXPECT_LT(last_crd, first_other);
+  EXPECT_EQ(last_crd, 14u);
+
+  const auto* pc = find(objects, "ProviderClass", "libvirt");
+  ASSERT_NE(pc, nullptr);
+  EXPECT_EQ(json::stringOr(&(*pc)["spec"]["plugin"], "path"), "/usr/lib/banlieue/plugins/libvirt");
+  EXPECT_EQ(json::stringOr(&(*pc)["spec"]["image"], "tag"), "9.9.9");
+  ASSERT_NE(find(objects, "ClusterRole", "banlieue-provider-libvirt"), nullptr);
+  EXPECT_NE(find(objects, "RoleBinding", "banlieue-controller-userdata"), nullptr);
+  int userdata_bindings = 0;
+  for (const auto& o : objects) {
+    if (json::stringOr(json::member(&o, "metadata"), "name") == "banlieue-controller-userdata" &&
+        json::stringOr(&o, "kind") == "RoleBinding") {
+      ++userdata_bindings;
+    }
+  }
+  EXPECT_EQ(userdata_bindings, 2);
+
+  const auto* deployment = find(objects, "Deployment", "banlieue-operator");
+  ASSERT_NE(deployment, nullptr);
+  const auto& container = (*deployment)["spec"]["template"]["spec"]["containers"][0];
+  EXPECT_EQ(json::stringOr(&container, "image"), "localhost/banlieue:9.9.9");
+  EXPECT_STREQ(container["args"][0].GetString(), "operator");
+
+  options.provider_classes = false;
+  options.crds = false;
+  auto slim = buildBootstrapObjects(options, libvirtPlugin());
+  EXPECT_EQ(find(slim, "ProviderClass", "libvirt"), nullptr);
+  EXPECT_EQ(find(slim, "CustomResourceDefinition", "vmimages.banlieue.io"), nullptr);
+}
+
+TEST(BootstrapManifestsTest, ControllerIsLeastPrivilegeAndOperatorMintsWorkloads) {
+  BootstrapOptions options;
+  options.image = defaultImage();
+  auto objects = buildBootstrapObjects(options, libvirtPlugin());
+  const auto* controller = find(objects, "ClusterRole", "banlieue-controller");
+  const auto* op = find(objects, "ClusterRole", "banlieue-operator");
+  ASSERT_NE(controller, nullptr);
+  ASSERT_NE(op, nullptr);
+  for (const auto* resource : {"secrets", "configmaps"}) {
+    EXPECT_FALSE(grants(*controller, "", resource, "get")) << resource;
+    EXPECT_FALSE(grants(*controller, "", resource, "list")) << resource;
+  }
+  EXPECT_FALSE(grants(*controller, "apps", "deployments", "create"));
+  EXPECT_FALSE(grants(*controller, "rbac.authorization.k8s.io", "roles", "create"));
+  EXPECT_FALSE(grants(*controller, "coordination.k8s.io", "leases", "create"));
+  EXPECT_TRUE(grants(*controller, "infrastructure.banlieue.io", "libvirtmachines", "create"));
+  EXPECT_TRUE(grants(*controller, "banlieue.io", "virtualmachines/status", "patch"));
+
+  EXPECT_TRUE(grants(*op, "apps", "deployments", "create"));
+  EXPECT_TRUE(grants(*op, "rbac.authorization.k8s.io", "clusterrolebindings", "create"));
+  EXPECT_FALSE(grants(*op, "rbac.authorization.k8s.io", "clusterroles", "create"));
+  EXPECT_FALSE(grants(*op, "rbac.authorization.k8s.io", "clusterroles", "escalate"));
+  EXPECT_FALSE(grants(*op, "rbac.authorization.k8s.io", "clusterroles", "bind"));
+  // The operator binds banlieue-provider-libvirt, so it must hold everything that role grants.
+  const auto* provider = find(objects, "ClusterRole", "banlieue-provider-libvirt");
+  ASSERT_NE(provider, nullptr);
+  for (const auto& rule : (*provider)["rules"].GetArray()) {
+    for (const auto& g : rule["apiGroups"].GetArray()) {
+      for (const auto& r : rule["resources"].GetArray()) {
+        for (const auto& v : rule["verbs"].GetArray()) {
+          EXPECT_TRUE(grants(*op, g.GetString(), r.GetString(), v.GetString()))
+              << g.GetString() << "/" << r.GetString() << " " << v.GetString();
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace banlieue::roles::bootstrap
