@@ -121,8 +121,9 @@ void ensureVolume(virStoragePoolPtr pool, const VolumeSpec& spec, bool* created)
 }
 
 std::string chooseDomainType(virConnectPtr conn, const std::string& override_type,
-                             const std::string& arch) {
+                             const std::string& arch, bool test_driver) {
   if (!override_type.empty()) return override_type;
+  if (test_driver) return "test";  // the test driver only knows its own domain type
   CString caps(virConnectGetCapabilities(conn));
   if (!caps) raiseLast("reading host capabilities");
   auto types = guestDomainTypes(caps.get(), arch);
@@ -273,10 +274,10 @@ Status drivePower(virDomainPtr dom, const MachineSpec& m, const sdk::ReconcileRe
       return Status::ok();
     case PowerState::kSuspended:
       if (observed == Observed::kOff) {
-        if (virDomainCreateWithFlags(dom, VIR_DOMAIN_START_PAUSED) != 0) {
-          raiseLast("starting domain " + m.domain_name + " paused");
-        }
-      } else if (observed == Observed::kRunning) {
+        if (virDomainCreate(dom) != 0) raiseLast("starting domain " + m.domain_name);
+        observed = observe(dom);
+      }
+      if (observed == Observed::kRunning) {
         if (virDomainSuspend(dom) != 0) raiseLast("suspending domain " + m.domain_name);
       }
       observed = observe(dom);
@@ -399,7 +400,8 @@ Status reconcileMachine(MachineContext& ctx, const sdk::Call& call,
 
   if (!dom) {
     checkCancelled(call);
-    plan.domain_type = chooseDomainType(conn.get(), ctx.domain_type_override, plan.arch);
+    plan.domain_type = chooseDomainType(conn.get(), ctx.domain_type_override, plan.arch,
+                                        ctx.connection.isTestDriver());
     std::string xml = domainXml(m, plan);
     virDomainPtr defined = virDomainDefineXML(conn.get(), xml.c_str());
     if (defined == nullptr) raiseLast("defining domain " + m.domain_name);
