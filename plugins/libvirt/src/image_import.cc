@@ -277,7 +277,8 @@ Status ImageImporter::report(const sdk::Call& call, const std::string& token, Jo
     std::lock_guard lock(mutex_);
     jobs_.erase(token);
   }
-  reply.clearOperation();
+  // No "operation" in the body: OK clears the stored token, and after a failure the token is
+  // unknown to us, so the next call starts over (the schema has no null operation).
   std::lock_guard lock(job.mutex);
   if (phase == Job::kFailed) {
     call.event(BANLIEUE_EVENT_WARNING, job.result.reason(), job.result.message());

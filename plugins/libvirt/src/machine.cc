@@ -485,8 +485,7 @@ Status finalizeMachine(MachineContext& ctx, const sdk::Call& call,
       }
     }
   }
-  reply.clearOperation();
-  return Status::ok();
+  return Status::ok();  // OK without an operation clears any stored token
 }
 
 }  // namespace banlieue::libvirt
