@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -41,6 +42,13 @@ void retainEventLoop() {
   std::lock_guard lock(loop_mutex);
   if (!loop_registered) {
     virSetErrorFunc(nullptr, silentErrorHandler);
+    // libvirt writes to its sockets without MSG_NOSIGNAL: a daemon that goes away would kill
+    // the whole process with SIGPIPE on the next write. Ignore it unless the host already
+    // chose a handler (then that handler gets it, and libvirt still sees EPIPE).
+    struct sigaction current {};
+    if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+      signal(SIGPIPE, SIG_IGN);
+    }
     if (virEventRegisterDefaultImpl() != 0) raiseLast("registering the libvirt event loop");
     loop_registered = true;
   }
