@@ -28,9 +28,9 @@ ExpectedChecksum parseChecksum(const std::string& text) {
   bool hex = out.hex.size() == want;
   for (char c : out.hex) hex = hex && std::isxdigit(static_cast<unsigned char>(c)) != 0;
   if (!hex) {
-    throw Error(Code::kInvalidArgument, "UnsupportedChecksum",
-                "checksum digest must be " + std::to_string(want) + " hex digits for " +
-                    out.algorithm);
+    throw Error(
+        Code::kInvalidArgument, "UnsupportedChecksum",
+        "checksum digest must be " + std::to_string(want) + " hex digits for " + out.algorithm);
   }
   return out;
 }
@@ -50,7 +50,8 @@ std::string fileDigest(const std::string& path, const std::string& algorithm,
     in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
     if (in.gcount() > 0) EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(in.gcount()));
   }
-  if (in.bad()) throw Error(Code::kFailedPrecondition, "ArtifactUnreadable", "error reading " + path);
+  if (in.bad())
+    throw Error(Code::kFailedPrecondition, "ArtifactUnreadable", "error reading " + path);
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_DigestFinal_ex(ctx.get(), digest, &len);

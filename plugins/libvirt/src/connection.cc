@@ -29,8 +29,8 @@ namespace json = sdk::json;
 namespace {
 
 std::mutex loop_mutex;
-int loop_users = 0;           // guarded by loop_mutex
-std::thread loop_thread;      // guarded by loop_mutex
+int loop_users = 0;       // guarded by loop_mutex
+std::thread loop_thread;  // guarded by loop_mutex
 std::atomic<bool> loop_stop{false};
 bool loop_registered = false;  // guarded by loop_mutex; the default impl registers only once
 
@@ -68,8 +68,8 @@ void releaseEventLoop() {
     if (--loop_users > 0) return;
     loop_stop = true;
     // A zero-delay timer wakes virEventRunDefaultImpl so the thread sees the stop flag.
-    int timer = virEventAddTimeout(0, [](int id, void*) { virEventRemoveTimeout(id); }, nullptr,
-                                   nullptr);
+    int timer = virEventAddTimeout(
+        0, [](int id, void*) { virEventRemoveTimeout(id); }, nullptr, nullptr);
     (void)timer;
     finished = std::move(loop_thread);
   }
@@ -83,16 +83,17 @@ UriParts parseUri(const std::string& uri) {
   size_t colon = uri.find(':');
   if (colon == std::string::npos || colon == 0) {
     throw Error(Code::kInvalidArgument, "InvalidEndpoint",
-                "spec.connection.endpoint '" + uri + "' is not a libvirt URI (driver[+transport]://[host]/path)");
+                "spec.connection.endpoint '" + uri +
+                    "' is not a libvirt URI (driver[+transport]://[host]/path)");
   }
   p.scheme = uri.substr(0, colon);
   size_t plus = p.scheme.find('+');
   if (plus != std::string::npos) p.transport = p.scheme.substr(plus + 1);
   std::string driver = p.scheme.substr(0, plus);
   if (driver != "qemu" && driver != "test") {
-    throw Error(Code::kInvalidArgument, "InvalidEndpoint",
-                "spec.connection.endpoint: driver '" + driver +
-                    "' is not supported (qemu or test)");
+    throw Error(
+        Code::kInvalidArgument, "InvalidEndpoint",
+        "spec.connection.endpoint: driver '" + driver + "' is not supported (qemu or test)");
   }
   if (!p.transport.empty() && p.transport != "tls" && p.transport != "ssh" &&
       p.transport != "unix" && p.transport != "tcp" && p.transport != "libssh2" &&
@@ -108,8 +109,10 @@ UriParts parseUri(const std::string& uri) {
   if (uri.compare(colon, 3, "://") != 0) return p;
   size_t start = colon + 3;
   size_t end = uri.find_first_of("/?", start);
-  std::string authority = uri.substr(start, end == std::string::npos ? std::string::npos : end - start);
-  if (size_t at = authority.rfind('@'); at != std::string::npos) authority = authority.substr(at + 1);
+  std::string authority =
+      uri.substr(start, end == std::string::npos ? std::string::npos : end - start);
+  if (size_t at = authority.rfind('@'); at != std::string::npos)
+    authority = authority.substr(at + 1);
   if (!authority.empty() && authority.front() == '[') {
     size_t close = authority.find(']');
     p.host = authority.substr(1, close == std::string::npos ? std::string::npos : close - 1);
@@ -199,7 +202,8 @@ void probeTcp(const UriParts& parts, std::chrono::milliseconds budget) {
   std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(found, freeaddrinfo);
   std::string last = "no address";
   for (addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
-    int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
+    int fd =
+        ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
     if (fd < 0) continue;
     int rc = ::connect(fd, ai->ai_addr, ai->ai_addrlen);
     if (rc != 0 && errno == EINPROGRESS) {
@@ -234,7 +238,8 @@ Connection::Connection(const sdk::InstanceConfig& config, const sdk::Call& call)
   parts_ = parseUri(config.endpoint);
   writeCredentials(config);
   try {
-    uri_ = connectionUri(config.endpoint, pki_dir_, config.credentials.get("ssh-privatekey").has_value(),
+    uri_ = connectionUri(config.endpoint, pki_dir_,
+                         config.credentials.get("ssh-privatekey").has_value(),
                          config.insecure_skip_tls_verify);
     retainEventLoop();
   } catch (...) {
@@ -297,7 +302,8 @@ void Connection::writeCredentials(const sdk::InstanceConfig& config) {
       writePrivate(pki_dir_ / "clientcert.pem", *cert);
       writePrivate(pki_dir_ / "clientkey.pem", *tls_key);
       // libvirt insists on a CA file even with no_verify=1.
-      writePrivate(pki_dir_ / "cacert.pem", ca.empty() ? std::string_view(*cert) : std::string_view(ca));
+      writePrivate(pki_dir_ / "cacert.pem",
+                   ca.empty() ? std::string_view(*cert) : std::string_view(ca));
     }
     if (key) writePrivate(pki_dir_ / "id_ssh", *key);
   } catch (...) {
@@ -319,7 +325,8 @@ void Connection::removeCredentials() {
 void Connection::open(const sdk::Call& call) {
   if (!parts_.host.empty() && (parts_.transport == "tls" || parts_.transport == "ssh" ||
                                parts_.transport == "libssh2" || parts_.transport == "libssh")) {
-    probeTcp(parts_, std::min<std::chrono::milliseconds>(call.remaining(), std::chrono::seconds(10)));
+    probeTcp(parts_,
+             std::min<std::chrono::milliseconds>(call.remaining(), std::chrono::seconds(10)));
   }
   virConnectPtr conn = virConnectOpenAuth(uri_.c_str(), nullptr, 0);
   if (conn == nullptr) {

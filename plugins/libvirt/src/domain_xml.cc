@@ -28,19 +28,18 @@ std::string attr(std::string_view name, std::string_view value) {
 std::string targetDev(const std::string& bus, int& vd, int& sd) {
   std::string prefix = bus == "virtio" ? "vd" : "sd";
   int& counter = bus == "virtio" ? vd : sd;
-  std::string name = prefix;
   int n = counter++;
   std::string suffix;
   do {
     suffix.insert(suffix.begin(), static_cast<char>('a' + n % 26));
     n = n / 26 - 1;
   } while (n >= 0);
-  return name + suffix;
+  return prefix + suffix;
 }
 
-std::string volumeDisk(const std::string& device, const std::string& pool, const std::string& volume,
-                       const std::string& format, const std::string& dev, const std::string& bus,
-                       bool readonly, std::optional<int> boot_order) {
+std::string volumeDisk(const std::string& device, const std::string& pool,
+                       const std::string& volume, const std::string& format, const std::string& dev,
+                       const std::string& bus, bool readonly, std::optional<int> boot_order) {
   std::string x = "    <disk type='volume'" + attr("device", device) + ">\n";
   x += "      <driver name='qemu'" + attr("type", format) + "/>\n";
   x += "      <source" + attr("pool", pool) + attr("volume", volume) + "/>\n";
@@ -101,8 +100,8 @@ std::string domainXml(const MachineSpec& m, const DomainPlan& plan) {
   for (const auto& nic : m.nics) {
     x += "    <interface" + attr("type", nic.source_kind) + ">\n";
     x += "      <mac" + attr("address", nic.mac) + "/>\n";
-    x += "      <source" + attr(nic.source_kind == "bridge" ? "bridge" : "network", nic.source_name) +
-         "/>\n";
+    x += "      <source" +
+         attr(nic.source_kind == "bridge" ? "bridge" : "network", nic.source_name) + "/>\n";
     x += "      <model" + attr("type", nic.model) + "/>\n";
     x += "    </interface>\n";
   }
@@ -193,7 +192,8 @@ std::optional<std::string> xmlAttribute(std::string_view xml, std::string_view s
   size_t at = findElement(scope, element);
   if (at == std::string_view::npos) return std::nullopt;
   size_t end = scope.find('>', at);
-  std::string_view tag = scope.substr(at, end == std::string_view::npos ? scope.size() - at : end - at);
+  std::string_view tag =
+      scope.substr(at, end == std::string_view::npos ? scope.size() - at : end - at);
   for (char quote : {'\'', '"'}) {
     std::string key = " " + std::string(name) + "=" + quote;
     size_t k = tag.find(key);
@@ -223,9 +223,8 @@ std::vector<std::string> guestDomainTypes(std::string_view caps, std::string_vie
   size_t guest = caps.find("<guest>");
   while (guest != std::string_view::npos) {
     size_t guest_end = caps.find("</guest>", guest);
-    std::string_view g = caps.substr(guest, guest_end == std::string_view::npos
-                                                ? std::string_view::npos
-                                                : guest_end - guest);
+    std::string_view g = caps.substr(
+        guest, guest_end == std::string_view::npos ? std::string_view::npos : guest_end - guest);
     bool hvm = g.find("<os_type>hvm</os_type>") != std::string_view::npos;
     bool arch_match = xmlAttribute(g, "", "arch", "name") == std::string(arch);
     if (hvm && arch_match) {

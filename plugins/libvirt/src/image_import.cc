@@ -69,16 +69,21 @@ std::string volumeFormatFor(const std::string& artifact_format) {
   if (artifact_format == "raw" || artifact_format == "iso") return "raw";
   if (artifact_format == "qcow2") return "qcow2";
   throw Error(Code::kInvalidArgument, "FormatUnsupported",
-              "artifact format '" + artifact_format + "' cannot be imported into libvirt (raw, qcow2 or iso)");
+              "artifact format '" + artifact_format +
+                  "' cannot be imported into libvirt (raw, qcow2 or iso)");
 }
 
 }  // namespace
 
 ImageImporter::ImageImporter(Connection& connection, std::string provider_class,
                              std::vector<std::string> pools)
-    : connection_(connection), provider_class_(std::move(provider_class)), pools_(std::move(pools)) {}
+    : connection_(connection),
+      provider_class_(std::move(provider_class)),
+      pools_(std::move(pools)) {}
 
-ImageImporter::~ImageImporter() { shutdown(); }
+ImageImporter::~ImageImporter() {
+  shutdown();
+}
 
 void ImageImporter::shutdown() {
   std::map<std::string, std::shared_ptr<Job>> jobs;
@@ -106,7 +111,8 @@ Status ImageImporter::importImage(const sdk::Call& call, const sdk::ImportImageR
   }
 
   if (request.image_name.empty()) {
-    throw Error(Code::kInvalidArgument, "MissingField", "import_image: image.metadata.name is required");
+    throw Error(Code::kInvalidArgument, "MissingField",
+                "import_image: image.metadata.name is required");
   }
   std::string format = volumeFormatFor(request.artifact_format);
   std::string artifact_kind = json::stringOr(request.image, "status.buildArtifact.kind");
@@ -157,7 +163,8 @@ Status ImageImporter::importImage(const sdk::Call& call, const sdk::ImportImageR
                   "storage pool '" + name + "' declared by the Provider does not exist");
     }
     if (virStoragePoolIsActive(pool->get()) != 1) {
-      throw Error(Code::kFailedPrecondition, "PoolInactive", "storage pool '" + name + "' is not active");
+      throw Error(Code::kFailedPrecondition, "PoolInactive",
+                  "storage pool '" + name + "' is not active");
     }
   }
 
@@ -174,83 +181,86 @@ Status ImageImporter::importImage(const sdk::Call& call, const sdk::ImportImageR
   std::string path = request.artifact_path;
   int64_t declared_size = request.artifact_size_bytes;
   std::vector<std::string> pools = pools_;
-  job->thread = std::thread([job, conn, path, declared_size, pools, format, source_checksum,
-                             artifact_checksum] {
-    std::vector<std::pair<std::string, std::string>> touched;  // pool, volume
-    auto fail = [&](Status status) {
-      // Nothing half-written stays behind: every volume this job wrote is deleted.
-      for (const auto& [pool_name, vol_name] : touched) {
-        try {
-          if (auto pool = findPool(conn->get(), pool_name)) {
-            if (auto vol = findVolume(pool->get(), vol_name)) virStorageVolDelete(vol->get(), 0);
+  job->thread = std::thread(
+      [job, conn, path, declared_size, pools, format, source_checksum, artifact_checksum] {
+        std::vector<std::pair<std::string, std::string>> touched;  // pool, volume
+        auto fail = [&](Status status) {
+          // Nothing half-written stays behind: every volume this job wrote is deleted.
+          for (const auto& [pool_name, vol_name] : touched) {
+            try {
+              if (auto pool = findPool(conn->get(), pool_name)) {
+                if (auto vol = findVolume(pool->get(), vol_name))
+                  virStorageVolDelete(vol->get(), 0);
+              }
+            } catch (...) {
+            }
           }
-        } catch (...) {
+          std::lock_guard lock(job->mutex);
+          job->result = std::move(status);
+          job->phase = Job::kFailed;
+        };
+        try {
+          auto stop = [&job] { return job->stop.load(); };
+          std::error_code ec;
+          uint64_t size = std::filesystem::file_size(path, ec);
+          if (ec)
+            throw Error(Code::kFailedPrecondition, "ArtifactUnreadable", "cannot stat " + path);
+          if (declared_size > 0 && static_cast<uint64_t>(declared_size) != size) {
+            throw Error(Code::kFailedPrecondition, "ArtifactSizeMismatch",
+                        "artifact is " + std::to_string(size) + " bytes, declared " +
+                            std::to_string(declared_size));
+          }
+          job->bytes_total = size * pools.size();
+          std::vector<ExpectedChecksum> checks{artifact_checksum};
+          if (source_checksum && !(source_checksum->algorithm == artifact_checksum.algorithm &&
+                                   source_checksum->hex == artifact_checksum.hex)) {
+            checks.push_back(*source_checksum);
+          }
+          for (const auto& check : checks) {
+            std::string actual = fileDigest(path, check.algorithm, stop);
+            if (job->stop) throw Error(Code::kCancelled, "Cancelled", "the import was cancelled");
+            if (actual != check.hex) {
+              throw Error(Code::kFailedPrecondition, "ChecksumMismatch",
+                          "artifact " + check.algorithm + " is " + actual + ", expected " +
+                              check.hex + "; refusing to import");
+            }
+          }
+          job->phase = Job::kUploading;
+          uint64_t capacity = size;
+          if (format == "qcow2") capacity = std::max(capacity, qcow2VirtualSize(path));
+          uint64_t base = 0;
+          for (const auto& pool_name : pools) {
+            auto pool = findPool(conn->get(), pool_name);
+            if (!pool) {
+              throw Error(Code::kFailedPrecondition, "PoolNotFound",
+                          "storage pool '" + pool_name + "' disappeared during the import");
+            }
+            auto vol = findVolume(pool->get(), job->volume_name);
+            if (!vol) {
+              std::string xml = volumeXml({job->volume_name, capacity, format, {}, {}});
+              virStorageVolPtr created = virStorageVolCreateXML(pool->get(), xml.c_str(), 0);
+              if (created == nullptr)
+                raiseLast("creating volume " + pool_name + "/" + job->volume_name);
+              vol = Volume(created);
+            }
+            touched.emplace_back(pool_name, job->volume_name);
+            uploadFile(
+                conn->get(), vol->get(), path, size,
+                [&job, base](uint64_t sent) { job->bytes_done = base + sent; }, stop);
+            base += size;
+            (void)virStoragePoolRefresh(pool->get(), 0);
+            std::lock_guard lock(job->mutex);
+            job->placed.push_back({pool_name, job->volume_name, volumePath(vol->get())});
+          }
+          std::lock_guard lock(job->mutex);
+          job->result = Status::ok();
+          job->phase = Job::kDone;
+        } catch (const Error& e) {
+          fail(e.toStatus());
+        } catch (const std::exception& e) {
+          fail({Code::kInternal, "ImportFailed", e.what()});
         }
-      }
-      std::lock_guard lock(job->mutex);
-      job->result = std::move(status);
-      job->phase = Job::kFailed;
-    };
-    try {
-      auto stop = [&job] { return job->stop.load(); };
-      std::error_code ec;
-      uint64_t size = std::filesystem::file_size(path, ec);
-      if (ec) throw Error(Code::kFailedPrecondition, "ArtifactUnreadable", "cannot stat " + path);
-      if (declared_size > 0 && static_cast<uint64_t>(declared_size) != size) {
-        throw Error(Code::kFailedPrecondition, "ArtifactSizeMismatch",
-                    "artifact is " + std::to_string(size) + " bytes, declared " +
-                        std::to_string(declared_size));
-      }
-      job->bytes_total = size * pools.size();
-      std::vector<ExpectedChecksum> checks{artifact_checksum};
-      if (source_checksum && !(source_checksum->algorithm == artifact_checksum.algorithm &&
-                               source_checksum->hex == artifact_checksum.hex)) {
-        checks.push_back(*source_checksum);
-      }
-      for (const auto& check : checks) {
-        std::string actual = fileDigest(path, check.algorithm, stop);
-        if (job->stop) throw Error(Code::kCancelled, "Cancelled", "the import was cancelled");
-        if (actual != check.hex) {
-          throw Error(Code::kFailedPrecondition, "ChecksumMismatch",
-                      "artifact " + check.algorithm + " is " + actual + ", expected " + check.hex +
-                          "; refusing to import");
-        }
-      }
-      job->phase = Job::kUploading;
-      uint64_t capacity = size;
-      if (format == "qcow2") capacity = std::max(capacity, qcow2VirtualSize(path));
-      uint64_t base = 0;
-      for (const auto& pool_name : pools) {
-        auto pool = findPool(conn->get(), pool_name);
-        if (!pool) {
-          throw Error(Code::kFailedPrecondition, "PoolNotFound",
-                      "storage pool '" + pool_name + "' disappeared during the import");
-        }
-        auto vol = findVolume(pool->get(), job->volume_name);
-        if (!vol) {
-          std::string xml = volumeXml({job->volume_name, capacity, format, {}, {}});
-          virStorageVolPtr created = virStorageVolCreateXML(pool->get(), xml.c_str(), 0);
-          if (created == nullptr) raiseLast("creating volume " + pool_name + "/" + job->volume_name);
-          vol = Volume(created);
-        }
-        touched.emplace_back(pool_name, job->volume_name);
-        uploadFile(
-            conn->get(), vol->get(), path, size,
-            [&job, base](uint64_t sent) { job->bytes_done = base + sent; }, stop);
-        base += size;
-        (void)virStoragePoolRefresh(pool->get(), 0);
-        std::lock_guard lock(job->mutex);
-        job->placed.push_back({pool_name, job->volume_name, volumePath(vol->get())});
-      }
-      std::lock_guard lock(job->mutex);
-      job->result = Status::ok();
-      job->phase = Job::kDone;
-    } catch (const Error& e) {
-      fail(e.toStatus());
-    } catch (const std::exception& e) {
-      fail({Code::kInternal, "ImportFailed", e.what()});
-    }
-  });
+      });
   BANLIEUE_LOG(kInfo, "importing image " + request.image_name + " as " + volume + " into " +
                           std::to_string(pools_.size()) + " pool(s)");
   return report(call, token, *job, reply);
@@ -262,15 +272,16 @@ Status ImageImporter::report(const sdk::Call& call, const std::string& token, Jo
   int phase = job.phase.load();
   if (phase == Job::kVerifying || phase == Job::kUploading) {
     rapidjson::Value progress(rapidjson::kObjectType);
-    progress.AddMember("phase", rapidjson::StringRef(phase == Job::kVerifying ? "Verifying" : "Uploading"), a);
+    progress.AddMember(
+        "phase", rapidjson::StringRef(phase == Job::kVerifying ? "Verifying" : "Uploading"), a);
     progress.AddMember("bytesDone", job.bytes_done.load(), a);
     progress.AddMember("bytesTotal", job.bytes_total.load(), a);
     reply.status().AddMember("progress", progress, a);
     reply.setOperation(token, "import of " + job.volume_name);
     reply.requeueAfter(std::chrono::seconds(1));
     return Status::inProgress("Importing", job.volume_name + ": " +
-                                              std::to_string(job.bytes_done.load()) + "/" +
-                                              std::to_string(job.bytes_total.load()) + " bytes");
+                                               std::to_string(job.bytes_done.load()) + "/" +
+                                               std::to_string(job.bytes_total.load()) + " bytes");
   }
   if (job.thread.joinable()) job.thread.join();
   {
@@ -303,8 +314,9 @@ Status ImageImporter::report(const sdk::Call& call, const std::string& token, Jo
     volumes.PushBack(v, a);
   }
   status.AddMember("volumes", volumes, a);
-  call.event(BANLIEUE_EVENT_NORMAL, "ImageImported",
-             "imported " + job.volume_name + " into " + std::to_string(job.placed.size()) + " pool(s)");
+  call.event(
+      BANLIEUE_EVENT_NORMAL, "ImageImported",
+      "imported " + job.volume_name + " into " + std::to_string(job.placed.size()) + " pool(s)");
   return Status::ok();
 }
 

@@ -71,8 +71,8 @@ std::vector<std::string> hostFeatures(virConnectPtr conn, const std::string& cap
   bool vmx = host_cpu.find("name='vmx'") != std::string_view::npos ||
              host_cpu.find("name='svm'") != std::string_view::npos;
   if (kvm && vmx) features.emplace_back("nestedVirtualization");
-  CString domcaps(virConnectGetDomainCapabilities(conn, nullptr, "x86_64", nullptr,
-                                                  kvm ? "kvm" : "qemu", 0));
+  CString domcaps(
+      virConnectGetDomainCapabilities(conn, nullptr, "x86_64", nullptr, kvm ? "kvm" : "qemu", 0));
   if (domcaps) {
     std::string_view d(domcaps.get());
     if (xmlAttribute(d, "devices", "tpm", "supported") == std::string("yes")) {

@@ -142,7 +142,8 @@ std::string descriptor(bool joliet, const std::string& label, uint32_t total_sec
   } else {
     putText(d, 8, 32, "");
     std::string upper;
-    for (char c : label) upper.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+    for (char c : label)
+      upper.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
     putText(d, 40, 32, upper);
   }
   put32Both(d, 80, total_sectors);
@@ -210,6 +211,7 @@ std::string buildIso9660(const std::string& volume_label, std::vector<IsoFile> f
   constexpr uint32_t kPathTables = 19;
   std::set<std::string> taken;
   std::vector<std::string> primary_names;
+  primary_names.reserve(files.size());
   for (const auto& f : files) primary_names.push_back(primaryName(f.name, taken));
 
   auto sectors = [](size_t bytes) {
@@ -240,17 +242,18 @@ std::string buildIso9660(const std::string& volume_label, std::vector<IsoFile> f
   }
   uint32_t total = next;
 
-  Entry primary_root{{}, primary_dir, primary_dir_sectors * static_cast<uint32_t>(kIsoSectorSize),
-                     true};
-  Entry joliet_root{{}, joliet_dir, joliet_dir_sectors * static_cast<uint32_t>(kIsoSectorSize),
-                    true};
+  Entry primary_root{
+      {}, primary_dir, primary_dir_sectors * static_cast<uint32_t>(kIsoSectorSize), true};
+  Entry joliet_root{
+      {}, joliet_dir, joliet_dir_sectors * static_cast<uint32_t>(kIsoSectorSize), true};
 
   std::string image(static_cast<size_t>(total) * kIsoSectorSize, '\0');
   auto place = [&](uint32_t sector, const std::string& bytes) {
     image.replace(static_cast<size_t>(sector) * kIsoSectorSize, bytes.size(), bytes);
   };
   place(16, descriptor(false, volume_label, total, 10, kPathTables, kPathTables + 1, primary_root));
-  place(17, descriptor(true, volume_label, total, 10, kPathTables + 2, kPathTables + 3, joliet_root));
+  place(17,
+        descriptor(true, volume_label, total, 10, kPathTables + 2, kPathTables + 3, joliet_root));
   std::string terminator(kIsoSectorSize, '\0');
   terminator[0] = static_cast<char>(255);
   terminator.replace(1, 5, "CD001");

@@ -46,7 +46,8 @@ Error toError(const LibvirtError& e, const std::string& what) {
     case VIR_ERR_INVALID_ARG:
     case VIR_ERR_XML_ERROR:
     case VIR_ERR_XML_DETAIL:
-    case VIR_ERR_CONFIG_UNSUPPORTED: return {Code::kInvalidArgument, "InvalidConfiguration", message};
+    case VIR_ERR_CONFIG_UNSUPPORTED:
+      return {Code::kInvalidArgument, "InvalidConfiguration", message};
     case VIR_ERR_OPERATION_INVALID: return {Code::kFailedPrecondition, "InvalidState", message};
     case VIR_ERR_NO_CONNECT:
     case VIR_ERR_RPC:

@@ -29,7 +29,8 @@ std::string annotation(const rapidjson::Value* object, std::string_view key) {
   const auto* annotations = json::find(object, "metadata.annotations");
   if (annotations == nullptr || !annotations->IsObject()) return {};
   // Annotation keys contain dots, so no dotted-path lookup here.
-  const rapidjson::Value name(rapidjson::StringRef(key.data(), static_cast<rapidjson::SizeType>(key.size())));
+  const rapidjson::Value name(
+      rapidjson::StringRef(key.data(), static_cast<rapidjson::SizeType>(key.size())));
   auto it = annotations->FindMember(name);
   return it != annotations->MemberEnd() && it->value.IsString() ? it->value.GetString() : "";
 }

@@ -66,7 +66,8 @@ void requireNetworks(virConnectPtr conn, const MachineSpec& m) {
 }
 
 // The image volume: an absolute path, "pool/volume", or a volume in the machine's pool.
-Volume requireBootVolume(virConnectPtr conn, virStoragePoolPtr machine_pool, const std::string& ref) {
+Volume requireBootVolume(virConnectPtr conn, virStoragePoolPtr machine_pool,
+                         const std::string& ref) {
   if (!ref.empty() && ref.front() == '/') {
     virStorageVolPtr vol = virStorageVolLookupByPath(conn, ref.c_str());
     if (vol != nullptr) return Volume(vol);
@@ -448,7 +449,8 @@ Status finalizeMachine(MachineContext& ctx, const sdk::Call& call,
       LibvirtError e = LibvirtError::last();
       if (e.code == VIR_ERR_INVALID_ARG || e.code == VIR_ERR_NO_SUPPORT) {
         // Drivers that know fewer undefine flags (the test driver) reject the whole set.
-        if (virDomainUndefineFlags(dom->get(), 0) != 0) raiseLast("undefining domain " + m.domain_name);
+        if (virDomainUndefineFlags(dom->get(), 0) != 0)
+          raiseLast("undefining domain " + m.domain_name);
       } else if (!e.isNotFound()) {
         throw toError(e, "undefining domain " + m.domain_name);
       }
@@ -459,8 +461,9 @@ Status finalizeMachine(MachineContext& ctx, const sdk::Call& call,
   auto pool = findPool(conn.get(), m.pool);
   if (pool) {
     if (virStoragePoolIsActive(pool->get()) != 1) {
-      throw Error(Code::kFailedPrecondition, "PoolInactive",
-                  "storage pool '" + m.pool + "' is not active; cannot confirm its volumes are gone");
+      throw Error(
+          Code::kFailedPrecondition, "PoolInactive",
+          "storage pool '" + m.pool + "' is not active; cannot confirm its volumes are gone");
     }
     for (const auto& name : volumes) {
       if (auto vol = findVolume(pool->get(), name)) {

@@ -77,8 +77,8 @@ bool isIpv4(std::string_view s) {
 bool isDnsLabelish(std::string_view s) {
   if (s.empty() || s.size() > 63) return false;
   for (char c : s) {
-    if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
-          c == '-')) {
+    if (!(std::islower(static_cast<unsigned char>(c)) ||
+          std::isdigit(static_cast<unsigned char>(c)) || c == '-')) {
       return false;
     }
   }
@@ -141,9 +141,9 @@ std::string domainUuidFor(std::string_view uid) {
   a = (a & ~0xF000ull) | 0x8000ull;
   b = (b & 0x3FFFFFFFFFFFFFFFull) | 0x8000000000000000ull;
   char out[37];
-  std::snprintf(out, sizeof(out), "%08x-%04x-%04x-%04x-%012llx",
-                static_cast<unsigned>(a >> 32), static_cast<unsigned>((a >> 16) & 0xFFFF),
-                static_cast<unsigned>(a & 0xFFFF), static_cast<unsigned>(b >> 48),
+  std::snprintf(out, sizeof(out), "%08x-%04x-%04x-%04x-%012llx", static_cast<unsigned>(a >> 32),
+                static_cast<unsigned>((a >> 16) & 0xFFFF), static_cast<unsigned>(a & 0xFFFF),
+                static_cast<unsigned>(b >> 48),
                 static_cast<unsigned long long>(b & 0xFFFFFFFFFFFFull));
   return out;
 }
@@ -172,8 +172,7 @@ MachineSpec parseMachine(const rapidjson::Value& object) {
   }
   // Volume names derive from the domain name, so it must be safe as a volume name prefix.
   if (!isSafeVolumeName(m.domain_name) || m.domain_name.size() > 160) {
-    invalid("spec.domainName '" + m.domain_name +
-            "' must be 1-160 characters of [A-Za-z0-9._-]");
+    invalid("spec.domainName '" + m.domain_name + "' must be 1-160 characters of [A-Za-z0-9._-]");
   }
   m.domain_uuid = domainUuidFor(m.uid);
   m.pool = requireString(spec, "pool");
@@ -247,8 +246,8 @@ MachineSpec parseMachine(const rapidjson::Value& object) {
         uint64_t h = fnv1a(m.uid + "/" + std::to_string(i));
         char mac[18];
         std::snprintf(mac, sizeof(mac), "52:54:00:%02x:%02x:%02x",
-                      static_cast<unsigned>((h >> 16) & 0xff), static_cast<unsigned>((h >> 8) & 0xff),
-                      static_cast<unsigned>(h & 0xff));
+                      static_cast<unsigned>((h >> 16) & 0xff),
+                      static_cast<unsigned>((h >> 8) & 0xff), static_cast<unsigned>(h & 0xff));
         nic.mac = mac;
       } else if (!isMac(nic.mac)) {
         invalid(where + ".macAddress must look like 52:54:00:12:34:56");

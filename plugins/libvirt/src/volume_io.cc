@@ -134,8 +134,8 @@ void uploadFile(virConnectPtr conn, virStorageVolPtr vol, const std::string& pat
         len = static_cast<size_t>(in.gcount());
         if (len != want) {
           throw Error(Code::kFailedPrecondition, "ArtifactTruncated",
-                      "artifact " + path + " ended after " + std::to_string(sent + len) +
-                          " of " + std::to_string(size) + " bytes");
+                      "artifact " + path + " ended after " + std::to_string(sent + len) + " of " +
+                          std::to_string(size) + " bytes");
         }
         sent += len;
         progress(sent);

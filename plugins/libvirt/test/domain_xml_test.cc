@@ -1,6 +1,6 @@
 // Domain and volume XML generated from a LibvirtMachine, and the XML facts read back.
-#include "plugins/libvirt/src/connection.h"
 #include "plugins/libvirt/src/domain_xml.h"
+#include "plugins/libvirt/src/connection.h"
 #include "plugins/libvirt/src/introspection.h"
 
 #include <banlieue/sdk/json.h>
@@ -76,16 +76,19 @@ TEST(DomainXml, BiosWithoutTpmAndKvmPassthrough) {
 }
 
 TEST(DomainXml, VolumeWithDeclaredBackingFormat) {
-  std::string xml = volumeXml({"root.qcow2", 10737418240ull, "qcow2", "/var/lib/img/base.raw", "raw"});
+  std::string xml =
+      volumeXml({"root.qcow2", 10737418240ull, "qcow2", "/var/lib/img/base.raw", "raw"});
   EXPECT_TRUE(has(xml, "<capacity unit='bytes'>10737418240</capacity>"));
-  EXPECT_TRUE(has(xml, "<backingStore>\n    <path>/var/lib/img/base.raw</path>\n    <format type='raw'/>"));
+  EXPECT_TRUE(
+      has(xml, "<backingStore>\n    <path>/var/lib/img/base.raw</path>\n    <format type='raw'/>"));
   EXPECT_FALSE(has(volumeXml({"a", 1, "raw", "", ""}), "backingStore"));
 }
 
 TEST(DomainXml, ReadsAttributesAndText) {
-  std::string vol = "<volume type='file'>\n<name>a&amp;b</name>\n<target>\n<path>/p</path>\n"
-                    "<format type='qcow2'/>\n</target>\n<backingStore><format type='raw'/>"
-                    "</backingStore></volume>";
+  std::string vol =
+      "<volume type='file'>\n<name>a&amp;b</name>\n<target>\n<path>/p</path>\n"
+      "<format type='qcow2'/>\n</target>\n<backingStore><format type='raw'/>"
+      "</backingStore></volume>";
   EXPECT_EQ(xmlAttribute(vol, "target", "format", "type"), "qcow2");
   EXPECT_EQ(xmlAttribute(vol, "backingStore", "format", "type"), "raw");
   EXPECT_EQ(xmlText(vol, "", "name"), "a&b");
@@ -95,7 +98,8 @@ TEST(DomainXml, ReadsAttributesAndText) {
 }
 
 TEST(DomainXml, GuestDomainTypesFromCapabilities) {
-  std::string caps = R"(<capabilities><host><cpu><arch>x86_64</arch><feature name='vmx'/></cpu></host>
+  std::string caps =
+      R"(<capabilities><host><cpu><arch>x86_64</arch><feature name='vmx'/></cpu></host>
     <guest><os_type>hvm</os_type><arch name='i686'><domain type='qemu'/></arch></guest>
     <guest><os_type>hvm</os_type><arch name='x86_64'><wordsize>64</wordsize>
       <domain type='qemu'/><domain type='kvm'/></arch></guest></capabilities>)";

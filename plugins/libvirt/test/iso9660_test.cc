@@ -12,11 +12,13 @@ namespace {
 
 uint32_t le32(const std::string& s, size_t at) {
   return static_cast<uint8_t>(s[at]) | static_cast<uint8_t>(s[at + 1]) << 8 |
-         static_cast<uint8_t>(s[at + 2]) << 16 | static_cast<uint32_t>(static_cast<uint8_t>(s[at + 3])) << 24;
+         static_cast<uint8_t>(s[at + 2]) << 16 |
+         static_cast<uint32_t>(static_cast<uint8_t>(s[at + 3])) << 24;
 }
 uint32_t be32(const std::string& s, size_t at) {
-  return static_cast<uint32_t>(static_cast<uint8_t>(s[at])) << 24 | static_cast<uint8_t>(s[at + 1]) << 16 |
-         static_cast<uint8_t>(s[at + 2]) << 8 | static_cast<uint8_t>(s[at + 3]);
+  return static_cast<uint32_t>(static_cast<uint8_t>(s[at])) << 24 |
+         static_cast<uint8_t>(s[at + 1]) << 16 | static_cast<uint8_t>(s[at + 2]) << 8 |
+         static_cast<uint8_t>(s[at + 3]);
 }
 
 struct Listed {
@@ -110,6 +112,7 @@ TEST(Iso9660, PrimaryAliasesStayUniqueAndContentSpansSectors) {
 
 TEST(Iso9660, ManyFilesSpillIntoASecondDirectorySector) {
   std::vector<IsoFile> files;
+  files.reserve(40);
   for (int i = 0; i < 40; ++i) {
     files.push_back({"a-rather-long-file-name-number-" + std::to_string(i), std::to_string(i)});
   }

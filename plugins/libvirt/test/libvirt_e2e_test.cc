@@ -17,6 +17,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 namespace banlieue::libvirt::testing {
@@ -52,9 +53,12 @@ int freePort() {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
   socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    ::close(fd);
+    return 0;
+  }
   ::close(fd);
   return ntohs(addr.sin_port);
 }
@@ -119,7 +123,8 @@ class LibvirtDaemonE2E : public ::testing::Test {
     // A transient dir pool and an isolated network (a bridge with no addresses: no dnsmasq,
     // no firewall rules): nothing is written under /etc/libvirt.
     fs::create_directories(dir_ / "pool");
-    fs::permissions(dir_ / "pool", fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+    fs::permissions(dir_ / "pool",
+                    fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
     pool_ = "bnl-e2e-" + suffix_;
     std::string pool_xml = "<pool type='dir'><name>" + pool_ + "</name><target><path>" +
                            (dir_ / "pool").string() + "</path></target></pool>";
@@ -127,8 +132,8 @@ class LibvirtDaemonE2E : public ::testing::Test {
     ASSERT_NE(p, nullptr) << virGetLastErrorMessage();
     virStoragePoolFree(p);
     network_ = "bnl-e2e-" + suffix_;
-    std::string net_xml = "<network><name>" + network_ + "</name><bridge name='bnle2e" + suffix_ +
-                          "'/></network>";
+    std::string net_xml =
+        "<network><name>" + network_ + "</name><bridge name='bnle2e" + suffix_ + "'/></network>";
     virNetworkPtr n = virNetworkCreateXML(admin_, net_xml.c_str());
     ASSERT_NE(n, nullptr) << virGetLastErrorMessage();
     virNetworkFree(n);
@@ -171,27 +176,31 @@ class LibvirtDaemonE2E : public ::testing::Test {
     fs::path pki = dir_ / "pki";
     fs::create_directories(pki);
     std::ofstream(pki / "server.ext")
-        << "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
+        << "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,"
+           "keyEncipherment\n"
         << "extendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1\n";
-    std::ofstream(pki / "client.ext")
-        << "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
-        << "extendedKeyUsage=clientAuth\n";
-    const std::string p = pki.string() + "/";
-    auto issue = [&](const std::string& name, const std::string& subject, const std::string& ext) {
-      return "openssl req -newkey rsa:2048 -nodes -keyout " + p + name + "key.pem -out " + p + name +
-             ".csr -subj " + subject + " && openssl x509 -req -in " + p + name + ".csr -CA " + p +
-             "cacert.pem -CAkey " + p + "ca.key -CAcreateserial -out " + p + name +
-             "cert.pem -days 2 -extfile " + p + ext;
+    std::ofstream(pki / "client.ext") << "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,"
+                                         "digitalSignature,keyEncipherment\n"
+                                      << "extendedKeyUsage=clientAuth\n";
+    auto issue = [](const char* name, const char* subject, const char* ext) {
+      std::ostringstream c;
+      c << "openssl req -newkey rsa:2048 -nodes -keyout " << name << "key.pem -out " << name
+        << ".csr -subj " << subject << " && openssl x509 -req -in " << name
+        << ".csr -CA cacert.pem -CAkey ca.key -CAcreateserial -out " << name
+        << "cert.pem -days 2 -extfile " << ext;
+      return c.str();
     };
-    for (const std::string& command :
-         {"openssl req -x509 -newkey rsa:2048 -nodes -keyout " + p + "ca.key -out " + p +
-              "cacert.pem -days 2 -subj /CN=banlieue-e2e-ca -addext "
-              "basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign",
-          issue("server", "/O=banlieue/CN=127.0.0.1", "server.ext"),
-          issue("client", "/O=banlieue/CN=provider", "client.ext"),
-          // A second client that the daemon's DN allow-list does not name.
-          issue("other", "/O=banlieue/CN=intruder", "client.ext")}) {
-      CommandResult r = run(command);
+    const std::string commands[] = {
+        "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out cacert.pem -days 2 "
+        "-subj /CN=banlieue-e2e-ca -addext basicConstraints=critical,CA:TRUE "
+        "-addext keyUsage=critical,keyCertSign,cRLSign",
+        issue("server", "/O=banlieue/CN=127.0.0.1", "server.ext"),
+        issue("client", "/O=banlieue/CN=provider", "client.ext"),
+        // A second client that the daemon's DN allow-list does not name.
+        issue("other", "/O=banlieue/CN=intruder", "client.ext"),
+    };
+    for (const std::string& command : commands) {
+      CommandResult r = run("cd '" + pki.string() + "' && " + command);
       ASSERT_EQ(r.status, 0) << command << "\n" << r.output;
     }
   }
@@ -214,8 +223,8 @@ class LibvirtDaemonE2E : public ::testing::Test {
       CommandResult v = run("/usr/sbin/virtlogd -d -p " + (dir_ / "virtlogd.pid").string());
       ASSERT_EQ(v.status, 0) << v.output;
     }
-    CommandResult d = run("/usr/sbin/libvirtd -d -l -f " + (dir_ / "libvirtd.conf").string() + " -p " +
-                (dir_ / "libvirtd.pid").string());
+    CommandResult d = run("/usr/sbin/libvirtd -d -l -f " + (dir_ / "libvirtd.conf").string() +
+                          " -p " + (dir_ / "libvirtd.pid").string());
     ASSERT_EQ(d.status, 0) << d.output;
     started_ = true;
     ASSERT_TRUE(waitFor([&] { return portOpen(port_) && fs::exists(dir_ / "sock/libvirt-sock"); },
@@ -231,7 +240,9 @@ class LibvirtDaemonE2E : public ::testing::Test {
   std::string adminUri() const {
     return "qemu:///system?socket=" + (dir_ / "sock/libvirt-sock").string();
   }
-  std::string virsh(const std::string& args) { return run("virsh -q -c '" + adminUri() + "' " + args).output; }
+  std::string virsh(const std::string& args) {
+    return run("virsh -q -c '" + adminUri() + "' " + args).output;
+  }
 
   ProviderSpec provider(const std::string& cert = "clientcert.pem",
                         const std::string& key = "clientkey.pem") {
@@ -242,8 +253,8 @@ class LibvirtDaemonE2E : public ::testing::Test {
     spec.network_classes = R"([{"name":"lan","target":{"network":")" + network_ + R"("}}])";
     spec.annotations = R"({"libvirt.banlieue.io/domain-type":"qemu"})";  // TCG: see env notes
     spec.credentials = R"({"tls.crt":)" + quote(slurp(pki / cert)) + R"(,"tls.key":)" +
-                       quote(slurp(pki / key)) + R"(,"ca.crt":)" + quote(slurp(pki / "cacert.pem")) +
-                       "}";
+                       quote(slurp(pki / key)) + R"(,"ca.crt":)" +
+                       quote(slurp(pki / "cacert.pem")) + "}";
     return spec;
   }
 
@@ -302,7 +313,8 @@ TEST_F(LibvirtDaemonE2E, ImportCreatePowerCycleRestartDaemonAndDeleteLeavesNothi
   MachineOptions m;
   m.name = "e2e-" + suffix_;
   domain_ = "default-" + m.name;
-  m.uid = "e2e00000-0000-4000-8000-0000000" + std::string(5 - std::min<size_t>(5, suffix_.size()), '0') + suffix_;
+  m.uid = "e2e00000-0000-4000-8000-0000000" +
+          std::string(5 - std::min<size_t>(5, suffix_.size()), '0') + suffix_;
   m.pool = pool_;
   m.boot_volume = image_volume;
   m.root_gib = 1;
@@ -321,7 +333,8 @@ TEST_F(LibvirtDaemonE2E, ImportCreatePowerCycleRestartDaemonAndDeleteLeavesNothi
   virsh("vol-download --pool " + pool_ + " " + domain_ + "-cidata.iso " + seed.string());
   CommandResult label = run("blkid -p -o value -s LABEL " + seed.string());
   EXPECT_EQ(label.output, "cidata\n") << label.output;
-  EXPECT_NE(virsh("dumpxml " + domain_).find("<source network='" + network_ + "'"), std::string::npos);
+  EXPECT_NE(virsh("dumpxml " + domain_).find("<source network='" + network_ + "'"),
+            std::string::npos);
 
   // Power off: the guest has no OS to honour ACPI, so the graceful shutdown times out (3 s)
   // and the plugin destroys the domain.
@@ -344,8 +357,8 @@ TEST_F(LibvirtDaemonE2E, ImportCreatePowerCycleRestartDaemonAndDeleteLeavesNothi
   // The daemon restarts under the plugin: the next call reconnects by itself.
   stopPid(readPid(dir_ / "libvirtd.pid"));
   ASSERT_FALSE(portOpen(port_));
-  CommandResult d = run("/usr/sbin/libvirtd -d -l -f " + (dir_ / "libvirtd.conf").string() + " -p " +
-              (dir_ / "libvirtd.pid").string());
+  CommandResult d = run("/usr/sbin/libvirtd -d -l -f " + (dir_ / "libvirtd.conf").string() +
+                        " -p " + (dir_ / "libvirtd.pid").string());
   ASSERT_EQ(d.status, 0) << d.output;
   ASSERT_TRUE(waitFor([&] { return portOpen(port_); }, seconds(30)));
   adminConnect();
@@ -362,13 +375,15 @@ TEST_F(LibvirtDaemonE2E, ImportCreatePowerCycleRestartDaemonAndDeleteLeavesNothi
   EXPECT_NE(vols.find(image_volume), std::string::npos);  // the image stays for other machines
   auto pool_files = [&] {
     std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(dir_ / "pool")) names.push_back(e.path().filename());
+    for (const auto& e : fs::directory_iterator(dir_ / "pool"))
+      names.push_back(e.path().filename());
     return names;
   };
   EXPECT_EQ(pool_files(), std::vector<std::string>{image_volume});
-  std::cerr << "e2e wall time: "
-            << std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - t0).count()
-            << " ms\n";
+  std::cerr
+      << "e2e wall time: "
+      << std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - t0).count()
+      << " ms\n";
 }
 
 }  // namespace

@@ -73,7 +73,8 @@ class Inspector {
   void createVolume(const std::string& name, uint64_t gib) {
     virStoragePoolPtr p = virStoragePoolLookupByName(conn_, "default-pool");
     std::string xml = "<volume><name>" + name + "</name><capacity unit='GiB'>" +
-                      std::to_string(gib) + "</capacity><target><format type='qcow2'/></target></volume>";
+                      std::to_string(gib) +
+                      "</capacity><target><format type='qcow2'/></target></volume>";
     virStorageVolPtr v = virStorageVolCreateXML(p, xml.c_str(), 0);
     ASSERT_NE(v, nullptr) << virGetLastErrorMessage();
     virStorageVolFree(v);
@@ -112,7 +113,7 @@ class LibvirtPluginTest : public ::testing::Test {
   static std::string uidFor(const std::string& name) {
     char buf[37];
     std::snprintf(buf, sizeof(buf), "0000%04x-0000-4000-8000-%012zx", 1u,
-                  std::hash<std::string>{}(name) & 0xFFFFFFFFFFFFull);
+                  std::hash<std::string>{}(name)&0xFFFFFFFFFFFFull);
     return buf;
   }
   std::string domain() const { return "default-" + opts_.name; }
@@ -323,20 +324,22 @@ TEST_F(LibvirtPluginTest, ValidateRejectsShrinkAndImmutableChanges) {
   std::string old_obj = machineObject(opts_);
   MachineOptions smaller = opts_;
   smaller.root_gib = 2;
-  auto v = harness_.client().validate(
-      call, "LibvirtMachine",
-      R"({"operation":"UPDATE","object":)" + machineObject(smaller) + R"(,"oldObject":)" + old_obj + "}");
+  auto v =
+      harness_.client().validate(call, "LibvirtMachine",
+                                 R"({"operation":"UPDATE","object":)" + machineObject(smaller) +
+                                     R"(,"oldObject":)" + old_obj + "}");
   EXPECT_EQ(v.code, BANLIEUE_INVALID_ARGUMENT) << describeOutcome(v);
   EXPECT_EQ(v.reason, "DiskShrink");
   MachineOptions moved = opts_;
   moved.pool = "other";
-  v = harness_.client().validate(
-      call, "LibvirtMachine",
-      R"({"operation":"UPDATE","object":)" + machineObject(moved) + R"(,"oldObject":)" + old_obj + "}");
+  v = harness_.client().validate(call, "LibvirtMachine",
+                                 R"({"operation":"UPDATE","object":)" + machineObject(moved) +
+                                     R"(,"oldObject":)" + old_obj + "}");
   EXPECT_EQ(v.reason, "ImmutableField");
-  EXPECT_TRUE(harness_.client()
-                  .validate(call, "LibvirtMachine", R"({"operation":"CREATE","object":)" + old_obj + "}")
-                  .ok());
+  EXPECT_TRUE(
+      harness_.client()
+          .validate(call, "LibvirtMachine", R"({"operation":"CREATE","object":)" + old_obj + "}")
+          .ok());
 }
 
 // ---- image import -------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 // LibvirtMachine parsing and validation, and the NoCloud files made from it.
-#include "plugins/libvirt/src/cloud_init.h"
 #include "plugins/libvirt/src/machine_spec.h"
+#include "plugins/libvirt/src/cloud_init.h"
 
 #include <banlieue/sdk/json.h>
 #include <gtest/gtest.h>
@@ -77,7 +77,8 @@ TEST(MachineSpec, NicsGetStableMacsAndStaticAddresses) {
   ASSERT_EQ(m.nics.size(), 2u);
   EXPECT_EQ(m.nics[0].name, "nic0");
   EXPECT_EQ(m.nics[0].mac.substr(0, 9), "52:54:00:");
-  EXPECT_EQ(m.nics[0].mac, parse(machineJson(R"(,"network":[{"source":{"name":"default"}}])")).nics[0].mac);
+  EXPECT_EQ(m.nics[0].mac,
+            parse(machineJson(R"(,"network":[{"source":{"name":"default"}}])")).nics[0].mac);
   EXPECT_EQ(m.nics[1].mac, "52:54:00:aa:bb:cc");
   ASSERT_TRUE(m.nics[1].static_address);
   EXPECT_TRUE(m.needsSeed());
@@ -96,8 +97,8 @@ TEST(MachineSpec, NicsGetStableMacsAndStaticAddresses) {
 }
 
 TEST(MachineSpec, UserDataIsCarriedVerbatimAndQuotingCannotInjectKeys) {
-  MachineSpec m = parse(machineJson(R"(,"userData":"#cloud-config\nruncmd: [ls]\n")",
-                                    R"(,"annotations":{})"));
+  MachineSpec m =
+      parse(machineJson(R"(,"userData":"#cloud-config\nruncmd: [ls]\n")", R"(,"annotations":{})"));
   m.name = "evil\"\nuser: root";
   auto files = noCloudFiles(m);
   EXPECT_EQ(files[1].content, "#cloud-config\nruncmd: [ls]\n");
@@ -106,11 +107,11 @@ TEST(MachineSpec, UserDataIsCarriedVerbatimAndQuotingCannotInjectKeys) {
 }
 
 TEST(MachineSpec, ShutdownTimeoutAnnotation) {
-  MachineSpec m = parse(machineJson(
-      "", R"(,"annotations":{"libvirt.banlieue.io/shutdown-timeout-seconds":"5"})"));
+  MachineSpec m = parse(
+      machineJson("", R"(,"annotations":{"libvirt.banlieue.io/shutdown-timeout-seconds":"5"})"));
   EXPECT_EQ(m.shutdown_timeout, std::chrono::seconds(5));
-  auto e = parseError(machineJson(
-      "", R"(,"annotations":{"libvirt.banlieue.io/shutdown-timeout-seconds":"soon"})"));
+  auto e = parseError(
+      machineJson("", R"(,"annotations":{"libvirt.banlieue.io/shutdown-timeout-seconds":"soon"})"));
   EXPECT_NE(std::string(e.what()).find("shutdown-timeout-seconds"), std::string::npos);
 }
 
@@ -130,7 +131,8 @@ TEST(MachineSpec, BadInputNamesTheField) {
       {machineJson(R"(,"domainName":"a/b")"), "spec.domainName"},
       {machineJson(R"(,"network":[{"source":{"kind":"vlan","name":"x"}}])"), "source.kind"},
       {machineJson(R"(,"network":[{"source":{"name":"x"},"macAddress":"zz"}])"), "macAddress"},
-      {machineJson(R"(,"network":[{"source":{"name":"x"},"ipam":{"static":{"address":"10.0.0.300","prefix":24}}}])"),
+      {machineJson(
+           R"(,"network":[{"source":{"name":"x"},"ipam":{"static":{"address":"10.0.0.300","prefix":24}}}])"),
        "ipam.static.address"},
       {machineJson(R"(,"desiredPowerState":"On")"), "desiredPowerState"},
       {machineJson(R"(,"userData":{"secretRef":"x"})"), "spec.userData"},

@@ -64,11 +64,11 @@ struct MachineOptions {
 };
 
 inline std::string machineObject(const MachineOptions& o) {
-  std::string spec = R"({"pool":)" + quote(o.pool) + R"(,"bootSource":{"kind":"backingVolume","volume":)" +
-                     quote(o.boot_volume) + R"(},"vcpus":1,"memoryMiB":128,"firmware":)" +
-                     quote(o.firmware) + R"(,"disks":[{"name":"root","sizeGiB":)" +
-                     std::to_string(o.root_gib) + "}" + o.extra_disks + R"(],"network":)" +
-                     o.network + R"(,"desiredPowerState":)" + quote(o.power);
+  std::string spec =
+      R"({"pool":)" + quote(o.pool) + R"(,"bootSource":{"kind":"backingVolume","volume":)" +
+      quote(o.boot_volume) + R"(},"vcpus":1,"memoryMiB":128,"firmware":)" + quote(o.firmware) +
+      R"(,"disks":[{"name":"root","sizeGiB":)" + std::to_string(o.root_gib) + "}" + o.extra_disks +
+      R"(],"network":)" + o.network + R"(,"desiredPowerState":)" + quote(o.power);
   if (!o.domain_name.empty()) spec += R"(,"domainName":)" + quote(o.domain_name);
   if (!o.user_data.empty()) spec += R"(,"userData":)" + quote(o.user_data);
   spec += "}";
@@ -134,8 +134,8 @@ class Harness {
       auto body = json::parse(outcome.body, "reply");
       std::string token = json::stringOr(&body, "operation.token");
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      outcome = importImage(request_without_token + R"(,"operation":{"token":)" + quote(token) + "}}",
-                            uid);
+      outcome = importImage(
+          request_without_token + R"(,"operation":{"token":)" + quote(token) + "}}", uid);
     }
     return outcome;
   }
