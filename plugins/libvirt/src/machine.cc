@@ -386,6 +386,12 @@ Status reconcileMachine(MachineContext& ctx, const sdk::Call& call,
     }
     ensureVolume(pool.get(), root_spec, nullptr);
   } else {
+    // Recreating a vanished root disk would give the guest an empty disk: report it instead.
+    if (!findVolume(pool.get(), m.rootVolumeName())) {
+      throw Error(Code::kFailedPrecondition, "RootVolumeMissing",
+                  "domain " + m.domain_name + " exists but its root volume " + m.pool + "/" +
+                      m.rootVolumeName() + " is gone");
+    }
     ensureVolume(pool.get(), {m.rootVolumeName(), root_bytes, "qcow2", {}, {}}, nullptr);
     if (m.needsSeed()) plan.seed_volume = m.seedVolumeName();
     if (m.boot_kind == "installMedia") plan.install_media_volume = m.boot_volume;

@@ -103,9 +103,13 @@ class LibvirtDaemonE2E : public ::testing::Test {
                              "/usr/bin/qemu-system-x86_64", "/usr/bin/openssl"}) {
       if (!fs::exists(tool)) GTEST_SKIP() << tool << " is missing: run scripts/setup.sh";
     }
-    if (fs::exists("/run/libvirt/qemu/driver.pid") &&
-        run("flock -n /run/libvirt/qemu/driver.pid true").status != 0) {
-      GTEST_SKIP() << "a libvirtd this test did not start already owns the QEMU driver";
+    // libvirtd is a machine-wide singleton (its QEMU driver state lives under /run/libvirt).
+    for (const auto& proc : fs::directory_iterator("/proc")) {
+      std::string comm = slurp(proc.path() / "comm");
+      if (comm == "libvirtd\n") {
+        GTEST_SKIP() << "a libvirtd this test did not start is running (pid "
+                     << proc.path().filename().string() << "); it owns the QEMU driver";
+      }
     }
     ASSERT_FALSE(pluginPath().empty());
     // qemu runs as libvirt-qemu and must traverse into the pool directory.
@@ -141,6 +145,7 @@ class LibvirtDaemonE2E : public ::testing::Test {
 
   void TearDown() override {
     harness_.destroy();
+    if (dir_.empty()) return;  // skipped before anything was started
     if (admin_ != nullptr || started_) adminConnect();
     if (admin_ != nullptr) {
       // Whatever a failed assertion left behind: only objects this test named.

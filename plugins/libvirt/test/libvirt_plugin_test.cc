@@ -260,6 +260,15 @@ TEST_F(LibvirtPluginTest, ShrinkingAnExistingDiskIsRefusedAndKeepsTheData) {
   EXPECT_NE(inspector_.volumeXml(domain() + "-root.qcow2").find("4294967296"), std::string::npos);
 }
 
+TEST_F(LibvirtPluginTest, AVanishedRootVolumeIsReportedNotRecreatedEmpty) {
+  ASSERT_TRUE(harness_.reconcile(opts_).ok());
+  inspector_.deleteVolume(domain() + "-root.qcow2");
+  auto r = harness_.reconcile(opts_);
+  EXPECT_EQ(r.code, BANLIEUE_FAILED_PRECONDITION) << describeOutcome(r);
+  EXPECT_EQ(r.reason, "RootVolumeMissing");
+  EXPECT_FALSE(inspector_.hasVolume(domain() + "-root.qcow2"));
+}
+
 TEST_F(LibvirtPluginTest, MissingImageIsReported) {
   opts_.boot_volume = "nothing-here.qcow2";
   auto r = harness_.reconcile(opts_);
