@@ -15,6 +15,10 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # the local control plane (deploy/local): etcd, certificates, readiness probes, free ports
   etcd-server openssl curl iproute2 procps coreutils
+  # the libvirt plugin (issue #8): the C API, and for its e2e test a libvirtd with QEMU (TCG),
+  # virsh, and qemu-img (dir pools create qcow2 volumes with it)
+  libvirt-dev libvirt-clients libvirt-daemon-system libvirt-daemon-driver-qemu qemu-system-x86
+  qemu-utils
 )
 # kubectl: the machine's Cloud SDK dispatcher when present, else Debian's kubectl 1.20.
 command -v kubectl >/dev/null || packages+=(kubernetes-client)
@@ -26,7 +30,18 @@ for p in "${packages[@]}"; do
   fi
 done
 
+# Where /dev/kvm is root-only (0600, no udev here), libvirtd probes QEMU with KVM but QEMU runs
+# as libvirt-qemu and cannot open it: every domain start then re-probes for ~45 s. udev's usual
+# permissions (group kvm, 0660) fix it. Harmless where the device is absent or already open.
+fix_kvm() {
+  if [ -c /dev/kvm ] && [ "$(id -u)" -eq 0 ] && getent group kvm >/dev/null &&
+     [ "$(stat -c %a /dev/kvm)" = 600 ]; then
+    chgrp kvm /dev/kvm && chmod 0660 /dev/kvm && echo "setup: /dev/kvm is now group kvm, 0660"
+  fi
+}
+
 if [ ${#missing[@]} -eq 0 ]; then
+  fix_kvm
   echo "setup: all ${#packages[@]} packages present"
   exit 0
 fi
@@ -39,4 +54,5 @@ fi
 echo "setup: installing ${missing[*]}"
 $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
 $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fix_kvm
 echo "setup: done"

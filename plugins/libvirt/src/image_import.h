@@ -1,0 +1,48 @@
+// import_image: verifies the artifact's checksum (fail closed), creates one volume per storage
+// pool the Provider declares and streams the bytes into it with libvirt's stream API. The work
+// runs on a thread the instance owns; calls start it and then poll it by operation token,
+// reporting progress, so no call blocks past its deadline however large the image.
+#pragma once
+
+#include "plugins/libvirt/src/connection.h"
+
+#include <banlieue/sdk/provider.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace banlieue::libvirt {
+
+// Distinct pool targets of the Provider's storage classes (spec.capabilities.storageClasses[]
+// .target.pool), in declaration order.
+std::vector<std::string> declaredPools(const rapidjson::Value* provider);
+
+class ImageImporter {
+ public:
+  ImageImporter(Connection& connection, std::string provider_class, std::vector<std::string> pools);
+  ~ImageImporter();
+  ImageImporter(const ImageImporter&) = delete;
+  ImageImporter& operator=(const ImageImporter&) = delete;
+
+  sdk::Status importImage(const sdk::Call& call, const sdk::ImportImageRequest& request,
+                          sdk::Reply& reply);
+
+  // Cancels running uploads (their partial volumes are deleted) and joins their threads.
+  void shutdown();
+
+ private:
+  struct Job;
+  sdk::Status report(const sdk::Call& call, const std::string& token, Job& job, sdk::Reply& reply);
+
+  Connection& connection_;
+  std::string provider_class_;
+  std::vector<std::string> pools_;
+  std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<Job>> jobs_;  // guarded by mutex_
+  uint64_t next_id_ = 0;                              // guarded by mutex_
+};
+
+}  // namespace banlieue::libvirt

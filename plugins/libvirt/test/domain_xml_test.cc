@@ -1,0 +1,135 @@
+// Domain and volume XML generated from a LibvirtMachine, and the XML facts read back.
+#include "plugins/libvirt/src/domain_xml.h"
+#include "plugins/libvirt/src/connection.h"
+#include "plugins/libvirt/src/introspection.h"
+
+#include <banlieue/sdk/json.h>
+#include <gtest/gtest.h>
+
+namespace banlieue::libvirt {
+namespace {
+
+MachineSpec sampleMachine() {
+  auto doc = sdk::json::parse(
+      R"({"metadata":{"name":"web","namespace":"prod","uid":"3f0c2a4e-0d7b-4c1e-9a55-6b1e2f3a4b5c"},
+         "spec":{"pool":"images","bootSource":{"volume":"debian.qcow2"},"vcpus":4,"memoryMiB":2048,
+                 "firmware":"efi-secure","tpmEnabled":true,"machineType":"q35",
+                 "disks":[{"name":"root","sizeGiB":10},{"name":"data","sizeGiB":20,"bus":"scsi"}],
+                 "network":[{"source":{"name":"default"},"macAddress":"52:54:00:00:00:01"},
+                            {"source":{"kind":"bridge","name":"br<0>"},"model":"e1000"}]}})",
+      "test");
+  return parseMachine(doc);
+}
+
+bool has(const std::string& xml, const std::string& needle) {
+  return xml.find(needle) != std::string::npos;
+}
+
+TEST(DomainXml, CarriesTheSpec) {
+  MachineSpec m = sampleMachine();
+  DomainPlan plan;
+  plan.domain_type = "qemu";
+  plan.root_volume = m.rootVolumeName();
+  plan.data_volumes = {m.dataVolumeName(m.disks[1])};
+  plan.seed_volume = m.seedVolumeName();
+  std::string xml = domainXml(m, plan);
+  EXPECT_TRUE(has(xml, "<domain type='qemu'>")) << xml;
+  EXPECT_TRUE(has(xml, "<name>prod-web</name>"));
+  EXPECT_TRUE(has(xml, "<uuid>3f0c2a4e-0d7b-4c1e-9a55-6b1e2f3a4b5c</uuid>"));
+  EXPECT_TRUE(has(xml, "<memory unit='MiB'>2048</memory>"));
+  EXPECT_TRUE(has(xml, ">4</vcpu>"));
+  EXPECT_TRUE(has(xml, "<os firmware='efi'>"));
+  EXPECT_TRUE(has(xml, "<loader secure='yes'/>"));
+  EXPECT_TRUE(has(xml, "<smm state='on'/>"));
+  EXPECT_TRUE(has(xml, "machine='q35'"));
+  EXPECT_FALSE(has(xml, "host-passthrough"));  // only for kvm
+  EXPECT_TRUE(has(xml, "<source pool='images' volume='prod-web-root.qcow2'/>"));
+  EXPECT_TRUE(has(xml, "<target dev='vda' bus='virtio'/>"));
+  EXPECT_TRUE(has(xml, "<source pool='images' volume='prod-web-disk-data.qcow2'/>"));
+  EXPECT_TRUE(has(xml, "<target dev='sda' bus='scsi'/>"));
+  EXPECT_TRUE(has(xml, "model='virtio-scsi'"));
+  EXPECT_TRUE(has(xml, "<disk type='volume' device='cdrom'>"));
+  EXPECT_TRUE(has(xml, "volume='prod-web-cidata.iso'"));
+  EXPECT_TRUE(has(xml, "<target dev='sdb' bus='sata'/>"));
+  EXPECT_TRUE(has(xml, "<mac address='52:54:00:00:00:01'/>"));
+  EXPECT_TRUE(has(xml, "<source network='default'/>"));
+  EXPECT_TRUE(has(xml, "<source bridge='br&lt;0&gt;'/>"));
+  EXPECT_TRUE(has(xml, "<model type='e1000'/>"));
+  EXPECT_TRUE(has(xml, "<tpm model='tpm-crb'>"));
+  EXPECT_TRUE(has(xml, "org.qemu.guest_agent.0"));
+}
+
+TEST(DomainXml, BiosWithoutTpmAndKvmPassthrough) {
+  MachineSpec m = sampleMachine();
+  m.firmware = "bios";
+  m.tpm = false;
+  DomainPlan plan;
+  plan.domain_type = "kvm";
+  plan.root_volume = m.rootVolumeName();
+  plan.install_media_volume = "installer.iso";
+  std::string xml = domainXml(m, plan);
+  EXPECT_FALSE(has(xml, "firmware="));
+  EXPECT_FALSE(has(xml, "<tpm"));
+  EXPECT_TRUE(has(xml, "host-passthrough"));
+  EXPECT_TRUE(has(xml, "volume='installer.iso'"));
+  EXPECT_TRUE(has(xml, "<boot order='2'/>"));
+}
+
+TEST(DomainXml, VolumeWithDeclaredBackingFormat) {
+  std::string xml =
+      volumeXml({"root.qcow2", 10737418240ull, "qcow2", "/var/lib/img/base.raw", "raw"});
+  EXPECT_TRUE(has(xml, "<capacity unit='bytes'>10737418240</capacity>"));
+  EXPECT_TRUE(
+      has(xml, "<backingStore>\n    <path>/var/lib/img/base.raw</path>\n    <format type='raw'/>"));
+  EXPECT_FALSE(has(volumeXml({"a", 1, "raw", "", ""}), "backingStore"));
+}
+
+TEST(DomainXml, ReadsAttributesAndText) {
+  std::string vol =
+      "<volume type='file'>\n<name>a&amp;b</name>\n<target>\n<path>/p</path>\n"
+      "<format type='qcow2'/>\n</target>\n<backingStore><format type='raw'/>"
+      "</backingStore></volume>";
+  EXPECT_EQ(xmlAttribute(vol, "target", "format", "type"), "qcow2");
+  EXPECT_EQ(xmlAttribute(vol, "backingStore", "format", "type"), "raw");
+  EXPECT_EQ(xmlText(vol, "", "name"), "a&b");
+  EXPECT_EQ(xmlText(vol, "target", "path"), "/p");
+  EXPECT_FALSE(xmlAttribute(vol, "target", "nothing", "type"));
+  EXPECT_EQ(xmlAttribute(vol, "", "volume", "type"), "file");
+}
+
+TEST(DomainXml, GuestDomainTypesFromCapabilities) {
+  std::string caps =
+      R"(<capabilities><host><cpu><arch>x86_64</arch><feature name='vmx'/></cpu></host>
+    <guest><os_type>hvm</os_type><arch name='i686'><domain type='qemu'/></arch></guest>
+    <guest><os_type>hvm</os_type><arch name='x86_64'><wordsize>64</wordsize>
+      <domain type='qemu'/><domain type='kvm'/></arch></guest></capabilities>)";
+  EXPECT_EQ(guestDomainTypes(caps, "x86_64"), (std::vector<std::string>{"qemu", "kvm"}));
+  EXPECT_TRUE(guestDomainTypes(caps, "aarch64").empty());
+}
+
+TEST(Uri, CredentialsGoIntoQueryParameters) {
+  EXPECT_EQ(connectionUri("qemu+tls://h/system", "/tmp/p", false, false),
+            "qemu+tls://h/system?pkipath=/tmp/p");
+  EXPECT_EQ(connectionUri("qemu+tls://h/system?pkipath=/own", "/tmp/p", false, true),
+            "qemu+tls://h/system?pkipath=/own&no_verify=1");
+  EXPECT_EQ(connectionUri("qemu+ssh://root@h/system", "/tmp/p", true, false),
+            "qemu+ssh://root@h/system?keyfile=/tmp/p/id_ssh&no_tty=1");
+  EXPECT_EQ(connectionUri("qemu:///system", "/tmp/p", false, false), "qemu:///system");
+  EXPECT_EQ(connectionUri("test:///default", "", false, false), "test:///default");
+  UriParts p = parseUri("qemu+tls://[::1]:16515/system");
+  EXPECT_EQ(p.host, "::1");
+  EXPECT_EQ(p.port, 16515);
+  EXPECT_EQ(parseUri("qemu+ssh://u@kvm1.example.org/system").host, "kvm1.example.org");
+  EXPECT_THROW(parseUri("qemu+tcp://h/system"), sdk::Error);
+  EXPECT_THROW(parseUri("xen:///system"), sdk::Error);
+  EXPECT_THROW(parseUri("nonsense"), sdk::Error);
+}
+
+TEST(Introspection, FailureDomainNames) {
+  EXPECT_EQ(failureDomainName("KVM1.Example.org"), "kvm1-example-org");
+  EXPECT_EQ(failureDomainName("--"), "libvirt-host");
+  EXPECT_EQ(failureDomainName(std::string(100, 'a')).size(), 63u);
+}
+
+}  // namespace
+}  // namespace banlieue::libvirt
