@@ -37,6 +37,8 @@ TEST(PayloadSchemasTest, NamesTheViolatingPointer) {
 TEST(PayloadSchemasTest, InProgressReplyNeedsAToken) {
   EXPECT_FALSE(validatePayload("reconcile.response", R"({"operation":{}})").isOk());
   EXPECT_TRUE(validatePayload("reconcile.response", R"({"operation":{"token":"task-42"}})").isOk());
+  EXPECT_TRUE(validatePayload("reconcile.response", R"({"operation":null})").isOk())
+      << "null clears the stored token (provider_v1.h), what Reply::clearOperation() sends";
 }
 
 TEST(PayloadSchemasTest, ImportRequestRequiresAChecksum) {
