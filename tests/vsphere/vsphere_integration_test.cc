@@ -316,3 +316,27 @@ TEST_F(VsphereTest, TemplateImportFromIsoPerZone) {
 
 }  // namespace
 }  // namespace banlieue::vsphere::testing
+
+namespace banlieue::vsphere::testing {
+namespace {
+
+// `banlieue plugin check` (the conformance entry point third parties use) on the real plugin
+// directory, connected to vcsim: every slot, including reconcile/finalize of the sample
+// VSphereMachine and a stale operation token.
+TEST_F(VsphereTest, PluginCheckPassesAgainstVcsim) {
+  char path[] = "/tmp/banlieue-vsphere-config-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  std::ofstream(path) << vcsim_->instanceConfig("vcsim", Vcsim::kPassword, "", false, kCapabilities);
+  EXPECT_NO_THROW(runOrThrow({BANLIEUE_BINARY, "plugin", "check", BANLIEUE_VSPHERE_PLUGIN_DIR,
+                              "--config", path}));
+  std::remove(path);
+  // The sample's clone folder stays (folders are shared); remove it for the leak check.
+  MoRef folder = backend_->find("DC0/vm/banlieue-plugin-check");
+  ASSERT_FALSE(folder.empty());
+  backend_->runTask("Destroy_Task", folder);
+}
+
+}  // namespace
+}  // namespace banlieue::vsphere::testing

@@ -16,4 +16,12 @@ sdk::Status transportStatus(const TransportError& error) {
   return {sdk::Code::kUnavailable, "ConnectFailed", error.what()};
 }
 
+void settle(sdk::Reply& reply) {
+  reply.body().RemoveMember("operation");
+}
+
+void settleFailed(sdk::Reply& reply) {
+  reply.setOperation(kSettledToken, "the previous task finished");
+}
+
 }  // namespace banlieue::vsphere

@@ -6,13 +6,22 @@
 #include "plugins/vsphere/src/http_transport.h"
 #include "plugins/vsphere/src/vim_fault.h"
 
-#include <banlieue/sdk/status.h>
+#include <banlieue/sdk/provider.h>
 
 #include <string>
 
 namespace banlieue::vsphere {
 
 sdk::Status transportStatus(const TransportError& error);
+
+// The pending task is finished. Without an "operation" member an OK reply clears the host's
+// token (ABI reply rules); "operation": null would too, but sdk/schemas/reconcile.response.json
+// does not admit null, so the member is removed instead.
+void settle(sdk::Reply& reply);
+// The pending task failed and the call fails: a token no task carries replaces it, so the
+// next call re-derives the state from vCenter instead of re-reading the same failed task.
+void settleFailed(sdk::Reply& reply);
+inline constexpr std::string_view kSettledToken = "settled";
 
 template <class Fn>
 sdk::Status withVimErrors(const std::string& context, Fn&& fn) {

@@ -195,11 +195,14 @@ Status ImageImporter::import(const sdk::Call& call, const sdk::ImportImageReques
             reply.requeueAfter(kPoll);
             return Status::inProgress("Importing", who);
           }
-          reply.clearOperation();
-          if (info.state == TaskState::kError) return info.error->toError(who).toStatus();
+          if (info.state == TaskState::kError) {
+            settleFailed(reply);
+            return info.error->toError(who).toStatus();
+          }
+          settle(reply);
         } catch (const VimFault& fault) {
           if (fault.kind() != FaultKind::kManagedObjectNotFound) throw;
-          reply.clearOperation();
+          settle(reply);
         }
       }
     }
@@ -384,7 +387,7 @@ Status ImageImporter::import(const sdk::Call& call, const sdk::ImportImageReques
     };
     if (vm.is_template) {
       writeZoneRow(reply, fd->name, name, folder_path, true, "", "");
-      reply.clearOperation();
+      settle(reply);
       return Status::ok();
     }
     const bool deferred = settings.install_mode != "immediate";
@@ -397,7 +400,7 @@ Status ImageImporter::import(const sdk::Call& call, const sdk::ImportImageReques
       }
       vim_.markAsTemplate(vm.ref, deadline);
       writeZoneRow(reply, fd->name, name, folder_path, true, "", "");
-      reply.clearOperation();
+      settle(reply);
       return Status::ok();
     }
     if (vm.marker == "created") {

@@ -65,7 +65,7 @@ std::optional<Status> pollTask(Vim& vim, const PendingTask& pending, const std::
     // A task vCenter no longer knows (it keeps them for minutes, a restart forgets them):
     // re-derive everything from the inventory instead.
     if (fault.kind() != FaultKind::kManagedObjectNotFound) throw;
-    reply.clearOperation();
+    settle(reply);
     return std::nullopt;
   }
   if (info.state == TaskState::kQueued || info.state == TaskState::kRunning) {
@@ -73,8 +73,11 @@ std::optional<Status> pollTask(Vim& vim, const PendingTask& pending, const std::
     reply.requeueAfter(kTaskPoll);
     return Status::inProgress("TaskRunning", what + " (" + std::to_string(info.progress) + "%)");
   }
-  reply.clearOperation();
-  if (info.state == TaskState::kError) return info.error->toError(what).toStatus();
+  if (info.state == TaskState::kError) {
+    settleFailed(reply);
+    return info.error->toError(what).toStatus();
+  }
+  settle(reply);
   if (result != nullptr) *result = info.result;
   return std::nullopt;
 }
@@ -282,7 +285,7 @@ Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileR
                      "power change of " + who + " to " + spec.desired_power_state);
     }
     writeStatus(reply, spec, live, true);
-    reply.clearOperation();
+    settle(reply);
     return Status::ok();
   });
 }
@@ -376,7 +379,7 @@ Status MachineReconciler::finalize(const sdk::Call& call, const sdk::ReconcileRe
     }
     std::optional<MoRef> vm = isUuid(uuid) ? vim_.findByInstanceUuid(uuid, deadline) : std::nullopt;
     if (!vm) {
-      reply.clearOperation();
+      settle(reply);
       return Status::ok();  // never created, or already gone: both mean done
     }
     LiveVm live = readVm(vim_, *vm, deadline);
