@@ -328,9 +328,10 @@ TEST_F(VsphereTest, PluginCheckPassesAgainstVcsim) {
   int fd = mkstemp(path);
   ASSERT_GE(fd, 0);
   close(fd);
-  std::ofstream(path) << vcsim_->instanceConfig("vcsim", Vcsim::kPassword, "", false, kCapabilities);
-  EXPECT_NO_THROW(runOrThrow({BANLIEUE_BINARY, "plugin", "check", BANLIEUE_VSPHERE_PLUGIN_DIR,
-                              "--config", path}));
+  std::ofstream(path) << vcsim_->instanceConfig("vcsim", Vcsim::kPassword, "", false,
+                                                kCapabilities);
+  EXPECT_NO_THROW(runOrThrow(
+      {BANLIEUE_BINARY, "plugin", "check", BANLIEUE_VSPHERE_PLUGIN_DIR, "--config", path}));
   std::remove(path);
   // The sample's clone folder stays (folders are shared); remove it for the leak check.
   MoRef folder = backend_->find("DC0/vm/banlieue-plugin-check");

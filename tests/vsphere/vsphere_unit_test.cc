@@ -28,7 +28,10 @@ std::string recorded(const std::string& name) {
 
 TEST(VimXml, WriterEscapesValuesAndTypesElements) {
   XmlWriter w;
-  w.open("spec", "VirtualMachineConfigSpec").text("name", "a<b>&\"c'").moref("pool", {"ResourcePool", "resgroup-1"}).close("spec");
+  w.open("spec", "VirtualMachineConfigSpec")
+      .text("name", "a<b>&\"c'")
+      .moref("pool", {"ResourcePool", "resgroup-1"})
+      .close("spec");
   EXPECT_EQ(w.str(),
             R"(<spec xsi:type="VirtualMachineConfigSpec"><name>a&lt;b&gt;&amp;&quot;c&apos;</name>)"
             R"(<pool type="ResourcePool">resgroup-1</pool></spec>)");
@@ -108,8 +111,9 @@ TEST(VimFaults, UnknownAndHostileFaultTypesGiveCamelCaseReasons) {
 }
 
 TEST(VimResponses, GarbageIsAClearErrorNotACrash) {
-  for (const char* text : {"", "not xml", "<a/>", "<soapenv:Envelope xmlns:soapenv=\"x\"/>",
-                           "<Envelope><Body/></Envelope>", "<Envelope><Body><R/></Body></Envelope>"}) {
+  for (const char* text :
+       {"", "not xml", "<a/>", "<soapenv:Envelope xmlns:soapenv=\"x\"/>",
+        "<Envelope><Body/></Envelope>", "<Envelope><Body><R/></Body></Envelope>"}) {
     try {
       (void)SoapClient::parseEnvelope(text, 502);
       ADD_FAILURE() << "accepted: " << text;
@@ -143,14 +147,16 @@ class ScriptedTransport final : public HttpTransport {
 HttpResponse ok(const std::string& body, const std::string& cookie = "") {
   HttpResponse r;
   r.status = 200;
-  r.body = R"(<?xml version="1.0"?><soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/"><soapenv:Body>)" +
-           body + "</soapenv:Body></soapenv:Envelope>";
+  r.body =
+      R"(<?xml version="1.0"?><soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/"><soapenv:Body>)" +
+      body + "</soapenv:Body></soapenv:Envelope>";
   if (!cookie.empty()) r.headers.emplace_back("set-cookie", cookie + "; Path=/; HttpOnly");
   return r;
 }
 
 HttpResponse serviceContent() {
-  return ok(R"(<RetrieveServiceContentResponse xmlns="urn:vim25"><returnval><rootFolder type="Folder">group-d1</rootFolder><propertyCollector type="PropertyCollector">propertyCollector</propertyCollector><sessionManager type="SessionManager">SessionManager</sessionManager><about><apiVersion>8.0.2.0</apiVersion></about></returnval></RetrieveServiceContentResponse>)");
+  return ok(
+      R"(<RetrieveServiceContentResponse xmlns="urn:vim25"><returnval><rootFolder type="Folder">group-d1</rootFolder><propertyCollector type="PropertyCollector">propertyCollector</propertyCollector><sessionManager type="SessionManager">SessionManager</sessionManager><about><apiVersion>8.0.2.0</apiVersion></about></returnval></RetrieveServiceContentResponse>)");
 }
 
 TEST(SoapSession, LogsInOnceReusesTheCookieReloginsOnceAndLogsOut) {
@@ -174,7 +180,8 @@ TEST(SoapSession, LogsInOnceReusesTheCookieReloginsOnceAndLogsOut) {
     SoapClient client(std::make_unique<ScriptedTransport>(shared), Url::parse("https://vc/sdk"),
                       std::move(creds));
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    for (int i = 0; i < 3; ++i) (void)client.call("FindByUuid", {"SearchIndex", "SearchIndex"}, "", deadline);
+    for (int i = 0; i < 3; ++i)
+      (void)client.call("FindByUuid", {"SearchIndex", "SearchIndex"}, "", deadline);
     EXPECT_EQ(client.roundTrips(), 8u);
   }
   const auto& sent = shared->requests;
@@ -246,10 +253,18 @@ Inventory twoClusters() {
                     {{"Datastore", "ds-3"}, "ds3", "DC A", {"Folder", "f-2"}, 5, false}};
   inv.networks = {{{"Network", "n-1"}, "VM Network", false},
                   {{"DistributedVirtualPortgroup", "dv-1"}, "prod", true}};
-  inv.clusters = {{{"ClusterComputeResource", "c-1"}, "East", "DC A",
-                   {{"Datastore", "ds-1"}, {"Datastore", "ds-2"}}, {{"Network", "n-1"}}, {}},
-                  {{"ClusterComputeResource", "c-2"}, "West", "DC A",
-                   {{"Datastore", "ds-3"}}, {{"DistributedVirtualPortgroup", "dv-1"}}, {}}};
+  inv.clusters = {{{"ClusterComputeResource", "c-1"},
+                   "East",
+                   "DC A",
+                   {{"Datastore", "ds-1"}, {"Datastore", "ds-2"}},
+                   {{"Network", "n-1"}},
+                   {}},
+                  {{"ClusterComputeResource", "c-2"},
+                   "West",
+                   "DC A",
+                   {{"Datastore", "ds-3"}},
+                   {{"DistributedVirtualPortgroup", "dv-1"}},
+                   {}}};
   return inv;
 }
 
