@@ -7,6 +7,8 @@ namespace {
 
 namespace json = sdk::json;
 
+constexpr int64_t kMaxDiskGiB = 62 * 1024;  // vSphere's 62 TiB virtual disk limit
+
 [[noreturn]] void invalid(const std::string& field, const std::string& what) {
   throw sdk::Error(sdk::Code::kInvalidArgument, "InvalidSpec",
                    "VSphereMachine spec." + field + " " + what);
@@ -47,7 +49,7 @@ MachineSpec MachineSpec::parse(const rapidjson::Value* spec) {
     for (rapidjson::SizeType i = 0; i < disks->Size(); ++i) {
       std::string at = "disks[" + std::to_string(i) + "]";
       auto size = json::integer(&(*disks)[i], "sizeGiB");
-      if (!size || *size < 1 || *size > 62 * 1024) invalid(at + ".sizeGiB", "must be 1..63488");
+      if (!size || *size < 1 || *size > kMaxDiskGiB) invalid(at + ".sizeGiB", "must be 1..63488");
       m.disks.push_back({json::stringOr(&(*disks)[i], "name"), *size});
     }
   }
