@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -91,6 +93,11 @@ Vcsim::Vcsim(std::vector<std::string> extra_args) : extra_args_(std::move(extra_
 
 Vcsim::~Vcsim() {
   stop();
+  // BANLIEUE_KEEP_VCSIM=1 keeps the certificates and vcsim.log for debugging.
+  if (const char* keep = std::getenv("BANLIEUE_KEEP_VCSIM"); keep != nullptr && keep[0] == '1') {
+    std::fprintf(stderr, "vcsim state kept in %s\n", dir_.c_str());
+    return;
+  }
   std::error_code ec;
   std::filesystem::remove_all(dir_, ec);
 }

@@ -190,6 +190,42 @@ TEST_F(VsphereTest, MachineLifecycleCreatePowerReconfigureDelete) {
   EXPECT_EQ(vm->integer("config.hardware.memoryMB"), 4096);
   EXPECT_EQ(vm->text("runtime.powerState"), "poweredOn");
 
+  // NICs and disks: re-back the first NIC onto a distributed port group, add a second NIC,
+  // grow the OS disk and add a data disk, all while the VM runs.
+  auto devices = driver_.drive(
+      "reconcile", "VSphereMachine", uid,
+      objectJson(uid, machineSpec(
+                          R"({"folder":"banlieue-test/vms","numCpus":4,"memoryMiB":4096,)"
+                          R"("network":[{"portGroup":"DC0_DVPG0"},{"portGroup":"VM Network"}],)"
+                          R"("disks":[{"name":"os","sizeGiB":30},{"name":"data","sizeGiB":5}]})")));
+  ASSERT_TRUE(devices.ok()) << devices.reason << ": " << devices.message;
+  vm = backend_->vm(name, {"config.hardware.device", "runtime.powerState"});
+  std::vector<std::string> nics;
+  std::vector<int64_t> disks_kb;
+  for (pugi::xml_node device : children(vm->node("config.hardware.device"), "VirtualDevice")) {
+    pugi::xml_node backing = child(device, "backing");
+    if (xsiType(device) == "VirtualDisk") {
+      disks_kb.push_back(std::stoll(childText(device, "capacityInKB").value_or("0")));
+    } else if (child(device, "macAddress")) {
+      nics.push_back(child(backing, "port")
+                         ? childText(child(backing, "port"), "portgroupKey").value_or("")
+                         : childText(backing, "deviceName").value_or(""));
+    }
+  }
+  ASSERT_EQ(nics.size(), 2u);
+  EXPECT_THAT(nics[0], HasSubstr("dvportgroup"));
+  EXPECT_EQ(nics[1], "VM Network");
+  EXPECT_EQ(disks_kb, (std::vector<int64_t>{30ll * 1024 * 1024, 5ll * 1024 * 1024}));
+  EXPECT_EQ(vm->text("runtime.powerState"), "poweredOn");
+  // Steady state: nothing to change, no task started.
+  auto steady = driver_.once(
+      "reconcile", "VSphereMachine", uid,
+      objectJson(uid, machineSpec(
+                          R"({"folder":"banlieue-test/vms","numCpus":4,"memoryMiB":4096,)"
+                          R"("network":[{"portGroup":"DC0_DVPG0"},{"portGroup":"VM Network"}],)"
+                          R"("disks":[{"name":"os","sizeGiB":30},{"name":"data","sizeGiB":5}]})")));
+  EXPECT_TRUE(steady.ok()) << steady.reason << ": " << steady.message;
+
   // Delete: power off, destroy, confirm gone; a second finalize is a no-op.
   auto deleted = driver_.drive("finalize", "VSphereMachine", uid, objectJson(uid, machineSpec()));
   ASSERT_TRUE(deleted.ok()) << deleted.message;

@@ -372,8 +372,9 @@ Status ImageImporter::import(const sdk::Call& call, const sdk::ImportImageReques
           .integer("unitNumber", 0)
           .close("device")
           .close("deviceChange");
-      w.text("firmware", settings.firmware == "bios" ? "bios" : "efi");
+      // vim25 types are sequences: extraConfig precedes firmware in VirtualMachineConfigSpec.
       w.raw(markerXml("created"));
+      w.text("firmware", settings.firmware == "bios" ? "bios" : "efi");
       w.close("config");
       w.moref("pool", cluster->resource_pool);
       MoRef task = vim_.startTask("CreateVM_Task", folder, w.str(), deadline);

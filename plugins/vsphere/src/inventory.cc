@@ -52,6 +52,8 @@ std::vector<PropertySpec> Inventory::propertySpecs() {
       {"Datastore", {"name", "parent", "summary.freeSpace", "summary.accessible"}},
       {"StoragePod", {"name", "parent"}},
       {"Network", {"name"}},
+      {"DistributedVirtualPortgroup", {"name", "key", "config.distributedVirtualSwitch"}},
+      {"DistributedVirtualSwitch", {"uuid"}},
   };
 }
 
@@ -60,8 +62,10 @@ Inventory Inventory::fromObjects(const std::vector<ObjectContent>& objects) {
   std::map<std::string, MoRef> parents;
   std::map<std::string, std::string> datacenter_names;
   for (const auto& o : objects) parents[key(o.obj)] = o.moref("parent");
+  std::map<std::string, std::string> switch_uuids;
   for (const auto& o : objects) {
     if (o.obj.type == "Datacenter") datacenter_names[key(o.obj)] = o.text("name");
+    if (o.node("uuid")) switch_uuids[o.obj.value] = o.text("uuid");
   }
   auto datacenterOf = [&](const MoRef& start) {
     MoRef at = start;
@@ -88,7 +92,12 @@ Inventory Inventory::fromObjects(const std::vector<ObjectContent>& objects) {
       inv.storage_pods.push_back({o.obj, o.text("name")});
     } else if (type == "Network" || type == "DistributedVirtualPortgroup" ||
                type == "OpaqueNetwork") {
-      inv.networks.push_back({o.obj, o.text("name"), type == "DistributedVirtualPortgroup"});
+      Network n{o.obj, o.text("name"), type == "DistributedVirtualPortgroup", {}, {}};
+      if (n.distributed) {
+        n.portgroup_key = o.node("key") ? o.text("key") : o.obj.value;
+        n.switch_uuid = switch_uuids[o.moref("config.distributedVirtualSwitch").value];
+      }
+      inv.networks.push_back(std::move(n));
     }
   }
   return inv;

@@ -39,6 +39,8 @@ struct Inventory {
     MoRef ref;
     std::string name;
     bool distributed = false;
+    std::string portgroup_key;  // distributed port groups
+    std::string switch_uuid;    // distributed port groups: their switch's UUID
   };
   struct StoragePod {
     MoRef ref;

@@ -129,8 +129,32 @@ MoRef ensureFolder(Vim& vim, const Inventory::Datacenter& dc, const std::string&
   return at;
 }
 
+struct LiveNic {
+  int key = 0;
+  std::string label;
+  std::string type;          // VirtualVmxnet3, VirtualE1000, ...
+  std::string network_name;  // what the backing points at, resolved through the VM's networks
+  int controller_key = 0;
+  std::string unit_number;
+  std::string address_type;
+  std::string mac_address;
+};
+
+struct LiveDisk {
+  int key = 0;
+  std::string label;
+  int controller_key = 0;
+  int unit_number = 0;
+  int64_t capacity_kb = 0;
+  std::string backing_type;
+  std::string file_name;
+  std::string disk_mode;
+};
+
 struct LiveVm {
   MoRef ref;
+  std::vector<LiveNic> nics;
+  std::vector<LiveDisk> disks;
   std::string instance_uuid;
   std::string power_state;  // poweredOn | poweredOff | suspended
   int64_t num_cpus = 0;
@@ -140,16 +164,54 @@ struct LiveVm {
   MoRef parent_folder;
 };
 
+int intOf(const pugi::xml_node& node, std::string_view name) {
+  try {
+    return std::stoi(childText(node, name).value_or("0"));
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+int64_t int64Of(const pugi::xml_node& node, std::string_view name) {
+  try {
+    return std::stoll(childText(node, name).value_or("0"));
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+std::string label(const pugi::xml_node& device) {
+  return childText(child(device, "deviceInfo"), "label").value_or("");
+}
+
+// An edited device carries its deviceInfo: vCenter ignores it, vcsim 0.24 dereferences it.
+void deviceInfo(XmlWriter& w, const std::string& label) {
+  w.open("deviceInfo").text("label", label).text("summary", label).close("deviceInfo");
+}
+
+// The VM and, in the same round trip, the networks it is attached to (to name NIC backings).
 LiveVm readVm(Vim& vim, const MoRef& vm, Deadline deadline) {
-  PropertyResult r =
-      vim.retrieveObjects({vm},
-                          {{"VirtualMachine",
-                            {"config.instanceUuid", "runtime.powerState", "config.hardware.numCPU",
-                             "config.hardware.memoryMB", "config.extraConfig", "guest.net",
-                             "guest.ipAddress", "parent"}}},
-                          deadline);
-  if (r.objects.empty()) throw VimFault("ManagedObjectNotFound", "VM " + vm.value + " is gone");
-  const ObjectContent& o = r.objects.front();
+  PropertyResult r = vim.retrieveWithReferenced(
+      vm, "network",
+      {{"VirtualMachine",
+        {"config.instanceUuid", "runtime.powerState", "config.hardware.numCPU",
+         "config.hardware.memoryMB", "config.extraConfig", "config.hardware.device", "guest.net",
+         "guest.ipAddress", "parent"}},
+       {"Network", {"name"}},
+       {"DistributedVirtualPortgroup", {"name", "key"}}},
+      deadline);
+  std::map<std::string, std::string> network_names, portgroup_names;
+  const ObjectContent* found = nullptr;
+  for (const auto& o : r.objects) {
+    if (o.obj == vm) {
+      found = &o;
+    } else {
+      network_names[o.obj.value] = o.text("name");
+      if (o.node("key")) portgroup_names[o.text("key")] = o.text("name");
+    }
+  }
+  if (found == nullptr) throw VimFault("ManagedObjectNotFound", "VM " + vm.value + " is gone");
+  const ObjectContent& o = *found;
   LiveVm live;
   live.ref = vm;
   live.instance_uuid = o.text("config.instanceUuid");
@@ -160,6 +222,33 @@ LiveVm readVm(Vim& vim, const MoRef& vm, Deadline deadline) {
   for (pugi::xml_node option : children(o.node("config.extraConfig"), "OptionValue")) {
     live.extra_config[childText(option, "key").value_or("")] =
         childText(option, "value").value_or("");
+  }
+  for (pugi::xml_node device : children(o.node("config.hardware.device"), "VirtualDevice")) {
+    std::string type = xsiType(device);
+    pugi::xml_node backing = child(device, "backing");
+    if (type == "VirtualDisk") {
+      live.disks.push_back({intOf(device, "key"), label(device), intOf(device, "controllerKey"),
+                            intOf(device, "unitNumber"), int64Of(device, "capacityInKB"),
+                            xsiType(backing), childText(backing, "fileName").value_or(""),
+                            childText(backing, "diskMode").value_or("persistent")});
+    } else if (child(device, "macAddress") || child(device, "addressType")) {
+      LiveNic nic{intOf(device, "key"),
+                  label(device),
+                  type,
+                  {},
+                  intOf(device, "controllerKey"),
+                  childText(device, "unitNumber").value_or(""),
+                  childText(device, "addressType").value_or(""),
+                  childText(device, "macAddress").value_or("")};
+      if (pugi::xml_node port = child(backing, "port")) {
+        nic.network_name = portgroup_names[childText(port, "portgroupKey").value_or("")];
+      } else if (pugi::xml_node net = child(backing, "network")) {
+        nic.network_name = network_names[net.text().get()];
+      } else {
+        nic.network_name = childText(backing, "deviceName").value_or("");
+      }
+      live.nics.push_back(std::move(nic));
+    }
   }
   for (pugi::xml_node nic : children(o.node("guest.net"), "GuestNicInfo")) {
     for (pugi::xml_node ip : children(nic, "ipAddress")) {
@@ -176,6 +265,130 @@ LiveVm readVm(Vim& vim, const MoRef& vm, Deadline deadline) {
     live.addresses.insert(live.addresses.begin(), primary);
   }
   return live;
+}
+
+std::string nicBacking(const Inventory::Network& network) {
+  XmlWriter w;
+  if (network.distributed) {
+    w.open("backing", "VirtualEthernetCardDistributedVirtualPortBackingInfo")
+        .open("port")
+        .text("switchUuid", network.switch_uuid)
+        .text("portgroupKey", network.portgroup_key)
+        .close("port")
+        .close("backing");
+  } else {
+    w.open("backing", "VirtualEthernetCardNetworkBackingInfo")
+        .text("deviceName", network.name)
+        .moref("network", network.ref)
+        .close("backing");
+  }
+  return w.str();
+}
+
+bool nicsDrift(const MachineSpec& spec, const LiveVm& live) {
+  if (live.nics.size() != spec.network.size()) return true;
+  for (size_t i = 0; i < spec.network.size(); ++i) {
+    if (live.nics[i].network_name != spec.network[i].port_group) return true;
+  }
+  return false;
+}
+
+// deviceChange entries that bring the NICs to the spec: re-back the ones on another network
+// (keeping their key, slot and MAC), add missing vmxnet3 NICs, remove extra ones. Returns
+// a Status when a network is not reachable from the cluster.
+std::optional<Status> nicChanges(const MachineSpec& spec, const LiveVm& live,
+                                 const Inventory& inventory, XmlWriter& w) {
+  const Inventory::Cluster* cluster = inventory.cluster(spec.datacenter, spec.cluster);
+  if (cluster == nullptr) {
+    return Status{
+        Code::kNotFound, "ClusterNotFound",
+        "cluster '" + spec.cluster + "' does not exist in datacenter '" + spec.datacenter + "'"};
+  }
+  for (size_t i = 0; i < spec.network.size(); ++i) {
+    auto network = inventory.resolveNetwork(*cluster, spec.network[i].port_group);
+    if (!network) {
+      return Status{Code::kFailedPrecondition, "NetworkNotFound",
+                    "network[" + std::to_string(i) + "].portGroup '" + spec.network[i].port_group +
+                        "' is not reachable from cluster '" + spec.cluster + "'"};
+    }
+    if (i < live.nics.size()) {
+      const LiveNic& nic = live.nics[i];
+      if (nic.network_name == spec.network[i].port_group) continue;
+      w.open("deviceChange").text("operation", "edit");
+      w.open("device", nic.type).integer("key", nic.key);
+      deviceInfo(w, nic.label);
+      w.raw(nicBacking(*network));
+      w.integer("controllerKey", nic.controller_key);
+      if (!nic.unit_number.empty()) w.text("unitNumber", nic.unit_number);
+      if (!nic.address_type.empty()) w.text("addressType", nic.address_type);
+      if (!nic.mac_address.empty()) w.text("macAddress", nic.mac_address);
+      w.close("device").close("deviceChange");
+    } else {
+      w.open("deviceChange").text("operation", "add");
+      w.open("device", "VirtualVmxnet3")
+          .integer("key", -200 - static_cast<int>(i))
+          .raw(nicBacking(*network))
+          .open("connectable")
+          .boolean("startConnected", true)
+          .boolean("allowGuestControl", true)
+          .boolean("connected", true)
+          .close("connectable")
+          .text("addressType", "generated")
+          .close("device")
+          .close("deviceChange");
+    }
+  }
+  for (size_t i = spec.network.size(); i < live.nics.size(); ++i) {
+    w.open("deviceChange").text("operation", "remove");
+    w.open("device", live.nics[i].type).integer("key", live.nics[i].key).close("device");
+    w.close("deviceChange");
+  }
+  return std::nullopt;
+}
+
+// deviceChange entries for disks: grow the first disk (never shrink: that loses data) and add
+// the data disks the VM lacks, thin, on the first disk's controller.
+void diskChanges(const MachineSpec& spec, const LiveVm& live, XmlWriter& w) {
+  if (spec.disks.empty() || live.disks.empty()) return;
+  const LiveDisk& os = live.disks.front();
+  const int64_t wanted_kb = spec.disks.front().size_gib * 1024 * 1024;
+  if (wanted_kb > os.capacity_kb) {
+    w.open("deviceChange").text("operation", "edit");
+    w.open("device", "VirtualDisk").integer("key", os.key);
+    deviceInfo(w, os.label);
+    w.open("backing", os.backing_type.empty() ? "VirtualDiskFlatVer2BackingInfo" : os.backing_type)
+        .text("fileName", os.file_name)
+        .text("diskMode", os.disk_mode)
+        .close("backing");
+    w.integer("controllerKey", os.controller_key)
+        .integer("unitNumber", os.unit_number)
+        .integer("capacityInKB", wanted_kb)
+        .close("device")
+        .close("deviceChange");
+  }
+  std::vector<int> used;
+  for (const auto& d : live.disks) {
+    if (d.controller_key == os.controller_key) used.push_back(d.unit_number);
+  }
+  int unit = 0;
+  for (size_t i = live.disks.size(); i < spec.disks.size(); ++i) {
+    // Unit 7 is the SCSI controller's own.
+    while (unit == 7 || std::find(used.begin(), used.end(), unit) != used.end()) ++unit;
+    used.push_back(unit);
+    w.open("deviceChange").text("operation", "add").text("fileOperation", "create");
+    w.open("device", "VirtualDisk")
+        .integer("key", -300 - static_cast<int>(i))
+        .open("backing", "VirtualDiskFlatVer2BackingInfo")
+        .text("fileName", "")
+        .text("diskMode", "persistent")
+        .boolean("thinProvisioned", true)
+        .close("backing")
+        .integer("controllerKey", os.controller_key)
+        .integer("unitNumber", unit)
+        .integer("capacityInKB", spec.disks[i].size_gib * 1024 * 1024)
+        .close("device")
+        .close("deviceChange");
+  }
 }
 
 std::string observedPower(const std::string& vim_state) {
@@ -258,12 +471,20 @@ Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileR
                      vim_.startTask("PowerOffVM_Task", live.ref, none.str(), deadline),
                      "power off of " + who + " to resize it");
     }
-    if (hardware_changes || !info_changes.empty()) {
+    XmlWriter devices;
+    if (nicsDrift(spec, live)) {
+      // Only now is the inventory needed: to resolve the wanted networks.
+      Inventory inventory = Inventory::load(vim_, deadline);
+      if (auto failed = nicChanges(spec, live, inventory, devices)) return *failed;
+    }
+    diskChanges(spec, live, devices);
+    if (hardware_changes || !info_changes.empty() || !devices.str().empty()) {
       XmlWriter w;
       w.open("spec");
       if (hardware_changes) {
         w.integer("numCPUs", spec.num_cpus).integer("memoryMB", spec.memory_mib);
       }
+      w.raw(devices.str());
       w.raw(extraConfigXml(info_changes));
       w.close("spec");
       writeStatus(reply, spec, live, false);

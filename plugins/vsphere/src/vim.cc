@@ -168,6 +168,22 @@ PropertyResult Vim::retrieveObjects(const std::vector<MoRef>& objects,
   return retrieve(spec.str(), deadline);
 }
 
+PropertyResult Vim::retrieveWithReferenced(const MoRef& object, const std::string& path,
+                                           const std::vector<PropertySpec>& specs,
+                                           Deadline deadline) {
+  XmlWriter spec;
+  spec.open("specSet").raw(propSets(specs));
+  spec.open("objectSet").moref("obj", object).boolean("skip", false);
+  spec.open("selectSet", "TraversalSpec")
+      .text("name", "referenced")
+      .text("type", object.type)
+      .text("path", path)
+      .boolean("skip", false)
+      .close("selectSet");
+  spec.close("objectSet").close("specSet");
+  return retrieve(spec.str(), deadline);
+}
+
 std::optional<MoRef> Vim::findByInstanceUuid(const std::string& uuid, Deadline deadline) {
   XmlWriter w;
   w.text("uuid", uuid).boolean("vmSearch", true).boolean("instanceUuid", true);

@@ -58,6 +58,10 @@ class Vim {
   // Properties of specific objects, in one RetrievePropertiesEx (+ continuations).
   PropertyResult retrieveObjects(const std::vector<MoRef>& objects,
                                  const std::vector<PropertySpec>& specs, Deadline deadline);
+  // Properties of `object` and of the objects its `path` property references (a VM and its
+  // networks, say), in the same round trip.
+  PropertyResult retrieveWithReferenced(const MoRef& object, const std::string& path,
+                                        const std::vector<PropertySpec>& specs, Deadline deadline);
 
   std::optional<MoRef> findByInstanceUuid(const std::string& uuid, Deadline deadline);
   std::optional<MoRef> findByInventoryPath(const std::string& path, Deadline deadline);
