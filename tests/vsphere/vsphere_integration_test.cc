@@ -9,6 +9,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 namespace banlieue::vsphere::testing {
@@ -103,7 +104,7 @@ TEST_F(VsphereTest, IntrospectReportsOneFailureDomainPerClusterWithReachableClas
   EXPECT_EQ(json::serialize(fds[0]["attributes"]["features"]), R"(["hotAddCPU"])");
 }
 
-TEST_F(VsphereTest, NameOverridesThatCollideFailClosed) {
+TEST_F(VsphereTest, NameOverridesRenameFailureDomains) {
   auto outcome = driver_.introspect(
       R"({"provider":{"metadata":{"name":"vcsim"},"spec":{"failureDomainNameOverrides":[)"
       R"({"datacenter":"DC0","cluster":"DC0_C0","name":"Zone A"}]}}})");
@@ -260,6 +261,34 @@ TEST_F(VsphereTest, MissingTemplateAndUnknownDatastoreGiveSpecificReasons) {
   EXPECT_EQ(invalid.reason, "InvalidSpec");
 }
 
+TEST_F(VsphereTest, ImportRejectsWrongArtifactsAndUnknownZones) {
+  const std::string uid = "9a9b9c9d-0000-4000-8000-000000000002";
+  auto raw = driver_.once(
+      "import_image", "", uid,
+      R"({"image":{"metadata":{"name":"i"}},"artifact":{"path":"/nonexistent","format":"raw","sha256":"00"},"failureDomain":"vcsim-dc0-dc0-c0"})");
+  EXPECT_EQ(raw.code, BANLIEUE_INVALID_ARGUMENT);
+  EXPECT_EQ(raw.reason, "WrongArtifactKind");
+  auto zone = driver_.once(
+      "import_image", "", uid,
+      R"({"image":{"metadata":{"name":"i"}},"artifact":{"path":"/nonexistent","format":"iso","sha256":"00"},"failureDomain":"nowhere"})");
+  EXPECT_EQ(zone.code, BANLIEUE_NOT_FOUND);
+  EXPECT_EQ(zone.reason, "FailureDomainNotFound");
+  auto missing = driver_.once(
+      "import_image", "", uid,
+      R"({"image":{"metadata":{"name":"i"}},"artifact":{"path":"/nonexistent","format":"iso","sha256":"00"},"failureDomain":"vcsim-dc0-dc0-c0"})");
+  EXPECT_EQ(missing.code, BANLIEUE_FAILED_PRECONDITION);
+  EXPECT_EQ(missing.reason, "ArtifactMissing");
+}
+
+TEST_F(VsphereTest, CancelledCallStartsNoTask) {
+  const std::string uid = "1a2b3c4d-0000-4000-8000-000000000004";
+  driver_.host().cancelAll(true);
+  auto outcome = driver_.once("reconcile", "VSphereMachine", uid, objectJson(uid, machineSpec()));
+  driver_.host().cancelAll(false);
+  EXPECT_EQ(outcome.code, BANLIEUE_CANCELLED);
+  EXPECT_EQ(backend_->vmNames(), vms_before_);
+}
+
 TEST_F(VsphereTest, VmDestroyedUnderOurFeetIsReportedNotRecreated) {
   const std::string uid = "1a2b3c4d-0000-4000-8000-000000000003";
   auto created = driver_.drive("reconcile", "VSphereMachine", uid, objectJson(uid, machineSpec()));
@@ -339,6 +368,24 @@ TEST_F(VsphereTest, TemplateImportFromIsoPerZone) {
   }
   // Idempotent: a second import reports the ready row without touching anything.
   EXPECT_TRUE(driver_.drive("import_image", "", uid, request).ok());
+
+  // Re-importing after the template was deleted reuses the ISO already on the datastore (same
+  // checksum, same size): the file is not written again.
+  auto iso_file = [&]() {
+    auto ds = backend_->vim().retrieveFromContainer(
+        backend_->vim().client().content(backend_->deadline()).root_folder,
+        {{"Datastore", {"summary.url"}}}, backend_->deadline());
+    return std::filesystem::path(ds.objects.front().text("summary.url")) /
+           isoDatastorePath("kairos-1", sha);
+  };
+  const auto written = std::filesystem::last_write_time(iso_file());
+  backend_->runTask("Destroy_Task", vm);
+  auto reinstalling = driver_.drive("import_image", "", uid, request);
+  ASSERT_EQ(reinstalling.reason, "Installing") << reinstalling.message;
+  EXPECT_EQ(std::filesystem::last_write_time(iso_file()), written);
+  vm = backend_->find("DC0/vm/banlieue-templates/vcsim-dc0-dc0-c0/kairos-1");
+  backend_->runTask("PowerOffVM_Task", vm);
+  ASSERT_TRUE(driver_.drive("import_image", "", uid, request).ok());
 
   // Clean up what the import legitimately leaves behind: template, ISO, folders.
   backend_->runTask("Destroy_Task", vm);

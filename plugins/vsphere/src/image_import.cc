@@ -207,6 +207,9 @@ Status ImageImporter::import(const sdk::Call& call, const sdk::ImportImageReques
       }
     }
 
+    if (call.cancelled()) {
+      return Status{Code::kCancelled, "Cancelled", who + " was cancelled by the host"};
+    }
     Inventory inventory = Inventory::load(vim_, deadline);
     std::vector<FailureDomain> fds = computeFailureDomains(inventory, provider);
     auto fd = std::find_if(fds.begin(), fds.end(), [&](const FailureDomain& f) {

@@ -82,6 +82,12 @@ std::optional<Status> pollTask(Vim& vim, const PendingTask& pending, const std::
   return std::nullopt;
 }
 
+// Checked before a step starts a backend task; a task already started is polled on the next
+// call through its token, so stopping here loses nothing.
+Status cancelled(const std::string& who) {
+  return {Code::kCancelled, "Cancelled", "reconcile of " + who + " was cancelled by the host"};
+}
+
 Status started(sdk::Reply& reply, const std::string& phase, const MoRef& task,
                const std::string& what) {
   reply.setOperation(phase + ":" + task.value, what);
@@ -439,6 +445,7 @@ Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileR
         return *stop;
       }
     }
+    if (call.cancelled()) return cancelled(who);
     std::optional<MoRef> vm = vim_.findByInstanceUuid(uuid, deadline);
     if (!vm) {
       std::string known = json::stringOr(request.status, "vmRef");
@@ -598,6 +605,7 @@ Status MachineReconciler::finalize(const sdk::Call& call, const sdk::ReconcileRe
         if (pending->phase == "destroy") return *stop;
       }
     }
+    if (call.cancelled()) return cancelled(who);
     std::optional<MoRef> vm = isUuid(uuid) ? vim_.findByInstanceUuid(uuid, deadline) : std::nullopt;
     if (!vm) {
       settle(reply);

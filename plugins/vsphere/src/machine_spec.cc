@@ -7,7 +7,7 @@ namespace {
 
 namespace json = sdk::json;
 
-constexpr int64_t kMaxDiskGiB = 62 * 1024;  // vSphere's 62 TiB virtual disk limit
+constexpr int64_t kMaxDiskGiB = int64_t{62} * 1024;  // vSphere's 62 TiB virtual disk limit
 
 [[noreturn]] void invalid(const std::string& field, const std::string& what) {
   throw sdk::Error(sdk::Code::kInvalidArgument, "InvalidSpec",

@@ -55,8 +55,10 @@ std::chrono::milliseconds remaining(Deadline deadline) {
 
 SoapClient::SoapClient(std::unique_ptr<HttpTransport> transport, Url url, Credentials credentials)
     : transport_(std::move(transport)), url_(std::move(url)) {
-  credentials_.username = std::move(credentials.username);
-  credentials_.password = std::move(credentials.password);
+  // Copied, not moved: a moved-from short string keeps its bytes in place; the source's
+  // destructor wipes them.
+  credentials_.username = credentials.username;
+  credentials_.password = credentials.password;
 }
 
 SoapClient::~SoapClient() {
