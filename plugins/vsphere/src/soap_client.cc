@@ -53,7 +53,8 @@ std::chrono::milliseconds remaining(Deadline deadline) {
   return std::max(left, std::chrono::milliseconds(1));
 }
 
-SoapClient::SoapClient(std::unique_ptr<HttpTransport> transport, Url url, Credentials credentials)
+SoapClient::SoapClient(std::unique_ptr<HttpTransport> transport, Url url,
+                       const Credentials& credentials)
     : transport_(std::move(transport)), url_(std::move(url)) {
   // Copied, not moved: a moved-from short string keeps its bytes in place; the source's
   // destructor wipes them.

@@ -47,7 +47,7 @@ struct Credentials {
 
 class SoapClient {
  public:
-  SoapClient(std::unique_ptr<HttpTransport> transport, Url url, Credentials credentials);
+  SoapClient(std::unique_ptr<HttpTransport> transport, Url url, const Credentials& credentials);
   ~SoapClient();  // logs out (best effort, bounded)
   SoapClient(const SoapClient&) = delete;
   SoapClient& operator=(const SoapClient&) = delete;
