@@ -337,7 +337,7 @@ TEST_F(VsphereTest, TemplateImportFromIsoPerZone) {
   std::ofstream(path) << std::string(256 * 1024, 'x');
   const std::string sha = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
   const std::string request =
-      R"({"image":{"metadata":{"name":"kairos-1"},"spec":{"osFamily":"linux","template":{"rootFolder":"banlieue-templates","cpus":2,"memoryMib":2048,"disk":{"size":16},"installTimeoutSeconds":600}}},)"
+      R"({"image":{"metadata":{"name":"kairos-1"},"spec":{"osFamily":"linux","template":{"rootFolder":"banlieue-templates","cpus":2,"memoryMib":2048,"disk":{"size":16},"network":[{"network":"DC0_DVPG0"},{"network":"VM Network"}],"installTimeoutSeconds":600}}},)"
       R"("artifact":{"path":")" +
       std::string(path) + R"(","format":"iso","sha256":")" + sha +
       R"(","sizeBytes":262144},"failureDomain":"vcsim-dc0-dc0-c0"})";
@@ -363,9 +363,19 @@ TEST_F(VsphereTest, TemplateImportFromIsoPerZone) {
   EXPECT_EQ(json::stringOr(&row, "status.templateFolder"), "banlieue-templates/vcsim-dc0-dc0-c0");
   live = backend_->vm("kairos-1", {"config.template", "config.hardware.device"});
   EXPECT_TRUE(live->boolean("config.template"));
+  std::vector<std::string> nics;
   for (pugi::xml_node device : children(live->node("config.hardware.device"), "VirtualDevice")) {
     EXPECT_NE(xsiType(device), "VirtualCdrom") << "the CD-ROM must be removed";
+    if (xsiType(device) == "VirtualVmxnet3") {
+      pugi::xml_node backing = child(device, "backing");
+      nics.push_back(child(backing, "port")
+                         ? childText(child(backing, "port"), "portgroupKey").value_or("")
+                         : childText(backing, "deviceName").value_or(""));
+    }
   }
+  ASSERT_EQ(nics.size(), 2u);
+  EXPECT_THAT(nics[0], HasSubstr("dvportgroup"));
+  EXPECT_EQ(nics[1], "VM Network");
   // Idempotent: a second import reports the ready row without touching anything.
   EXPECT_TRUE(driver_.drive("import_image", "", uid, request).ok());
 

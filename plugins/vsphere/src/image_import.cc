@@ -256,6 +256,7 @@ Status ImageImporter::import(const sdk::Call& call, const sdk::ImportImageReques
       }
       if (networks.empty()) {
         for (const MoRef& r : cluster->networks) {
+          // A standard network first: uplink port groups of a distributed switch carry no VMs.
           if (const auto* n = inventory.network(r); n != nullptr && !n->distributed) {
             networks.push_back(*n);
             break;
@@ -349,16 +350,8 @@ Status ImageImporter::import(const sdk::Call& call, const sdk::ImportImageReques
       int key = -102;
       for (const auto& n : networks) {
         w.open("deviceChange").text("operation", "add");
-        w.open("device", "VirtualVmxnet3").integer("key", key--);
-        if (n.distributed) {
-          // Port group keys need the switch UUID; attach by name only for standard networks.
-          w.open("backing", "VirtualEthernetCardNetworkBackingInfo").text("deviceName", n.name);
-        } else {
-          w.open("backing", "VirtualEthernetCardNetworkBackingInfo")
-              .text("deviceName", n.name)
-              .moref("network", n.ref);
-        }
-        w.close("backing").close("device").close("deviceChange");
+        w.open("device", "VirtualVmxnet3").integer("key", key--).raw(networkBackingXml(n));
+        w.close("device").close("deviceChange");
       }
       w.open("deviceChange").text("operation", "add");
       w.open("device", "VirtualCdrom")

@@ -171,6 +171,24 @@ std::optional<Inventory::Network> Inventory::resolveNetwork(const Cluster& clust
   return std::nullopt;
 }
 
+std::string networkBackingXml(const Inventory::Network& network) {
+  XmlWriter w;
+  if (network.distributed) {
+    w.open("backing", "VirtualEthernetCardDistributedVirtualPortBackingInfo")
+        .open("port")
+        .text("switchUuid", network.switch_uuid)
+        .text("portgroupKey", network.portgroup_key)
+        .close("port")
+        .close("backing");
+  } else {
+    w.open("backing", "VirtualEthernetCardNetworkBackingInfo")
+        .text("deviceName", network.name)
+        .moref("network", network.ref)
+        .close("backing");
+  }
+  return w.str();
+}
+
 std::vector<FailureDomain> computeFailureDomains(const Inventory& inventory,
                                                  const ProviderSpec& spec) {
   std::vector<FailureDomain> fds;

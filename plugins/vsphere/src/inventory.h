@@ -74,6 +74,10 @@ struct Inventory {
   std::optional<Network> resolveNetwork(const Cluster& cluster, const std::string& name) const;
 };
 
+// The <backing> of a NIC on `network`: by network moref for standard port groups, by switch
+// UUID and port group key for distributed ones.
+std::string networkBackingXml(const Inventory::Network& network);
+
 struct FailureDomain {
   std::string name;
   std::string datacenter;

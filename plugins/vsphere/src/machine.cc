@@ -273,24 +273,6 @@ LiveVm readVm(Vim& vim, const MoRef& vm, Deadline deadline) {
   return live;
 }
 
-std::string nicBacking(const Inventory::Network& network) {
-  XmlWriter w;
-  if (network.distributed) {
-    w.open("backing", "VirtualEthernetCardDistributedVirtualPortBackingInfo")
-        .open("port")
-        .text("switchUuid", network.switch_uuid)
-        .text("portgroupKey", network.portgroup_key)
-        .close("port")
-        .close("backing");
-  } else {
-    w.open("backing", "VirtualEthernetCardNetworkBackingInfo")
-        .text("deviceName", network.name)
-        .moref("network", network.ref)
-        .close("backing");
-  }
-  return w.str();
-}
-
 bool nicsDrift(const MachineSpec& spec, const LiveVm& live) {
   if (live.nics.size() != spec.network.size()) return true;
   for (size_t i = 0; i < spec.network.size(); ++i) {
@@ -323,7 +305,7 @@ std::optional<Status> nicChanges(const MachineSpec& spec, const LiveVm& live,
       w.open("deviceChange").text("operation", "edit");
       w.open("device", nic.type).integer("key", nic.key);
       deviceInfo(w, nic.label);
-      w.raw(nicBacking(*network));
+      w.raw(networkBackingXml(*network));
       w.integer("controllerKey", nic.controller_key);
       if (!nic.unit_number.empty()) w.text("unitNumber", nic.unit_number);
       if (!nic.address_type.empty()) w.text("addressType", nic.address_type);
@@ -333,7 +315,7 @@ std::optional<Status> nicChanges(const MachineSpec& spec, const LiveVm& live,
       w.open("deviceChange").text("operation", "add");
       w.open("device", "VirtualVmxnet3")
           .integer("key", -200 - static_cast<int>(i))
-          .raw(nicBacking(*network))
+          .raw(networkBackingXml(*network))
           .open("connectable")
           .boolean("startConnected", true)
           .boolean("allowGuestControl", true)
