@@ -11,6 +11,8 @@ packages=(
   # libraries (see DESIGN.md: Boost.DLL, CLI11, spdlog, RapidJSON, OpenSSL)
   libboost-dev libcli11-dev libspdlog-dev libfmt-dev rapidjson-dev libssl-dev
   libcpprest-dev libyaml-cpp-dev
+  # the vSphere plugin (XML) and its vcsim, built from Debian's govmomi simulator library
+  libpugixml-dev golang-go golang-github-vmware-govmomi-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # the local control plane (deploy/local): etcd, certificates, readiness probes, free ports

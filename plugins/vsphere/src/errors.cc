@@ -1,0 +1,27 @@
+#include "plugins/vsphere/src/errors.h"
+
+namespace banlieue::vsphere {
+
+sdk::Status transportStatus(const TransportError& error) {
+  switch (error.kind()) {
+    case TransportError::Kind::kTls:
+      return {sdk::Code::kUnavailable, "ConnectFailed",
+              std::string(error.what()) +
+                  " (check spec.connection.caBundle; insecureSkipTLSVerify is for tests only)"};
+    case TransportError::Kind::kTimeout:
+      return {sdk::Code::kDeadlineExceeded, "Timeout", error.what()};
+    case TransportError::Kind::kConnect:
+    case TransportError::Kind::kIo: break;
+  }
+  return {sdk::Code::kUnavailable, "ConnectFailed", error.what()};
+}
+
+void settle(sdk::Reply& reply) {
+  reply.body().RemoveMember("operation");
+}
+
+void settleFailed(sdk::Reply& reply) {
+  reply.setOperation(kSettledToken, "the previous task finished");
+}
+
+}  // namespace banlieue::vsphere

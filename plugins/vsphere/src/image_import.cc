@@ -1,0 +1,465 @@
+#include "plugins/vsphere/src/image_import.h"
+
+#include "plugins/vsphere/src/errors.h"
+#include "plugins/vsphere/src/inventory.h"
+#include "plugins/vsphere/src/naming.h"
+
+#include <banlieue/sdk/json.h>
+
+#include <ctime>
+#include <filesystem>
+
+namespace banlieue::vsphere {
+namespace {
+
+namespace json = sdk::json;
+using sdk::Code;
+using sdk::Status;
+
+constexpr char kMarker[] = "guestinfo.banlieue.import";
+constexpr std::chrono::milliseconds kPoll{2000};
+constexpr std::chrono::milliseconds kInstallPoll{10000};
+
+struct TemplateSettings {
+  std::string root_folder;
+  int64_t cpus = 2;
+  int64_t memory_mib = 4096;
+  int64_t disk_gib = 100;
+  std::string disk_type = "thin";
+  std::string firmware = "efi";
+  std::string guest_id;
+  std::vector<std::string> networks;
+  std::string install_mode = "immediate";
+  int64_t install_timeout_seconds = 1800;
+};
+
+TemplateSettings readSettings(const rapidjson::Value* image) {
+  TemplateSettings s;
+  const rapidjson::Value* t = json::find(image, "spec.template");
+  s.root_folder = json::stringOr(t, "rootFolder");
+  s.cpus = json::integer(t, "cpus").value_or(2);
+  s.memory_mib = json::integer(t, "memoryMib").value_or(4096);
+  s.disk_gib = json::integer(t, "disk.size").value_or(100);
+  s.disk_type = json::stringOr(t, "disk.type", "thin");
+  s.firmware = json::stringOr(t, "firmware", "efi");
+  s.install_mode = json::stringOr(t, "installMode", "immediate");
+  s.install_timeout_seconds = json::integer(t, "installTimeoutSeconds").value_or(1800);
+  if (const auto* nets = json::member(t, "network"); nets != nullptr && nets->IsArray()) {
+    for (const auto& n : nets->GetArray()) s.networks.push_back(json::stringOr(&n, "network"));
+  }
+  s.guest_id = json::stringOr(t, "guestId");
+  if (s.guest_id.empty()) {
+    std::string family = json::stringOr(image, "spec.osFamily", "linux");
+    s.guest_id = family == "windows" ? "windows9_64Guest"
+                 : family == "linux" ? "otherLinux64Guest"
+                                     : "other3xLinux64Guest";
+  }
+  auto bad = [](const std::string& field, const std::string& what) {
+    return sdk::Error(Code::kInvalidArgument, "InvalidSpec",
+                      "VMImage spec.template." + field + " " + what);
+  };
+  if (s.cpus < 1 || s.cpus > 256) throw bad("cpus", "must be 1..256");
+  if (s.memory_mib < 128) throw bad("memoryMib", "must be at least 128");
+  if (s.disk_gib < 1) throw bad("disk.size", "must be at least 1 GiB");
+  if (s.firmware != "efi" && s.firmware != "bios" && s.firmware != "efi-secure") {
+    throw bad("firmware", "must be bios, efi or efi-secure");
+  }
+  if (s.install_mode != "immediate" && s.install_mode != "deferred" && s.install_mode != "manual") {
+    throw bad("installMode", "must be immediate, deferred or manual");
+  }
+  if (s.install_timeout_seconds < 1) throw bad("installTimeoutSeconds", "must be positive");
+  return s;
+}
+
+std::string queryEscape(const std::string& s) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == '/') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+int64_t nowSeconds() {
+  return static_cast<int64_t>(std::time(nullptr));
+}
+
+Status started(sdk::Reply& reply, const std::string& phase, const MoRef& task,
+               const std::string& what) {
+  reply.setOperation(phase + ":" + task.value, what);
+  reply.requeueAfter(kPoll);
+  return Status::inProgress("Importing", what);
+}
+
+std::string markerXml(const std::string& value) {
+  XmlWriter w;
+  w.open("extraConfig", "OptionValue").text("key", kMarker);
+  w.raw("<value xsi:type=\"xsd:string\">" + xmlEscape(value) + "</value>");
+  w.close("extraConfig");
+  return w.str();
+}
+
+void writeZoneRow(sdk::Reply& reply, const std::string& fd, const std::string& name,
+                  const std::string& folder, bool ready, const std::string& reason,
+                  const std::string& message) {
+  auto& a = reply.allocator();
+  auto& status = reply.status();
+  status.RemoveAllMembers();
+  status.AddMember("name", json::stringValue(fd, a), a);
+  status.AddMember("ready", ready, a);
+  status.AddMember("resolvedRef", json::stringValue(name, a), a);
+  status.AddMember("templateFolder", json::stringValue(folder, a), a);
+  if (!reason.empty()) status.AddMember("reason", json::stringValue(reason, a), a);
+  if (!message.empty()) status.AddMember("message", json::stringValue(message, a), a);
+}
+
+struct ImportVm {
+  MoRef ref;
+  bool is_template = false;
+  std::string power_state;
+  std::string marker;
+  int cdrom_key = -1;
+  std::string cdrom_xml;  // the live CD-ROM device re-encoded for a remove
+};
+
+ImportVm readImportVm(Vim& vim, const MoRef& ref, Deadline deadline) {
+  PropertyResult r = vim.retrieveObjects(
+      {ref},
+      {{"VirtualMachine",
+        {"config.template", "runtime.powerState", "config.extraConfig", "config.hardware.device"}}},
+      deadline);
+  if (r.objects.empty()) throw VimFault("ManagedObjectNotFound", "VM " + ref.value + " is gone");
+  const ObjectContent& o = r.objects.front();
+  ImportVm vm;
+  vm.ref = ref;
+  vm.is_template = o.boolean("config.template");
+  vm.power_state = o.text("runtime.powerState");
+  for (pugi::xml_node option : children(o.node("config.extraConfig"), "OptionValue")) {
+    if (childText(option, "key").value_or("") == kMarker) {
+      vm.marker = childText(option, "value").value_or("");  // the last one wins (vcsim appends)
+    }
+  }
+  for (pugi::xml_node device : children(o.node("config.hardware.device"), "VirtualDevice")) {
+    if (xsiType(device) == "VirtualCdrom") {
+      vm.cdrom_key = std::stoi(childText(device, "key").value_or("-1"));
+      XmlWriter w;
+      w.open("device", "VirtualCdrom")
+          .integer("key", vm.cdrom_key)
+          .integer("controllerKey", std::stoi(childText(device, "controllerKey").value_or("0")))
+          .integer("unitNumber", std::stoi(childText(device, "unitNumber").value_or("0")))
+          .close("device");
+      vm.cdrom_xml = w.str();
+    }
+  }
+  return vm;
+}
+
+}  // namespace
+
+std::string isoDatastorePath(const std::string& image, const std::string& sha256) {
+  return "banlieue-images/" + slugify(image) + "-" + sha256.substr(0, 16) + ".iso";
+}
+
+Status ImageImporter::import(const sdk::Call& call, const sdk::ImportImageRequest& request,
+                             const ProviderSpec& provider, sdk::Reply& reply) {
+  if (request.artifact_format != "iso") {
+    return {Code::kInvalidArgument, "WrongArtifactKind",
+            "the vsphere provider imports iso artifacts, not " + request.artifact_format};
+  }
+  if (request.image_name.empty() || request.failure_domain.empty()) {
+    return {Code::kInvalidArgument, "MissingField",
+            "import_image needs image.metadata.name and failureDomain"};
+  }
+  if (provider.use_content_library) {
+    return {Code::kUnimplemented, "ContentLibraryNotImplemented",
+            "spec.useContentLibrary is not implemented; unset it to import per zone"};
+  }
+  const TemplateSettings settings = readSettings(request.image);
+  const Deadline deadline = std::chrono::steady_clock::now() + call.remaining();
+  const std::string who = "import of " + request.image_name + " into " + request.failure_domain;
+  return withVimErrors(who, [&]() -> Status {
+    if (request.operation_token) {
+      auto colon = request.operation_token->find(':');
+      if (colon != std::string::npos) {
+        MoRef task{"Task", request.operation_token->substr(colon + 1)};
+        try {
+          TaskInfo info = vim_.taskInfo(task, deadline);
+          if (info.state == TaskState::kQueued || info.state == TaskState::kRunning) {
+            reply.setOperation(*request.operation_token, who);
+            reply.requeueAfter(kPoll);
+            return Status::inProgress("Importing", who);
+          }
+          if (info.state == TaskState::kError) {
+            settleFailed(reply);
+            return info.error->toError(who).toStatus();
+          }
+          settle(reply);
+        } catch (const VimFault& fault) {
+          if (fault.kind() != FaultKind::kManagedObjectNotFound) throw;
+          settle(reply);
+        }
+      }
+    }
+
+    if (call.cancelled()) {
+      return Status{Code::kCancelled, "Cancelled", who + " was cancelled by the host"};
+    }
+    Inventory inventory = Inventory::load(vim_, deadline);
+    std::vector<FailureDomain> fds = computeFailureDomains(inventory, provider);
+    auto fd = std::find_if(fds.begin(), fds.end(), [&](const FailureDomain& f) {
+      return f.name == request.failure_domain;
+    });
+    if (fd == fds.end()) {
+      return {Code::kNotFound, "FailureDomainNotFound",
+              "failure domain '" + request.failure_domain + "' is not one of this vCenter's"};
+    }
+    const Inventory::Datacenter* dc = inventory.datacenter(fd->datacenter);
+    const Inventory::Cluster* cluster = inventory.cluster(fd->datacenter, fd->cluster);
+    if (dc == nullptr || cluster == nullptr) {
+      return {Code::kNotFound, "FailureDomainNotFound",
+              "failure domain '" + fd->name + "' vanished"};
+    }
+    const std::string folder_path =
+        settings.root_folder.empty() ? fd->name : settings.root_folder + "/" + fd->name;
+    const std::string name = request.image_name;
+    std::optional<MoRef> existing =
+        vim_.findByInventoryPath(dc->name + "/vm/" + folder_path + "/" + name, deadline);
+
+    if (!existing) {
+      // Largest free space among the zone's accessible datastores.
+      const Inventory::Datastore* datastore = nullptr;
+      for (const MoRef& r : cluster->datastores) {
+        const auto* ds = inventory.datastore(r);
+        if (ds != nullptr && ds->accessible &&
+            (datastore == nullptr || ds->free_space > datastore->free_space)) {
+          datastore = ds;
+        }
+      }
+      if (datastore == nullptr) {
+        return {Code::kFailedPrecondition, "DatastoreNotFound",
+                "cluster " + cluster->name + " reaches no accessible datastore"};
+      }
+      std::vector<Inventory::Network> networks;
+      for (const auto& wanted : settings.networks) {
+        auto n = inventory.resolveNetwork(*cluster, wanted);
+        if (!n) {
+          return {Code::kFailedPrecondition, "NetworkNotFound",
+                  "spec.template.network '" + wanted + "' is not reachable from " + cluster->name};
+        }
+        networks.push_back(*n);
+      }
+      if (networks.empty()) {
+        for (const MoRef& r : cluster->networks) {
+          // A standard network first: uplink port groups of a distributed switch carry no VMs.
+          if (const auto* n = inventory.network(r); n != nullptr && !n->distributed) {
+            networks.push_back(*n);
+            break;
+          }
+        }
+      }
+
+      // Upload, unless a file with this checksum (and size) is already there.
+      const std::string iso = isoDatastorePath(name, request.artifact_sha256);
+      const std::string query =
+          "?dcPath=" + queryEscape(dc->name) + "&dsName=" + queryEscape(datastore->name);
+      HttpRequest head;
+      head.method = "HEAD";
+      head.target = "/folder/" + queryEscape(iso) + query;
+      HttpResponse probe = vim_.client().sendWithSession(head, deadline);
+      std::error_code ec;
+      auto size = std::filesystem::file_size(request.artifact_path, ec);
+      if (ec) {
+        return {Code::kFailedPrecondition, "ArtifactMissing",
+                "cannot read " + request.artifact_path + ": " + ec.message()};
+      }
+      std::string length;
+      for (const auto& v : probe.all("content-length")) length = v;
+      if (probe.status != 200 || length != std::to_string(size)) {
+        vim_.makeDirectory("[" + datastore->name + "] banlieue-images", dc->ref, deadline);
+        HttpRequest put;
+        put.method = "PUT";
+        put.target = head.target;
+        put.headers = {{"Content-Type", "application/octet-stream"}};
+        put.body_file = request.artifact_path;
+        HttpResponse uploaded = vim_.client().sendWithSession(put, deadline);
+        if (uploaded.status != 200 && uploaded.status != 201) {
+          return {Code::kUnavailable, "UploadFailed",
+                  "uploading the ISO to [" + datastore->name + "] " + iso + " answered HTTP " +
+                      std::to_string(uploaded.status)};
+        }
+      }
+
+      // The folder, then the VM.
+      MoRef folder = dc->vm_folder;
+      std::string walked = dc->name + "/vm";
+      for (const std::string& part : {settings.root_folder, fd->name}) {
+        if (part.empty()) continue;
+        size_t start = 0;
+        while (start <= part.size()) {
+          size_t end = part.find('/', start);
+          if (end == std::string::npos) end = part.size();
+          std::string piece = part.substr(start, end - start);
+          start = end + 1;
+          if (piece.empty()) continue;
+          walked += "/" + piece;
+          if (auto found = vim_.findByInventoryPath(walked, deadline)) {
+            folder = *found;
+          } else {
+            folder = vim_.createFolder(folder, piece, deadline);
+          }
+        }
+      }
+      const std::string ds_file = "[" + datastore->name + "] " + iso;
+      XmlWriter w;
+      w.open("config")
+          .text("name", name)
+          .text("guestId", settings.guest_id)
+          .open("files")
+          .text("vmPathName", "[" + datastore->name + "]")
+          .close("files")
+          .integer("numCPUs", settings.cpus)
+          .integer("memoryMB", settings.memory_mib);
+      // Controller, disk, NICs and CD-ROM with provisional negative keys.
+      w.open("deviceChange").text("operation", "add");
+      w.open("device", "ParaVirtualSCSIController")
+          .integer("key", -100)
+          .integer("busNumber", 0)
+          .text("sharedBus", "noSharing")
+          .close("device")
+          .close("deviceChange");
+      w.open("deviceChange").text("operation", "add").text("fileOperation", "create");
+      w.open("device", "VirtualDisk")
+          .integer("key", -101)
+          .open("backing", "VirtualDiskFlatVer2BackingInfo")
+          .text("fileName", "")
+          .text("diskMode", "persistent")
+          .boolean("thinProvisioned", settings.disk_type == "thin")
+          .boolean("eagerlyScrub", settings.disk_type == "eagerZeroed")
+          .close("backing")
+          .integer("controllerKey", -100)
+          .integer("unitNumber", 0)
+          .integer("capacityInKB", settings.disk_gib * 1024 * 1024)
+          .close("device")
+          .close("deviceChange");
+      int key = -102;
+      for (const auto& n : networks) {
+        w.open("deviceChange").text("operation", "add");
+        w.open("device", "VirtualVmxnet3").integer("key", key--).raw(networkBackingXml(n));
+        w.close("device").close("deviceChange");
+      }
+      w.open("deviceChange").text("operation", "add");
+      w.open("device", "VirtualCdrom")
+          .integer("key", key)
+          .open("backing", "VirtualCdromIsoBackingInfo")
+          .text("fileName", ds_file)
+          .close("backing")
+          .open("connectable")
+          .boolean("startConnected", true)
+          .boolean("allowGuestControl", true)
+          .boolean("connected", true)
+          .close("connectable")
+          .integer("controllerKey", 200)
+          .integer("unitNumber", 0)
+          .close("device")
+          .close("deviceChange");
+      // vim25 types are sequences: extraConfig precedes firmware in VirtualMachineConfigSpec.
+      w.raw(markerXml("created"));
+      w.text("firmware", settings.firmware == "bios" ? "bios" : "efi");
+      w.close("config");
+      w.moref("pool", cluster->resource_pool);
+      MoRef task = vim_.startTask("CreateVM_Task", folder, w.str(), deadline);
+      writeZoneRow(reply, fd->name, name, folder_path, false, "Importing", "creating the VM");
+      return started(reply, "create", task, who + ": creating the VM");
+    }
+
+    ImportVm vm = readImportVm(vim_, *existing, deadline);
+    auto progress = [&](const std::string& what) {
+      writeZoneRow(reply, fd->name, name, folder_path, false, "Importing", what);
+    };
+    if (vm.is_template) {
+      writeZoneRow(reply, fd->name, name, folder_path, true, "", "");
+      settle(reply);
+      return Status::ok();
+    }
+    const bool deferred = settings.install_mode != "immediate";
+    if (deferred || vm.marker == "installed") {
+      // Deferred and manual modes keep the ISO attached: each clone installs on first boot.
+      if (vm.power_state != "poweredOff") {
+        progress("powering off before marking as template");
+        return started(reply, "poweroff", vim_.startTask("PowerOffVM_Task", vm.ref, {}, deadline),
+                       who + ": powering off");
+      }
+      vim_.markAsTemplate(vm.ref, deadline);
+      writeZoneRow(reply, fd->name, name, folder_path, true, "", "");
+      settle(reply);
+      return Status::ok();
+    }
+    if (vm.marker == "created") {
+      XmlWriter w;
+      w.open("spec").raw(markerXml("installing:" + std::to_string(nowSeconds()))).close("spec");
+      progress("starting the installer");
+      return started(reply, "prepare", vim_.startTask("ReconfigVM_Task", vm.ref, w.str(), deadline),
+                     who + ": starting the installer");
+    }
+    if (vm.marker.rfind("installing:", 0) == 0) {
+      int64_t since = 0;
+      try {
+        since = std::stoll(vm.marker.substr(11));
+      } catch (const std::exception&) {
+        since = nowSeconds();
+      }
+      const bool seen_on = vm.marker.find(":on") != std::string::npos;
+      if (vm.power_state == "poweredOn") {
+        if (!seen_on) {
+          // Remember that the installer runs, so a later power-off reads as "install done".
+          XmlWriter w;
+          w.open("spec").raw(markerXml(vm.marker + ":on")).close("spec");
+          progress("installing");
+          return started(reply, "mark",
+                         vim_.startTask("ReconfigVM_Task", vm.ref, w.str(), deadline),
+                         who + ": installing");
+        }
+        if (nowSeconds() - since > settings.install_timeout_seconds) {
+          // The VM stays for debugging; deleting it starts the import over.
+          writeZoneRow(reply, fd->name, name, folder_path, false, "InstallTimeout",
+                       "the installer did not power the VM off within " +
+                           std::to_string(settings.install_timeout_seconds) + " s");
+          return {Code::kDeadlineExceeded, "InstallTimeout",
+                  who + ": the installer did not power the VM off within " +
+                      std::to_string(settings.install_timeout_seconds) + " s; VM " + vm.ref.value +
+                      " is kept for debugging"};
+        }
+        progress("installing");
+        reply.requeueAfter(kInstallPoll);
+        return Status::inProgress("Installing", who + ": waiting for the installer to power off");
+      }
+      if (!seen_on) {
+        progress("installing");
+        return started(reply, "install", vim_.startTask("PowerOnVM_Task", vm.ref, {}, deadline),
+                       who + ": powering on the installer");
+      }
+      // Powered off after the install: detach the ISO so clones do not boot the installer.
+      XmlWriter w;
+      w.open("spec");
+      if (vm.cdrom_key >= 0) {
+        w.open("deviceChange").text("operation", "remove").raw(vm.cdrom_xml).close("deviceChange");
+      }
+      w.raw(markerXml("installed"));
+      w.close("spec");
+      progress("removing the CD-ROM");
+      return started(reply, "finish", vim_.startTask("ReconfigVM_Task", vm.ref, w.str(), deadline),
+                     who + ": removing the CD-ROM");
+    }
+    return {Code::kFailedPrecondition, "ForeignVM",
+            "a VM named " + name + " already exists in " + folder_path +
+                " and was not created by banlieue; rename or remove it"};
+  });
+}
+
+}  // namespace banlieue::vsphere

@@ -1,0 +1,32 @@
+// Per-zone template import from an ISO (VMImage.status.buildArtifact of kind iso): upload the
+// ISO to the zone's datastore (reused when a file with the same checksum is already there),
+// ensure <rootFolder>/<failure-domain>, create an empty EFI VM with a pvscsi disk, a vmxnet3
+// NIC and the ISO attached, let the installer run (power on, wait for the guest to power off,
+// bounded by installTimeoutSeconds) unless installMode defers it, remove the CD-ROM and mark
+// the VM as a template. The state lives in vCenter (the VM, its power state and a
+// guestinfo.banlieue.import marker), so every call re-derives where the import is.
+#pragma once
+
+#include "plugins/vsphere/src/provider_spec.h"
+#include "plugins/vsphere/src/vim.h"
+
+#include <banlieue/sdk/provider.h>
+
+namespace banlieue::vsphere {
+
+class ImageImporter {
+ public:
+  explicit ImageImporter(Vim& vim) : vim_(vim) {}
+
+  sdk::Status import(const sdk::Call& call, const sdk::ImportImageRequest& request,
+                     const ProviderSpec& provider, sdk::Reply& reply);
+
+ private:
+  Vim& vim_;
+};
+
+// Where an image's ISO lives on a datastore: named by checksum so an identical file is reused
+// and a rebuilt one never overwrites a file a template's CD-ROM still holds.
+std::string isoDatastorePath(const std::string& image, const std::string& sha256);
+
+}  // namespace banlieue::vsphere

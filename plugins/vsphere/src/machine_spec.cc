@@ -1,0 +1,151 @@
+#include "plugins/vsphere/src/machine_spec.h"
+
+#include <banlieue/sdk/json.h>
+
+namespace banlieue::vsphere {
+namespace {
+
+namespace json = sdk::json;
+
+constexpr int64_t kMaxDiskGiB = int64_t{62} * 1024;  // vSphere's 62 TiB virtual disk limit
+
+[[noreturn]] void invalid(const std::string& field, const std::string& what) {
+  throw sdk::Error(sdk::Code::kInvalidArgument, "InvalidSpec",
+                   "VSphereMachine spec." + field + " " + what);
+}
+
+std::string required(const rapidjson::Value* spec, const char* field) {
+  std::string value = json::stringOr(spec, field);
+  if (value.empty()) invalid(field, "is required");
+  return value;
+}
+
+int64_t ranged(const rapidjson::Value* spec, const char* field, int64_t min, int64_t max) {
+  auto value = json::integer(spec, field);
+  if (!value) invalid(field, "is required and must be an integer");
+  if (*value < min || *value > max) {
+    invalid(field, "must be within " + std::to_string(min) + ".." + std::to_string(max));
+  }
+  return *value;
+}
+
+}  // namespace
+
+MachineSpec MachineSpec::parse(const rapidjson::Value* spec) {
+  if (spec == nullptr || !spec->IsObject()) invalid("", "is missing");
+  MachineSpec m;
+  m.template_name = required(spec, "template");
+  m.template_folder = json::stringOr(spec, "templateFolder");
+  m.datacenter = required(spec, "datacenter");
+  m.cluster = required(spec, "cluster");
+  m.datastore = required(spec, "datastore");
+  m.folder = json::stringOr(spec, "folder");
+  m.resource_pool = json::stringOr(spec, "resourcePool");
+  m.failure_domain = json::stringOr(spec, "failureDomain");
+  m.num_cpus = ranged(spec, "numCpus", 1, 256);
+  m.memory_mib = ranged(spec, "memoryMiB", 128, 4194304);
+  if (const auto* disks = json::member(spec, "disks"); disks != nullptr) {
+    if (!disks->IsArray() || disks->Size() > 32) invalid("disks", "must be a list of at most 32");
+    for (rapidjson::SizeType i = 0; i < disks->Size(); ++i) {
+      std::string at = "disks[" + std::to_string(i) + "]";
+      auto size = json::integer(&(*disks)[i], "sizeGiB");
+      if (!size || *size < 1 || *size > kMaxDiskGiB) invalid(at + ".sizeGiB", "must be 1..63488");
+      m.disks.push_back({json::stringOr(&(*disks)[i], "name"), *size});
+    }
+  }
+  const auto* network = json::member(spec, "network");
+  if (network == nullptr || !network->IsArray() || network->Size() < 1 || network->Size() > 16) {
+    invalid("network", "must list 1..16 NICs");
+  }
+  for (rapidjson::SizeType i = 0; i < network->Size(); ++i) {
+    const rapidjson::Value* nic = &(*network)[i];
+    std::string at = "network[" + std::to_string(i) + "]";
+    MachineNic n;
+    n.name = json::stringOr(nic, "name");
+    n.port_group = json::stringOr(nic, "portGroup");
+    if (n.port_group.empty()) invalid(at + ".portGroup", "is required");
+    if (const auto* s = json::find(nic, "ipam.static"); s != nullptr && s->IsObject()) {
+      if (json::find(nic, "ipam.pool") != nullptr)
+        invalid(at + ".ipam", "sets both static and pool");
+      StaticIp ip;
+      ip.address = json::stringOr(s, "address");
+      if (ip.address.empty()) invalid(at + ".ipam.static.address", "is required");
+      auto prefix = json::integer(s, "prefix");
+      if (!prefix || *prefix < 0 || *prefix > 128)
+        invalid(at + ".ipam.static.prefix", "must be 0..128");
+      ip.prefix = static_cast<int>(*prefix);
+      ip.gateway = json::stringOr(s, "gateway");
+      ip.domain = json::stringOr(s, "domain");
+      if (const auto* ns = json::member(s, "nameservers"); ns != nullptr && ns->IsArray()) {
+        for (const auto& v : ns->GetArray()) {
+          if (v.IsString()) ip.nameservers.emplace_back(v.GetString());
+        }
+      }
+      n.static_ip = std::move(ip);
+    }
+    m.network.push_back(std::move(n));
+  }
+  m.user_data = json::stringOr(spec, "userData");
+  m.desired_power_state = json::stringOr(spec, "desiredPowerState", "PoweredOn");
+  if (m.desired_power_state != "PoweredOn" && m.desired_power_state != "PoweredOff" &&
+      m.desired_power_state != "Suspended") {
+    invalid("desiredPowerState", "must be PoweredOn, PoweredOff or Suspended");
+  }
+  return m;
+}
+
+std::string base64(const std::string& bytes) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < bytes.size(); i += 3) {
+    uint32_t n = (static_cast<unsigned char>(bytes[i]) << 16) |
+                 (static_cast<unsigned char>(bytes[i + 1]) << 8) |
+                 static_cast<unsigned char>(bytes[i + 2]);
+    out += kAlphabet[(n >> 18) & 63];
+    out += kAlphabet[(n >> 12) & 63];
+    out += kAlphabet[(n >> 6) & 63];
+    out += kAlphabet[n & 63];
+  }
+  if (i < bytes.size()) {
+    uint32_t n = static_cast<unsigned char>(bytes[i]) << 16;
+    if (i + 1 < bytes.size()) n |= static_cast<unsigned char>(bytes[i + 1]) << 8;
+    out += kAlphabet[(n >> 18) & 63];
+    out += kAlphabet[(n >> 12) & 63];
+    out += i + 1 < bytes.size() ? kAlphabet[(n >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+std::map<std::string, std::string> guestInfo(const MachineSpec& spec, const std::string& name) {
+  std::map<std::string, std::string> info;
+  info["guestinfo.network.hostname"] = name;
+  std::string fqdn = name;
+  if (!spec.network.empty() && spec.network.front().static_ip) {
+    const StaticIp& ip = *spec.network.front().static_ip;
+    info["guestinfo.network.ip"] = ip.address;
+    info["guestinfo.network.prefix"] = std::to_string(ip.prefix);
+    if (!ip.gateway.empty()) info["guestinfo.network.gateway"] = ip.gateway;
+    if (!ip.nameservers.empty()) {
+      std::string joined;
+      for (const auto& ns : ip.nameservers) joined += (joined.empty() ? "" : ",") + ns;
+      info["guestinfo.network.dns"] = joined;
+    }
+    if (!ip.domain.empty()) {
+      info["guestinfo.network.domain"] = ip.domain;
+      fqdn = name + "." + ip.domain;  // no trailing dot without a domain (a quirk not copied)
+    }
+  }
+  if (!spec.user_data.empty()) {
+    info["guestinfo.userdata"] = base64(spec.user_data);
+    info["guestinfo.userdata.encoding"] = "base64";
+  }
+  info["guestinfo.metadata"] = base64("instance-id: " + name + "\nlocal-hostname: " + fqdn + "\n");
+  info["guestinfo.metadata.encoding"] = "base64";
+  return info;
+}
+
+}  // namespace banlieue::vsphere

@@ -1,0 +1,245 @@
+#include "plugins/vsphere/src/vim.h"
+
+#include <banlieue/sdk/status.h>
+
+#include <charconv>
+
+namespace banlieue::vsphere {
+namespace {
+
+// Pages of this many objects keep one response bounded on a large vCenter.
+constexpr int kPageSize = 1000;
+
+std::string propSets(const std::vector<PropertySpec>& specs) {
+  XmlWriter w;
+  for (const auto& spec : specs) {
+    w.open("propSet").text("type", spec.type);
+    for (const auto& path : spec.paths) w.text("pathSet", path);
+    w.close("propSet");
+  }
+  return w.str();
+}
+
+std::string options() {
+  XmlWriter w;
+  w.open("options").integer("maxObjects", kPageSize).close("options");
+  return w.str();
+}
+
+}  // namespace
+
+pugi::xml_node ObjectContent::node(std::string_view path) const {
+  auto it = props.find(path);
+  return it == props.end() ? pugi::xml_node() : it->second;
+}
+
+std::string ObjectContent::text(std::string_view path) const {
+  return node(path).text().get();
+}
+
+std::optional<int64_t> ObjectContent::integer(std::string_view path) const {
+  pugi::xml_node n = node(path);
+  if (!n) return std::nullopt;
+  std::string_view s = n.text().get();
+  int64_t value = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return value;
+}
+
+bool ObjectContent::boolean(std::string_view path) const {
+  return std::string_view(node(path).text().get()) == "true";
+}
+
+MoRef ObjectContent::moref(std::string_view path) const {
+  pugi::xml_node n = node(path);
+  return n ? readMoRef(n) : MoRef{};
+}
+
+std::vector<MoRef> ObjectContent::morefs(std::string_view path) const {
+  std::vector<MoRef> out;
+  for (pugi::xml_node c : children(node(path), "ManagedObjectReference")) {
+    out.push_back(readMoRef(c));
+  }
+  return out;
+}
+
+std::string parseRetrieveResult(const pugi::xml_node& returnval, std::vector<ObjectContent>& out) {
+  for (pugi::xml_node object : children(returnval, "objects")) {
+    ObjectContent content;
+    content.obj = readMoRef(child(object, "obj"));
+    for (pugi::xml_node prop : children(object, "propSet")) {
+      std::string name = childText(prop, "name").value_or("");
+      if (!name.empty()) content.props[name] = child(prop, "val");
+    }
+    // A property the server could not read (no permission, a vanished object) arrives as
+    // missingSet; leaving it out makes the caller see it as absent, which is what it is.
+    if (!content.obj.empty()) out.push_back(std::move(content));
+  }
+  return childText(returnval, "token").value_or("");
+}
+
+TaskInfo parseTaskInfo(const ObjectContent& task) {
+  TaskInfo info;
+  std::string state = task.text("info.state");
+  if (state == "success") {
+    info.state = TaskState::kSuccess;
+  } else if (state == "error") {
+    info.state = TaskState::kError;
+  } else if (state == "running") {
+    info.state = TaskState::kRunning;
+  } else if (state == "queued") {
+    info.state = TaskState::kQueued;
+  } else {
+    throw sdk::Error(sdk::Code::kUnavailable, "InvalidResponse",
+                     "task " + task.obj.value + " has unknown state '" + state + "'");
+  }
+  if (pugi::xml_node error = task.node("info.error")) info.error = parseLocalizedFault(error);
+  if (info.state == TaskState::kError && !info.error) {
+    info.error = VimFault("MethodFault", "task " + task.obj.value + " failed without an error");
+  }
+  if (pugi::xml_node result = task.node("info.result"); result && result.attribute("type")) {
+    info.result = readMoRef(result);
+  }
+  info.progress = static_cast<int>(task.integer("info.progress").value_or(0));
+  return info;
+}
+
+PropertyResult Vim::retrieve(const std::string& spec_set, Deadline deadline) {
+  const MoRef collector = client_.content(deadline).property_collector;
+  PropertyResult result;
+  SoapResponse page =
+      client_.call("RetrievePropertiesEx", collector, spec_set + options(), deadline);
+  std::string token = parseRetrieveResult(page.returnval(), result.objects);
+  result.pages.push_back(std::move(page));
+  while (!token.empty()) {
+    XmlWriter w;
+    w.text("token", token);
+    SoapResponse next = client_.call("ContinueRetrievePropertiesEx", collector, w.str(), deadline);
+    token = parseRetrieveResult(next.returnval(), result.objects);
+    result.pages.push_back(std::move(next));
+  }
+  return result;
+}
+
+PropertyResult Vim::retrieveFromContainer(const MoRef& container,
+                                          const std::vector<PropertySpec>& specs,
+                                          Deadline deadline) {
+  const MoRef view_manager = client_.content(deadline).view_manager;
+  XmlWriter create;
+  create.moref("container", container);
+  for (const auto& spec : specs) create.text("type", spec.type);
+  create.boolean("recursive", true);
+  MoRef view = readMoRef(
+      client_.call("CreateContainerView", view_manager, create.str(), deadline).returnval());
+
+  XmlWriter spec;
+  spec.open("specSet").raw(propSets(specs));
+  spec.open("objectSet").moref("obj", view).boolean("skip", true);
+  spec.open("selectSet", "TraversalSpec")
+      .text("name", "view")
+      .text("type", "ContainerView")
+      .text("path", "view")
+      .boolean("skip", false)
+      .close("selectSet");
+  spec.close("objectSet").close("specSet");
+  PropertyResult result;
+  try {
+    result = retrieve(spec.str(), deadline);
+  } catch (...) {
+    try {
+      client_.call("DestroyView", view, {}, deadline);
+    } catch (...) {  // the view dies with the session anyway
+    }
+    throw;
+  }
+  client_.call("DestroyView", view, {}, deadline);
+  return result;
+}
+
+PropertyResult Vim::retrieveObjects(const std::vector<MoRef>& objects,
+                                    const std::vector<PropertySpec>& specs, Deadline deadline) {
+  XmlWriter spec;
+  spec.open("specSet").raw(propSets(specs));
+  for (const auto& object : objects) {
+    spec.open("objectSet").moref("obj", object).boolean("skip", false).close("objectSet");
+  }
+  spec.close("specSet");
+  return retrieve(spec.str(), deadline);
+}
+
+PropertyResult Vim::retrieveWithReferenced(const MoRef& object, const std::string& path,
+                                           const std::vector<PropertySpec>& specs,
+                                           Deadline deadline) {
+  XmlWriter spec;
+  spec.open("specSet").raw(propSets(specs));
+  spec.open("objectSet").moref("obj", object).boolean("skip", false);
+  spec.open("selectSet", "TraversalSpec")
+      .text("name", "referenced")
+      .text("type", object.type)
+      .text("path", path)
+      .boolean("skip", false)
+      .close("selectSet");
+  spec.close("objectSet").close("specSet");
+  return retrieve(spec.str(), deadline);
+}
+
+std::optional<MoRef> Vim::findByInstanceUuid(const std::string& uuid, Deadline deadline) {
+  XmlWriter w;
+  w.text("uuid", uuid).boolean("vmSearch", true).boolean("instanceUuid", true);
+  SoapResponse r =
+      client_.call("FindByUuid", client_.content(deadline).search_index, w.str(), deadline);
+  pugi::xml_node rv = r.returnval();
+  if (!rv) return std::nullopt;
+  return readMoRef(rv);
+}
+
+std::optional<MoRef> Vim::findByInventoryPath(const std::string& path, Deadline deadline) {
+  XmlWriter w;
+  w.text("inventoryPath", path);
+  SoapResponse r = client_.call("FindByInventoryPath", client_.content(deadline).search_index,
+                                w.str(), deadline);
+  pugi::xml_node rv = r.returnval();
+  if (!rv) return std::nullopt;
+  return readMoRef(rv);
+}
+
+TaskInfo Vim::taskInfo(const MoRef& task, Deadline deadline) {
+  PropertyResult r = retrieveObjects(
+      {task}, {{"Task", {"info.state", "info.error", "info.result", "info.progress"}}}, deadline);
+  if (r.objects.empty()) {
+    throw VimFault("ManagedObjectNotFound", "task " + task.value + " is gone");
+  }
+  return parseTaskInfo(r.objects.front());
+}
+
+MoRef Vim::startTask(std::string_view method, const MoRef& self, std::string_view arguments,
+                     Deadline deadline) {
+  MoRef task = readMoRef(client_.call(method, self, arguments, deadline).returnval());
+  if (task.type != "Task" || task.empty()) {
+    throw sdk::Error(sdk::Code::kUnavailable, "InvalidResponse",
+                     std::string(method) + " returned no Task");
+  }
+  return task;
+}
+
+MoRef Vim::createFolder(const MoRef& parent, const std::string& name, Deadline deadline) {
+  XmlWriter w;
+  w.text("name", name);
+  return readMoRef(client_.call("CreateFolder", parent, w.str(), deadline).returnval());
+}
+
+void Vim::markAsTemplate(const MoRef& vm, Deadline deadline) {
+  client_.call("MarkAsTemplate", vm, {}, deadline);
+}
+
+void Vim::makeDirectory(const std::string& datastore_path, const MoRef& datacenter,
+                        Deadline deadline) {
+  XmlWriter w;
+  w.text("name", datastore_path)
+      .moref("datacenter", datacenter)
+      .boolean("createParentDirectories", true);
+  client_.call("MakeDirectory", client_.content(deadline).file_manager, w.str(), deadline);
+}
+
+}  // namespace banlieue::vsphere

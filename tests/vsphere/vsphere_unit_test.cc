@@ -1,0 +1,334 @@
+// vim25 encoding and decoding on recorded vcsim responses (recorded/*_vcsim.xml, the fault
+// files without "vcenter") and vCenter-shaped ones written from the WSDL, the session logic
+// over a scripted transport, and the pure failure-domain rules. No network.
+#include "plugins/vsphere/src/inventory.h"
+#include "plugins/vsphere/src/machine_spec.h"
+#include "plugins/vsphere/src/naming.h"
+#include "plugins/vsphere/src/soap_client.h"
+
+#include <banlieue/sdk/json.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <fstream>
+#include <sstream>
+
+namespace banlieue::vsphere {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string recorded(const std::string& name) {
+  std::ifstream in(std::string(BANLIEUE_VSPHERE_RECORDED) + "/" + name);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(VimXml, WriterEscapesValuesAndTypesElements) {
+  XmlWriter w;
+  w.open("spec", "VirtualMachineConfigSpec")
+      .text("name", "a<b>&\"c'")
+      .moref("pool", {"ResourcePool", "resgroup-1"})
+      .close("spec");
+  EXPECT_EQ(w.str(),
+            R"(<spec xsi:type="VirtualMachineConfigSpec"><name>a&lt;b&gt;&amp;&quot;c&apos;</name>)"
+            R"(<pool type="ResourcePool">resgroup-1</pool></spec>)");
+}
+
+TEST(VimXml, XsiTypeResolvesByNamespaceUriNotPrefix) {
+  pugi::xml_document doc;
+  ASSERT_TRUE(doc.load_string(
+      R"(<r xmlns:x="http://www.w3.org/2001/XMLSchema-instance" xmlns:other="urn:other">)"
+      R"(<a x:type="xsd:string"/><b other:type="Nope"/><c XMLSchema-instance:type="ArrayOfManagedObjectReference" xmlns:XMLSchema-instance="http://www.w3.org/2001/XMLSchema-instance"/></r>)"));
+  pugi::xml_node r = doc.document_element();
+  EXPECT_EQ(xsiType(child(r, "a")), "string");
+  EXPECT_EQ(xsiType(child(r, "b")), "");  // a "type" attribute in another namespace
+  EXPECT_EQ(xsiType(child(r, "c")), "ArrayOfManagedObjectReference");
+}
+
+TEST(VimResponses, RecordedVcsimRetrievePropertiesDecodes) {
+  SoapResponse r = SoapClient::parseEnvelope(recorded("retrieve_properties_vcsim.xml"), 200);
+  std::vector<ObjectContent> objects;
+  EXPECT_EQ(parseRetrieveResult(r.returnval(), objects), "");  // one page
+  Inventory inv = Inventory::fromObjects(objects);
+  ASSERT_EQ(inv.datacenters.size(), 1u);
+  EXPECT_EQ(inv.datacenters[0].name, "DC0");
+  EXPECT_EQ(inv.datacenters[0].vm_folder, (MoRef{"Folder", "folder-3"}));
+  ASSERT_EQ(inv.clusters.size(), 1u);
+  EXPECT_EQ(inv.clusters[0].name, "DC0_C0");
+  EXPECT_EQ(inv.clusters[0].networks.size(), 3u);
+  ASSERT_EQ(inv.datastores.size(), 1u);
+  EXPECT_EQ(inv.datastores[0].free_space, 247782858752);
+  ASSERT_EQ(inv.networks.size(), 3u);
+  EXPECT_FALSE(inv.networks[0].distributed);
+  EXPECT_TRUE(inv.networks[2].distributed);
+}
+
+TEST(VimResponses, PagedResultKeepsTokenAndDecodesTaskErrors) {
+  SoapResponse r = SoapClient::parseEnvelope(recorded("retrieve_properties_paged.xml"), 200);
+  std::vector<ObjectContent> objects;
+  EXPECT_EQ(parseRetrieveResult(r.returnval(), objects), "1");
+  ASSERT_EQ(objects.size(), 2u);
+  TaskInfo failed = parseTaskInfo(objects[0]);
+  EXPECT_EQ(failed.state, TaskState::kError);
+  ASSERT_TRUE(failed.error.has_value());
+  EXPECT_EQ(failed.error->kind(), FaultKind::kInvalidPowerState);
+  EXPECT_EQ(failed.error->code(), sdk::Code::kFailedPrecondition);
+  EXPECT_THAT(failed.error->what(), HasSubstr("Powered off"));
+  TaskInfo ok = parseTaskInfo(objects[1]);
+  EXPECT_EQ(ok.state, TaskState::kSuccess);
+  EXPECT_EQ(ok.result, (MoRef{"VirtualMachine", "vm-1001"}));
+  EXPECT_FALSE(ok.error.has_value());  // a missingSet entry is absence, not an error
+}
+
+TEST(VimFaults, SoapFaultsBecomeTypedErrors) {
+  auto fault = [](const std::string& file) -> VimFault {
+    try {
+      (void)SoapClient::parseEnvelope(recorded(file), 500);
+    } catch (const VimFault& f) {
+      return f;
+    }
+    throw std::runtime_error("no fault in " + file);
+  };
+  VimFault login = fault("fault_invalid_login.xml");
+  EXPECT_EQ(login.kind(), FaultKind::kInvalidLogin);
+  EXPECT_EQ(login.code(), sdk::Code::kUnauthenticated);
+  EXPECT_EQ(login.reason(), "InvalidLogin");
+  EXPECT_EQ(fault("fault_not_authenticated.xml").kind(), FaultKind::kNotAuthenticated);
+  VimFault dup = fault("fault_duplicate_name_vcenter.xml");
+  EXPECT_EQ(dup.kind(), FaultKind::kDuplicateName);
+  EXPECT_EQ(dup.code(), sdk::Code::kAlreadyExists);
+  EXPECT_THAT(dup.toError("creating folder").what(), HasSubstr("'vms' already exists"));
+}
+
+TEST(VimFaults, UnknownAndHostileFaultTypesGiveCamelCaseReasons) {
+  EXPECT_EQ(VimFault("HostConnectFault", "").reason(), "HostConnectFault");
+  EXPECT_EQ(VimFault("HostConnectFault", "").code(), sdk::Code::kUnknown);
+  EXPECT_TRUE(sdk::isConditionReason(VimFault("bad type<>", "").reason()));
+  EXPECT_TRUE(sdk::isConditionReason(VimFault("", "").reason()));
+}
+
+TEST(VimResponses, GarbageIsAClearErrorNotACrash) {
+  for (const char* text :
+       {"", "not xml", "<a/>", "<soapenv:Envelope xmlns:soapenv=\"x\"/>",
+        "<Envelope><Body/></Envelope>", "<Envelope><Body><R/></Body></Envelope>"}) {
+    try {
+      (void)SoapClient::parseEnvelope(text, 502);
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const sdk::Error& e) {
+      EXPECT_EQ(e.reason(), "InvalidResponse") << text;
+    }
+  }
+}
+
+// Answers each request with the next canned response and records what was sent.
+class ScriptedTransport final : public HttpTransport {
+ public:
+  struct Shared {
+    std::deque<HttpResponse> responses;
+    std::vector<HttpRequest> requests;
+  };
+  explicit ScriptedTransport(std::shared_ptr<Shared> shared) : shared_(std::move(shared)) {}
+  HttpResponse send(const HttpRequest& request, std::chrono::milliseconds) override {
+    shared_->requests.push_back(request);
+    if (shared_->responses.empty()) throw TransportError(TransportError::Kind::kIo, "no script");
+    HttpResponse r = shared_->responses.front();
+    shared_->responses.pop_front();
+    return r;
+  }
+  void reset() override {}
+
+ private:
+  std::shared_ptr<Shared> shared_;
+};
+
+HttpResponse ok(const std::string& body, const std::string& cookie = "") {
+  HttpResponse r;
+  r.status = 200;
+  r.body =
+      R"(<?xml version="1.0"?><soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/"><soapenv:Body>)" +
+      body + "</soapenv:Body></soapenv:Envelope>";
+  if (!cookie.empty()) r.headers.emplace_back("set-cookie", cookie + "; Path=/; HttpOnly");
+  return r;
+}
+
+HttpResponse serviceContent() {
+  return ok(
+      R"(<RetrieveServiceContentResponse xmlns="urn:vim25"><returnval><rootFolder type="Folder">group-d1</rootFolder><propertyCollector type="PropertyCollector">propertyCollector</propertyCollector><sessionManager type="SessionManager">SessionManager</sessionManager><about><apiVersion>8.0.2.0</apiVersion></about></returnval></RetrieveServiceContentResponse>)");
+}
+
+TEST(SoapSession, LogsInOnceReusesTheCookieReloginsOnceAndLogsOut) {
+  auto shared = std::make_shared<ScriptedTransport::Shared>();
+  HttpResponse expired;
+  expired.status = 500;
+  expired.body = recorded("fault_not_authenticated.xml");
+  shared->responses = {serviceContent(),
+                       ok("<LoginResponse xmlns=\"urn:vim25\"/>", "vmware_soap_session=\"one\""),
+                       ok("<FindByUuidResponse xmlns=\"urn:vim25\"/>"),
+                       ok("<FindByUuidResponse xmlns=\"urn:vim25\"/>"),
+                       expired,
+                       serviceContent(),
+                       ok("<LoginResponse xmlns=\"urn:vim25\"/>", "vmware_soap_session=\"two\""),
+                       ok("<FindByUuidResponse xmlns=\"urn:vim25\"/>"),
+                       ok("<LogoutResponse xmlns=\"urn:vim25\"/>")};
+  {
+    Credentials creds;
+    creds.username = "u";
+    creds.password = "secret-password";
+    SoapClient client(std::make_unique<ScriptedTransport>(shared), Url::parse("https://vc/sdk"),
+                      std::move(creds));
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    for (int i = 0; i < 3; ++i)
+      (void)client.call("FindByUuid", {"SearchIndex", "SearchIndex"}, "", deadline);
+    EXPECT_EQ(client.roundTrips(), 8u);
+  }
+  const auto& sent = shared->requests;
+  ASSERT_EQ(sent.size(), 9u);
+  auto header = [](const HttpRequest& r, const std::string& name) {
+    for (const auto& [k, v] : r.headers) {
+      if (k == name) return v;
+    }
+    return std::string();
+  };
+  EXPECT_THAT(sent[1].body, HasSubstr("<password>secret-password</password>"));
+  EXPECT_EQ(header(sent[1], "SOAPAction"), "urn:vim25/8.0.2.0");
+  EXPECT_EQ(header(sent[2], "Cookie"), "vmware_soap_session=\"one\"");
+  EXPECT_EQ(header(sent[3], "Cookie"), "vmware_soap_session=\"one\"");  // reused, no new login
+  EXPECT_EQ(header(sent[7], "Cookie"), "vmware_soap_session=\"two\"");  // after one re-login
+  EXPECT_THAT(sent[8].body, HasSubstr("<Logout"));
+}
+
+TEST(SoapSession, InvalidLoginIsNotRetried) {
+  auto shared = std::make_shared<ScriptedTransport::Shared>();
+  HttpResponse denied;
+  denied.status = 500;
+  denied.body = recorded("fault_invalid_login.xml");
+  shared->responses = {serviceContent(), denied};
+  Credentials creds;
+  creds.username = "u";
+  creds.password = "p";
+  SoapClient client(std::make_unique<ScriptedTransport>(shared), Url::parse("https://vc/sdk"),
+                    std::move(creds));
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  try {
+    client.connect(deadline);
+    FAIL() << "login succeeded";
+  } catch (const VimFault& f) {
+    EXPECT_EQ(f.kind(), FaultKind::kInvalidLogin);
+  }
+  EXPECT_EQ(shared->requests.size(), 2u);
+}
+
+TEST(Endpoint, ParsesAndRejectsClearly) {
+  Url u = Url::parse("https://vc.example.com/sdk");
+  EXPECT_EQ(u.host, "vc.example.com");
+  EXPECT_EQ(u.port, "443");
+  EXPECT_EQ(u.path, "/sdk");
+  EXPECT_EQ(Url::parse("https://[::1]:8989").port, "8989");
+  EXPECT_EQ(Url::parse("https://[::1]:8989").path, "/sdk");
+  EXPECT_THROW(Url::parse("vc.example.com"), std::invalid_argument);
+  EXPECT_THROW(Url::parse("ftp://vc/sdk"), std::invalid_argument);
+  EXPECT_THROW(Url::parse("https://user:pw@vc/sdk"), std::invalid_argument);
+  EXPECT_THROW(Url::parse("https://vc:abc/sdk"), std::invalid_argument);
+}
+
+TEST(FailureDomains, NamesAreSlugsWithHashedSuffixWhenLong) {
+  EXPECT_EQ(slugify("  DC0__C0 / Rack#1 "), "dc0-c0-rack-1");
+  EXPECT_EQ(collisionSafeName({"vcsim", "DC0", "DC0_C0"}), "vcsim-dc0-dc0-c0");
+  std::string a = collisionSafeName({"prov", std::string(80, 'a'), "c1"});
+  std::string b = collisionSafeName({"prov", std::string(80, 'a'), "c2"});
+  EXPECT_EQ(a.size(), 63u);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(a.substr(0, 54), b.substr(0, 54));
+}
+
+Inventory twoClusters() {
+  Inventory inv;
+  inv.datacenters = {{{"Datacenter", "dc-1"}, "DC A", {"Folder", "f-1"}}};
+  inv.storage_pods = {{{"StoragePod", "pod-1"}, "gold"}};
+  inv.datastores = {{{"Datastore", "ds-1"}, "ds1", "DC A", {"StoragePod", "pod-1"}, 10, true},
+                    {{"Datastore", "ds-2"}, "ds2", "DC A", {"StoragePod", "pod-1"}, 99, true},
+                    {{"Datastore", "ds-3"}, "ds3", "DC A", {"Folder", "f-2"}, 5, false}};
+  inv.networks = {{{"Network", "n-1"}, "VM Network", false},
+                  {{"DistributedVirtualPortgroup", "dv-1"}, "prod", true}};
+  inv.clusters = {{{"ClusterComputeResource", "c-1"},
+                   "East",
+                   "DC A",
+                   {{"Datastore", "ds-1"}, {"Datastore", "ds-2"}},
+                   {{"Network", "n-1"}},
+                   {}},
+                  {{"ClusterComputeResource", "c-2"},
+                   "West",
+                   "DC A",
+                   {{"Datastore", "ds-3"}},
+                   {{"DistributedVirtualPortgroup", "dv-1"}},
+                   {}}};
+  return inv;
+}
+
+ProviderSpec providerSpec(const std::string& spec) {
+  auto doc = sdk::json::parse(R"({"metadata":{"name":"vc1"},"spec":)" + spec + "}", "provider");
+  return ProviderSpec::parse(&doc);
+}
+
+TEST(FailureDomains, ClassesResolvePerZoneAndDatastoreClustersPickMostFreeSpace) {
+  Inventory inv = twoClusters();
+  ProviderSpec spec = providerSpec(
+      R"({"capabilities":{"storageClasses":[{"name":"gold","target":{"datastoreCluster":"gold"}},)"
+      R"({"name":"local","target":{"datastore":"ds3"},"perZone":[{"datacenter":"DC A","cluster":"East","target":{"datastore":"ds1"}}]}],)"
+      R"("networkClasses":[{"name":"prod","target":{"distributedPortGroup":"prod"}},{"name":"vm","target":{"portGroup":"VM Network"}}]}})");
+  auto fds = computeFailureDomains(inv, spec);
+  ASSERT_EQ(fds.size(), 2u);
+  EXPECT_EQ(fds[0].name, "vc1-dc-a-east");
+  EXPECT_EQ(fds[0].storage_classes, (std::vector<std::string>{"gold", "local"}));
+  EXPECT_EQ(fds[0].network_classes, (std::vector<std::string>{"vm"}));
+  EXPECT_EQ(fds[1].name, "vc1-dc-a-west");
+  EXPECT_TRUE(fds[1].storage_classes.empty());  // ds3 is not accessible
+  EXPECT_EQ(fds[1].network_classes, (std::vector<std::string>{"prod"}));
+  auto picked = inv.resolveDatastore(inv.clusters[0], "gold");
+  ASSERT_TRUE(picked.has_value());
+  EXPECT_EQ(picked->name, "ds2");
+}
+
+TEST(FailureDomains, DuplicateNamesFailClosed) {
+  ProviderSpec spec = providerSpec(
+      R"({"failureDomainNameOverrides":[{"datacenter":"DC A","cluster":"East","name":"Zone"},)"
+      R"({"datacenter":"DC A","cluster":"West","name":"zone"}]})");
+  try {
+    (void)computeFailureDomains(twoClusters(), spec);
+    FAIL() << "duplicate names accepted";
+  } catch (const sdk::Error& e) {
+    EXPECT_EQ(e.reason(), "DuplicateFailureDomain");
+    EXPECT_THAT(e.what(), HasSubstr("'zone'"));
+  }
+}
+
+TEST(MachineSpecTest, GuestInfoCarriesNetworkUserDataAndMetadata) {
+  auto doc = sdk::json::parse(
+      R"({"template":"t","datacenter":"d","cluster":"c","datastore":"s","numCpus":1,"memoryMiB":512,)"
+      R"("network":[{"portGroup":"p","ipam":{"static":{"address":"10.1.2.3","prefix":24,"nameservers":["1.1.1.1","8.8.8.8"]}}}],"userData":"hi"})",
+      "spec");
+  auto info = guestInfo(MachineSpec::parse(&doc), "web-0");
+  EXPECT_EQ(info["guestinfo.network.ip"], "10.1.2.3");
+  EXPECT_EQ(info["guestinfo.network.dns"], "1.1.1.1,8.8.8.8");
+  EXPECT_EQ(info["guestinfo.userdata"], "aGk=");
+  EXPECT_EQ(info["guestinfo.metadata"], base64("instance-id: web-0\nlocal-hostname: web-0\n"));
+  EXPECT_EQ(info.count("guestinfo.network.gateway"), 0u);
+}
+
+TEST(MachineSpecTest, RejectsOutOfRangeFieldsByName) {
+  auto doc = sdk::json::parse(
+      R"({"template":"t","datacenter":"d","cluster":"c","datastore":"s","numCpus":999,"memoryMiB":512,"network":[{"portGroup":"p"}]})",
+      "spec");
+  try {
+    (void)MachineSpec::parse(&doc);
+    FAIL();
+  } catch (const sdk::Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("spec.numCpus"));
+  }
+}
+
+}  // namespace
+}  // namespace banlieue::vsphere
