@@ -153,7 +153,7 @@ MoRef Backend::find(const std::string& inventory_path) {
 }
 
 std::string objectJson(const std::string& uid, const std::string& spec, const std::string& status) {
-  return R"({"object":{"apiVersion":"infrastructure.banlieue.io/v1alpha1","kind":"VSphereMachine",)"
+  return R"({"object":{"apiVersion":"infrastructure.banlieue.io/v1beta2","kind":"VSphereMachine",)"
          R"("metadata":{"name":"vm-)" +
          uid.substr(0, 8) + R"(","namespace":"default","uid":")" + uid +
          R"(","generation":1},"spec":)" + spec + R"(,"status":)" + status + "}}";

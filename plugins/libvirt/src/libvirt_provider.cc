@@ -114,7 +114,7 @@ class LibvirtProvider final : public sdk::Provider {
     sdk::Capabilities caps;
     caps.backend = "libvirt";
     caps.kinds.push_back({"infrastructure.banlieue.io",
-                          "v1alpha1",
+                          "v1beta2",
                           std::string(kMachineKind),
                           {"reconcile", "finalize", "validate"}});
     caps.features = {"vtpm", "efiSecureBoot", "nestedVirtualization"};

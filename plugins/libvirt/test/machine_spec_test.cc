@@ -13,7 +13,7 @@ namespace json = sdk::json;
 // A valid machine; spec_extra (",\"key\":value...") overrides or adds spec fields.
 std::string machineJson(const std::string& spec_extra = "", const std::string& meta_extra = "") {
   auto doc = json::parse(
-      R"({"apiVersion":"infrastructure.banlieue.io/v1alpha1","kind":"LibvirtMachine",
+      R"({"apiVersion":"infrastructure.banlieue.io/v1beta2","kind":"LibvirtMachine",
     "metadata":{"name":"web","namespace":"prod","uid":"3F0C2A4E-0D7B-4C1E-9A55-6B1E2F3A4B5C")" +
           meta_extra + R"(},
     "spec":{"pool":"images","bootSource":{"volume":"debian.qcow2"},"vcpus":2,"memoryMiB":1024,

@@ -72,7 +72,7 @@ inline std::string machineObject(const MachineOptions& o) {
   if (!o.domain_name.empty()) spec += R"(,"domainName":)" + quote(o.domain_name);
   if (!o.user_data.empty()) spec += R"(,"userData":)" + quote(o.user_data);
   spec += "}";
-  return R"({"apiVersion":"infrastructure.banlieue.io/v1alpha1","kind":"LibvirtMachine",
+  return R"({"apiVersion":"infrastructure.banlieue.io/v1beta2","kind":"LibvirtMachine",
     "metadata":{"name":)" +
          quote(o.name) + R"(,"namespace":"default","uid":)" + quote(o.uid) +
          R"(,"generation":1,"annotations":)" + o.annotations + R"(},"spec":)" + spec + "}";

@@ -116,7 +116,7 @@ class VSphereProvider final : public sdk::Provider {
     sdk::Capabilities caps;
     caps.backend = "vsphere";
     caps.kinds.push_back({"infrastructure.banlieue.io",
-                          "v1alpha1",
+                          "v1beta2",
                           std::string(kMachineKind),
                           {"reconcile", "finalize", "validate"}});
     caps.features = {"hotAddCPU", "hotAddMemory", "efiSecureBoot", "vtpm"};
