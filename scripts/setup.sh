@@ -15,6 +15,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # the local control plane (deploy/local): etcd, certificates, readiness probes, free ports
   etcd-server openssl curl iproute2 procps coreutils
+  # the fake PVE API of the proxmox plugin tests (tests/proxmox/fake_pve.py)
+  python3
 )
 # kubectl: the machine's Cloud SDK dispatcher when present, else Debian's kubectl 1.20.
 command -v kubectl >/dev/null || packages+=(kubernetes-client)

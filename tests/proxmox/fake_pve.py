@@ -18,7 +18,8 @@ Endpoints (all under /api2/json):
   GET    /nodes/{node}/qemu/{vmid}/config
   PUT    /nodes/{node}/qemu/{vmid}/config         synchronous config change
   GET    /nodes/{node}/qemu/{vmid}/status/current
-  POST   /nodes/{node}/qemu/{vmid}/status/{start,stop,shutdown}  -> UPID
+  POST   /nodes/{node}/qemu/{vmid}/status/{start,stop,shutdown,suspend,resume}  -> UPID
+  PUT    /nodes/{node}/qemu/{vmid}/resize         disk, size
   DELETE /nodes/{node}/qemu/{vmid}[?purge=1&destroy-unreferenced-disks=1] -> UPID
   GET    /nodes/{node}/tasks/{upid}/status        status running|stopped, exitstatus "OK" or error
   GET    /nodes/{node}/qemu/{vmid}/agent/network-get-interfaces
@@ -36,7 +37,9 @@ Behaviours:
   - Deleting a running VM fails with 500 "VM <id> is running - destroy failed".
 
 Test-only (outside /api2/json, no auth): GET /_fake/state dumps every guest, POST
-/_fake/node?name=X&status=online|offline flips a node. Started by the C++ harness with
+/_fake/node?name=X&status=online|offline flips a node, POST /_fake/config?vmid=&key=&value=
+edits a guest behind the plugin's back, POST /_fake/stale-nextid?count=N makes the next N
+/cluster/nextid answers name a taken VMID (a race with another client). Started by the C++ harness with
 --port 0; it prints "READY <port> <ca.pem>" once listening with a certificate from a test CA
 it generated with the openssl command.
 """
@@ -86,6 +89,7 @@ class State:
         self.tasks = {}  # upid -> task
         self.locks = {}  # lock name -> upid holding it
         self.counter = 0
+        self.stale_nextid = 0  # how many /cluster/nextid answers name a taken VMID
 
     @staticmethod
     def new_vm(vmid, node, name, template=False):
@@ -210,6 +214,13 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/_fake/node" and method == "POST":
             state.nodes[params["name"]] = params["status"]
             return None
+        if path == "/_fake/config" and method == "POST":
+            vm = state.vms[int(params["vmid"])]
+            vm["config"][params["key"]] = params["value"]
+            return None
+        if path == "/_fake/stale-nextid" and method == "POST":
+            state.stale_nextid = int(params["count"])
+            return None
         raise PveError(404, "no such fake endpoint")
 
     # -- the API ------------------------------------------------------------------------------
@@ -225,6 +236,10 @@ class Handler(BaseHTTPRequestHandler):
                     raise PveError(400, "Parameter verification failed.",
                                    {"vmid": "VM %s already exists" % params["vmid"]})
                 return params["vmid"]
+            if state.stale_nextid > 0 and state.vms:
+                # Another client's clone raced us: the id offered is already taken.
+                state.stale_nextid -= 1
+                return str(max(state.vms))
             vmid = 100
             while vmid in state.vms:
                 vmid += 1
@@ -245,6 +260,8 @@ class Handler(BaseHTTPRequestHandler):
         entry = {"id": "qemu/%d" % vm["vmid"], "type": "qemu", "vmid": vm["vmid"],
                  "node": vm["node"], "name": vm["name"], "status": vm["status"],
                  "template": vm["template"]}
+        if vm["lock"]:
+            entry["lock"] = vm["lock"]
         if vm["config"].get("tags"):
             entry["tags"] = vm["config"]["tags"]
         return entry
@@ -315,9 +332,15 @@ class Handler(BaseHTTPRequestHandler):
                         "cores", "sockets", "memory") else value
             vm["name"] = vm["config"].get("name", vm["name"])
             return None
+        if rest == ["resize"] and method == "PUT":
+            disk = params.get("disk", "")
+            if disk not in vm["config"]:
+                raise PveError(500, "disk '%s' does not exist" % disk)
+            vm["config"][disk] = vm["config"][disk].split(",size=")[0] + ",size=" + params["size"]
+            return None
         if rest == ["status", "current"]:
             return {"vmid": vmid, "name": vm["name"], "status": vm["status"],
-                    "qmpstatus": vm["status"], "cpus": vm["config"]["cores"],
+                    "qmpstatus": vm.get("qmpstatus", vm["status"]), "cpus": vm["config"]["cores"],
                     "maxmem": vm["config"]["memory"] * 1048576,
                     "agent": 1 if vm["config"].get("agent") else 0}
         if len(rest) == 2 and rest[0] == "status" and method == "POST":
@@ -347,12 +370,21 @@ class Handler(BaseHTTPRequestHandler):
 
             def finish():
                 if vm["config"].get("args") == "fail-start":
+                    vm.pop("qmpstatus", None)
                     raise PveError(500, "start failed: QEMU exited with code 1")
                 vm["status"] = "running"
             return state.start_task(node, "qmstart", vmid, finish)
+        if action in ("suspend", "resume"):
+            if vm["status"] != "running":
+                raise PveError(500, "VM %d not running" % vmid)
+
+            def finish():
+                vm["qmpstatus"] = "paused" if action == "suspend" else "running"
+            return state.start_task(node, "qm" + action, vmid, finish)
         if action in ("stop", "shutdown"):
             def finish():
                 vm["status"] = "stopped"
+                vm.pop("qmpstatus", None)
             return state.start_task(node, "qm" + action, vmid, finish)
         raise PveError(501, "Method 'POST status/%s' not implemented" % action)
 
@@ -375,8 +407,14 @@ class Handler(BaseHTTPRequestHandler):
                     raise PveError(500, "can't lock file '/var/lock/qemu-server/%s' - got timeout"
                                    % name)
                 raise PveError(500, "cfs-lock '%s' error: got lock request timeout" % name)
-        vm = state.new_vm(newid, node, params.get("name", "Copy-of-VM-" + src["name"]))
+        target = params.get("target", node)
+        if target not in state.nodes:
+            raise PveError(400, "Parameter verification failed.",
+                           {"target": "no such cluster node '%s'" % target})
+        vm = state.new_vm(newid, target, params.get("name", "Copy-of-VM-" + src["name"]))
         vm["config"] = dict(src["config"], name=vm["name"])
+        if params.get("description"):
+            vm["config"]["description"] = params["description"]
         vm["config"]["scsi0"] = "%s:vm-%d-disk-0,size=10G" % (target_storage, newid)
         vm["lock"] = "clone"
         state.vms[newid] = vm
