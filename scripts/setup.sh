@@ -15,8 +15,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # the local control plane (deploy/local): etcd, certificates, readiness probes, free ports
   etcd-server openssl curl iproute2 procps coreutils
-  # the fake PVE API of the proxmox plugin tests (tests/proxmox/fake_pve.py)
-  python3
+  # the fake PVE API of the proxmox plugin tests and its cross-check (tests/proxmox)
+  python3 python3-proxmoxer python3-requests
 )
 # kubectl: the machine's Cloud SDK dispatcher when present, else Debian's kubectl 1.20.
 command -v kubectl >/dev/null || packages+=(kubernetes-client)
