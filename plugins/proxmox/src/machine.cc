@@ -192,7 +192,7 @@ int64_t diskGiB(const std::string& value) {
   }
   if (unit == 'T') return n * 1024;
   if (unit == 'M') return n / 1024;
-  if (unit == 'K') return n / (1024 * 1024);
+  if (unit == 'K') return n / (int64_t{1024} * 1024);
   return n;
 }
 
@@ -408,9 +408,11 @@ Status clone(const PveClient& client, const MachineSpec& spec, const sdk::Reconc
       if (!spec.failure_domain.empty()) {
         reply.status().AddMember("failureDomain", json::stringValue(spec.failure_domain, a), a);
       }
-      return started(reply, "clone", asString(&upid),
-                     "clone of " + name + " as VMID " + newid + " from template " +
-                         std::to_string(spec.template_vmid) + " onto " + spec.storage);
+      std::string what = "clone of " + name;
+      what += " as VMID " + newid;
+      what += " from template " + std::to_string(spec.template_vmid);
+      what += " onto " + spec.storage;
+      return started(reply, "clone", asString(&upid), what);
     } catch (const PveError& e) {
       if (!e.isLockTimeout() && !e.isVmidTaken()) throw;
       last = e.message();

@@ -109,7 +109,8 @@ struct Exported {
       }
       auto impl = provider().createInstance(Call(call), InstanceConfig::parse(view(config)));
       if (!impl) return Status(Code::kInternal, "NoInstance", "createInstance returned null");
-      *out = new banlieue_instance{std::move(impl)};
+      // guarded() turns a std::bad_alloc from here into INTERNAL like any other exception.
+      *out = new banlieue_instance{std::move(impl)};  // NOLINT(bugprone-unhandled-exception-at-new)
       return Status::ok();
     });
   }
