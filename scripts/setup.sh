@@ -21,6 +21,8 @@ packages=(
   # virsh, and qemu-img (dir pools create qcow2 volumes with it)
   libvirt-dev libvirt-clients libvirt-daemon-system libvirt-daemon-driver-qemu qemu-system-x86
   qemu-utils
+  # the fake PVE API of the proxmox plugin tests and its cross-check (tests/proxmox)
+  python3 python3-proxmoxer python3-requests
 )
 # kubectl: the machine's Cloud SDK dispatcher when present, else Debian's kubectl 1.20.
 command -v kubectl >/dev/null || packages+=(kubernetes-client)

@@ -1,0 +1,559 @@
+#include "plugins/proxmox/src/machine.h"
+
+#include "plugins/proxmox/src/errors.h"
+#include "plugins/proxmox/src/inventory.h"
+#include "plugins/proxmox/src/specs.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <random>
+#include <set>
+#include <sstream>
+#include <thread>
+
+namespace banlieue::proxmox {
+namespace {
+
+namespace json = sdk::json;
+using sdk::Code;
+using sdk::Status;
+
+constexpr std::chrono::milliseconds kTaskPoll{1000};
+constexpr int kCloneAttempts = 6;
+// A shutdown that PVE turns into a hard stop after this many seconds (forceStop=1).
+constexpr int kShutdownTimeoutSeconds = 120;
+
+Deadline deadlineOf(const sdk::Call& call) {
+  return std::chrono::steady_clock::now() + call.remaining();
+}
+
+std::string who(const sdk::ReconcileRequest& r) {
+  return (r.namespace_.empty() ? std::string() : r.namespace_ + "/") + r.name;
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+// "clone:UPID:pve1:..." -> {"clone", "UPID:pve1:..."}; anything else is no token (ABI rule:
+// a token this version cannot read is treated as absent and the state re-derived).
+struct Pending {
+  std::string phase;
+  std::string upid;
+  std::string node;
+};
+std::optional<Pending> parseToken(const std::optional<std::string>& token) {
+  if (!token) return std::nullopt;
+  auto colon = token->find(':');
+  if (colon == std::string::npos) return std::nullopt;
+  Pending p{token->substr(0, colon), token->substr(colon + 1), {}};
+  p.node = upidNode(p.upid);
+  if (p.phase.empty() || p.node.empty()) return std::nullopt;
+  return p;
+}
+
+Status started(sdk::Reply& reply, const std::string& phase, const std::string& upid,
+               const std::string& what) {
+  reply.setOperation(phase + ":" + upid, what);
+  reply.requeueAfter(kTaskPoll);
+  return Status::inProgress("TaskRunning", what);
+}
+
+// The finished task's token is dropped: without "operation" an OK reply clears it.
+void settle(sdk::Reply& reply) {
+  reply.body().RemoveMember("operation");
+}
+
+// Polls a pending task. nullopt: it succeeded (or PVE forgot it) and the caller goes on from
+// the live state; otherwise the Status to answer with.
+std::optional<Status> poll(const PveClient& client, const Pending& pending, const std::string& what,
+                           Deadline deadline, sdk::Reply& reply) {
+  TaskStatus task;
+  try {
+    task = client.task(pending.node, pending.upid, deadline);
+  } catch (const PveError& e) {
+    if (!e.isMissing()) throw;
+    settle(reply);
+    return std::nullopt;
+  }
+  if (task.running) {
+    reply.setOperation(pending.phase + ":" + pending.upid, what);
+    reply.requeueAfter(kTaskPoll);
+    return Status::inProgress("TaskRunning", what);
+  }
+  if (!task.ok()) {
+    // A token no task carries replaces this one, so the next call re-derives the state
+    // instead of reading the same failed task again.
+    reply.setOperation("settled", "the previous task failed");
+    return Status{Code::kAborted, "TaskFailed",
+                  what + " failed on node " + pending.node + ": " + task.exit_status};
+  }
+  settle(reply);
+  return std::nullopt;
+}
+
+struct Guest {
+  int64_t vmid = 0;
+  std::string node;
+  std::string name;
+  std::string status;  // running | stopped
+  std::string lock;
+};
+
+std::set<std::string> splitTags(const std::string& tags) {
+  std::set<std::string> out;
+  std::string item;
+  for (char c : tags + ";") {
+    if (c == ';' || c == ',' || c == ' ') {
+      if (!item.empty()) out.insert(item);
+      item.clear();
+    } else {
+      item += c;
+    }
+  }
+  return out;
+}
+
+std::string ownerMarker(const std::string& uid) {
+  return "banlieue-uid=" + lower(uid);
+}
+
+// The guest of this object: the one tagged with its UID, or (a clone that has not been
+// configured yet) the one with its name whose description carries the UID.
+std::optional<Guest> findGuest(const PveClient& client, const sdk::ReconcileRequest& request,
+                               Deadline deadline) {
+  rapidjson::Document all = client.get("/cluster/resources?type=vm", deadline);
+  if (!all.IsArray()) return std::nullopt;
+  const std::string tag = ownerTag(request.uid);
+  std::vector<Guest> by_name;
+  for (const auto& entry : all.GetArray()) {
+    if (json::stringOr(&entry, "type", "qemu") != "qemu") continue;
+    if (asInt(json::member(&entry, "template")) != 0) continue;
+    Guest g;
+    g.vmid = asInt(json::member(&entry, "vmid"));
+    g.node = json::stringOr(&entry, "node");
+    g.name = json::stringOr(&entry, "name");
+    g.status = json::stringOr(&entry, "status");
+    g.lock = json::stringOr(&entry, "lock");
+    if (splitTags(json::stringOr(&entry, "tags")).count(tag) != 0) return g;
+    if (g.name == request.name) by_name.push_back(g);
+  }
+  for (const Guest& g : by_name) {
+    rapidjson::Document config = client.get(
+        "/nodes/" + urlEncode(g.node) + "/qemu/" + std::to_string(g.vmid) + "/config", deadline);
+    if (json::stringOr(&config, "description").find(ownerMarker(request.uid)) !=
+        std::string::npos) {
+      return g;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string vmPath(const Guest& g) {
+  return "/nodes/" + urlEncode(g.node) + "/qemu/" + std::to_string(g.vmid);
+}
+
+// "virtio=BC:24:11:00:00:01,bridge=vmbr0,tag=20" -> {"model": "virtio", "mac": ..., ...}
+std::map<std::string, std::string> parseNet(const std::string& value) {
+  std::map<std::string, std::string> out;
+  std::stringstream in(value);
+  std::string part;
+  bool first = true;
+  while (std::getline(in, part, ',')) {
+    auto eq = part.find('=');
+    std::string key = part.substr(0, eq);
+    std::string val = eq == std::string::npos ? "" : part.substr(eq + 1);
+    if (first) {
+      out["model"] = key;
+      out["mac"] = val;
+      first = false;
+    } else {
+      out[key] = val;
+    }
+  }
+  return out;
+}
+
+// The size in GiB of a disk value ("local-lvm:vm-100-disk-0,size=10G"), 0 when unknown.
+int64_t diskGiB(const std::string& value) {
+  auto at = value.find("size=");
+  if (at == std::string::npos) return 0;
+  std::string size = value.substr(at + 5, value.find(',', at) - at - 5);
+  if (size.empty()) return 0;
+  char unit = size.back();
+  int64_t n = 0;
+  try {
+    n = std::stoll(size);
+  } catch (const std::exception&) {
+    return 0;
+  }
+  if (unit == 'T') return n * 1024;
+  if (unit == 'M') return n / 1024;
+  if (unit == 'K') return n / (int64_t{1024} * 1024);
+  return n;
+}
+
+std::string configString(const rapidjson::Value& config, const std::string& key) {
+  return asString(json::member(&config, key));
+}
+
+// The config keys that differ from the spec, as PVE parameters.
+Form configChanges(const MachineSpec& spec, const sdk::ReconcileRequest& request,
+                   const rapidjson::Value& config) {
+  Form changes;
+  auto want = [&](const std::string& key, const std::string& value) {
+    if (configString(config, key) != value) changes.emplace_back(key, value);
+  };
+  want("cores", std::to_string(spec.cores));
+  want("sockets", "1");
+  want("memory", std::to_string(spec.memory_mib));
+  want("bios", spec.firmware == "efi" ? "ovmf" : "seabios");
+  want("agent", "1");
+  // PVE keeps the other tags an admin adds; ours is added, never the whole list replaced.
+  std::set<std::string> tags = splitTags(configString(config, "tags"));
+  if (tags.insert(ownerTag(request.uid)).second) {
+    std::string joined;
+    for (const auto& t : tags) joined += (joined.empty() ? "" : ";") + t;
+    changes.emplace_back("tags", joined);
+  }
+  std::string nameservers;
+  for (size_t i = 0; i < spec.network.size(); ++i) {
+    const Nic& nic = spec.network[i];
+    const std::string key = "net" + std::to_string(i);
+    auto current = parseNet(configString(config, key));
+    std::string mac = !nic.mac_address.empty() ? nic.mac_address : current["mac"];
+    std::string value = nic.model + (mac.empty() ? "" : "=" + mac) + ",bridge=" + nic.bridge;
+    if (nic.vlan) value += ",tag=" + std::to_string(*nic.vlan);
+    bool same = current["model"] == nic.model && current["bridge"] == nic.bridge &&
+                current["tag"] == (nic.vlan ? std::to_string(*nic.vlan) : "") &&
+                (nic.mac_address.empty() || lower(current["mac"]) == lower(nic.mac_address));
+    if (!same) changes.emplace_back(key, value);
+    std::string ip = "ip=dhcp";
+    if (nic.static_ip) {
+      ip = "ip=" + nic.static_ip->address + "/" + std::to_string(nic.static_ip->prefix);
+      if (!nic.static_ip->gateway.empty()) ip += ",gw=" + nic.static_ip->gateway;
+      for (const auto& ns : nic.static_ip->nameservers) {
+        nameservers += (nameservers.empty() ? "" : " ") + ns;
+      }
+    }
+    want("ipconfig" + std::to_string(i), ip);
+  }
+  if (!nameservers.empty()) want("nameserver", nameservers);
+  // NICs of the template beyond the spec's list are removed.
+  std::string remove;
+  for (size_t i = spec.network.size(); i < 32; ++i) {
+    if (!configString(config, "net" + std::to_string(i)).empty()) {
+      remove += (remove.empty() ? "" : ",") + ("net" + std::to_string(i));
+    }
+  }
+  if (!remove.empty()) changes.emplace_back("delete", remove);
+  // The cloud-init drive: on the seed-iso storage when the controller chose one.
+  if (configString(config, "ide2").find("cloudinit") == std::string::npos) {
+    changes.emplace_back(
+        "ide2",
+        (spec.seed_iso_storage.empty() ? spec.storage : spec.seed_iso_storage) + ":cloudinit");
+  }
+  for (size_t i = 0; i < spec.data_disks.size(); ++i) {
+    const std::string key = "scsi" + std::to_string(i + 1);
+    if (configString(config, key).empty()) {
+      changes.emplace_back(
+          key, spec.data_disks[i].storage + ":" + std::to_string(spec.data_disks[i].size_gib));
+    }
+  }
+  if (spec.tpm_enabled && configString(config, "tpmstate0").empty()) {
+    changes.emplace_back("tpmstate0", spec.storage + ":1,version=v2.0");
+  }
+  if (spec.firmware == "efi" && configString(config, "efidisk0").empty()) {
+    changes.emplace_back("efidisk0", spec.storage + ":1,efitype=4m");
+  }
+  return changes;
+}
+
+std::string observedPower(const PveClient& client, const Guest& g, Deadline deadline) {
+  rapidjson::Document current = client.get(vmPath(g) + "/status/current", deadline);
+  const std::string status = json::stringOr(&current, "status");
+  if (status == "running") {
+    return json::stringOr(&current, "qmpstatus") == "paused" ? "Suspended" : "PoweredOn";
+  }
+  return "PoweredOff";
+}
+
+std::vector<std::string> guestAddresses(const PveClient& client, const Guest& g,
+                                        Deadline deadline) {
+  std::vector<std::string> out;
+  rapidjson::Document data;
+  try {
+    data = client.get(vmPath(g) + "/agent/network-get-interfaces", deadline);
+  } catch (const PveError&) {
+    return out;  // no guest agent (yet): addresses appear once it runs
+  }
+  const rapidjson::Value* result = json::member(&data, "result");
+  if (result == nullptr || !result->IsArray()) return out;
+  for (const auto& iface : result->GetArray()) {
+    if (json::stringOr(&iface, "name") == "lo") continue;
+    const rapidjson::Value* ips = json::member(&iface, "ip-addresses");
+    if (ips == nullptr || !ips->IsArray()) continue;
+    for (const auto& ip : ips->GetArray()) {
+      std::string address = json::stringOr(&ip, "ip-address");
+      if (address.empty() || address.rfind("127.", 0) == 0 || address.rfind("fe80:", 0) == 0 ||
+          address == "::1") {
+        continue;
+      }
+      out.push_back(address);
+    }
+  }
+  return out;
+}
+
+void writeStatus(sdk::Reply& reply, const MachineSpec& spec, const Guest& g,
+                 const std::string& power, const std::vector<std::string>& addresses,
+                 bool provisioned) {
+  auto& a = reply.allocator();
+  auto& status = reply.status();
+  status.RemoveAllMembers();
+  status.AddMember("vmid", g.vmid, a);
+  status.AddMember("node", json::stringValue(g.node, a), a);
+  status.AddMember("providerID",
+                   json::stringValue("proxmox://" + g.node + "/" + std::to_string(g.vmid), a), a);
+  if (!spec.failure_domain.empty()) {
+    status.AddMember("failureDomain", json::stringValue(spec.failure_domain, a), a);
+  }
+  if (!power.empty()) status.AddMember("observedPowerState", json::stringValue(power, a), a);
+  rapidjson::Value init(rapidjson::kObjectType);
+  init.AddMember("provisioned", provisioned, a);
+  status.AddMember("initialization", init, a);
+  rapidjson::Value list(rapidjson::kArrayType);
+  for (const auto& ip : addresses) {
+    rapidjson::Value entry(rapidjson::kObjectType);
+    entry.AddMember("type", "InternalIP", a);
+    entry.AddMember("address", json::stringValue(ip, a), a);
+    list.PushBack(entry, a);
+  }
+  status.AddMember("addresses", list, a);
+}
+
+// Clones the template onto spec.node after checking the node, storage and bridges, with a
+// fresh VMID per attempt. Parallel clones of one template collide on PVE's config and storage
+// locks; those are retried with jittered backoff inside the call, then handed back to the host
+// as IN_PROGRESS/StorageLocked so it calls again.
+Status clone(const PveClient& client, const MachineSpec& spec, const sdk::ReconcileRequest& request,
+             Deadline deadline, sdk::Reply& reply) {
+  const std::string name = who(request);
+  std::vector<NodeInfo> nodes = listNodes(client, deadline);
+  auto node = std::find_if(nodes.begin(), nodes.end(),
+                           [&](const NodeInfo& n) { return n.name == spec.node; });
+  if (node == nodes.end()) {
+    return {Code::kNotFound, "NodeNotFound",
+            "node '" + spec.node + "' of " + name + " is not a member of the PVE cluster"};
+  }
+  if (!node->online) {
+    reply.requeueAfter(std::chrono::seconds(30));
+    return {Code::kUnavailable, "NodeOffline",
+            "node '" + spec.node + "' of " + name + " is offline; the clone waits for it"};
+  }
+  loadNodeDetails(client, *node, deadline);
+  auto storage = node->storages.find(spec.storage);
+  if (storage == node->storages.end() || storage->second.count("images") == 0) {
+    return {Code::kFailedPrecondition, "StorageNotFound",
+            "storage '" + spec.storage + "' does not exist on node '" + spec.node +
+                "' or does not hold disk images (spec.storage of " + name + ")"};
+  }
+  for (size_t i = 0; i < spec.network.size(); ++i) {
+    if (node->bridges.count(spec.network[i].bridge) == 0) {
+      return {Code::kFailedPrecondition, "BridgeNotFound",
+              "bridge '" + spec.network[i].bridge + "' (spec.network[" + std::to_string(i) +
+                  "]) does not exist on node '" + spec.node + "'"};
+    }
+  }
+  // The template may live on another node (shared storage): clone there, target ours.
+  std::string template_node;
+  rapidjson::Document all = client.get("/cluster/resources?type=vm", deadline);
+  if (all.IsArray()) {
+    for (const auto& entry : all.GetArray()) {
+      if (asInt(json::member(&entry, "vmid")) != spec.template_vmid) continue;
+      if (json::stringOr(&entry, "node") == spec.node || template_node.empty()) {
+        template_node = json::stringOr(&entry, "node");
+      }
+    }
+  }
+  if (template_node.empty()) {
+    return {Code::kNotFound, "TemplateNotFound",
+            "template VMID " + std::to_string(spec.template_vmid) + " of " + name +
+                " does not exist in the PVE cluster"};
+  }
+
+  std::mt19937 random(std::random_device{}());
+  std::chrono::milliseconds backoff{150};
+  std::string last;
+  for (int attempt = 0; attempt < kCloneAttempts; ++attempt) {
+    rapidjson::Document nextid = client.get("/cluster/nextid", deadline);
+    const std::string newid = asString(&nextid);
+    Form form{
+        {"newid", newid},
+        {"name", request.name},
+        {"full", "1"},
+        {"storage", spec.storage},
+        {"description", "Managed by banlieue for " + name + " (" + ownerMarker(request.uid) + ")"}};
+    if (template_node != spec.node) form.emplace_back("target", spec.node);
+    try {
+      rapidjson::Document upid = client.post("/nodes/" + urlEncode(template_node) + "/qemu/" +
+                                                 std::to_string(spec.template_vmid) + "/clone",
+                                             form, deadline);
+      auto& a = reply.allocator();
+      reply.status().AddMember("vmid", asInt(&nextid), a);
+      reply.status().AddMember("node", json::stringValue(spec.node, a), a);
+      if (!spec.failure_domain.empty()) {
+        reply.status().AddMember("failureDomain", json::stringValue(spec.failure_domain, a), a);
+      }
+      std::string what = "clone of " + name;
+      what += " as VMID " + newid;
+      what += " from template " + std::to_string(spec.template_vmid);
+      what += " onto " + spec.storage;
+      return started(reply, "clone", asString(&upid), what);
+    } catch (const PveError& e) {
+      if (!e.isLockTimeout() && !e.isVmidTaken()) throw;
+      last = e.message();
+      if (e.isVmidTaken()) continue;  // another client took that VMID: ask again
+    }
+    auto jitter = std::chrono::milliseconds(random() % static_cast<unsigned>(backoff.count()));
+    if (std::chrono::steady_clock::now() + backoff + jitter >= deadline) break;
+    std::this_thread::sleep_for(backoff + jitter);
+    backoff *= 2;
+  }
+  if (last.find("already exists") != std::string::npos) {
+    return {Code::kAlreadyExists, "VmidCollision",
+            "every VMID PVE offered for " + name + " was taken: " + last};
+  }
+  reply.setOperation("retry-clone", "waiting for a storage lock");
+  reply.requeueAfter(std::chrono::seconds(1));
+  return Status::inProgress("StorageLocked", "clone of " + name + " waits for a lock: " + last);
+}
+
+}  // namespace
+
+std::string ownerTag(const std::string& uid) {
+  return "banlieue-" + lower(uid);
+}
+
+Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileRequest& request,
+                                    sdk::Reply& reply) {
+  const std::string name = who(request);
+  const Deadline deadline = deadlineOf(call);
+  return withPveErrors("reconcile of ProxmoxMachine " + name, [&]() -> Status {
+    if (request.uid.empty()) throw std::invalid_argument("metadata.uid is required");
+    const MachineSpec spec = MachineSpec::parse(request.spec);
+    if (auto pending = parseToken(request.operation_token)) {
+      if (auto stop = poll(client_, *pending, pending->phase + " of " + name, deadline, reply)) {
+        return *stop;
+      }
+    } else {
+      settle(reply);
+    }
+    if (call.cancelled()) {
+      return {Code::kCancelled, "Cancelled", "reconcile of " + name + " was cancelled"};
+    }
+    std::optional<Guest> guest = findGuest(client_, request, deadline);
+    if (!guest) return clone(client_, spec, request, deadline, reply);
+    if (!guest->lock.empty()) {
+      // A clone whose token was lost, or an admin's backup: wait for PVE to release it.
+      reply.requeueAfter(kTaskPoll);
+      reply.setOperation("locked", "VM is locked (" + guest->lock + ")");
+      return Status::inProgress("Locked", "VM " + std::to_string(guest->vmid) + " of " + name +
+                                              " is locked (" + guest->lock + ")");
+    }
+    std::string power = observedPower(client_, *guest, deadline);
+    rapidjson::Document config = client_.get(vmPath(*guest) + "/config", deadline);
+    Form changes = configChanges(spec, request, config);
+    if (!changes.empty()) {
+      client_.put(vmPath(*guest) + "/config", changes, deadline);
+      if (power == "PoweredOff") {
+        // Peers shipped VMs that booted with the template's 1 vCPU / 512 MiB because the
+        // config never landed: read it back before starting.
+        rapidjson::Document check = client_.get(vmPath(*guest) + "/config", deadline);
+        if (asInt(json::member(&check, "cores")) != spec.cores ||
+            asInt(json::member(&check, "memory")) != spec.memory_mib) {
+          return {Code::kInternal, "ConfigNotApplied",
+                  "PVE accepted the config of VM " + std::to_string(guest->vmid) +
+                      " but still reports cores=" + configString(check, "cores") +
+                      " memory=" + configString(check, "memory")};
+        }
+      }
+    }
+    if (spec.os_disk_size_gib) {
+      int64_t current = diskGiB(configString(config, "scsi0"));
+      if (current > 0 && current < *spec.os_disk_size_gib) {
+        client_.put(vmPath(*guest) + "/resize",
+                    {{"disk", "scsi0"}, {"size", std::to_string(*spec.os_disk_size_gib) + "G"}},
+                    deadline);
+      }
+    }
+    if (!spec.user_data.empty()) {
+      BANLIEUE_LOG(kWarn, "ProxmoxMachine " + name +
+                              ": userData is not delivered yet (needs a snippet upload over "
+                              "SSH); the guest gets the cloud-init drive's network config only");
+    }
+    const std::string& desired = spec.desired_power_state;
+    if (power != desired) {
+      std::string action;
+      Form form;
+      if (desired == "PoweredOn") {
+        action = power == "Suspended" ? "resume" : "start";
+      } else if (desired == "PoweredOff") {
+        action = "shutdown";
+        form = {{"timeout", std::to_string(kShutdownTimeoutSeconds)}, {"forceStop", "1"}};
+      } else {
+        action = power == "PoweredOff" ? "start" : "suspend";  // suspend only from running
+      }
+      rapidjson::Document upid = client_.post(vmPath(*guest) + "/status/" + action, form, deadline);
+      writeStatus(reply, spec, *guest, power, {}, true);
+      return started(reply, action, asString(&upid),
+                     action + " of " + name + " (VM " + std::to_string(guest->vmid) + ")");
+    }
+    std::vector<std::string> addresses;
+    if (power == "PoweredOn") addresses = guestAddresses(client_, *guest, deadline);
+    writeStatus(reply, spec, *guest, power, addresses, true);
+    return Status::ok();
+  });
+}
+
+Status MachineReconciler::finalize(const sdk::Call& call, const sdk::ReconcileRequest& request,
+                                   sdk::Reply& reply) {
+  const std::string name = who(request);
+  const Deadline deadline = deadlineOf(call);
+  return withPveErrors("deletion of ProxmoxMachine " + name, [&]() -> Status {
+    if (request.uid.empty()) throw std::invalid_argument("metadata.uid is required");
+    if (auto pending = parseToken(request.operation_token)) {
+      if (auto stop = poll(client_, *pending, pending->phase + " of " + name, deadline, reply)) {
+        // A failed stop (it stopped meanwhile) is re-derived below; a failed destroy is not.
+        if (stop->code() == Code::kInProgress || pending->phase == "destroy") return *stop;
+      }
+    } else {
+      settle(reply);
+    }
+    std::optional<Guest> guest = findGuest(client_, request, deadline);
+    if (!guest) {
+      settle(reply);
+      return Status::ok();  // never created or gone: deletion is confirmed by PVE's own list
+    }
+    if (!guest->lock.empty() && guest->lock != "destroyed") {
+      reply.setOperation("locked", "VM is locked (" + guest->lock + ")");
+      reply.requeueAfter(kTaskPoll);
+      return Status::inProgress("Locked", "VM " + std::to_string(guest->vmid) + " of " + name +
+                                              " is locked (" + guest->lock + ")");
+    }
+    if (guest->status != "stopped") {
+      // A hard stop: the object is being deleted, nothing in the guest is worth waiting for.
+      rapidjson::Document upid = client_.post(vmPath(*guest) + "/status/stop", {}, deadline);
+      return started(reply, "stop", asString(&upid), "stop of " + name + " before deletion");
+    }
+    rapidjson::Document upid =
+        client_.del(vmPath(*guest) + "?purge=1&destroy-unreferenced-disks=1", deadline);
+    return started(reply, "destroy", asString(&upid),
+                   "destruction of " + name + " (VM " + std::to_string(guest->vmid) + ")");
+  });
+}
+
+}  // namespace banlieue::proxmox

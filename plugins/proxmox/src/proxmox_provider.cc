@@ -1,0 +1,205 @@
+// The Proxmox VE provider plugin: exports banlieue_provider_v1 through the SDK. One instance
+// per banlieue Provider holds one PveClient (API token auth) that every call of that Provider
+// shares; the client is stateless per request, so concurrent calls need no lock.
+#include "plugins/proxmox/src/errors.h"
+#include "plugins/proxmox/src/inventory.h"
+#include "plugins/proxmox/src/machine.h"
+#include "plugins/proxmox/src/specs.h"
+
+#include <banlieue/sdk/plugin.h>
+
+namespace banlieue::proxmox {
+namespace {
+
+namespace json = sdk::json;
+using sdk::Code;
+using sdk::Status;
+
+constexpr std::string_view kMachineKind = "ProxmoxMachine";
+
+Deadline deadlineOf(const sdk::Call& call) {
+  return std::chrono::steady_clock::now() + call.remaining();
+}
+
+rapidjson::Value strings(const std::vector<std::string>& items,
+                         rapidjson::Document::AllocatorType& a) {
+  rapidjson::Value list(rapidjson::kArrayType);
+  for (const auto& s : items) list.PushBack(json::stringValue(s, a), a);
+  return list;
+}
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+class ProxmoxInstance final : public sdk::Instance {
+ public:
+  ProxmoxInstance(std::unique_ptr<PveClient> client, ProviderSpec spec)
+      : client_(std::move(client)), spec_(std::move(spec)), machines_(*client_) {}
+
+  Status introspect(const sdk::Call& call, const sdk::IntrospectRequest& request,
+                    sdk::Reply& reply) override {
+    const Deadline deadline = deadlineOf(call);
+    return withPveErrors("introspection of " + client_->endpoint().origin(), [&]() -> Status {
+      // The Provider as it is now: its classes may have changed since instance_create.
+      ProviderSpec spec =
+          request.provider != nullptr ? ProviderSpec::parse(request.provider) : spec_;
+      Introspection found = introspectCluster(*client_, spec, deadline);
+      auto& a = reply.allocator();
+      rapidjson::Value list(rapidjson::kArrayType);
+      for (const auto& fd : found.failure_domains) {
+        rapidjson::Value labels(rapidjson::kObjectType);
+        labels.AddMember("node", json::stringValue(fd.name, a), a);
+        rapidjson::Value raw(rapidjson::kObjectType);
+        raw.AddMember("node", json::stringValue(fd.name, a), a);
+        rapidjson::Value attributes(rapidjson::kObjectType);
+        attributes.AddMember("availableStorageClasses", strings(fd.storage_classes, a), a);
+        attributes.AddMember("availableNetworkClasses", strings(fd.network_classes, a), a);
+        attributes.AddMember("features", strings(spec.features, a), a);
+        attributes.AddMember("raw", raw, a);
+        rapidjson::Value entry(rapidjson::kObjectType);
+        entry.AddMember("name", json::stringValue(fd.name, a), a);
+        entry.AddMember("labels", labels, a);
+        entry.AddMember("attributes", attributes, a);
+        list.PushBack(entry, a);
+      }
+      reply.body().AddMember("failureDomains", list, a);
+      reply.body().AddMember("features", strings(spec.features, a), a);
+      if (!found.offline_nodes.empty()) {
+        BANLIEUE_LOG(kInfo,
+                     "PVE nodes offline (no failure domain): " + joined(found.offline_nodes));
+      }
+      if (found.failure_domains.empty()) {
+        return {Code::kUnavailable, "NoOnlineNodes",
+                "no node of " + client_->endpoint().origin() + " is online"};
+      }
+      if (!found.missing_storages.empty()) {
+        return {Code::kFailedPrecondition, "StorageNotFound",
+                "no online node offers " + joined(found.missing_storages)};
+      }
+      if (!found.missing_bridges.empty()) {
+        return {Code::kFailedPrecondition, "BridgeNotFound",
+                "no online node offers " + joined(found.missing_bridges)};
+      }
+      return Status::ok();
+    });
+  }
+
+  Status reconcile(const sdk::Call& call, const sdk::ReconcileRequest& request,
+                   sdk::Reply& reply) override {
+    if (request.kind != kMachineKind) return unsupported(request.kind);
+    return machines_.reconcile(call, request, reply);
+  }
+
+  Status finalize(const sdk::Call& call, const sdk::ReconcileRequest& request,
+                  sdk::Reply& reply) override {
+    if (request.kind != kMachineKind) return unsupported(request.kind);
+    return machines_.finalize(call, request, reply);
+  }
+
+ private:
+  static Status unsupported(const std::string& kind) {
+    return {Code::kInvalidArgument, "UnsupportedKind",
+            "the proxmox provider serves ProxmoxMachine, not " + kind};
+  }
+
+  std::unique_ptr<PveClient> client_;
+  ProviderSpec spec_;
+  MachineReconciler machines_;
+};
+
+class ProxmoxProvider final : public sdk::Provider {
+ public:
+  std::string_view name() const override { return "proxmox"; }
+  std::string_view version() const override { return "0.1.0"; }
+
+  sdk::Capabilities capabilities() const override {
+    sdk::Capabilities caps;
+    caps.backend = "proxmox";
+    caps.kinds.push_back({"infrastructure.banlieue.io",
+                          "v1beta2",
+                          std::string(kMachineKind),
+                          {"reconcile", "finalize", "validate"}});
+    caps.features = {"hotAddCPU", "hotAddMemory", "vtpm"};
+    caps.introspect = true;
+    return caps;
+  }
+
+  Status validate(const sdk::Call&, const sdk::ValidateRequest& request,
+                  sdk::Reply&) const override {
+    try {
+      if (request.kind == kMachineKind) {
+        (void)MachineSpec::parse(json::member(request.object, "spec"));
+        return Status::ok();
+      }
+      if (request.kind == "Provider") {
+        (void)ProviderSpec::parse(request.object);
+        return Status::ok();
+      }
+    } catch (const std::invalid_argument& e) {
+      return {Code::kInvalidArgument, "InvalidSpec", e.what()};
+    }
+    return {Code::kInvalidArgument, "UnsupportedKind",
+            "the proxmox provider validates ProxmoxMachine and Provider, not " + request.kind};
+  }
+
+  std::unique_ptr<sdk::Instance> createInstance(const sdk::Call& call,
+                                                sdk::InstanceConfig config) override {
+    ProviderSpec spec;
+    Endpoint endpoint;
+    try {
+      spec = ProviderSpec::parse(config.provider);
+      endpoint = Endpoint::parse(config.endpoint);
+    } catch (const std::invalid_argument& e) {
+      throw sdk::Error(Code::kInvalidArgument, "InvalidSpec",
+                       "Provider " + config.provider_name + ": " + e.what());
+    }
+    auto username = config.credentials.get("username");
+    auto token = config.credentials.get("tokenValue");
+    if (!token && config.credentials.get("password")) {
+      throw sdk::Error(Code::kUnimplemented, "TicketAuthNotImplemented",
+                       "the credentials Secret of Provider " + config.provider_name +
+                           " holds a password; this plugin authenticates with API tokens only "
+                           "(keys 'username' = user@realm!tokenid and 'tokenValue')");
+    }
+    if (!username || username->find('!') == std::string_view::npos || !token || token->empty()) {
+      throw sdk::Error(Code::kInvalidArgument, "SecretInvalid",
+                       "the credentials Secret of Provider " + config.provider_name +
+                           " needs 'username' (user@realm!tokenid) and 'tokenValue'");
+    }
+    TlsOptions tls;
+    tls.insecure_skip_verify = config.insecure_skip_tls_verify;
+    tls.ca_bundle_pem = config.ca_bundle.empty()
+                            ? json::stringOr(config.provider, "spec.connection.caBundle.inline")
+                            : config.ca_bundle;
+    if (tls.insecure_skip_verify) {
+      BANLIEUE_LOG(kWarn, "provider " + config.provider_namespace + "/" + config.provider_name +
+                              ": TLS verification of " + endpoint.origin() +
+                              " is OFF (insecureSkipTLSVerify); use a caBundle outside tests");
+    }
+    std::unique_ptr<HttpTransport> transport;
+    try {
+      transport = makeHttpsTransport(endpoint, tls);
+    } catch (const std::invalid_argument& e) {
+      throw sdk::Error(Code::kInvalidArgument, "CABundleInvalid",
+                       std::string("spec.connection.caBundle: ") + e.what());
+    }
+    auto client = std::make_unique<PveClient>(std::move(transport), endpoint,
+                                              std::string(*username) + "=" + std::string(*token));
+    config.credentials.wipe();
+    // One authenticated request, so a wrong token fails the instance, not a later reconcile.
+    Status hello = withPveErrors("connecting to " + endpoint.origin(), [&]() -> Status {
+      (void)client->get("/version", deadlineOf(call));
+      return Status::ok();
+    });
+    if (!hello.isOk()) throw sdk::Error(hello.code(), hello.reason(), hello.message());
+    return std::make_unique<ProxmoxInstance>(std::move(client), std::move(spec));
+  }
+};
+
+}  // namespace
+}  // namespace banlieue::proxmox
+
+BANLIEUE_PROVIDER_PLUGIN(banlieue::proxmox::ProxmoxProvider)

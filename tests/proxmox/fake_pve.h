@@ -1,0 +1,47 @@
+// Starts tests/proxmox/fake_pve.py (the contract-faithful fake PVE API, see its header) on a
+// free loopback port for one test process, and talks to its test-only /_fake endpoints.
+#pragma once
+
+#include <banlieue/sdk/json.h>
+
+#include <sys/types.h>
+
+#include <string>
+
+namespace banlieue::proxmox::testing {
+
+class FakePve {
+ public:
+  static constexpr const char* kUser = "banlieue@pve!provider";
+  static constexpr const char* kSecret = "5f1d3c9e-2b7a-4c11-9d0e-8a6b4f2c7e10";
+
+  FakePve();  // throws std::runtime_error when the fake does not come up
+  ~FakePve();
+  FakePve(const FakePve&) = delete;
+  FakePve& operator=(const FakePve&) = delete;
+
+  std::string url() const { return "https://127.0.0.1:" + std::to_string(port_); }
+  const std::string& caPem() const { return ca_pem_; }
+
+  // {"vms": [...], "runningTasks": [...], "nodes": {...}}
+  rapidjson::Document state() const;
+  // Guests that are not templates (what a test must leave behind: none).
+  int guestCount() const;
+  void fake(const std::string& path_and_query) const;  // POST /_fake/...
+
+  // An instance_create config for a Provider on this fake.
+  std::string instanceConfig(const std::string& token_secret, const std::string& capabilities,
+                             bool with_ca = true) const;
+
+ private:
+  std::string request(const std::string& method, const std::string& target) const;
+
+  pid_t pid_ = -1;
+  int port_ = 0;
+  std::string ca_pem_;
+  std::string dir_;
+};
+
+std::string jsonEscape(const std::string& s);
+
+}  // namespace banlieue::proxmox::testing

@@ -1,0 +1,471 @@
+#!/usr/bin/python3
+"""A contract-faithful FAKE of the Proxmox VE REST API, for the proxmox plugin's tests only.
+
+This is the one fake backend in banlieue: no real PVE cluster exists on the build machines.
+Its shapes follow the public PVE API documentation (api2/json): every answer is a
+{"data": ...} envelope, errors carry PVE's message in the HTTP reason phrase (and in the body's
+"message"), parameter errors are 400 with an "errors" map, and tasks are UPIDs.
+
+Endpoints (all under /api2/json):
+  GET    /version
+  GET    /nodes                                   node list with status online|offline
+  GET    /nodes/{node}/storage                    storages (storage, type, content, enabled, active)
+  GET    /nodes/{node}/network[?type=bridge]      interfaces (iface, type, active)
+  GET    /cluster/nextid                          lowest free VMID (a string, as PVE answers)
+  GET    /cluster/resources?type=vm               every guest with node, vmid, name, status, tags
+  GET    /nodes/{node}/qemu                       guests of a node
+  POST   /nodes/{node}/qemu/{vmid}/clone          newid, name, full, storage -> UPID
+  GET    /nodes/{node}/qemu/{vmid}/config
+  PUT    /nodes/{node}/qemu/{vmid}/config         synchronous config change
+  GET    /nodes/{node}/qemu/{vmid}/status/current
+  POST   /nodes/{node}/qemu/{vmid}/status/{start,stop,shutdown,suspend,resume}  -> UPID
+  PUT    /nodes/{node}/qemu/{vmid}/resize         disk, size
+  DELETE /nodes/{node}/qemu/{vmid}[?purge=1&destroy-unreferenced-disks=1] -> UPID
+  GET    /nodes/{node}/tasks/{upid}/status        status running|stopped, exitstatus "OK" or error
+  GET    /nodes/{node}/qemu/{vmid}/agent/network-get-interfaces
+
+Behaviours:
+  - API-token auth: "Authorization: PVEAPIToken=user@realm!tokenid=secret"; a missing or wrong
+    token is 401 "invalid token value!" (no ticket auth: the plugin does not implement it).
+  - Tasks finish TASK_SECONDS after they start; a clone holds the source template's lock and
+    the target storage's cfs-lock while it runs, so a concurrent clone of the same template
+    answers 500 "can't lock file '/var/lock/qemu-server/lock-<vmid>.conf' - got timeout".
+  - Offline nodes answer 595 "no route to host" for anything below /nodes/{node}.
+  - A clone onto a taken VMID is 500 "unable to create VM <id>: config file already exists".
+  - Starting a VM whose config holds "args: fail-start" produces a task that ends with an
+    error exit status (a failing task).
+  - Deleting a running VM fails with 500 "VM <id> is running - destroy failed".
+
+Test-only (outside /api2/json, no auth): GET /_fake/state dumps every guest, POST
+/_fake/node?name=X&status=online|offline flips a node, POST /_fake/config?vmid=&key=&value=
+edits a guest behind the plugin's back, POST /_fake/stale-nextid?count=N makes the next N
+/cluster/nextid answers name a taken VMID (a race with another client). Started by the C++ harness with
+--port 0; it prints "READY <port> <ca.pem>" once listening with a certificate from a test CA
+it generated with the openssl command.
+"""
+
+import argparse
+import json
+import os
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+TASK_SECONDS = 0.3
+
+
+class PveError(Exception):
+    def __init__(self, code, message, errors=None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.errors = errors
+
+
+class State:
+    def __init__(self, token):
+        self.lock = threading.Lock()
+        self.token = token
+        self.nodes = {
+            "pve1": "online",
+            "pve2": "online",
+            "pve3": "offline",
+        }
+        self.storages = {
+            "local": {"type": "dir", "content": "iso,vztmpl,backup,snippets", "enabled": 1},
+            "local-lvm": {"type": "lvmthin", "content": "images,rootdir", "enabled": 1},
+        }
+        self.bridges = ["vmbr0", "vmbr1"]
+        # vmid -> guest; the templates exist on every node, as they would on shared storage.
+        self.vms = {}
+        for node in ("pve1", "pve2"):
+            base = 9000 if node == "pve1" else 9001
+            self.vms[base] = self.new_vm(base, node, "ubuntu-template", template=True)
+        self.tasks = {}  # upid -> task
+        self.locks = {}  # lock name -> upid holding it
+        self.counter = 0
+        self.stale_nextid = 0  # how many /cluster/nextid answers name a taken VMID
+
+    @staticmethod
+    def new_vm(vmid, node, name, template=False):
+        return {
+            "vmid": vmid,
+            "node": node,
+            "name": name,
+            "status": "stopped",
+            "template": 1 if template else 0,
+            "lock": None,
+            "config": {
+                "name": name,
+                "cores": 1,
+                "sockets": 1,
+                "memory": 512,
+                "scsi0": "local-lvm:vm-%d-disk-0,size=10G" % vmid,
+                "net0": "virtio=BC:24:11:00:00:01,bridge=vmbr0",
+            },
+        }
+
+    def upid(self, node, kind, vmid):
+        self.counter += 1
+        now = int(time.time())
+        return "UPID:%s:%08X:%08X:%08X:%s:%s:root@pam!banlieue:" % (
+            node, 4000 + self.counter, 100000 + self.counter, now, kind, vmid)
+
+    def start_task(self, node, kind, vmid, finish):
+        """finish() runs when the task ends and returns its exit status."""
+        upid = self.upid(node, kind, vmid)
+        self.tasks[upid] = {"node": node, "type": kind, "id": str(vmid), "upid": upid,
+                            "starttime": int(time.time()), "status": "running",
+                            "ends": time.monotonic() + TASK_SECONDS, "finish": finish,
+                            "exitstatus": None}
+        return upid
+
+    def advance(self):
+        """Ends every task whose time has come (called on every request, under the lock)."""
+        now = time.monotonic()
+        for task in self.tasks.values():
+            if task["status"] == "running" and task["ends"] <= now:
+                try:
+                    task["exitstatus"] = task["finish"]() or "OK"
+                except PveError as e:
+                    task["exitstatus"] = e.message
+                task["status"] = "stopped"
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "pve-api-daemon/3.0"
+
+    def log_message(self, fmt, *args):  # quiet: the C++ test prints what matters
+        pass
+
+    # -- plumbing ---------------------------------------------------------------------------
+    def reply(self, code, data, reason=None, errors=None):
+        body = {"data": data}
+        if errors:
+            body["errors"] = errors
+        if code >= 400 and reason:
+            body["message"] = reason + "\n"
+        raw = json.dumps(body).encode()
+        self.send_response(code, reason)
+        self.send_header("Content-Type", "application/json;charset=UTF-8")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def params(self):
+        parsed = urllib.parse.urlsplit(self.path)
+        query = dict(urllib.parse.parse_qsl(parsed.query))
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            body = self.rfile.read(length).decode()
+            ctype = self.headers.get("Content-Type", "")
+            if ctype.startswith("application/json"):
+                query.update({k: str(v) for k, v in json.loads(body).items()})
+            else:
+                query.update(dict(urllib.parse.parse_qsl(body, keep_blank_values=True)))
+        return parsed.path, query
+
+    def handle_any(self, method):
+        state = self.server.state
+        path, params = self.params()
+        try:
+            if path.startswith("/_fake/"):
+                with state.lock:
+                    state.advance()
+                    return self.reply(200, self.fake(method, path, params))
+            if not path.startswith("/api2/json/"):
+                raise PveError(501, "Method '%s %s' not implemented" % (method, path))
+            auth = self.headers.get("Authorization", "")
+            if auth != "PVEAPIToken=" + state.token:
+                raise PveError(401, "invalid token value!" if auth else "No ticket")
+            parts = [urllib.parse.unquote(p) for p in path[len("/api2/json/"):].split("/") if p]
+            with state.lock:
+                state.advance()
+                data = self.route(state, method, parts, params)
+            self.reply(200, data)
+        except PveError as e:
+            self.reply(e.code, None, e.message, e.errors)
+
+    def do_GET(self):
+        self.handle_any("GET")
+
+    def do_POST(self):
+        self.handle_any("POST")
+
+    def do_PUT(self):
+        self.handle_any("PUT")
+
+    def do_DELETE(self):
+        self.handle_any("DELETE")
+
+    # -- test-only endpoints ------------------------------------------------------------------
+    def fake(self, method, path, params):
+        state = self.server.state
+        if path == "/_fake/state":
+            running = [t["upid"] for t in state.tasks.values() if t["status"] == "running"]
+            return {"vms": [dict(vm, config=dict(vm["config"])) for vm in state.vms.values()],
+                    "runningTasks": running, "nodes": state.nodes}
+        if path == "/_fake/node" and method == "POST":
+            state.nodes[params["name"]] = params["status"]
+            return None
+        if path == "/_fake/config" and method == "POST":
+            vm = state.vms[int(params["vmid"])]
+            vm["config"][params["key"]] = params["value"]
+            return None
+        if path == "/_fake/stale-nextid" and method == "POST":
+            state.stale_nextid = int(params["count"])
+            return None
+        raise PveError(404, "no such fake endpoint")
+
+    # -- the API ------------------------------------------------------------------------------
+    def route(self, state, method, parts, params):
+        if parts == ["version"]:
+            return {"version": "8.2.4", "release": "8.2", "repoid": "faca0a5e"}
+        if parts == ["nodes"] and method == "GET":
+            return [{"node": n, "status": s, "type": "node", "id": "node/" + n,
+                     "maxcpu": 16, "maxmem": 68719476736} for n, s in state.nodes.items()]
+        if parts == ["cluster", "nextid"] and method == "GET":
+            if "vmid" in params:
+                if int(params["vmid"]) in state.vms:
+                    raise PveError(400, "Parameter verification failed.",
+                                   {"vmid": "VM %s already exists" % params["vmid"]})
+                return params["vmid"]
+            if state.stale_nextid > 0 and state.vms:
+                # Another client's clone raced us: the id offered is already taken.
+                state.stale_nextid -= 1
+                return str(max(state.vms))
+            vmid = 100
+            while vmid in state.vms:
+                vmid += 1
+            return str(vmid)
+        if parts == ["cluster", "resources"] and method == "GET":
+            return [self.resource(vm) for vm in state.vms.values()]
+        if len(parts) >= 2 and parts[0] == "nodes":
+            node = parts[1]
+            if node not in state.nodes:
+                raise PveError(500, "hostname lookup '%s' failed - failed to get address info" % node)
+            if state.nodes[node] != "online":
+                raise PveError(595, "Connection refused")
+            return self.node_route(state, node, method, parts[2:], params)
+        raise PveError(501, "Method '%s /%s' not implemented" % (method, "/".join(parts)))
+
+    @staticmethod
+    def resource(vm):
+        entry = {"id": "qemu/%d" % vm["vmid"], "type": "qemu", "vmid": vm["vmid"],
+                 "node": vm["node"], "name": vm["name"], "status": vm["status"],
+                 "template": vm["template"]}
+        if vm["lock"]:
+            entry["lock"] = vm["lock"]
+        if vm["config"].get("tags"):
+            entry["tags"] = vm["config"]["tags"]
+        return entry
+
+    def node_route(self, state, node, method, rest, params):
+        if rest == ["storage"]:
+            return [{"storage": name, "type": s["type"], "content": s["content"],
+                     "enabled": s["enabled"], "active": 1, "shared": 0,
+                     "total": 107374182400, "avail": 53687091200}
+                    for name, s in state.storages.items()]
+        if rest == ["network"]:
+            ifaces = [{"iface": b, "type": "bridge", "active": 1, "autostart": 1}
+                      for b in state.bridges] + [{"iface": "eno1", "type": "eth", "active": 1}]
+            if params.get("type") == "bridge":
+                ifaces = [i for i in ifaces if i["type"] == "bridge"]
+            return ifaces
+        if len(rest) == 3 and rest[0] == "tasks" and rest[2] == "status":
+            task = state.tasks.get(rest[1])
+            if task is None or task["node"] != node:
+                raise PveError(500, "no such task")
+            out = {k: task[k] for k in ("node", "type", "id", "upid", "starttime", "status")}
+            out["pid"] = 4000
+            if task["status"] == "stopped":
+                out["exitstatus"] = task["exitstatus"]
+            return out
+        if rest == ["qemu"] and method == "GET":
+            return [self.resource(vm) for vm in state.vms.values() if vm["node"] == node]
+        if len(rest) >= 2 and rest[0] == "qemu":
+            vmid = int(rest[1])
+            vm = state.vms.get(vmid)
+            if vm is None or vm["node"] != node:
+                raise PveError(500, "Configuration file 'nodes/%s/qemu-server/%d.conf' does not exist"
+                               % (node, vmid))
+            return self.vm_route(state, node, vm, method, rest[2:], params)
+        raise PveError(501, "Method '%s' not implemented" % method)
+
+    def vm_route(self, state, node, vm, method, rest, params):
+        vmid = vm["vmid"]
+        if rest == [] and method == "DELETE":
+            if vm["status"] == "running":
+                raise PveError(500, "VM %d is running - destroy failed" % vmid)
+            if vm["lock"]:
+                raise PveError(500, "VM is locked (%s)" % vm["lock"])
+            vm["lock"] = "destroyed"
+
+            def finish():
+                state.vms.pop(vmid, None)
+            return state.start_task(node, "qmdestroy", vmid, finish)
+        if rest == ["config"] and method == "GET":
+            return dict(vm["config"], digest="0" * 40)
+        if rest == ["config"] and method in ("PUT", "POST"):
+            if vm["lock"]:
+                raise PveError(500, "VM is locked (%s)" % vm["lock"])
+            for key, value in params.items():
+                if key in ("cores", "sockets", "memory") and not value.isdigit():
+                    raise PveError(400, "Parameter verification failed.",
+                                   {key: "type check ('integer') failed - got '%s'" % value})
+                if key.startswith("net") and "bridge=" in value:
+                    bridge = value.split("bridge=")[1].split(",")[0]
+                    if bridge not in state.bridges:
+                        raise PveError(500, "bridge '%s' does not exist" % bridge)
+            for key in params.get("delete", "").split(","):
+                if key:
+                    vm["config"].pop(key, None)
+            for key, value in params.items():
+                if key not in ("delete", "digest"):
+                    vm["config"][key] = int(value) if value.isdigit() and key in (
+                        "cores", "sockets", "memory") else value
+            vm["name"] = vm["config"].get("name", vm["name"])
+            return None
+        if rest == ["resize"] and method == "PUT":
+            disk = params.get("disk", "")
+            if disk not in vm["config"]:
+                raise PveError(500, "disk '%s' does not exist" % disk)
+            vm["config"][disk] = vm["config"][disk].split(",size=")[0] + ",size=" + params["size"]
+            return None
+        if rest == ["status", "current"]:
+            return {"vmid": vmid, "name": vm["name"], "status": vm["status"],
+                    "qmpstatus": vm.get("qmpstatus", vm["status"]), "cpus": vm["config"]["cores"],
+                    "maxmem": vm["config"]["memory"] * 1048576,
+                    "agent": 1 if vm["config"].get("agent") else 0}
+        if len(rest) == 2 and rest[0] == "status" and method == "POST":
+            return self.power(state, node, vm, rest[1], params)
+        if rest == ["clone"] and method == "POST":
+            return self.clone(state, node, vm, params)
+        if rest == ["agent", "network-get-interfaces"]:
+            if vm["status"] != "running" or not vm["config"].get("agent"):
+                raise PveError(500, "QEMU guest agent is not running")
+            return {"result": [
+                {"name": "lo", "ip-addresses": [{"ip-address": "127.0.0.1",
+                                                 "ip-address-type": "ipv4", "prefix": 8}]},
+                {"name": "eth0", "hardware-address": "bc:24:11:00:00:01",
+                 "ip-addresses": [{"ip-address": "10.0.%d.%d" % (vmid // 256 % 256, vmid % 256),
+                                   "ip-address-type": "ipv4", "prefix": 24}]}]}
+        raise PveError(501, "Method '%s' not implemented" % method)
+
+    def power(self, state, node, vm, action, params):
+        vmid = vm["vmid"]
+        if vm["template"]:
+            raise PveError(500, "you can't start a vm if it's a template")
+        if vm["lock"]:
+            raise PveError(500, "VM is locked (%s)" % vm["lock"])
+        if action == "start":
+            if vm["status"] == "running":
+                raise PveError(500, "VM %d already running" % vmid)
+
+            def finish():
+                if vm["config"].get("args") == "fail-start":
+                    vm.pop("qmpstatus", None)
+                    raise PveError(500, "start failed: QEMU exited with code 1")
+                vm["status"] = "running"
+            return state.start_task(node, "qmstart", vmid, finish)
+        if action in ("suspend", "resume"):
+            if vm["status"] != "running":
+                raise PveError(500, "VM %d not running" % vmid)
+
+            def finish():
+                vm["qmpstatus"] = "paused" if action == "suspend" else "running"
+            return state.start_task(node, "qm" + action, vmid, finish)
+        if action in ("stop", "shutdown"):
+            def finish():
+                vm["status"] = "stopped"
+                vm.pop("qmpstatus", None)
+            return state.start_task(node, "qm" + action, vmid, finish)
+        raise PveError(501, "Method 'POST status/%s' not implemented" % action)
+
+    def clone(self, state, node, src, params):
+        if "newid" not in params:
+            raise PveError(400, "Parameter verification failed.",
+                           {"newid": "property is missing and it is not optional"})
+        newid = int(params["newid"])
+        target_storage = params.get("storage", "local-lvm")
+        if target_storage not in state.storages:
+            raise PveError(500, "storage '%s' does not exist" % target_storage)
+        if newid in state.vms:
+            raise PveError(500, "unable to create VM %d: config file already exists" % newid)
+        # A clone holds the source's config lock and the target storage's cluster-wide lock
+        # until its task ends (that is what makes parallel clones of one template collide).
+        for name in ("lock-%d.conf" % src["vmid"], "storage-" + target_storage):
+            holder = state.locks.get(name)
+            if holder and state.tasks[holder]["status"] == "running":
+                if name.startswith("lock-"):
+                    raise PveError(500, "can't lock file '/var/lock/qemu-server/%s' - got timeout"
+                                   % name)
+                raise PveError(500, "cfs-lock '%s' error: got lock request timeout" % name)
+        target = params.get("target", node)
+        if target not in state.nodes:
+            raise PveError(400, "Parameter verification failed.",
+                           {"target": "no such cluster node '%s'" % target})
+        vm = state.new_vm(newid, target, params.get("name", "Copy-of-VM-" + src["name"]))
+        vm["config"] = dict(src["config"], name=vm["name"])
+        if params.get("description"):
+            vm["config"]["description"] = params["description"]
+        vm["config"]["scsi0"] = "%s:vm-%d-disk-0,size=10G" % (target_storage, newid)
+        vm["lock"] = "clone"
+        state.vms[newid] = vm
+
+        def finish():
+            vm["lock"] = None
+        upid = state.start_task(node, "qmclone", src["vmid"], finish)
+        state.locks["lock-%d.conf" % src["vmid"]] = upid
+        state.locks["storage-" + target_storage] = upid
+        return upid
+
+
+def make_certificates(directory):
+    """A throwaway CA and a server certificate for 127.0.0.1 / localhost."""
+    def run(*args):
+        subprocess.run(["openssl", *args], check=True, capture_output=True)
+    ca_key, ca = os.path.join(directory, "ca.key"), os.path.join(directory, "ca.pem")
+    key, csr, cert = (os.path.join(directory, n) for n in ("server.key", "server.csr", "server.pem"))
+    ext = os.path.join(directory, "ext.cnf")
+    with open(ext, "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n")
+    run("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+        "-keyout", ca_key, "-out", ca, "-days", "2", "-subj", "/CN=banlieue fake PVE test CA")
+    run("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+        "-keyout", key, "-out", csr, "-subj", "/CN=localhost")
+    run("x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial", "-out", cert,
+        "-days", "2", "-extfile", ext)
+    return ca, cert, key
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--token", default="banlieue@pve!provider=5f1d3c9e-2b7a-4c11-9d0e-8a6b4f2c7e10")
+    parser.add_argument("--dir", default=None, help="where the test CA goes (default: a tmpdir)")
+    args = parser.parse_args()
+    directory = args.dir or tempfile.mkdtemp(prefix="fake-pve-")
+    ca, cert, key = make_certificates(directory)
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+    server.daemon_threads = True
+    server.state = State(args.token)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    print("READY %d %s" % (server.server_address[1], ca), flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,84 @@
+#!/usr/bin/python3
+"""Cross-checks the fake PVE API (fake_pve.py) with an independent client: Debian's
+python3-proxmoxer, which was written against real PVE. If the fake's envelopes, token header,
+UPID tasks or error status lines drifted from PVE's, this client would fail here, not only our
+plugin (which shares our own understanding of the API)."""
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from proxmoxer import ProxmoxAPI
+from proxmoxer.core import ResourceException
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SECRET = "5f1d3c9e-2b7a-4c11-9d0e-8a6b4f2c7e10"
+
+
+def wait(pve, node, upid):
+    for _ in range(100):
+        status = pve.nodes(node).tasks(upid).status.get()
+        if status["status"] == "stopped":
+            return status["exitstatus"]
+        time.sleep(0.05)
+    raise AssertionError("task %s never finished" % upid)
+
+
+def main():
+    with tempfile.TemporaryDirectory() as directory:
+        fake = subprocess.Popen(["/usr/bin/python3", os.path.join(HERE, "fake_pve.py"),
+                                 "--port", "0", "--dir", directory], stdout=subprocess.PIPE,
+                                text=True)
+        try:
+            ready, port, ca = fake.stdout.readline().split()
+            assert ready == "READY"
+            pve = ProxmoxAPI("127.0.0.1", port=int(port), user="banlieue@pve",
+                             token_name="provider", token_value=SECRET, verify_ssl=ca)
+            assert pve.version.get()["version"].startswith("8."), "version envelope"
+            nodes = {n["node"]: n["status"] for n in pve.nodes.get()}
+            assert nodes["pve1"] == "online" and nodes["pve3"] == "offline", nodes
+            assert "local-lvm" in [s["storage"] for s in pve.nodes("pve1").storage.get()]
+            newid = int(pve.cluster.nextid.get())
+            upid = pve.nodes("pve1").qemu(9000).clone.post(newid=newid, name="x", full=1)
+            assert upid.startswith("UPID:pve1:"), upid
+            try:  # the template's clone lock, as PVE reports it
+                pve.nodes("pve1").qemu(9000).clone.post(newid=newid + 1)
+                raise AssertionError("a second clone during the first did not collide")
+            except ResourceException as e:
+                assert e.status_code == 500 and "got timeout" in str(e), str(e)
+            assert wait(pve, "pve1", upid) == "OK"
+            pve.nodes("pve1").qemu(newid).config.put(cores=4, memory=4096)
+            config = pve.nodes("pve1").qemu(newid).config.get()
+            assert int(config["cores"]) == 4 and int(config["memory"]) == 4096, config
+            assert wait(pve, "pve1", pve.nodes("pve1").qemu(newid).status.start.post()) == "OK"
+            try:
+                pve.nodes("pve1").qemu(newid).delete()
+                raise AssertionError("a running guest was destroyed")
+            except ResourceException as e:
+                assert "is running" in str(e), str(e)
+            assert wait(pve, "pve1", pve.nodes("pve1").qemu(newid).status.stop.post()) == "OK"
+            assert wait(pve, "pve1", pve.nodes("pve1").qemu(newid).delete(purge=1)) == "OK"
+            assert newid not in [v["vmid"] for v in pve.cluster.resources.get(type="vm")]
+            try:
+                pve.nodes("pve3").qemu.get()
+                raise AssertionError("an offline node answered")
+            except ResourceException as e:
+                assert e.status_code == 595, e.status_code
+            wrong = ProxmoxAPI("127.0.0.1", port=int(port), user="banlieue@pve",
+                               token_name="provider", token_value="wrong", verify_ssl=ca)
+            try:
+                wrong.nodes.get()
+                raise AssertionError("a wrong token was accepted")
+            except ResourceException as e:
+                assert e.status_code == 401, e.status_code
+        finally:
+            fake.terminate()
+            fake.wait()
+    print("proxmoxer cross-check: the fake PVE API answered like PVE")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
