@@ -226,11 +226,23 @@ const Fields<ProviderClassSpec>& ProviderClassSpec::describe() {
   return f;
 }
 
+const Fields<InfrastructureKind>& InfrastructureKind::describe() {
+  using T = InfrastructureKind;
+  static const Fields<T> f =
+      Fields<T>("The infrastructure kind the class's plugin serves for machines")
+          .field("apiVersion", &T::api_version, {.required = true})
+          .field("kind", &T::kind, {.required = true});
+  return f;
+}
+
 const Fields<ProviderClassStatus>& ProviderClassStatus::describe() {
   using T = ProviderClassStatus;
   static const Fields<T> f =
       Fields<T>()
           .field("conditions", &T::conditions, conditionsSpec())
+          .field("machineKind", &T::machine_kind,
+                 {.description = "Infrastructure kind of the class's plugin, published by the "
+                                 "operator from provider.json"})
           .field("providers", &T::providers, {.description = "Providers referencing this class"})
           .field("observedGeneration", &T::observed_generation);
   return f;

@@ -157,8 +157,18 @@ struct ProviderClassSpec {
   static const Fields<ProviderClassSpec>& describe();
 };
 
+// The infrastructure kind a VirtualMachine on this class's Providers becomes, as the plugin's
+// provider.json declares it (its first `infrastructure` entry). Published by the operator, read
+// by the controller, so no list of infra kinds is compiled into either.
+struct InfrastructureKind {
+  std::string api_version;  // e.g. infrastructure.banlieue.io/v1beta2
+  std::string kind;         // e.g. LibvirtMachine
+  static const Fields<InfrastructureKind>& describe();
+};
+
 struct ProviderClassStatus {
   std::vector<Condition> conditions;
+  std::optional<InfrastructureKind> machine_kind;
   int32_t providers = 0;
   int64_t observed_generation = 0;
   static const Fields<ProviderClassStatus>& describe();
