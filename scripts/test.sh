@@ -4,6 +4,7 @@
 # CTest tier (unit, abi, integration, e2e). Exits non-zero on any failure.
 #   scripts/test.sh              # dev preset (Debug)
 #   PRESET=asan scripts/test.sh  # the same under ASan+UBSan
+#   TIDY_SINCE=main scripts/test.sh  # clang-tidy only on files changed since main
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset=${PRESET:-dev}
