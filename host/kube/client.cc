@@ -96,6 +96,10 @@ class HttpKubeClient final : public KubeClient {
     return call("GET", type.path(ns, name, subresource), {}, {}, describe("get", type, ns, name));
   }
 
+  StatusOr<rapidjson::Document> getDiscovery(const std::string& path) override {
+    return call("GET", path, {}, {}, "discover " + path);
+  }
+
   StatusOr<rapidjson::Document> list(const ResourceType& type, const std::string& ns,
                                      const ListOptions& options) override {
     Query q;

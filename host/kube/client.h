@@ -114,6 +114,11 @@ class KubeClient {
   virtual Status watch(const ResourceType& type, const std::string& ns, const WatchOptions& options,
                        const std::function<bool(WatchEvent&)>& on_event,
                        const std::atomic<bool>* cancel = nullptr) = 0;
+  // GET of a discovery document, e.g. /apis/infrastructure.banlieue.io/v1beta2 (see
+  // discovery.h). Clients without discovery answer Unimplemented.
+  virtual StatusOr<rapidjson::Document> getDiscovery(const std::string& path) {
+    return error(Code::kUnimplemented, "DiscoveryUnsupported", "this client cannot read " + path);
+  }
 };
 
 // Client-side flow control, as client-go's QPS/Burst: requests wait for a token from a bucket

@@ -2,6 +2,7 @@
 // CRUD, optimistic concurrency, server-side apply ownership, watch, RBAC errors.
 #include "host/kube/api_error.h"
 #include "host/kube/client.h"
+#include "host/kube/discovery.h"
 #include "tests/support/local_cluster.h"
 
 #include <banlieue/sdk/json.h>
@@ -68,6 +69,29 @@ TEST_F(KubeClientIntegrationTest, CrudOverTlsWithAClientCertificate) {
   EXPECT_TRUE(removed.isOk()) << removed.message();
   auto gone = client_->get(resources::kConfigMap, ns.name(), "crud");
   EXPECT_TRUE(isNotFound(gone.status())) << gone.status().message();
+}
+
+TEST_F(KubeClientIntegrationTest, DiscoveryMapsKindsToResourcesAndMissesAreNotCached) {
+  KindResolver resolver(*client_);
+  auto vm = resolver.resolve("banlieue.io/v1alpha1", "VirtualMachine");
+  ASSERT_TRUE(vm.ok()) << vm.status().message();
+  EXPECT_EQ(vm->plural, "virtualmachines");
+  EXPECT_TRUE(vm->namespaced);
+  auto pc = resolver.resolve("banlieue.io/v1alpha1", "ProviderClass");
+  ASSERT_TRUE(pc.ok()) << pc.status().message();
+  EXPECT_EQ(pc->plural, "providerclasses");
+  EXPECT_FALSE(pc->namespaced);
+  auto node = resolver.resolve("v1", "Node");
+  ASSERT_TRUE(node.ok()) << node.status().message();
+  EXPECT_EQ(node->path("", "n1"), "/api/v1/nodes/n1");
+
+  auto missing_kind = resolver.resolve("banlieue.io/v1alpha1", "NoSuchMachine");
+  ASSERT_FALSE(missing_kind.ok());
+  EXPECT_EQ(missing_kind.status().reason(), "KindNotServed");
+  auto missing_group = resolver.resolve("nosuch.example.com/v1", "Thing");
+  ASSERT_FALSE(missing_group.ok());
+  EXPECT_EQ(missing_group.status().reason(), "KindNotServed");
+  EXPECT_THAT(missing_group.status().message(), HasSubstr("not served"));
 }
 
 TEST_F(KubeClientIntegrationTest, StaleUpdateIsAConflictAndDuplicatesAlreadyExist) {
