@@ -7,8 +7,6 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -48,18 +46,6 @@ std::vector<int> processesWith(const std::string& needle) {
   return pids;
 }
 
-int freePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
 TEST_F(NodeAgentTest, TheNodeIsRegisteredReady) {
   auto nodes = cluster_.kubectl("get nodes -l banlieue.io/devnode=true");
   EXPECT_EQ(nodes.exit_code, 0) << nodes.output;
@@ -74,7 +60,6 @@ TEST_F(NodeAgentTest, TheNodeIsRegisteredReady) {
 TEST_F(NodeAgentTest, ADeploymentBecomesReadyAndItsProcessStopsWhenDeleted) {
   LocalCluster::TestNamespace ns(cluster_);
   const std::string n = ns.name();
-  const int port = freePort();
   std::string manifest = R"(apiVersion: v1
 kind: ServiceAccount
 metadata: {name: inner-node, namespace: )" +
@@ -112,14 +97,15 @@ spec:
       - name: devnode
         image: localhost/banlieue:dev
         command: [banlieue]
-        args: [devnode, --node-name, $(NODE), --unschedulable, --health-port, ")" +
-                         std::to_string(port) + R"(", --heartbeat-seconds, "2"]
+        args: [devnode, --node-name, $(NODE), --unschedulable, --heartbeat-seconds, "2"]
         env:
         - name: NODE
           value: )" + n + R"(-inner
+        # Pods share the node's network: the agent gives this port a free host port, passes it
+        # as $BANLIEUE_PORT_HEALTH and probes it there.
+        ports: [{name: health, containerPort: 8081}]
         readinessProbe:
-          httpGet: {path: /readyz, port: )" +
-                         std::to_string(port) + R"(}
+          httpGet: {path: /readyz, port: health}
           periodSeconds: 1
 )";
   auto applied = cluster_.apply(manifest);

@@ -18,6 +18,7 @@
 #include <CLI/CLI.hpp>
 
 #include <atomic>
+#include <cstdlib>
 #include <iostream>
 #include <thread>
 
@@ -191,8 +192,13 @@ void registerDevnodeCommand(CLI::App& app, app::Action& action) {
   sub->add_option("--image-repository", options->image_repository,
                   "Container images of this repository run as the banlieue binary")
       ->capture_default_str();
+  // A node agent run as a pod of another node agent is given its port in the environment.
+  if (const char* assigned = std::getenv("BANLIEUE_PORT_HEALTH"); assigned && *assigned) {
+    options->health_port = std::atoi(assigned);
+  }
   sub->add_option("--health-port", options->health_port,
-                  "Serve /healthz, /readyz and /metrics on 127.0.0.1:PORT (-1: off, 0: any)")
+                  "Serve /healthz, /readyz and /metrics on 127.0.0.1:PORT (-1: off, 0: any; "
+                  "default $BANLIEUE_PORT_HEALTH)")
       ->capture_default_str();
   sub->add_flag("--unschedulable", options->unschedulable,
                 "Register the Node unschedulable (only pods bound by name land on it)");

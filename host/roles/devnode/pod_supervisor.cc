@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <system_error>
 
 namespace banlieue::roles::devnode {
@@ -48,6 +49,32 @@ int httpStatus(int port, const std::string& path) {
   }
   close(fd);
   return status;
+}
+
+// A port nothing listens on now (the kernel's pick for an ephemeral bind), or -1.
+int freeLoopbackPort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  int port = -1;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+// "health" -> "BANLIEUE_PORT_HEALTH"; "grpc-api" -> "BANLIEUE_PORT_GRPC_API".
+std::string portEnvName(const std::string& port_name) {
+  std::string out = "BANLIEUE_PORT_";
+  for (char ch : port_name) {
+    out += ch == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  }
+  return out;
 }
 
 int probePort(const rapidjson::Value& container, const rapidjson::Value& port) {
@@ -162,9 +189,11 @@ bool PodSupervisor::reapAndStart(PodRun& run, const rapidjson::Value& pod) {
     }
     const auto* spec = containerSpec(pod, c.name);
     if (spec == nullptr) continue;
+    if (first_start) assignHostPorts(c, *spec);
     auto launch =
         buildLaunchSpec(client_, node_, pod, *spec, *run.volumes, run.dir / (c.name + ".log"));
     if (launch.ok()) {
+      launch->env.insert(launch->env.end(), c.port_env.begin(), c.port_env.end());
       auto pid = launchContainer(*launch);
       if (pid.ok()) {
         c.pid = *pid;
@@ -181,6 +210,21 @@ bool PodSupervisor::reapAndStart(PodRun& run, const rapidjson::Value& pod) {
     waiting = true;
   }
   return waiting;
+}
+
+void PodSupervisor::assignHostPorts(ContainerRun& c, const rapidjson::Value& spec) {
+  if (!c.host_ports.empty()) return;
+  const auto* ports = json::member(&spec, "ports");
+  if (ports == nullptr || !ports->IsArray()) return;
+  for (const auto& p : ports->GetArray()) {
+    int container_port = static_cast<int>(json::integer(&p, "containerPort").value_or(-1));
+    int host_port = freeLoopbackPort();
+    if (container_port <= 0 || host_port <= 0) continue;
+    c.host_ports[container_port] = host_port;
+    if (std::string name = json::stringOr(&p, "name"); !name.empty()) {
+      c.port_env.push_back(portEnvName(name) + "=" + std::to_string(host_port));
+    }
+  }
 }
 
 void PodSupervisor::probeReadiness(ContainerRun& c, const rapidjson::Value& pod) {
@@ -200,7 +244,10 @@ void PodSupervisor::probeReadiness(ContainerRun& c, const rapidjson::Value& pod)
     c.ready = true;  // exec and tcpSocket probes are not run by the node agent
     return;
   }
-  int status = httpStatus(probePort(*spec, *port), json::stringOr(get, "path", "/"));
+  int container_port = probePort(*spec, *port);
+  auto host_port = c.host_ports.find(container_port);
+  int status = httpStatus(host_port != c.host_ports.end() ? host_port->second : container_port,
+                          json::stringOr(get, "path", "/"));
   c.ready = status >= 200 && status < 400;
 }
 

@@ -46,6 +46,10 @@ class PodSupervisor final : public runtime::Reconciler {
     TimePoint next_start{};
     bool ready = false;
     std::string waiting_reason, waiting_message;
+    // Pods share the node's network, so each declared containerPort gets a free host port
+    // (kept across restarts); the container learns it as $BANLIEUE_PORT_<NAME> and probes use it.
+    std::map<int, int> host_ports;  // containerPort -> host port
+    std::vector<std::string> port_env;
   };
   struct PodRun {
     std::string uid;
@@ -62,6 +66,7 @@ class PodSupervisor final : public runtime::Reconciler {
   void forget(const std::string& key);
   bool reapAndStart(PodRun& run, const rapidjson::Value& pod);
   void probeReadiness(ContainerRun& c, const rapidjson::Value& pod);
+  static void assignHostPorts(ContainerRun& c, const rapidjson::Value& spec);
   std::string statusPatch(const PodRun& run, const rapidjson::Value& pod) const;
 
   kube::KubeClient& client_;

@@ -1,0 +1,111 @@
+#include "host/roles/common/role_process.h"
+
+#include "host/kube/config.h"
+#include "host/kube/http_transport.h"
+
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+
+#include <cstdlib>
+#include <optional>
+
+namespace banlieue::roles {
+namespace {
+
+int portFromEnv(const char* name, int fallback) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') return fallback;
+  char* end = nullptr;
+  long port = std::strtol(value, &end, 10);
+  if (*end != '\0' || port < 0 || port > 65535) return fallback;
+  return static_cast<int>(port);
+}
+
+sigset_t stopSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  return set;
+}
+
+}  // namespace
+
+void addRoleProcessFlags(CLI::App* sub, RoleProcessOptions* options) {
+  options->health_port = portFromEnv("BANLIEUE_PORT_HEALTH", options->health_port);
+  options->metrics_port = portFromEnv("BANLIEUE_PORT_METRICS", options->metrics_port);
+  sub->add_option("--kubeconfig", options->kubeconfig,
+                  "Kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
+  sub->add_option("--context", options->context, "Kubeconfig context");
+  sub->add_option("--bind-address", options->bind_address,
+                  "Address the health and metrics endpoints listen on")
+      ->capture_default_str();
+  sub->add_option("--health-port", options->health_port,
+                  "Port of /healthz, /readyz and /metrics (-1: off; default $BANLIEUE_PORT_HEALTH "
+                  "or 8081)")
+      ->capture_default_str();
+  sub->add_option("--metrics-port", options->metrics_port,
+                  "Port of /metrics (-1: off; default $BANLIEUE_PORT_METRICS or 8080)")
+      ->capture_default_str();
+  sub->add_option("--kube-qps", options->kube_qps,
+                  "Requests per second to the API server, sustained (0: unlimited)")
+      ->capture_default_str();
+  sub->add_option("--kube-burst", options->kube_burst, "Requests to the API server, burst")
+      ->capture_default_str();
+}
+
+StatusOr<std::unique_ptr<kube::KubeClient>> connectToApiServer(const RoleProcessOptions& options) {
+  std::optional<std::filesystem::path> kubeconfig;
+  if (!options.kubeconfig.empty()) kubeconfig = options.kubeconfig;
+  std::optional<std::string> context;
+  if (!options.context.empty()) context = options.context;
+  auto connection = kube::loadDefaultConfig(kubeconfig, context);
+  if (!connection.ok()) return connection.status();
+  auto transport = kube::makeHttpTransport(*connection);
+  if (!transport.ok()) return transport.status();
+  kube::ClientOptions client_options;
+  client_options.qps = options.kube_qps;
+  client_options.burst = options.kube_burst;
+  return kube::makeKubeClient(std::move(transport).value(), client_options);
+}
+
+StopSignal::StopSignal() {
+  sigset_t set = stopSignals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  waiter_ = std::thread([this, set] {
+    int sig = 0;
+    // requestStop() wakes this thread with SIGTERM aimed at it, so one path ends the wait.
+    sigwait(&set, &sig);
+    stop_ = true;
+    stop_.notify_all();
+  });
+}
+
+StopSignal::~StopSignal() {
+  requestStop();
+  if (waiter_.joinable()) waiter_.join();
+}
+
+void StopSignal::wait() {
+  stop_.wait(false);
+}
+
+void StopSignal::requestStop() {
+  if (!stop_.exchange(true)) {
+    stop_.notify_all();
+    if (waiter_.joinable()) pthread_kill(waiter_.native_handle(), SIGTERM);
+  }
+}
+
+Status RoleEndpoints::start(const RoleProcessOptions& options, runtime::HealthServer& health) {
+  if (options.health_port >= 0) {
+    if (auto s = health.start(options.bind_address, options.health_port); !s.isOk()) return s;
+  }
+  if (options.metrics_port >= 0 && options.metrics_port != options.health_port) {
+    if (auto s = metrics_.start(options.bind_address, options.metrics_port); !s.isOk()) return s;
+  }
+  return Status::ok();
+}
+
+}  // namespace banlieue::roles
