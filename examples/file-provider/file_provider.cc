@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <chrono>
+#include <ctime>
 #include <fstream>
 
 namespace {
@@ -39,7 +41,8 @@ void writeFile(const fs::path& path, const std::string& content) {
 
 class FileInstance final : public banlieue::sdk::Instance {
  public:
-  explicit FileInstance(fs::path root) : root_(std::move(root)) {}
+  FileInstance(fs::path root, int create_seconds)
+      : root_(std::move(root)), create_seconds_(create_seconds) {}
 
   Status introspect(const Call&, const banlieue::sdk::IntrospectRequest&, Reply& reply) override {
     auto& a = reply.allocator();
@@ -56,19 +59,42 @@ class FileInstance final : public banlieue::sdk::Instance {
     return Status::ok();
   }
 
+  // A long create when the endpoint asks for one (file:///dir?createSeconds=N): the first call
+  // starts it and answers IN_PROGRESS with a token, later calls poll it, the way a hypervisor
+  // task is polled. Every start is journalled, so a test can count how often a VM was begun.
   Status reconcile(const Call& call, const banlieue::sdk::ReconcileRequest& request,
                    Reply& reply) override {
     if (request.kind != kKind) return unsupportedKind(request.kind);
     if (call.cancelled()) return {Code::kCancelled, "Cancelled", "cancelled"};
-    std::string power = json::stringOr(request.spec, "powerState", "On");
+    fs::path file = vmFile(request);
+    std::string desired = json::stringOr(request.spec, "desiredPowerState", "PoweredOn");
+    if (create_seconds_ > 0 && !fs::exists(file)) {
+      fs::path marker = file;
+      marker += ".creating";
+      if (!fs::exists(marker)) {
+        writeFile(marker, std::to_string(std::time(nullptr)));
+        journal("create-started " + request.namespace_ + "/" + request.name + " " + request.uid);
+      }
+      std::ifstream in(marker);
+      std::time_t started = 0;
+      in >> started;
+      if (std::time(nullptr) - started < create_seconds_) {
+        reply.setOperation("create/" + request.uid, "creating " + request.name);
+        reply.requeueAfter(std::chrono::milliseconds(500));
+        return Status::inProgress("Creating", "creating " + request.name);
+      }
+      fs::remove(marker);
+      journal("create-finished " + request.namespace_ + "/" + request.name + " " + request.uid);
+    }
     rapidjson::Document vm(rapidjson::kObjectType);
     auto& va = vm.GetAllocator();
     vm.AddMember("name", json::stringValue(request.name, va), va);
     vm.AddMember("uid", json::stringValue(request.uid, va), va);
     vm.AddMember("cpus", json::integer(request.spec, "cpus").value_or(1), va);
     vm.AddMember("memoryMiB", json::integer(request.spec, "memoryMiB").value_or(512), va);
-    vm.AddMember("state", json::stringValue(power == "Off" ? "stopped" : "running", va), va);
-    fs::path file = vmFile(request);
+    vm.AddMember("userData", json::stringValue(json::stringOr(request.spec, "userData"), va), va);
+    vm.AddMember("state",
+                 json::stringValue(desired == "PoweredOff" ? "stopped" : "running", va), va);
     writeFile(file, json::serialize(vm));
 
     auto& a = reply.allocator();
@@ -77,13 +103,17 @@ class FileInstance final : public banlieue::sdk::Instance {
     rapidjson::Value init(rapidjson::kObjectType);
     init.AddMember("provisioned", true, a);
     status.AddMember("initialization", init, a);
-    status.AddMember("powerState", json::stringValue(power == "Off" ? "Off" : "On", a), a);
+    status.AddMember("failureDomain", "local", a);
+    status.AddMember(
+        "observedPowerState",
+        json::stringValue(desired == "PoweredOff" ? "PoweredOff" : "PoweredOn", a), a);
     rapidjson::Value address(rapidjson::kObjectType);
     address.AddMember("type", "InternalIP", a);
     address.AddMember("address", "127.0.0.1", a);
     rapidjson::Value addresses(rapidjson::kArrayType);
     addresses.PushBack(address, a);
     status.AddMember("addresses", addresses, a);
+    reply.clearOperation();
     BANLIEUE_LOG(kInfo, "wrote " + file.string());
     return Status::ok();
   }
@@ -91,6 +121,9 @@ class FileInstance final : public banlieue::sdk::Instance {
   Status finalize(const Call&, const banlieue::sdk::ReconcileRequest& request, Reply&) override {
     if (request.kind != kKind) return unsupportedKind(request.kind);
     std::error_code ec;
+    fs::path marker = vmFile(request);
+    marker += ".creating";
+    fs::remove(marker, ec);
     fs::remove(vmFile(request), ec);  // already gone is fine: finalize is idempotent
     if (ec) return {Code::kUnavailable, "DeleteFailed", "cannot remove VM file: " + ec.message()};
     return Status::ok();
@@ -121,7 +154,13 @@ class FileInstance final : public banlieue::sdk::Instance {
     return root_ / (ns + "_" + request.name + ".json");
   }
 
+  void journal(const std::string& line) const {
+    std::ofstream out(root_ / "journal", std::ios::app);
+    out << line << "\n";
+  }
+
   fs::path root_;
+  int create_seconds_ = 0;
 };
 
 class FileProvider final : public banlieue::sdk::Provider {
@@ -154,7 +193,7 @@ class FileProvider final : public banlieue::sdk::Provider {
     return Status::ok();
   }
 
-  // The Provider's endpoint is file:///absolute/directory.
+  // The Provider's endpoint is file:///absolute/directory, optionally ?createSeconds=N.
   std::unique_ptr<banlieue::sdk::Instance> createInstance(
       const Call&, banlieue::sdk::InstanceConfig config) override {
     const std::string prefix = "file://";
@@ -163,13 +202,26 @@ class FileProvider final : public banlieue::sdk::Provider {
           Code::kInvalidArgument, "InvalidEndpoint",
           "spec.connection.endpoint must be file:///<directory>, got '" + config.endpoint + "'");
     }
-    fs::path root = config.endpoint.substr(prefix.size());
+    std::string rest = config.endpoint.substr(prefix.size());
+    int create_seconds = 0;
+    if (auto q = rest.find('?'); q != std::string::npos) {
+      std::string query = rest.substr(q + 1);
+      rest.resize(q);
+      const std::string key = "createSeconds=";
+      if (query.rfind(key, 0) != 0 || query.size() == key.size() ||
+          query.find_first_not_of("0123456789", key.size()) != std::string::npos) {
+        throw Error(Code::kInvalidArgument, "InvalidEndpoint",
+                    "the only endpoint option is ?createSeconds=<seconds>, got '" + query + "'");
+      }
+      create_seconds = std::stoi(query.substr(key.size()));
+    }
+    fs::path root = rest;
     std::error_code ec;
     if (!fs::is_directory(root, ec) || access(root.c_str(), W_OK) != 0) {
       throw Error(Code::kUnavailable, "BackendUnreachable",
                   root.string() + " is not a writable directory");
     }
-    return std::make_unique<FileInstance>(root);
+    return std::make_unique<FileInstance>(root, create_seconds);
   }
 };
 

@@ -9,6 +9,7 @@
 #include "host/roles/devnode/devnode_command.h"
 #include "host/roles/pending/pending_roles.h"
 #include "host/roles/plugin/plugin_command.h"
+#include "host/roles/provider/provider_command.h"
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
@@ -41,6 +42,7 @@ int run(int argc, char** argv) {
   roles::bootstrap::registerBootstrapCommand(app, action);
   roles::plugin::registerPluginCommands(app, action);
   roles::devnode::registerDevnodeCommand(app, action);
+  roles::provider::registerProviderCommand(app, action);
 
   try {
     app.parse(argc, argv);

@@ -1,5 +1,6 @@
 #include "host/kube/config.h"
 
+#include "host/common/base64.h"
 #include "host/common/logging.h"
 
 #include <banlieue/sdk/json.h>
@@ -28,26 +29,13 @@ StatusOr<std::string> readText(const std::filesystem::path& path, const std::str
   return s.str();
 }
 
-// base64 (standard alphabet, padding optional) for *-data fields.
+// base64 for *-data fields; the error names the field.
 StatusOr<std::string> decodeBase64(const std::string& in, const std::string& field) {
-  static const std::string alphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  int value = 0, bits = -8;
-  for (char c : in) {
-    if (c == '=' || c == '\n' || c == '\r' || c == ' ') continue;
-    auto pos = alphabet.find(c);
-    if (pos == std::string::npos) {
-      return error(Code::kInvalidArgument, "InvalidKubeconfig", field + " is not valid base64");
-    }
-    value = (value << 6) + static_cast<int>(pos);
-    bits += 6;
-    if (bits >= 0) {
-      out.push_back(static_cast<char>((value >> bits) & 0xFF));
-      bits -= 8;
-    }
+  auto decoded = common::decodeBase64(in);
+  if (!decoded) {
+    return error(Code::kInvalidArgument, "InvalidKubeconfig", field + " is not valid base64");
   }
-  return out;
+  return std::move(*decoded);
 }
 
 struct NamedEntries {

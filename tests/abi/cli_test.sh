@@ -19,7 +19,8 @@ expect 3 "banlieue imagebuilder: not available" -- imagebuilder
 expect 3 "banlieue image-import: not available" -- image-import
 expect 0 "name: virtualmachines.banlieue.io" -- crdgen
 expect 1 "plugin directory does not exist" -- crdgen --plugin-dir /nonexistent/banlieue-plugins
-expect 3 "banlieue provider libvirt: not available" -- provider libvirt --provider ns/name
+expect 2 "--provider must be <namespace>/<name>" -- provider libvirt --provider just-a-name
+expect 106 "--provider is required" -- provider libvirt
 expect 0 "kind: Namespace" -- bootstrap operator --dry-run --plugin-dir /nonexistent/banlieue-plugins
 expect 0 "name: banlieue-system" -- bootstrap operator --dry-run --plugin-dir /nonexistent/banlieue-plugins
 expect 2 "--log-level 'loud' is not a level" -- --log-level loud controller

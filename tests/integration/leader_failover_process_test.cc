@@ -1,67 +1,32 @@
 // Leader failover between two processes against the real apiserver: a leader killed with
 // SIGKILL (no release) is replaced within the lease duration; one stopped with SIGTERM
 // releases the Lease and is replaced at once.
+#include "tests/support/background_process.h"
 #include "tests/support/local_cluster.h"
 
-#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
-#include <fstream>
-#include <sstream>
-
-extern char** environ;
 
 namespace banlieue::testing {
 namespace {
 
 using namespace std::chrono_literals;
 
+// A leader_candidate process (output: "leading" / "stopped leading" lines).
 class Candidate {
  public:
   Candidate(const std::string& kubeconfig, const std::string& ns, const std::string& identity)
-      : output_(std::filesystem::temp_directory_path() /
-                ("leader-" + ns + "-" + identity + ".out")) {
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, output_.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    std::vector<std::string> args{LEADER_CANDIDATE, kubeconfig, ns, "lease", identity};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn(&pid_, LEADER_CANDIDATE, &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-  }
-  ~Candidate() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    std::filesystem::remove(output_);
-  }
-  std::string output() const {
-    std::ifstream in(output_);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
+      : process_({LEADER_CANDIDATE, kubeconfig, ns, "lease", identity}) {}
+  std::string output() const { return process_.output(); }
   // A line that is exactly "leading" (log lines go to the same stream).
   bool leading() const { return ("\n" + output()).find("\nleading\n") != std::string::npos; }
-  void stop(int signal) {
-    kill(pid_, signal);
-    waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
+  void stop(int signal) { process_.stop(signal); }
 
  private:
-  std::filesystem::path output_;
-  pid_t pid_ = -1;
+  BackgroundProcess process_;
 };
 
 std::string holder(LocalCluster& cluster, const std::string& ns) {

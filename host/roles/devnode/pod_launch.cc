@@ -1,5 +1,6 @@
 #include "host/roles/devnode/pod_launch.h"
 
+#include "host/common/base64.h"
 #include "host/kube/api_error.h"
 
 #include <banlieue/sdk/json.h>
@@ -45,7 +46,7 @@ StatusOr<std::optional<std::string>> keyValue(kube::KubeClient& client, const st
                  "couldn't find key " + key + " in " + what + " " + ns + "/" + name);
   }
   std::string_view v(value->GetString(), value->GetStringLength());
-  return std::optional<std::string>(secret ? decodeBase64(v) : std::string(v));
+  return std::optional<std::string>(secret ? common::decodeBase64(v).value_or("") : std::string(v));
 }
 
 Status addEnvFrom(kube::KubeClient& client, const std::string& ns, const rapidjson::Value& source,
@@ -66,7 +67,8 @@ Status addEnvFrom(kube::KubeClient& client, const std::string& ns, const rapidjs
     if (const auto* data = json::find(&*object, "data"); data && data->IsObject()) {
       for (const auto& m : data->GetObject()) {
         std::string_view v(m.value.GetString(), m.value.GetStringLength());
-        setVar(vars, prefix + m.name.GetString(), secret ? decodeBase64(v) : std::string(v));
+        setVar(vars, prefix + m.name.GetString(),
+               secret ? common::decodeBase64(v).value_or("") : std::string(v));
       }
     }
   }

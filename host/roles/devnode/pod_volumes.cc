@@ -1,10 +1,10 @@
 #include "host/roles/devnode/pod_volumes.h"
 
+#include "host/common/base64.h"
 #include "host/kube/api_error.h"
 
 #include <banlieue/sdk/json.h>
 #include <fmt/format.h>
-#include <openssl/evp.h>
 
 #include <fstream>
 #include <system_error>
@@ -60,7 +60,7 @@ StatusOr<std::map<std::string, std::string>> readKeys(kube::KubeClient& client,
     if (const auto* data = json::find(&*object, field); data && data->IsObject()) {
       for (const auto& m : data->GetObject()) {
         std::string_view v(m.value.GetString(), m.value.GetStringLength());
-        keys[m.name.GetString()] = base64 ? decodeBase64(v) : std::string(v);
+        keys[m.name.GetString()] = base64 ? common::decodeBase64(v).value_or("") : std::string(v);
       }
     }
   };
@@ -155,20 +155,6 @@ Status writeServiceAccountToken(kube::KubeClient& client, const rapidjson::Value
 }
 
 }  // namespace
-
-std::string decodeBase64(std::string_view in) {
-  std::string out(3 * ((in.size() + 3) / 4), '\0');
-  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(in.data()),
-                          static_cast<int>(in.size()));
-  if (n < 0) return {};
-  // EVP_DecodeBlock counts padding bytes as output; drop them.
-  size_t pad = 0;
-  if (!in.empty() && in.back() == '=') ++pad;
-  if (in.size() > 1 && in[in.size() - 2] == '=') ++pad;
-  out.resize(static_cast<size_t>(n) - pad);
-  return out;
-}
 
 StatusOr<std::string> podFieldValue(const rapidjson::Value& pod, const std::string& field_path) {
   auto indexed = [&](const char* prefix) -> std::optional<std::string> {

@@ -22,9 +22,6 @@ using VolumePaths = std::map<std::string, std::filesystem::path>;
 StatusOr<VolumePaths> materializeVolumes(kube::KubeClient& client, const rapidjson::Value& pod,
                                          const std::filesystem::path& pod_dir);
 
-// Secret data as stored in the API (base64).
-std::string decodeBase64(std::string_view in);
-
 // Reads metadata.name, metadata.namespace, metadata.uid, metadata.labels['k'],
 // metadata.annotations['k'], spec.nodeName, spec.serviceAccountName, status.hostIP and
 // status.podIP (the node agent's pods share the node's loopback address).

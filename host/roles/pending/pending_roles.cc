@@ -44,20 +44,6 @@ void registerPendingRoles(CLI::App& app, app::Action& action) {
     sub->allow_extras();
     sub->callback([&action, role] { action = unavailable(role.name, role.lands_with); });
   }
-
-  auto* provider =
-      app.add_subcommand("provider", "Run one Provider's backend plugin behind the ABI");
-  auto backend = std::make_shared<std::string>();
-  provider->add_option("backend", *backend, "Backend name: a plugin directory under --plugin-dir")
-      ->required();
-  auto plugin_dir = std::make_shared<std::string>("/usr/lib/banlieue/plugins");
-  provider
-      ->add_option("--plugin-dir", *plugin_dir, "Directory holding one sub-directory per plugin")
-      ->capture_default_str();
-  provider->allow_extras();
-  provider->callback([&action, backend, plugin_dir] {
-    action = unavailable("provider " + *backend, "issue #7 (operator and provider runtime)");
-  });
 }
 
 }  // namespace banlieue::roles

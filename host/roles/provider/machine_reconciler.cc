@@ -1,0 +1,266 @@
+#include "host/roles/provider/machine_reconciler.h"
+
+#include "host/common/logging.h"
+#include "host/plugin/status_policy.h"
+#include "host/roles/provider/status_writer.h"
+#include "host/runtime/object_helpers.h"
+
+#include <banlieue/sdk/json.h>
+
+namespace banlieue::roles::provider {
+namespace {
+
+namespace json = sdk::json;
+
+// The status as it is now, as a mutable copy (this manager owns every infra status field:
+// the controller writes only spec).
+rapidjson::Document currentStatus(const rapidjson::Value& object) {
+  rapidjson::Document status(rapidjson::kObjectType);
+  if (const auto* s = json::member(&object, "status"); s != nullptr && s->IsObject()) {
+    status.CopyFrom(*s, status.GetAllocator());
+  }
+  return status;
+}
+
+void setMember(rapidjson::Document& doc, const char* name, rapidjson::Value value) {
+  auto& a = doc.GetAllocator();
+  if (auto it = doc.FindMember(name); it != doc.MemberEnd()) {
+    it->value = std::move(value);
+  } else {
+    doc.AddMember(rapidjson::Value(name, a), std::move(value), a);
+  }
+}
+
+}  // namespace
+
+MachineReconciler::MachineReconciler(RuntimeContext& context, kube::ResourceType type,
+                                     std::string kind, runtime::Informer& machines,
+                                     runtime::Informer& providers, MachineReconcilerOptions options)
+    : context_(context),
+      type_(std::move(type)),
+      kind_(std::move(kind)),
+      machines_(machines),
+      providers_(providers),
+      options_(options) {}
+
+std::string MachineReconciler::callRequest(const rapidjson::Value& object) const {
+  rapidjson::Document request(rapidjson::kObjectType);
+  auto& a = request.GetAllocator();
+  rapidjson::Value copy(object, a);
+  if (auto meta = copy.FindMember("metadata"); meta != copy.MemberEnd() && meta->value.IsObject()) {
+    meta->value.RemoveMember("managedFields");
+  }
+  request.AddMember("object", copy, a);
+  rapidjson::Value references(rapidjson::kObjectType);
+  if (auto provider = providers_.get(context_.provider_namespace + "/" + context_.provider_name)) {
+    references.AddMember("provider", rapidjson::Value(*provider, a), a);
+  }
+  request.AddMember("references", references, a);
+  if (std::string token = json::stringOr(&object, "status.operationToken"); !token.empty()) {
+    rapidjson::Value op(rapidjson::kObjectType);
+    op.AddMember("token", json::stringValue(token, a), a);
+    request.AddMember("operation", op, a);
+  }
+  return json::serialize(request);
+}
+
+runtime::Result MachineReconciler::reconcile(const runtime::Request& request) {
+  auto object = machines_.get(request.key());
+  if (!object) return runtime::Result::done();
+  const rapidjson::Value& o = *object;
+  // The label brought it here; the spec decides. An object naming another Provider is not ours.
+  if (json::stringOr(&o, "spec.providerRef.name") != context_.provider_name ||
+      request.ns != context_.provider_namespace) {
+    return runtime::Result::done();
+  }
+  bool deleting = json::find(&o, "metadata.deletionTimestamp") != nullptr;
+  if (deleting) {
+    if (!runtime::hasFinalizer(o, context_.finalizer())) return runtime::Result::done();
+    return finalize(o);
+  }
+  if (!runtime::hasFinalizer(o, context_.finalizer())) {
+    // Before any backend work: a VM must never exist without the finalizer that removes it.
+    if (auto s = runtime::addFinalizer(context_.client, type_, request.ns, request.name,
+                                       context_.finalizer());
+        !s.isOk()) {
+      return runtime::Result::retry(s);
+    }
+  }
+
+  auto instance = context_.session.instance();
+  if (!instance) {
+    auto r = failed(o,
+                    Status(Code::kUnavailable, "ProviderNotConnected",
+                           "provider " + context_.provider_name +
+                               " is not connected to its backend (see the Provider's conditions)"),
+                    false);
+    return r.failed() ? r : runtime::Result::requeueAfter(options_.not_connected_retry);
+  }
+  std::string uid = json::stringOr(&o, "metadata.uid");
+  auto result = instance->reconcile(kind_, callRequest(o), context_.callOptions(uid));
+  bool in_progress = result.code() == BANLIEUE_IN_PROGRESS;
+  if (!result.ok() && !in_progress) return failed(o, statusOf(result), false);
+
+  rapidjson::Document reply;
+  reply.Parse(result.outcome.body.c_str());
+  auto status = currentStatus(o);
+  auto& a = status.GetAllocator();
+  std::string provider_id;
+  if (const auto* fields = json::member(&reply, "status");
+      fields != nullptr && fields->IsObject()) {
+    for (const auto& m : fields->GetObject()) {
+      std::string name = m.name.GetString();
+      if (name == "providerID") {
+        provider_id = m.value.IsString() ? m.value.GetString() : "";
+        continue;
+      }
+      if (name == "conditions" || name == "operationToken" || name == "observedGeneration") {
+        continue;  // the runtime's own fields
+      }
+      setMember(status, name.c_str(), rapidjson::Value(m.value, a));
+    }
+  }
+  // providerID belongs in spec (the CAPI contract); written once, by this manager only.
+  if (!provider_id.empty() && provider_id != json::stringOr(&o, "spec.providerID")) {
+    rapidjson::Document body(rapidjson::kObjectType);
+    auto& ba = body.GetAllocator();
+    body.AddMember("apiVersion", json::stringValue(json::stringOr(&o, "apiVersion"), ba), ba);
+    body.AddMember("kind", json::stringValue(kind_, ba), ba);
+    rapidjson::Value meta(rapidjson::kObjectType);
+    meta.AddMember("name", json::stringValue(request.name, ba), ba);
+    meta.AddMember("namespace", json::stringValue(request.ns, ba), ba);
+    body.AddMember("metadata", meta, ba);
+    rapidjson::Value spec(rapidjson::kObjectType);
+    spec.AddMember("providerID", json::stringValue(provider_id, ba), ba);
+    body.AddMember("spec", spec, ba);
+    kube::ApplyOptions options;
+    options.field_manager = context_.fieldManager();
+    options.force = true;
+    auto applied =
+        context_.client.apply(type_, request.ns, request.name, json::serialize(body), options);
+    if (!applied.ok()) return runtime::Result::retry(applied.status());
+  }
+
+  int64_t generation = json::integer(&o, "metadata.generation").value_or(0);
+  std::string token = in_progress ? json::stringOr(&reply, "operation.token") : "";
+  setMember(status, "operationToken", json::stringValue(token, a));
+  bool provisioned = json::boolean(&status, "initialization.provisioned");
+  runtime::Condition ready{"Ready", "False", "Provisioning", "", generation};
+  if (in_progress) {
+    ready.reason = "InProgress";
+    ready.message = json::stringOr(&reply, "operation.description", "backend task in progress");
+  } else if (provisioned) {
+    ready = {"Ready", "True", "Provisioned", "the backend machine matches the spec", generation};
+  } else {
+    ready.message = "the plugin has not reported the machine provisioned yet";
+  }
+  setMember(status, "conditions", mergeConditions(json::find(&o, "status.conditions"), {ready}, a));
+  setMember(status, "observedGeneration", rapidjson::Value(generation));
+
+  runtime::Result next = in_progress
+                             ? runtime::Result::requeueAfter(plugin::clampRequeueHint(
+                                   result.outcome.requeue_after_ms, plugin::kDefaultPollInterval))
+                         : result.outcome.requeue_after_ms >= 0
+                             ? runtime::Result::requeueAfter(plugin::clampRequeueHint(
+                                   result.outcome.requeue_after_ms, options_.resync))
+                             : runtime::Result::requeueAfter(options_.resync);
+  return writeStatus(o, status, next);
+}
+
+runtime::Result MachineReconciler::finalize(const rapidjson::Value& object) {
+  auto instance = context_.session.instance();
+  if (!instance) {
+    auto r = failed(object,
+                    Status(Code::kUnavailable, "ProviderNotConnected",
+                           "cannot delete the backend machine: provider " + context_.provider_name +
+                               " is not connected to its backend"),
+                    true);
+    return r.failed() ? r : runtime::Result::requeueAfter(options_.not_connected_retry);
+  }
+  std::string uid = json::stringOr(&object, "metadata.uid");
+  std::string ns = json::stringOr(&object, "metadata.namespace");
+  std::string name = json::stringOr(&object, "metadata.name");
+  auto result = instance->finalize(kind_, callRequest(object), context_.callOptions(uid));
+  if (result.ok()) {
+    // The backend confirmed the machine is gone: only now may the object go.
+    if (auto s = runtime::removeFinalizer(context_.client, type_, ns, name, context_.finalizer());
+        !s.isOk()) {
+      return runtime::Result::retry(s);
+    }
+    context_.events.normal(object, "Deleted", "Finalize", "the backend machine was deleted");
+    return runtime::Result::done();
+  }
+  if (result.code() != BANLIEUE_IN_PROGRESS) return failed(object, statusOf(result), true);
+  rapidjson::Document reply;
+  reply.Parse(result.outcome.body.c_str());
+  auto status = currentStatus(object);
+  auto& a = status.GetAllocator();
+  setMember(status, "operationToken",
+            json::stringValue(json::stringOr(&reply, "operation.token"), a));
+  int64_t generation = json::integer(&object, "metadata.generation").value_or(0);
+  setMember(status, "conditions",
+            mergeConditions(
+                json::find(&object, "status.conditions"),
+                {{"Ready", "False", "Deleting",
+                  json::stringOr(&reply, "operation.description", "deleting the backend machine"),
+                  generation}},
+                a));
+  return writeStatus(object, status,
+                     runtime::Result::requeueAfter(plugin::clampRequeueHint(
+                         result.outcome.requeue_after_ms, plugin::kDefaultPollInterval)));
+}
+
+runtime::Result MachineReconciler::writeStatus(const rapidjson::Value& object,
+                                               rapidjson::Document& status, runtime::Result next) {
+  bool was_ready = false;
+  if (const auto* conditions = json::find(&object, "status.conditions");
+      conditions != nullptr && conditions->IsArray()) {
+    for (const auto& c : conditions->GetArray()) {
+      if (json::stringOr(&c, "type") == "Ready") was_ready = json::stringOr(&c, "status") == "True";
+    }
+  }
+  auto written =
+      applyStatusIfChanged(context_.client, type_, object, status, context_.fieldManager());
+  if (!written.ok()) return runtime::Result::retry(written.status());
+  bool ready = false;
+  for (const auto& c : status["conditions"].GetArray()) {
+    if (json::stringOr(&c, "type") == "Ready") ready = json::stringOr(&c, "status") == "True";
+  }
+  if (*written && ready && !was_ready) {
+    context_.events.normal(object, "Provisioned", "Reconcile", "the backend machine is ready");
+  }
+  return next;
+}
+
+runtime::Result MachineReconciler::failed(const rapidjson::Value& object, const Status& failure,
+                                          bool deleting) {
+  auto policy = plugin::policyFor(static_cast<banlieue_status>(failure.code()));
+  auto status = currentStatus(object);
+  auto& a = status.GetAllocator();
+  // A transient failure polls the same backend task again; a terminal one ended it.
+  if (policy.disposition == plugin::Disposition::kTerminal) {
+    setMember(status, "operationToken", json::stringValue("", a));
+  }
+  int64_t generation = json::integer(&object, "metadata.generation").value_or(0);
+  std::string message = deleting ? "deleting: " + failure.message() : failure.message();
+  setMember(status, "conditions",
+            mergeConditions(json::find(&object, "status.conditions"),
+                            {{"Ready", "False", failure.reason(), message, generation}}, a));
+  setMember(status, "observedGeneration", rapidjson::Value(generation));
+  auto written =
+      applyStatusIfChanged(context_.client, type_, object, status, context_.fieldManager());
+  if (written.ok() && *written && policy.warning_event) {
+    context_.events.warning(object, failure.reason(), deleting ? "Finalize" : "Reconcile", message);
+  }
+  common::logger("provider")
+      ->warn("{} {}/{}: {}: {}", kind_, json::stringOr(&object, "metadata.namespace"),
+             json::stringOr(&object, "metadata.name"), failure.reason(), failure.message());
+  switch (policy.disposition) {
+    case plugin::Disposition::kTerminal:
+      return policy.slow_retry.count() > 0 ? runtime::Result::requeueAfter(policy.slow_retry)
+                                           : runtime::Result::terminal(failure);
+    default: return runtime::Result::retry(failure);
+  }
+}
+
+}  // namespace banlieue::roles::provider

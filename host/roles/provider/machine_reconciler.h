@@ -1,0 +1,49 @@
+// Reconciles the infrastructure objects of one kind the plugin serves (LibvirtMachine,
+// VSphereMachine, a third party's FileMachine…) that name this process's Provider: finalizer
+// first, then one bounded plugin step per pass. A backend task that outlives the call is
+// stored as status.operationToken before anything else happens, so a provider that crashes
+// mid-operation resumes polling the same task instead of starting the VM a second time.
+#pragma once
+
+#include "host/kube/client.h"
+#include "host/roles/provider/runtime_context.h"
+#include "host/runtime/controller.h"
+#include "host/runtime/informer.h"
+
+#include <chrono>
+#include <string>
+
+namespace banlieue::roles::provider {
+
+struct MachineReconcilerOptions {
+  // Level-triggered drift check (a VM powered off behind banlieue's back) when nothing changed.
+  std::chrono::seconds resync{600};
+  // While the Provider has no connected instance.
+  std::chrono::seconds not_connected_retry{5};
+};
+
+class MachineReconciler final : public runtime::Reconciler {
+ public:
+  MachineReconciler(RuntimeContext& context, kube::ResourceType type, std::string kind,
+                    runtime::Informer& machines, runtime::Informer& providers,
+                    MachineReconcilerOptions options = {});
+  runtime::Result reconcile(const runtime::Request& request) override;
+
+ private:
+  // {"object", "references": {"provider"}, "operation"?}
+  std::string callRequest(const rapidjson::Value& object) const;
+  runtime::Result finalize(const rapidjson::Value& object);
+  runtime::Result writeStatus(const rapidjson::Value& object, rapidjson::Document& status,
+                              runtime::Result next);
+  // Ready=False with the failure's reason; the plugin's last reported fields are kept.
+  runtime::Result failed(const rapidjson::Value& object, const Status& failure, bool deleting);
+
+  RuntimeContext& context_;
+  kube::ResourceType type_;
+  std::string kind_;
+  runtime::Informer& machines_;
+  runtime::Informer& providers_;
+  MachineReconcilerOptions options_;
+};
+
+}  // namespace banlieue::roles::provider

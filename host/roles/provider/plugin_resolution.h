@@ -1,0 +1,33 @@
+// From a Provider to the loaded plugin that serves it: Provider -> ProviderClass -> the class's
+// spec.plugin.path (default: the backend's own directory) resolved inside the plugin directory
+// -> the loader's checks. Every refusal carries a reason for the Provider's conditions.
+#pragma once
+
+#include "host/common/status_or.h"
+#include "host/kube/client.h"
+#include "host/plugin/plugin.h"
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+namespace banlieue::roles::provider {
+
+inline const kube::ResourceType kProviderType{"banlieue.io", "v1alpha1", "providers", true};
+inline const kube::ResourceType kProviderClassType{"banlieue.io", "v1alpha1", "providerclasses",
+                                                   false};
+
+struct ResolvedPlugin {
+  std::shared_ptr<plugin::Plugin> plugin;
+  std::string class_name;
+};
+
+// Reasons: ProviderNotFound, ProviderClassNotFound, BackendMismatch (the class is for another
+// backend than this process was started for), PluginPathInvalid, PluginPathEscapes,
+// PluginNotFound, and the loader's own (e.g. AbiMismatch, PluginLoadFailed).
+StatusOr<ResolvedPlugin> resolvePlugin(kube::KubeClient& client, const std::string& backend,
+                                       const std::string& provider_namespace,
+                                       const std::string& provider_name,
+                                       const std::filesystem::path& plugin_dir);
+
+}  // namespace banlieue::roles::provider

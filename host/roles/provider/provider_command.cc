@@ -1,0 +1,280 @@
+#include "host/roles/provider/provider_command.h"
+
+#include "host/common/logging.h"
+#include "host/kube/discovery.h"
+#include "host/plugin/loader.h"
+#include "host/roles/common/role_process.h"
+#include "host/roles/provider/machine_reconciler.h"
+#include "host/roles/provider/plugin_resolution.h"
+#include "host/roles/provider/provider_reconciler.h"
+#include "host/roles/provider/status_writer.h"
+#include "host/runtime/controller.h"
+#include "host/runtime/health_server.h"
+#include "host/runtime/informer.h"
+#include "host/runtime/leader_election.h"
+
+#include <unistd.h>
+
+#include <banlieue/sdk/json.h>
+#include <CLI/CLI.hpp>
+
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+namespace banlieue::roles::provider {
+namespace {
+
+namespace json = sdk::json;
+
+struct Options {
+  RoleProcessOptions process;
+  std::string backend;
+  std::string provider;  // <namespace>/<name>
+  std::string plugin_dir = plugin::kDefaultPluginRoot;
+  std::string lease_id;
+  std::string lease_namespace;
+  int workers = 4;
+  int credentials_poll_seconds = 30;
+  int introspect_interval_seconds = 300;
+  int resync_seconds = 600;
+  int call_timeout_seconds = 30;
+};
+
+std::string envOr(const char* name, const std::string& fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? std::string(value) : fallback;
+}
+
+// Sleeps up to `duration`, waking early when stopping.
+void sleepUnless(const std::atomic<bool>& stop, std::chrono::seconds duration) {
+  auto until = std::chrono::steady_clock::now() + duration;
+  while (!stop && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+// Before a plugin is loaded there is no reconciler yet; the Provider still says why it is not
+// Ready (e.g. PluginPathEscapes), with the same conditions the reconciler writes later.
+void reportStartupFailure(kube::KubeClient& client, const Options& o, const std::string& ns,
+                          const std::string& name, const Status& failure) {
+  auto provider = client.get(kProviderType, ns, name);
+  if (!provider.ok()) return;
+  int64_t generation = json::integer(&*provider, "metadata.generation").value_or(0);
+  rapidjson::Document status(rapidjson::kObjectType);
+  auto& a = status.GetAllocator();
+  status.AddMember(
+      "conditions",
+      mergeConditions(
+          json::find(&*provider, "status.conditions"),
+          {{"ProviderReachable", "False", failure.reason(), failure.message(), generation},
+           {"Ready", "False", failure.reason(), failure.message(), generation}},
+          a),
+      a);
+  (void)applyStatusIfChanged(client, kProviderType, *provider, status,
+                             "banlieue.io/provider-" + o.backend);
+}
+
+int runProvider(const Options& o) {
+  auto log = common::logger("provider");
+  StopSignal stop;
+  auto slash = o.provider.find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == o.provider.size()) {
+    std::cerr << "banlieue provider: --provider must be <namespace>/<name>, got '" << o.provider
+              << "'\n";
+    return app::kExitUsage;
+  }
+  std::string ns = o.provider.substr(0, slash);
+  std::string name = o.provider.substr(slash + 1);
+  auto client_or = connectToApiServer(o.process);
+  if (!client_or.ok()) {
+    std::cerr << "banlieue provider: " << client_or.status().message() << "\n";
+    return app::kExitFailure;
+  }
+  auto& client = **client_or;
+  std::string identity = envOr("POD_NAME", "");
+  if (identity.empty()) {
+    char host[256] = "localhost";
+    gethostname(host, sizeof(host) - 1);
+    identity = std::string(host) + "_" + std::to_string(getpid());
+  }
+
+  // Health first, so a process stuck waiting for its ProviderClass is alive but not ready.
+  std::atomic<bool> leading{false};
+  std::atomic<bool> synced{false};
+  std::unique_ptr<ProviderReconciler> provider_reconciler;
+  runtime::HealthServer health;
+  health.addReadinessCheck("leader", [&](std::string& reason) {
+    if (!leading) reason = "not leading (waiting for the Lease)";
+    return leading.load();
+  });
+  health.addReadinessCheck("caches", [&](std::string& reason) {
+    if (!synced) reason = "plugin not loaded or caches not synced";
+    return synced.load();
+  });
+  RoleEndpoints endpoints;
+  if (auto s = endpoints.start(o.process, health); !s.isOk()) {
+    std::cerr << "banlieue provider: " << s.message() << "\n";
+    return app::kExitFailure;
+  }
+
+  // 1. The plugin, retried until the ProviderClass makes sense (an edit fixes it without a
+  // restart).
+  ResolvedPlugin resolved;
+  while (!stop.stopping()) {
+    auto found = resolvePlugin(client, o.backend, ns, name, o.plugin_dir);
+    if (found.ok()) {
+      resolved = std::move(*found);
+      break;
+    }
+    log->error("provider {}/{}: {}: {}", ns, name, found.status().reason(),
+               found.status().message());
+    reportStartupFailure(client, o, ns, name, found.status());
+    sleepUnless(stop.stopping(), std::chrono::seconds(o.credentials_poll_seconds));
+  }
+  if (stop.stopping()) return app::kExitOk;
+  const auto& manifest = resolved.plugin->manifest();
+  log->info("provider {}/{}: loaded plugin {} {} from {}", ns, name, manifest.name,
+            manifest.provider_version, manifest.directory.string());
+
+  // 2. Leadership: one active process per Provider, whatever the replica count.
+  runtime::LeaderElectionConfig election;
+  election.lease_namespace =
+      o.lease_namespace.empty() ? envOr("POD_NAMESPACE", ns) : o.lease_namespace;
+  election.lease_name =
+      o.lease_id.empty() ? "banlieue-provider-" + resolved.class_name + "-" + name : o.lease_id;
+  election.identity = identity;
+  std::atomic<bool> lost{false};
+  StopSignal* stop_ptr = &stop;
+  election.on_started_leading = [&] { leading = true; };
+  election.on_stopped_leading = [&, stop_ptr] {
+    if (leading.exchange(false) && !stop_ptr->stopping()) {
+      lost = true;
+      stop_ptr->requestStop();
+    }
+  };
+  runtime::LeaderElector elector(client, election);
+  std::thread election_thread([&] { elector.run(stop.stopping()); });
+  while (!leading && !stop.stopping()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  if (stop.stopping()) {
+    election_thread.join();
+    return lost ? app::kExitFailure : app::kExitOk;
+  }
+  log->info("provider {}/{}: leading (Lease {}/{})", ns, name, election.lease_namespace,
+            election.lease_name);
+
+  // 3. Controllers over this Provider's own objects only (server-side filtered watches).
+  runtime::EventRecorder events(client, {"banlieue.io/provider-" + o.backend, identity});
+  PluginSession session(resolved.plugin);
+  RuntimeContext context{
+      client, events, session,         o.backend,
+      ns,     name,   stop.stopping(), std::chrono::seconds(o.call_timeout_seconds)};
+  runtime::InformerOptions provider_options;
+  provider_options.ns = ns;
+  provider_options.field_selector = "metadata.name=" + name;
+  runtime::Informer providers(client, kProviderType, provider_options);
+  ProviderReconcilerOptions provider_reconciler_options;
+  provider_reconciler_options.credentials_poll = std::chrono::seconds(o.credentials_poll_seconds);
+  provider_reconciler_options.introspect_interval =
+      std::chrono::seconds(o.introspect_interval_seconds);
+  provider_reconciler =
+      std::make_unique<ProviderReconciler>(context, providers, provider_reconciler_options);
+  runtime::Controller provider_controller("provider", *provider_reconciler,
+                                          runtime::ControllerOptions{1});
+  provider_controller.watch(providers);
+
+  kube::KindResolver kinds(client);
+  struct KindRuntime {
+    std::unique_ptr<runtime::Informer> informer;
+    std::unique_ptr<MachineReconciler> reconciler;
+    std::unique_ptr<runtime::Controller> controller;
+  };
+  std::vector<KindRuntime> machine_kinds;
+  MachineReconcilerOptions machine_options;
+  machine_options.resync = std::chrono::seconds(o.resync_seconds);
+  for (const auto& gvk : manifest.infrastructure) {
+    std::string api_version = gvk.group + "/" + gvk.version;
+    auto type = kinds.resolve(api_version, gvk.kind);
+    while (!type.ok() && !stop.stopping()) {
+      log->error("provider {}/{}: {} {}: {} (retrying)", ns, name, api_version, gvk.kind,
+                 type.status().message());
+      sleepUnless(stop.stopping(), std::chrono::seconds(10));
+      type = kinds.resolve(api_version, gvk.kind);
+    }
+    if (!type.ok()) break;
+    KindRuntime k;
+    runtime::InformerOptions options;
+    options.ns = ns;
+    options.label_selector = "banlieue.io/provider=" + name;
+    k.informer = std::make_unique<runtime::Informer>(client, *type, options);
+    k.reconciler = std::make_unique<MachineReconciler>(context, *type, gvk.kind, *k.informer,
+                                                       providers, machine_options);
+    k.controller = std::make_unique<runtime::Controller>(gvk.kind, *k.reconciler,
+                                                         runtime::ControllerOptions{o.workers});
+    k.controller->watch(*k.informer);
+    machine_kinds.push_back(std::move(k));
+  }
+
+  std::vector<std::thread> threads;
+  threads.emplace_back([&] { providers.run(stop.stopping()); });
+  threads.emplace_back([&] { provider_controller.run(stop.stopping()); });
+  for (auto& k : machine_kinds) {
+    threads.emplace_back([&] { k.informer->run(stop.stopping()); });
+    threads.emplace_back([&] { k.controller->run(stop.stopping()); });
+  }
+  while (!stop.stopping()) {
+    bool all = providers.hasSynced();
+    for (const auto& k : machine_kinds) all = all && k.informer->hasSynced();
+    if (all && !synced) {
+      synced = true;
+      log->info("provider {}/{}: caches synced; serving {} kind(s)", ns, name,
+                machine_kinds.size());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  log->info("provider {}/{}: stopping", ns, name);
+  for (auto& t : threads) t.join();
+  session.disconnect();    // instance_destroy: log out, remove temp files
+  election_thread.join();  // releases the Lease
+  return lost ? app::kExitFailure : app::kExitOk;
+}
+
+}  // namespace
+
+void registerProviderCommand(CLI::App& app, app::Action& action) {
+  auto o = std::make_shared<Options>();
+  auto* sub = app.add_subcommand(
+      "provider",
+      "Run one Provider's backend plugin behind the ABI: connect with the Provider's "
+      "credentials, report its failure domains, reconcile the infrastructure objects of the "
+      "kinds the plugin serves");
+  sub->add_option("backend", o->backend, "Backend name (the plugin's provider.json name)")
+      ->required();
+  sub->add_option("--provider", o->provider, "The Provider to serve, as <namespace>/<name>")
+      ->required();
+  sub->add_option("--plugin-dir", o->plugin_dir,
+                  "Plugins are loaded only from inside this directory; the ProviderClass's "
+                  "spec.plugin.path is resolved in it")
+      ->capture_default_str();
+  sub->add_option("--leader-election-id", o->lease_id,
+                  "Lease name (default banlieue-provider-<class>-<provider>)");
+  sub->add_option("--leader-election-namespace", o->lease_namespace,
+                  "Lease namespace (default $POD_NAMESPACE, else the Provider's)");
+  sub->add_option("--workers", o->workers, "Infrastructure objects reconciled in parallel per kind")
+      ->capture_default_str();
+  sub->add_option("--credentials-poll-seconds", o->credentials_poll_seconds,
+                  "How often the credentials Secret and CA bundle are re-read (rotation)")
+      ->capture_default_str();
+  sub->add_option("--introspect-interval-seconds", o->introspect_interval_seconds,
+                  "How often the backend inventory is walked again when nothing changed")
+      ->capture_default_str();
+  sub->add_option("--resync-seconds", o->resync_seconds,
+                  "How often a settled machine is checked for drift")
+      ->capture_default_str();
+  sub->add_option("--call-timeout-seconds", o->call_timeout_seconds, "Deadline of one plugin call")
+      ->capture_default_str();
+  addRoleProcessFlags(sub, &o->process);
+  sub->callback([&action, o] { action = [o] { return runProvider(*o); }; });
+}
+
+}  // namespace banlieue::roles::provider

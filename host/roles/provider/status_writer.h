@@ -1,0 +1,30 @@
+// Writes an object's status as one server-side apply of the whole set of fields this process
+// owns, and only when that set differs from what the object already shows: a provider at
+// rest makes no API writes (the benchmark counts them).
+#pragma once
+
+#include "host/common/status_or.h"
+#include "host/kube/client.h"
+#include "host/runtime/object_helpers.h"
+
+#include <rapidjson/document.h>
+
+#include <string>
+#include <vector>
+
+namespace banlieue::roles::provider {
+
+// `status` holds every field the manager owns (fields it owned before and leaves out are
+// removed by the apply, so callers clear a field by sending its empty value). Skipped, and
+// false returned, when each field of `status` already equals the object's.
+StatusOr<bool> applyStatusIfChanged(kube::KubeClient& client, const kube::ResourceType& type,
+                                    const rapidjson::Value& object, const rapidjson::Value& status,
+                                    const std::string& field_manager);
+
+// Copies conditions of the given types from `current` (an object's status.conditions) into a
+// fresh array, then sets each of `updates`, so lastTransitionTime moves only on a change.
+rapidjson::Value mergeConditions(const rapidjson::Value* current,
+                                 const std::vector<runtime::Condition>& updates,
+                                 rapidjson::Document::AllocatorType& allocator);
+
+}  // namespace banlieue::roles::provider

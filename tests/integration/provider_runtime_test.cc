@@ -1,0 +1,282 @@
+// `banlieue provider` as its own process against the real apiserver, with the example "file"
+// plugin (a third party's backend, loaded from the build's plugin directory like any other):
+// the Provider becomes Ready with the plugin's failure domains; a FileMachine naming it is
+// provisioned and deleted with its backend file; a create that outlives the provider process
+// is resumed from status.operationToken, not begun twice; a credentials rotation re-creates
+// the instance without a restart; a plugin path outside the plugin directory is refused with
+// a condition reason.
+#include "tests/support/background_process.h"
+#include "tests/support/local_cluster.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace banlieue::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+std::string readFile(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+int countLines(const std::string& text, const std::string& prefix) {
+  int n = 0;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) n += line.rfind(prefix, 0) == 0;
+  return n;
+}
+
+class ProviderRuntimeTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    // The plugin's own CRD, as `banlieue bootstrap operator` would install it.
+    auto& cluster = LocalCluster::shared();
+    auto crd =
+        cluster.kubectl(std::string("apply -f ") + PLUGIN_DIR + "/file/crds/filemachines.yaml");
+    ASSERT_EQ(crd.exit_code, 0) << crd.output;
+    ASSERT_EQ(cluster
+                  .kubectl("wait --for=condition=Established --timeout=60s "
+                           "crd/filemachines.infrastructure.file.example.com")
+                  .exit_code,
+              0);
+  }
+
+  void SetUp() override {
+    ns_ = std::make_unique<LocalCluster::TestNamespace>(cluster_);
+    class_ = "file-" + ns_->name();
+    backend_dir_ = fs::temp_directory_path() / ("banlieue-file-" + ns_->name());
+    fs::create_directories(backend_dir_);
+  }
+
+  void TearDown() override {
+    provider_.reset();
+    cluster_.kubectl("delete providerclass " + class_ + " --ignore-not-found");
+    std::error_code ec;
+    fs::remove_all(backend_dir_, ec);
+  }
+
+  void applyClassAndProvider(const std::string& endpoint_query = "",
+                             const std::string& plugin_path = "file",
+                             const std::string& credentials = "") {
+    std::string manifest = R"(apiVersion: banlieue.io/v1alpha1
+kind: ProviderClass
+metadata: {name: )" + class_ +
+                           R"(}
+spec:
+  backend: file
+  plugin: {path: ")" + plugin_path +
+                           R"("}
+---
+apiVersion: banlieue.io/v1alpha1
+kind: Provider
+metadata: {name: files, namespace: )" +
+                           ns_->name() + R"(}
+spec:
+  providerClassRef: {name: )" +
+                           class_ + R"(}
+  connection:
+    endpoint: "file://)" + backend_dir_.string() +
+                           endpoint_query + R"("
+)" + (credentials.empty() ? "" : "    credentialsRef: {name: " + credentials + "}\n");
+    auto applied = cluster_.apply(manifest);
+    ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  }
+
+  void startProvider() {
+    provider_ = std::make_unique<BackgroundProcess>(std::vector<std::string>{
+        BANLIEUE_BINARY, "--log-level", "debug", "provider", "file", "--provider",
+        ns_->name() + "/files", "--plugin-dir", PLUGIN_DIR, "--kubeconfig",
+        cluster_.kubeconfig().string(), "--health-port", "0", "--metrics-port", "-1",
+        "--credentials-poll-seconds", "1", "--leader-election-namespace", ns_->name()});
+    ASSERT_TRUE(provider_->started());
+  }
+
+  std::string jsonpath(const std::string& object, const std::string& path) {
+    return cluster_.kubectl("get " + object + " -n " + ns_->name() + " -o jsonpath='" + path + "'")
+        .output;
+  }
+
+  bool waitFor(const std::string& object, const std::string& condition,
+               const std::string& timeout = "60s") {
+    auto r = cluster_.kubectl("wait --for=condition=" + condition + " --timeout=" + timeout +
+                                  " -n " + ns_->name() + " " + object,
+                              90s);
+    return r.exit_code == 0;
+  }
+
+  void applyMachine(const std::string& name, const std::string& power = "PoweredOn") {
+    auto applied = cluster_.apply(R"(apiVersion: infrastructure.file.example.com/v1alpha1
+kind: FileMachine
+metadata:
+  name: )" + name + R"(
+  namespace: )" + ns_->name() + R"(
+  labels: {banlieue.io/provider: files}
+spec:
+  providerRef: {name: files}
+  cpus: 2
+  memoryMiB: 256
+  desiredPowerState: )" + power + "\n");
+    ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  }
+
+  std::string diagnostics() {
+    return "\n--- provider output ---\n" + (provider_ ? provider_->output() : "") +
+           "\n--- objects ---\n" +
+           cluster_.kubectl("get providers,filemachines -n " + ns_->name() + " -o yaml").output;
+  }
+
+  LocalCluster& cluster_ = LocalCluster::shared();
+  std::unique_ptr<LocalCluster::TestNamespace> ns_;
+  std::string class_;
+  fs::path backend_dir_;
+  std::unique_ptr<BackgroundProcess> provider_;
+};
+
+TEST_F(ProviderRuntimeTest, TheProviderBecomesReadyWithThePluginsFailureDomains) {
+  applyClassAndProvider();
+  startProvider();
+  ASSERT_TRUE(waitFor("provider/files", "Ready")) << diagnostics();
+  EXPECT_EQ(jsonpath("provider files", "{.status.failureDomains[*].name}"), "local");
+  EXPECT_EQ(
+      jsonpath("provider files", "{.status.conditions[?(@.type==\"ProviderReachable\")].reason}"),
+      "Connected");
+  // At rest it writes nothing, though it re-reads the credentials every second.
+  std::string version = jsonpath("provider files", "{.metadata.resourceVersion}");
+  std::this_thread::sleep_for(4s);
+  EXPECT_EQ(jsonpath("provider files", "{.metadata.resourceVersion}"), version);
+  // Its own Lease, named after class and Provider.
+  EXPECT_EQ(cluster_.kubectl("get lease banlieue-provider-" + class_ + "-files -n " + ns_->name())
+                .exit_code,
+            0);
+}
+
+TEST_F(ProviderRuntimeTest, AMachineIsProvisionedAndItsBackendFileRemovedOnDelete) {
+  applyClassAndProvider();
+  startProvider();
+  applyMachine("vm1");
+  ASSERT_TRUE(waitFor("filemachine/vm1", "Ready")) << diagnostics();
+  fs::path vm_file = backend_dir_ / (ns_->name() + "_vm1.json");
+  EXPECT_TRUE(fs::exists(vm_file));
+  EXPECT_EQ(jsonpath("filemachine vm1", "{.spec.providerID}"), "file://" + vm_file.string());
+  EXPECT_EQ(jsonpath("filemachine vm1", "{.status.observedPowerState}"), "PoweredOn");
+  EXPECT_EQ(jsonpath("filemachine vm1", "{.status.initialization.provisioned}"), "true");
+  EXPECT_EQ(jsonpath("filemachine vm1", "{.metadata.finalizers}"),
+            "[\"banlieue.io/provider-file\"]");
+
+  // Power flows from spec to the backend and back into status.
+  applyMachine("vm1", "PoweredOff");
+  EXPECT_TRUE(LocalCluster::eventually([&] {
+    return jsonpath("filemachine vm1", "{.status.observedPowerState}") == "PoweredOff";
+  })) << diagnostics();
+  EXPECT_THAT(readFile(vm_file), HasSubstr("\"stopped\""));
+
+  // A machine naming another Provider is left alone, even with a matching label.
+  auto foreign = cluster_.apply(R"(apiVersion: infrastructure.file.example.com/v1alpha1
+kind: FileMachine
+metadata: {name: other, namespace: )" +
+                                ns_->name() + R"(, labels: {banlieue.io/provider: files}}
+spec: {providerRef: {name: someone-else}, cpus: 1, memoryMiB: 128}
+)");
+  ASSERT_EQ(foreign.exit_code, 0) << foreign.output;
+
+  auto deleted = cluster_.kubectl("delete filemachine vm1 -n " + ns_->name() + " --timeout=60s");
+  EXPECT_EQ(deleted.exit_code, 0) << deleted.output << diagnostics();
+  EXPECT_FALSE(fs::exists(vm_file));
+  EXPECT_EQ(jsonpath("filemachine other", "{.metadata.finalizers}"), "");
+  EXPECT_FALSE(fs::exists(backend_dir_ / (ns_->name() + "_other.json")));
+}
+
+TEST_F(ProviderRuntimeTest, ACreateThatOutlivesTheProcessIsResumedNotBegunTwice) {
+  applyClassAndProvider("?createSeconds=4");
+  startProvider();
+  applyMachine("slow");
+  // The backend task is recorded in status before the process dies.
+  ASSERT_TRUE(LocalCluster::eventually([&] {
+    return !jsonpath("filemachine slow", "{.status.operationToken}").empty();
+  })) << diagnostics();
+  std::string token = jsonpath("filemachine slow", "{.status.operationToken}");
+  EXPECT_EQ(jsonpath("filemachine slow", "{.status.conditions[?(@.type==\"Ready\")].reason}"),
+            "InProgress");
+  provider_->stop(SIGKILL);
+
+  startProvider();
+  ASSERT_TRUE(waitFor("filemachine/slow", "Ready", "90s")) << diagnostics();
+  std::string journal = readFile(backend_dir_ / "journal");
+  EXPECT_EQ(countLines(journal, "create-started"), 1) << journal;
+  EXPECT_EQ(countLines(journal, "create-finished"), 1) << journal;
+  EXPECT_EQ(jsonpath("filemachine slow", "{.status.operationToken}"), "");
+  EXPECT_EQ(token, "create/" + jsonpath("filemachine slow", "{.metadata.uid}"));
+}
+
+TEST_F(ProviderRuntimeTest, RotatedCredentialsRecreateTheInstanceWithoutARestart) {
+  ASSERT_EQ(
+      cluster_.kubectl("create secret generic creds --from-literal=token=one -n " + ns_->name())
+          .exit_code,
+      0);
+  applyClassAndProvider("", "file", "creds");
+  startProvider();
+  ASSERT_TRUE(waitFor("provider/files", "Ready")) << diagnostics();
+  ASSERT_EQ(cluster_
+                .kubectl("create secret generic creds --from-literal=token=two -n " + ns_->name() +
+                         " --dry-run=client -o yaml | " + LocalCluster::kubectlBinary() +
+                         " --kubeconfig " + cluster_.kubeconfig().string() + " apply -f -")
+                .exit_code,
+            0);
+  EXPECT_TRUE(LocalCluster::eventually([&] {
+    return provider_->output().find("instance re-created") != std::string::npos;
+  })) << diagnostics();
+  EXPECT_FALSE(provider_->exited());
+  EXPECT_THAT(provider_->output(), ::testing::Not(HasSubstr("two")));  // secrets never logged
+
+  // A Secret that disappears is a reason on the Provider, not a crash.
+  ASSERT_EQ(cluster_.kubectl("delete secret creds -n " + ns_->name()).exit_code, 0);
+  EXPECT_TRUE(LocalCluster::eventually([&] {
+    return jsonpath("provider files", "{.status.conditions[?(@.type==\"Ready\")].reason}") ==
+           "CredentialsNotFound";
+  })) << diagnostics();
+  EXPECT_FALSE(provider_->exited());
+}
+
+TEST_F(ProviderRuntimeTest, APluginPathOutsideThePluginDirectoryIsRefused) {
+  applyClassAndProvider("", "../../../../usr/lib");
+  startProvider();
+  EXPECT_TRUE(LocalCluster::eventually([&] {
+    return jsonpath("provider files", "{.status.conditions[?(@.type==\"Ready\")].reason}") ==
+           "PluginPathInvalid";
+  })) << diagnostics();
+  EXPECT_FALSE(provider_->exited());
+  // Fixing the class lets the same process load the plugin.
+  applyClassAndProvider();
+  EXPECT_TRUE(waitFor("provider/files", "Ready", "90s")) << diagnostics();
+}
+
+TEST_F(ProviderRuntimeTest, AnUnusableBackendIsAConditionReasonAndRecovers) {
+  applyClassAndProvider("?createSeconds=x");
+  startProvider();
+  EXPECT_TRUE(LocalCluster::eventually([&] {
+    return jsonpath("provider files", "{.status.conditions[?(@.type==\"Ready\")].reason}") ==
+           "InvalidEndpoint";
+  })) << diagnostics();
+  applyMachine("waiting");
+  EXPECT_TRUE(LocalCluster::eventually([&] {
+    return jsonpath("filemachine waiting", "{.status.conditions[?(@.type==\"Ready\")].reason}") ==
+           "ProviderNotConnected";
+  })) << diagnostics();
+  applyClassAndProvider();
+  EXPECT_TRUE(waitFor("filemachine/waiting", "Ready", "90s")) << diagnostics();
+}
+
+}  // namespace
+}  // namespace banlieue::testing
