@@ -5,9 +5,9 @@
 
 #include <unistd.h>
 
-#include <filesystem>
 #include <chrono>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 
 namespace {
@@ -93,8 +93,8 @@ class FileInstance final : public banlieue::sdk::Instance {
     vm.AddMember("cpus", json::integer(request.spec, "cpus").value_or(1), va);
     vm.AddMember("memoryMiB", json::integer(request.spec, "memoryMiB").value_or(512), va);
     vm.AddMember("userData", json::stringValue(json::stringOr(request.spec, "userData"), va), va);
-    vm.AddMember("state",
-                 json::stringValue(desired == "PoweredOff" ? "stopped" : "running", va), va);
+    vm.AddMember("state", json::stringValue(desired == "PoweredOff" ? "stopped" : "running", va),
+                 va);
     writeFile(file, json::serialize(vm));
 
     auto& a = reply.allocator();
@@ -104,9 +104,8 @@ class FileInstance final : public banlieue::sdk::Instance {
     init.AddMember("provisioned", true, a);
     status.AddMember("initialization", init, a);
     status.AddMember("failureDomain", "local", a);
-    status.AddMember(
-        "observedPowerState",
-        json::stringValue(desired == "PoweredOff" ? "PoweredOff" : "PoweredOn", a), a);
+    status.AddMember("observedPowerState",
+                     json::stringValue(desired == "PoweredOff" ? "PoweredOff" : "PoweredOn", a), a);
     rapidjson::Value address(rapidjson::kObjectType);
     address.AddMember("type", "InternalIP", a);
     address.AddMember("address", "127.0.0.1", a);
