@@ -39,9 +39,10 @@ StatusOr<std::map<std::string, std::string>> readData(
       if (secret) {
         auto decoded = common::decodeBase64(value);
         if (!decoded) {
-          return error(
-              Code::kInvalidArgument, "CredentialsInvalid",
-              what + " " + ns + "/" + name + " key " + m.name.GetString() + " is not base64");
+          std::string message = what;
+          message.append(" ").append(ns).append("/").append(name).append(" key ");
+          message.append(m.name.GetString()).append(" is not base64");
+          return error(Code::kInvalidArgument, "CredentialsInvalid", message);
         }
         out[m.name.GetString()] = std::move(*decoded);
       } else {
