@@ -198,6 +198,50 @@ spec: {providerRef: {name: someone-else}, cpus: 1, memoryMiB: 128}
   EXPECT_FALSE(fs::exists(backend_dir_ / (ns_->name() + "_other.json")));
 }
 
+TEST_F(ProviderRuntimeTest, ItWritesOnlyItsOwnRowOfAVMImage) {
+  std::string image = "img-" + ns_->name();
+  auto applied = cluster_.apply(R"(apiVersion: banlieue.io/v1alpha1
+kind: VMImage
+metadata: {name: )" + image + R"(}
+spec:
+  sources:
+  - {providerClass: )" + class_ +
+                                R"(, kind: BackingFile, ref: base.img}
+  - {providerClass: elsewhere, kind: Template, ref: tpl}
+)");
+  ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  // Another Provider's row, written under its own field manager, must survive ours.
+  auto client = cluster_.client();
+  kube::ApplyOptions other;
+  other.field_manager = "banlieue.io/provider-elsewhere/x/y";
+  other.subresource = "status";
+  ASSERT_TRUE(
+      client
+          ->apply({"banlieue.io", "v1alpha1", "vmimages", false}, "", image,
+                  R"({"apiVersion":"banlieue.io/v1alpha1","kind":"VMImage","metadata":{"name":")" +
+                      image + R"("},"status":{"perProvider":[{"providerName":"y",
+                              "providerNamespace":"x","ready":false,"reason":"Other"}]}})",
+                  other)
+          .ok());
+  applyClassAndProvider();
+  startProvider();
+  std::string row = "{.status.perProvider[?(@.providerName==\"files\")]";
+  EXPECT_TRUE(LocalCluster::eventually([&] {
+    return cluster_.kubectl("get vmimage " + image + " -o jsonpath='" + row + ".ready}'").output ==
+           "true";
+  })) << diagnostics()
+      << cluster_.kubectl("get vmimage " + image + " -o yaml").output;
+  EXPECT_EQ(
+      cluster_.kubectl("get vmimage " + image + " -o jsonpath='" + row + ".zones[*].name}'").output,
+      "local");
+  EXPECT_EQ(
+      cluster_
+          .kubectl("get vmimage " + image + " -o jsonpath='{.status.perProvider[*].providerName}'")
+          .output,
+      "y files");
+  cluster_.kubectl("delete vmimage " + image);
+}
+
 TEST_F(ProviderRuntimeTest, ACreateThatOutlivesTheProcessIsResumedNotBegunTwice) {
   applyClassAndProvider("?createSeconds=4");
   startProvider();

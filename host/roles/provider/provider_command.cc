@@ -4,6 +4,7 @@
 #include "host/kube/discovery.h"
 #include "host/plugin/loader.h"
 #include "host/roles/common/role_process.h"
+#include "host/roles/provider/image_reconciler.h"
 #include "host/roles/provider/machine_reconciler.h"
 #include "host/roles/provider/plugin_resolution.h"
 #include "host/roles/provider/provider_reconciler.h"
@@ -183,6 +184,18 @@ int runProvider(const Options& o) {
                                           runtime::ControllerOptions{1});
   provider_controller.watch(providers);
 
+  // This Provider's row of every VMImage (cluster-scoped, so all of them are watched); a change
+  // of the Provider's failure domains revisits every image.
+  runtime::Informer images(client, kVMImageType, runtime::InformerOptions{});
+  ImageReconciler image_reconciler(context, resolved.class_name, images, providers);
+  runtime::Controller image_controller("vmimage", image_reconciler, runtime::ControllerOptions{1});
+  image_controller.watch(images);
+  image_controller.watchMapped(providers, [&images](const runtime::Object&) {
+    std::vector<std::string> keys;
+    for (const auto& image : images.list()) keys.push_back(runtime::objectKey(*image));
+    return keys;
+  });
+
   kube::KindResolver kinds(client);
   struct KindRuntime {
     std::unique_ptr<runtime::Informer> informer;
@@ -218,12 +231,14 @@ int runProvider(const Options& o) {
   std::vector<std::thread> threads;
   threads.emplace_back([&] { providers.run(stop.stopping()); });
   threads.emplace_back([&] { provider_controller.run(stop.stopping()); });
+  threads.emplace_back([&] { images.run(stop.stopping()); });
+  threads.emplace_back([&] { image_controller.run(stop.stopping()); });
   for (auto& k : machine_kinds) {
     threads.emplace_back([&] { k.informer->run(stop.stopping()); });
     threads.emplace_back([&] { k.controller->run(stop.stopping()); });
   }
   while (!stop.stopping()) {
-    bool all = providers.hasSynced();
+    bool all = providers.hasSynced() && images.hasSynced();
     for (const auto& k : machine_kinds) all = all && k.informer->hasSynced();
     if (all && !synced) {
       synced = true;
