@@ -29,9 +29,13 @@ class FakePve {
   int guestCount() const;
   void fake(const std::string& path_and_query) const;  // POST /_fake/...
 
-  // An instance_create config for a Provider on this fake.
+  // An instance_create config for a Provider on this fake. `extra_credentials`: more members
+  // of the credentials object, each as ',"key":"value"'.
   std::string instanceConfig(const std::string& token_secret, const std::string& capabilities,
-                             bool with_ca = true) const;
+                             bool with_ca = true, const std::string& extra_credentials = {}) const;
+  // The directory behind the fake's "local" storage (its import/ and snippets/ subdirectories
+  // are where files uploaded to the node land).
+  std::string storageDir() const { return dir_ + "/storage/local"; }
 
  private:
   std::string request(const std::string& method, const std::string& target) const;
