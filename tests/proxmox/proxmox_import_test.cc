@@ -1,5 +1,6 @@
-// Image import through the ABI's import_image slot: the real plugin, the fake PVE API and a
-// real sshd on loopback that receives the upload (the fake's "local" storage directory is
+// What reaches a node over SSH: image import through the ABI's import_image slot, and
+// userData as a cloud-init snippet. The real plugin, the fake PVE API and a real sshd on
+// loopback that receives the uploads (the fake's "local" storage directory is
 // where the node's files land, so the fake reads what actually arrived over SFTP). After every
 // test: no guest but templates, and no file left in the node's storage.
 #include "tests/proxmox/fake_pve.h"
@@ -196,6 +197,59 @@ TEST_F(ProxmoxImportTest, MissingSshSettingsAndAnOfflineNodeAreNamed) {
   CallOutcome created =
       unpinned.create(fake_->instanceConfig(FakePve::kSecret, kCapabilities, true, creds));
   EXPECT_EQ(created.reason, "SecretInvalid") << created.message;
+}
+
+TEST_F(ProxmoxImportTest, UserDataReachesTheGuestAsACloudInitSnippet) {
+  const std::string uid = "a1b2c3d4-0000-4000-8000-0000000000b1";
+  auto with = [&](const std::string& user_data) {
+    return machine("cloudy", uid, R"(,"userData":")" + jsonEscape(user_data) + R"(")");
+  };
+  const std::string first = "#cloud-config\nhostname: cloudy\nruncmd: [\"echo one\"]\n";
+  CallOutcome out = driver_->drive("reconcile", with(first));
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  auto state = fake_->state();
+  const rapidjson::Value* vm = nullptr;
+  for (const auto& v : state["vms"].GetArray()) {
+    if (json::stringOr(&v, "name") == "cloudy") vm = &v;
+  }
+  ASSERT_NE(vm, nullptr);
+  // The start task read the snippet the cicustom names: the content the guest boots with.
+  EXPECT_EQ(json::stringOr(vm, "cloudinitUser"), first);
+  const std::string cicustom = json::stringOr(vm, "config.cicustom");
+  EXPECT_EQ(cicustom.rfind("user=local:snippets/banlieue-" + uid + "-", 0), 0u) << cicustom;
+  ASSERT_EQ(state["files"].Size(), 1u);
+  EXPECT_EQ(cicustom.substr(5), state["files"][0].GetString());
+
+  // Changed userData: a new snippet, the old one removed, nothing uploaded when unchanged.
+  const std::string second = "#cloud-config\nhostname: cloudy\nruncmd: [\"echo two\"]\n";
+  out = driver_->drive("reconcile", with(second));
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  state = fake_->state();
+  ASSERT_EQ(state["files"].Size(), 1u) << json::serialize(state["files"]);
+  EXPECT_NE(cicustom.substr(5), state["files"][0].GetString());
+  EXPECT_EQ(readFile(fake_->storageDir() + "/snippets/" +
+                     std::string(state["files"][0].GetString()).substr(15)),
+            second);
+
+  // Deleting the machine removes its snippet (the TearDown checks no file is left).
+  out = driver_->drive("finalize", with(second));
+  EXPECT_TRUE(out.ok()) << out.reason << ": " << out.message;
+}
+
+TEST_F(ProxmoxImportTest, UserDataWithoutSshSettingsIsNamedNotDropped) {
+  Driver no_ssh;
+  ASSERT_TRUE(no_ssh.create(fake_->instanceConfig(FakePve::kSecret, kCapabilities)).ok());
+  const std::string object =
+      machine("nossh", "a1b2c3d4-0000-4000-8000-0000000000b2", R"(,"userData":"#cloud-config\n")");
+  CallOutcome out = no_ssh.drive("reconcile", object);
+  EXPECT_EQ(out.code, BANLIEUE_FAILED_PRECONDITION);
+  EXPECT_EQ(out.reason, "SshNotConfigured") << out.message;
+  // It never started without its userData.
+  for (const auto& v : fake_->state()["vms"].GetArray()) {
+    if (json::stringOr(&v, "name") == "nossh") EXPECT_STREQ(v["status"].GetString(), "stopped");
+  }
+  CallOutcome gone = no_ssh.drive("finalize", object);
+  EXPECT_TRUE(gone.ok()) << gone.reason << ": " << gone.message;
 }
 
 }  // namespace

@@ -102,4 +102,13 @@ void verifyArtifact(const std::string& path, const std::vector<Digest>& expected
   }
 }
 
+std::string sha256Hex(const std::string& data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr) != 1) {
+    throw Error(Code::kInternal, "DigestFailed", "sha256 failed");
+  }
+  return toHex(digest, len);
+}
+
 }  // namespace banlieue::proxmox

@@ -26,4 +26,7 @@ Digest parseDigest(const std::string& text);
 void verifyArtifact(const std::string& path, const std::vector<Digest>& expected,
                     const std::function<bool()>& stop = {});
 
+// Lower-case hex sha256 of a string (names content-addressed snippets).
+std::string sha256Hex(const std::string& data);
+
 }  // namespace banlieue::proxmox

@@ -3,6 +3,7 @@
 #include "plugins/proxmox/src/errors.h"
 #include "plugins/proxmox/src/inventory.h"
 #include "plugins/proxmox/src/specs.h"
+#include "plugins/proxmox/src/user_data.h"
 
 #include <algorithm>
 #include <map>
@@ -491,9 +492,9 @@ Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileR
       }
     }
     if (!spec.user_data.empty()) {
-      BANLIEUE_LOG(kWarn, "ProxmoxMachine " + name +
-                              ": userData is not delivered yet (needs a snippet upload over "
-                              "SSH); the guest gets the cloud-init drive's network config only");
+      // Before the first start: cloud-init reads the drive once, at first boot.
+      deliverUserData(client_, files_, {guest->node, vmPath(*guest), request.uid}, spec.user_data,
+                      {spec.seed_iso_storage, spec.storage}, config, deadline);
     }
     const std::string& desired = spec.desired_power_state;
     if (power != desired) {
@@ -549,6 +550,9 @@ Status MachineReconciler::finalize(const sdk::Call& call, const sdk::ReconcileRe
       rapidjson::Document upid = client_.post(vmPath(*guest) + "/status/stop", {}, deadline);
       return started(reply, "stop", asString(&upid), "stop of " + name + " before deletion");
     }
+    // The snippet is named only in the guest's config: removed while that still exists.
+    rapidjson::Document config = client_.get(vmPath(*guest) + "/config", deadline);
+    removeUserData(files_, {guest->node, vmPath(*guest), request.uid}, config, deadline);
     rapidjson::Document upid =
         client_.del(vmPath(*guest) + "?purge=1&destroy-unreferenced-disks=1", deadline);
     return started(reply, "destroy", asString(&upid),

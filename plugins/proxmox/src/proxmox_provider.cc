@@ -80,7 +80,7 @@ class ProxmoxInstance final : public sdk::Instance {
       : client_(std::move(client)),
         spec_(std::move(spec)),
         files_(*client_, std::move(ssh)),
-        machines_(*client_),
+        machines_(*client_, files_),
         importer_(*client_, files_, std::move(provider_class), declaredStorages(spec_)) {}
 
   Status introspect(const sdk::Call& call, const sdk::IntrospectRequest& request,
