@@ -116,6 +116,17 @@ std::string FakePve::instanceConfig(const std::string& token_secret,
          "}}";
 }
 
+std::string FakePve::ticketConfig(const std::string& password,
+                                  const std::string& capabilities) const {
+  std::string config = instanceConfig(kSecret, capabilities);
+  const std::string token_part =
+      std::string(R"("username":")") + kUser + R"(","tokenValue":")" + kSecret + R"(")";
+  config.replace(config.find(token_part), token_part.size(),
+                 std::string(R"("username":")") + kPasswordUser + R"(","password":")" +
+                     jsonEscape(password) + R"(")");
+  return config;
+}
+
 std::string jsonEscape(const std::string& s) {
   std::string out;
   for (char c : s) {

@@ -29,8 +29,15 @@ Endpoints (all under /api2/json):
   POST   /nodes/{node}/qemu/{vmid}/template       convert to a template -> UPID
 
 Behaviours:
-  - API-token auth: "Authorization: PVEAPIToken=user@realm!tokenid=secret"; a missing or wrong
-    token is 401 "invalid token value!" (no ticket auth: the plugin does not implement it).
+  - API-token auth: "Authorization: PVEAPIToken=user@realm!tokenid=secret"; a wrong token is
+    401 "invalid token value!".
+  - Ticket auth: POST /access/ticket (username, password; no auth) answers ticket
+    "PVE:<user>:<hex time>::<signature>" and CSRFPreventionToken; a wrong password is 401
+    "authentication failure". Requests then carry the cookie PVEAuthCookie=<ticket>; a ticket
+    older than its lifetime (PVE: 2 hours; here --ticket-lifetime seconds) or unknown is 401
+    "invalid ticket", and a write (POST/PUT/DELETE) without the matching CSRFPreventionToken
+    header is 401 "Permission denied - invalid csrf token". No credentials at all: 401
+    "No ticket".
   - Tasks finish TASK_SECONDS after they start; a clone holds the source template's lock and
     the target storage's cfs-lock while it runs, so a concurrent clone of the same template
     answers 500 "can't lock file '/var/lock/qemu-server/lock-<vmid>.conf' - got timeout".
@@ -51,7 +58,8 @@ Behaviours:
 
 Test-only (outside /api2/json, no auth): GET /_fake/state dumps every guest and every file
 under the storage directories (`files`, for leak checks), POST
-/_fake/node?name=X&status=online|offline flips a node, POST /_fake/config?vmid=&key=&value=
+/_fake/node?name=X&status=online|offline flips a node, POST /_fake/ticket-lifetime?seconds=N
+sets how long new and existing tickets live (the state dump counts "logins"), POST /_fake/config?vmid=&key=&value=
 edits a guest behind the plugin's back, POST /_fake/stale-nextid?count=N makes the next N
 /cluster/nextid answers name a taken VMID (a race with another client). Started by the C++ harness with
 --port 0; it prints "READY <port> <ca.pem>" once listening with a certificate from a test CA
@@ -63,6 +71,7 @@ import hashlib
 import json
 import os
 import re
+import secrets
 import ssl
 import subprocess
 import sys
@@ -84,9 +93,14 @@ class PveError(Exception):
 
 
 class State:
-    def __init__(self, token, storage_root):
+    def __init__(self, token, password, storage_root):
         self.lock = threading.Lock()
         self.token = token
+        self.user = token.split("!")[0]  # the token's owner logs in with the password
+        self.password = password
+        self.tickets = {}  # ticket -> (issued at, CSRF token)
+        self.ticket_lifetime = 7200.0
+        self.logins = 0
         self.storage_root = storage_root
         self.nodes = {
             "pve1": "online",
@@ -231,10 +245,11 @@ class Handler(BaseHTTPRequestHandler):
                     return self.reply(200, self.fake(method, path, params))
             if not path.startswith("/api2/json/"):
                 raise PveError(501, "Method '%s %s' not implemented" % (method, path))
-            auth = self.headers.get("Authorization", "")
-            if auth != "PVEAPIToken=" + state.token:
-                raise PveError(401, "invalid token value!" if auth else "No ticket")
             parts = [urllib.parse.unquote(p) for p in path[len("/api2/json/"):].split("/") if p]
+            if parts == ["access", "ticket"] and method == "POST":
+                with state.lock:
+                    return self.reply(200, self.login(state, params))
+            self.authenticate(state, method)
             with state.lock:
                 state.advance()
                 data = self.route(state, method, parts, params)
@@ -254,13 +269,49 @@ class Handler(BaseHTTPRequestHandler):
     def do_DELETE(self):
         self.handle_any("DELETE")
 
+    def login(self, state, params):
+        if params.get("username") != state.user or params.get("password") != state.password:
+            raise PveError(401, "authentication failure")
+        state.logins += 1
+        now = time.time()
+        ticket = "PVE:%s:%08X::%s" % (state.user, int(now), secrets.token_urlsafe(48))
+        csrf = "%08X:%s" % (int(now), secrets.token_urlsafe(32))
+        state.tickets[ticket] = (time.monotonic(), csrf)
+        return {"username": state.user, "ticket": ticket, "CSRFPreventionToken": csrf,
+                "cap": {"vms": {"VM.Allocate": 1}, "storage": {"Datastore.AllocateSpace": 1}}}
+
+    def authenticate(self, state, method):
+        auth = self.headers.get("Authorization", "")
+        if auth.startswith("PVEAPIToken="):
+            if auth != "PVEAPIToken=" + state.token:
+                raise PveError(401, "invalid token value!")
+            return
+        cookies = {}
+        for part in self.headers.get("Cookie", "").split(";"):
+            name, _, value = part.strip().partition("=")
+            cookies[name] = urllib.parse.unquote(value)
+        ticket = cookies.get("PVEAuthCookie")
+        if not ticket:
+            raise PveError(401, "No ticket")
+        with state.lock:
+            issued = state.tickets.get(ticket)
+            if issued is None or time.monotonic() - issued[0] > state.ticket_lifetime:
+                raise PveError(401, "invalid ticket")
+            csrf = issued[1]
+        if method != "GET" and self.headers.get("CSRFPreventionToken") != csrf:
+            raise PveError(401, "Permission denied - invalid csrf token")
+
     # -- test-only endpoints ------------------------------------------------------------------
     def fake(self, method, path, params):
         state = self.server.state
         if path == "/_fake/state":
             running = [t["upid"] for t in state.tasks.values() if t["status"] == "running"]
             return {"vms": [dict(vm, config=dict(vm["config"])) for vm in state.vms.values()],
-                    "runningTasks": running, "nodes": state.nodes, "files": state.files()}
+                    "runningTasks": running, "nodes": state.nodes, "files": state.files(),
+                    "logins": state.logins}
+        if path == "/_fake/ticket-lifetime" and method == "POST":
+            state.ticket_lifetime = float(params["seconds"])
+            return None
         if path == "/_fake/node" and method == "POST":
             state.nodes[params["name"]] = params["status"]
             return None
@@ -595,13 +646,14 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--token", default="banlieue@pve!provider=5f1d3c9e-2b7a-4c11-9d0e-8a6b4f2c7e10")
+    parser.add_argument("--password", default="correct horse battery staple")
     parser.add_argument("--dir", default=None, help="where the test CA goes (default: a tmpdir)")
     args = parser.parse_args()
     directory = args.dir or tempfile.mkdtemp(prefix="fake-pve-")
     ca, cert, key = make_certificates(directory)
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     server.daemon_threads = True
-    server.state = State(args.token, os.path.join(directory, "storage"))
+    server.state = State(args.token, args.password, os.path.join(directory, "storage"))
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
     server.socket = context.wrap_socket(server.socket, server_side=True)

@@ -65,6 +65,33 @@ TEST_F(ProxmoxTest, WrongTokenFailsTheInstanceWithAuthenticationFailed) {
   EXPECT_EQ(created.message.find("not-the-secret"), std::string::npos) << "secret leaked";
 }
 
+TEST_F(ProxmoxTest, PasswordSecretUsesTicketsWithCsrfOnWritesAndRenewsThem) {
+  Driver ticketed;
+  CallOutcome created = ticketed.create(fake_->ticketConfig(FakePve::kPassword, kCapabilities));
+  ASSERT_TRUE(created.ok()) << created.reason << ": " << created.message;
+  EXPECT_EQ(fake_->state()["logins"].GetInt(), 1);
+  // Clone, config, start, stop and destroy are writes: the fake refuses them without the
+  // ticket's CSRFPreventionToken.
+  const std::string object = machine("ticket", "a1b2c3d4-0000-4000-8000-0000000000c1", "");
+  CallOutcome out = ticketed.drive("reconcile", object);
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  EXPECT_EQ(fake_->state()["logins"].GetInt(), 1) << "one ticket serves every request";
+
+  // PVE stops honouring the ticket: the client logs in again instead of failing.
+  fake_->fake("ticket-lifetime?seconds=0.2");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CallOutcome gone = ticketed.drive("finalize", object);
+  EXPECT_TRUE(gone.ok()) << gone.reason << ": " << gone.message;
+  EXPECT_GE(fake_->state()["logins"].GetInt(), 2);
+
+  Driver wrong;
+  created = wrong.create(fake_->ticketConfig("not-the-password", kCapabilities));
+  EXPECT_EQ(created.code, BANLIEUE_UNAUTHENTICATED);
+  EXPECT_EQ(created.reason, "AuthenticationFailed") << created.message;
+  EXPECT_NE(created.message.find("authentication failure"), std::string::npos) << created.message;
+  EXPECT_EQ(created.message.find("not-the-password"), std::string::npos) << "password leaked";
+}
+
 TEST_F(ProxmoxTest, UntrustedCertificateIsRefused) {
   Driver other;
   CallOutcome created = other.create(fake_->instanceConfig(FakePve::kSecret, kCapabilities, false));

@@ -46,6 +46,30 @@ std::vector<std::string> declaredStorages(const ProviderSpec& spec) {
   return out;
 }
 
+// The PVE half of the credentials Secret: an API token (username user@realm!tokenid and
+// tokenValue) or a password for ticket auth (username user@realm and password).
+PveCredentials pveCredentials(const sdk::SecretData& secret, const std::string& provider) {
+  PveCredentials out;
+  auto username = secret.get("username");
+  auto token = secret.get("tokenValue");
+  auto password = secret.get("password");
+  const bool token_user = username && username->find('!') != std::string_view::npos;
+  if (token && !token->empty() && token_user) {
+    out.token = std::string(*username) + "=" + std::string(*token);
+    return out;
+  }
+  if (password && !password->empty() && username && !username->empty() && !token_user &&
+      username->find('@') != std::string_view::npos) {
+    out.username = std::string(*username);
+    out.password = std::string(*password);
+    return out;
+  }
+  throw sdk::Error(Code::kInvalidArgument, "SecretInvalid",
+                   "the credentials Secret of Provider " + provider +
+                       " needs either 'username' (user@realm!tokenid) and 'tokenValue' for an "
+                       "API token, or 'username' (user@realm) and 'password' for ticket auth");
+}
+
 // The SSH half of the credentials Secret (ADR 0009): a key, the pinned host keys, user, port.
 SshSettings sshSettings(const sdk::SecretData& credentials, const std::string& provider) {
   SshSettings ssh;
@@ -211,19 +235,7 @@ class ProxmoxProvider final : public sdk::Provider {
       throw sdk::Error(Code::kInvalidArgument, "InvalidSpec",
                        "Provider " + config.provider_name + ": " + e.what());
     }
-    auto username = config.credentials.get("username");
-    auto token = config.credentials.get("tokenValue");
-    if (!token && config.credentials.get("password")) {
-      throw sdk::Error(Code::kUnimplemented, "TicketAuthNotImplemented",
-                       "the credentials Secret of Provider " + config.provider_name +
-                           " holds a password; this plugin authenticates with API tokens only "
-                           "(keys 'username' = user@realm!tokenid and 'tokenValue')");
-    }
-    if (!username || username->find('!') == std::string_view::npos || !token || token->empty()) {
-      throw sdk::Error(Code::kInvalidArgument, "SecretInvalid",
-                       "the credentials Secret of Provider " + config.provider_name +
-                           " needs 'username' (user@realm!tokenid) and 'tokenValue'");
-    }
+    PveCredentials credentials = pveCredentials(config.credentials, config.provider_name);
     TlsOptions tls;
     tls.insecure_skip_verify = config.insecure_skip_tls_verify;
     tls.ca_bundle_pem = config.ca_bundle.empty()
@@ -241,8 +253,8 @@ class ProxmoxProvider final : public sdk::Provider {
       throw sdk::Error(Code::kInvalidArgument, "CABundleInvalid",
                        std::string("spec.connection.caBundle: ") + e.what());
     }
-    auto client = std::make_unique<PveClient>(std::move(transport), endpoint,
-                                              std::string(*username) + "=" + std::string(*token));
+    auto client =
+        std::make_unique<PveClient>(std::move(transport), endpoint, std::move(credentials));
     SshSettings ssh = sshSettings(config.credentials, config.provider_name);
     config.credentials.wipe();
     // One authenticated request, so a wrong token fails the instance, not a later reconcile.
