@@ -14,7 +14,8 @@ Endpoints (all under /api2/json):
   GET    /cluster/nextid                          lowest free VMID (a string, as PVE answers)
   GET    /cluster/resources?type=vm               every guest with node, vmid, name, status, tags
   GET    /nodes/{node}/qemu                       guests of a node
-  POST   /nodes/{node}/qemu/{vmid}/clone          newid, name, full, storage -> UPID
+  POST   /nodes/{node}/qemu/{vmid}/clone          newid, name, full, storage -> UPID (a template
+                                                  clones linked unless full=1; linked refuses storage)
   GET    /nodes/{node}/qemu/{vmid}/config
   PUT    /nodes/{node}/qemu/{vmid}/config         synchronous config change
   GET    /nodes/{node}/qemu/{vmid}/status/current
@@ -141,7 +142,7 @@ class State:
                 "cores": 1,
                 "sockets": 1,
                 "memory": 512,
-                "scsi0": "local-lvm:vm-%d-disk-0,size=10G" % vmid,
+                "scsi0": "local-lvm:%s-%d-disk-0,size=10G" % ("base" if template else "vm", vmid),
                 "net0": "virtio=BC:24:11:00:00:01,bridge=vmbr0",
             },
         }
@@ -590,7 +591,13 @@ class Handler(BaseHTTPRequestHandler):
             raise PveError(400, "Parameter verification failed.",
                            {"newid": "property is missing and it is not optional"})
         newid = int(params["newid"])
-        target_storage = params.get("storage", "local-lvm")
+        # Templates are cloned linked unless full=1 (PVE's default); other guests always full.
+        linked = src["template"] and params.get("full", "0") in ("0", "")
+        if linked and "storage" in params:
+            raise PveError(400, "Parameter verification failed.",
+                           {"storage": "parameter 'storage' not allowed for linked clones"})
+        src_disk = src["config"]["scsi0"].split(",")[0]
+        target_storage = src_disk.split(":")[0] if linked else params.get("storage", "local-lvm")
         if target_storage not in state.storages:
             raise PveError(500, "storage '%s' does not exist" % target_storage)
         if newid in state.vms:
@@ -612,7 +619,11 @@ class Handler(BaseHTTPRequestHandler):
         vm["config"] = dict(src["config"], name=vm["name"])
         if params.get("description"):
             vm["config"]["description"] = params["description"]
-        vm["config"]["scsi0"] = "%s:vm-%d-disk-0,size=10G" % (target_storage, newid)
+        if linked:
+            # The clone's disk is a copy-on-write child of the template's base volume.
+            vm["config"]["scsi0"] = "%s/vm-%d-disk-0,size=10G" % (src_disk, newid)
+        else:
+            vm["config"]["scsi0"] = "%s:vm-%d-disk-0,size=10G" % (target_storage, newid)
         vm["lock"] = "clone"
         state.vms[newid] = vm
 

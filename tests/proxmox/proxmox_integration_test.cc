@@ -185,6 +185,25 @@ TEST_F(ProxmoxTest, CreateConfiguresStartsPowersOffAndDeletes) {
   EXPECT_EQ(guest(fake_->state(), "web-1"), nullptr);
 }
 
+TEST_F(ProxmoxTest, ALinkedCloneSharesTheTemplatesBaseDisk) {
+  const std::string object = machine("linked", "a1b2c3d4-0000-4000-8000-0000000000d1",
+                                     R"(,"cloneMode":"Linked","osDiskSizeGiB":12)");
+  CallOutcome out = driver_->drive("reconcile", object);
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  auto state = fake_->state();
+  const auto* vm = guest(state, "linked");
+  ASSERT_NE(vm, nullptr);
+  const std::string disk = (*vm)["config"]["scsi0"].GetString();
+  EXPECT_EQ(disk.rfind("local-lvm:base-9000-disk-0/vm-", 0), 0u) << disk;
+  EXPECT_NE(disk.find("size=12G"), std::string::npos) << disk;
+  EXPECT_EQ(std::stoi(json::serialize((*vm)["config"]["cores"])), 2);
+  remove(object);
+
+  out = driver_->once("reconcile", machine("bad-mode", "a1b2c3d4-0000-4000-8000-0000000000d2",
+                                           R"(,"cloneMode":"Thin")"));
+  EXPECT_EQ(out.reason, "InvalidSpec") << out.message;
+}
+
 TEST_F(ProxmoxTest, ARetryWithoutTheTokenNeverClonesTwice) {
   const std::string object = machine("idem", "a1b2c3d4-0000-4000-8000-000000000002", "");
   CallOutcome first = driver_->once("reconcile", object);

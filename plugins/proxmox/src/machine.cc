@@ -395,9 +395,10 @@ Status clone(const PveClient& client, const MachineSpec& spec, const sdk::Reconc
     Form form{
         {"newid", newid},
         {"name", request.name},
-        {"full", "1"},
-        {"storage", spec.storage},
+        {"full", spec.linked_clone ? "0" : "1"},
         {"description", "Managed by banlieue for " + name + " (" + ownerMarker(request.uid) + ")"}};
+    // PVE refuses a target storage for linked clones: their disks stay beside the template's.
+    if (!spec.linked_clone) form.emplace_back("storage", spec.storage);
     if (template_node != spec.node) form.emplace_back("target", spec.node);
     try {
       rapidjson::Document upid = client.post("/nodes/" + urlEncode(template_node) + "/qemu/" +
@@ -411,8 +412,9 @@ Status clone(const PveClient& client, const MachineSpec& spec, const sdk::Reconc
       }
       std::string what = "clone of " + name;
       what += " as VMID " + newid;
-      what += " from template " + std::to_string(spec.template_vmid);
-      what += " onto " + spec.storage;
+      what += std::string(spec.linked_clone ? " (linked)" : "") + " from template " +
+              std::to_string(spec.template_vmid);
+      if (!spec.linked_clone) what += " onto " + spec.storage;
       return started(reply, "clone", asString(&upid), what);
     } catch (const PveError& e) {
       if (!e.isLockTimeout() && !e.isVmidTaken()) throw;
