@@ -1,9 +1,9 @@
 // Files on a PVE node's directory storages, for what the API cannot carry: disk images for
-// `import-from` (content type "import", PVE 8.2+) and cloud-init snippets for `cicustom`
-// (content type "snippets"). PVE names such a file by volume id "<storage>:<content>/<file>"
-// and keeps it under "<storage path>/<content>/<file>"; the path comes from the storage's
-// config (GET /storage/{storage}) and the node's address from /cluster/status, and the bytes
-// go over SFTP (node_ssh.h) with the node's host key pinned.
+// `import-from` (content type "import" of PVE 8 directory storages) and cloud-init snippets for
+// `cicustom` (content type "snippets"). PVE names such a file by volume id
+// "<storage>:<content>/<file>" and keeps it under "<storage path>/<content>/<file>"; the path comes
+// from the storage's config (GET /storage/{storage}) and the node's address from /cluster/status,
+// and the bytes go over SFTP (node_ssh.h) with the node's host key pinned.
 #pragma once
 
 #include "plugins/proxmox/src/node_ssh.h"
