@@ -95,9 +95,10 @@ void verifyArtifact(const std::string& path, const std::vector<Digest>& expected
     EVP_DigestFinal_ex(contexts[i].get(), digest, &len);
     const std::string actual = toHex(digest, len);
     if (actual != expected[i].hex) {
-      throw Error(Code::kFailedPrecondition, "ChecksumMismatch",
-                  path + ": " + expected[i].algorithm + " is " + actual + " but " +
-                      expected[i].hex + " was expected; nothing was uploaded");
+      std::string message = path;
+      message.append(": ").append(expected[i].algorithm).append(" is ").append(actual);
+      message.append(" but ").append(expected[i].hex).append(" was expected; nothing was uploaded");
+      throw Error(Code::kFailedPrecondition, "ChecksumMismatch", message);
     }
   }
 }

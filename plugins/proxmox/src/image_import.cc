@@ -167,8 +167,9 @@ void awaitTask(const PveClient& client, const std::string& node, const std::stri
     TaskStatus task = client.task(node, upid, requestDeadline());
     if (!task.running) {
       if (task.ok()) return;
-      throw Error(Code::kAborted, "TaskFailed",
-                  what + " failed on node " + node + ": " + task.exit_status);
+      std::string message = what;
+      message.append(" failed on node ").append(node).append(": ").append(task.exit_status);
+      throw Error(Code::kAborted, "TaskFailed", message);
     }
     if (stop) throw Error(Code::kCancelled, "Cancelled", what + " was abandoned by a shutdown");
     if (std::chrono::steady_clock::now() > give_up) {
@@ -222,103 +223,114 @@ void ImageImporter::run(Job& job) {
   };
   std::string storage;
   int64_t made = 0;  // the template, once it exists
-  Status status = withPveErrors("import of " + job.image + " onto node " + job.node, [&] {
-    // 1. The checksum gate: nothing is written anywhere before it passes.
-    verifyArtifact(job.artifact_path, job.digests, [&job] { return job.stop.load(); });
-    // 2. The node and the storage that receives the template's disk.
-    std::vector<NodeInfo> nodes = listNodes(client_, requestDeadline());
-    auto node = std::find_if(nodes.begin(), nodes.end(),
-                             [&](const NodeInfo& n) { return n.name == job.node; });
-    if (node == nodes.end()) {
-      return Status{Code::kNotFound, "NodeNotFound",
-                    "failure domain '" + job.node + "' is not a node of the PVE cluster"};
-    }
-    if (!node->online) {
-      return Status{Code::kUnavailable, "NodeOffline", "node '" + job.node + "' is offline"};
-    }
-    loadNodeDetails(client_, *node, requestDeadline());
-    for (const auto& s : storages_) {
-      auto it = node->storages.find(s);
-      if (it != node->storages.end() && it->second.count("images") != 0) {
-        storage = s;
-        break;
+  Status status;
+  // Nothing may escape a worker thread: what withPveErrors does not map becomes INTERNAL.
+  try {
+    status = withPveErrors("import of " + job.image + " onto node " + job.node, [&] {
+      // 1. The checksum gate: nothing is written anywhere before it passes.
+      verifyArtifact(job.artifact_path, job.digests, [&job] { return job.stop.load(); });
+      // 2. The node and the storage that receives the template's disk.
+      std::vector<NodeInfo> nodes = listNodes(client_, requestDeadline());
+      auto node = std::find_if(nodes.begin(), nodes.end(),
+                               [&](const NodeInfo& n) { return n.name == job.node; });
+      if (node == nodes.end()) {
+        return Status{Code::kNotFound, "NodeNotFound",
+                      "failure domain '" + job.node + "' is not a node of the PVE cluster"};
       }
-    }
-    if (storage.empty()) {
-      return Status{
-          Code::kFailedPrecondition, "StorageNotFound",
-          "node '" + job.node + "' has none of the Provider's storages with content 'images'"};
-    }
-    // 3. A template from an earlier attempt is the answer; a half-made VM is removed.
-    if (auto existing = findByName(client_, job.node, job.template_name)) {
-      if (existing->is_template) {
-        made = existing->vmid;
-        return Status::ok();
+      if (!node->online) {
+        return Status{Code::kUnavailable, "NodeOffline", "node '" + job.node + "' is offline"};
       }
-      if (!existing->lock.empty()) {
-        return Status{Code::kUnavailable, "Locked",
-                      "VM " + std::to_string(existing->vmid) + " (" + job.template_name +
-                          ") is locked (" + existing->lock + "); the import retries"};
+      loadNodeDetails(client_, *node, requestDeadline());
+      for (const auto& s : storages_) {
+        auto it = node->storages.find(s);
+        if (it != node->storages.end() && it->second.count("images") != 0) {
+          storage = s;
+          break;
+        }
       }
-      destroyVm(client_, job.node, existing->vmid, job.stop);
-    }
-    // 4. The bytes, over SFTP into the node's import storage.
-    job.phase = Job::kUploading;
-    staged = files_.place(job.node, "import", job.template_name + "." + job.format, storages_,
-                          requestDeadline());
-    sftp = files_.open(job.node, requestDeadline());
-    sftp->ensureDirectory(staged->remote_path.substr(0, staged->remote_path.rfind('/')));
-    sftp->upload(
-        job.artifact_path, staged->remote_path, [&job](uint64_t n) { job.bytes_done = n; },
-        [&job] { return job.stop.load(); });
-    // 5. A VM whose disk is imported from that file, then made a template.
-    job.phase = Job::kImporting;
-    const std::string base = "/nodes/" + urlEncode(job.node) + "/qemu";
-    std::string upid;
-    for (int attempt = 0; attempt < kVmidAttempts && upid.empty(); ++attempt) {
-      rapidjson::Document nextid = client_.get("/cluster/nextid", requestDeadline());
-      Form form{
-          {"vmid", asString(&nextid)},
-          {"name", job.template_name},
-          {"description", "Imported by banlieue from VMImage " + job.image + " (" +
-                              job.digests.front().algorithm + ":" + job.digests.front().hex + ")"},
-          {"scsihw", "virtio-scsi-single"},
-          {"scsi0", storage + ":0,import-from=" + staged->volid()},
-          {"boot", "order=scsi0"},
-          {"ostype", "l26"},
-          {"serial0", "socket"},
-          {"agent", "1"}};
-      try {
-        rapidjson::Document answer = client_.post(base, form, requestDeadline());
-        upid = asString(&answer);
-        created = asInt(&nextid);
-      } catch (const PveError& e) {
-        if (!e.isVmidTaken()) throw;
+      if (storage.empty()) {
+        return Status{
+            Code::kFailedPrecondition, "StorageNotFound",
+            "node '" + job.node + "' has none of the Provider's storages with content 'images'"};
       }
-    }
-    if (upid.empty()) {
-      return Status{Code::kAlreadyExists, "VmidCollision",
-                    "every VMID PVE offered for the template of " + job.image + " was taken"};
-    }
-    awaitTask(client_, job.node, upid, "import of " + staged->volid(), job.stop);
-    rapidjson::Document answer =
-        client_.post(base + "/" + std::to_string(created) + "/template", {}, requestDeadline());
-    awaitTask(client_, job.node, asString(&answer), "conversion to a template", job.stop);
-    made = std::exchange(created, 0);
-    return Status::ok();
-  });
+      // 3. A template from an earlier attempt is the answer; a half-made VM is removed.
+      if (auto existing = findByName(client_, job.node, job.template_name)) {
+        if (existing->is_template) {
+          made = existing->vmid;
+          return Status::ok();
+        }
+        if (!existing->lock.empty()) {
+          return Status{Code::kUnavailable, "Locked",
+                        "VM " + std::to_string(existing->vmid) + " (" + job.template_name +
+                            ") is locked (" + existing->lock + "); the import retries"};
+        }
+        destroyVm(client_, job.node, existing->vmid, job.stop);
+      }
+      // 4. The bytes, over SFTP into the node's import storage.
+      job.phase = Job::kUploading;
+      staged = files_.place(job.node, "import", job.template_name + "." + job.format, storages_,
+                            requestDeadline());
+      sftp = files_.open(job.node, requestDeadline());
+      sftp->ensureDirectory(staged->remote_path.substr(0, staged->remote_path.rfind('/')));
+      sftp->upload(
+          job.artifact_path, staged->remote_path, [&job](uint64_t n) { job.bytes_done = n; },
+          [&job] { return job.stop.load(); });
+      // 5. A VM whose disk is imported from that file, then made a template.
+      job.phase = Job::kImporting;
+      const std::string base = "/nodes/" + urlEncode(job.node) + "/qemu";
+      std::string upid;
+      for (int attempt = 0; attempt < kVmidAttempts && upid.empty(); ++attempt) {
+        rapidjson::Document nextid = client_.get("/cluster/nextid", requestDeadline());
+        Form form{{"vmid", asString(&nextid)},
+                  {"name", job.template_name},
+                  {"description", "Imported by banlieue from VMImage " + job.image + " (" +
+                                      job.digests.front().algorithm + ":" +
+                                      job.digests.front().hex + ")"},
+                  {"scsihw", "virtio-scsi-single"},
+                  {"scsi0", storage + ":0,import-from=" + staged->volid()},
+                  {"boot", "order=scsi0"},
+                  {"ostype", "l26"},
+                  {"serial0", "socket"},
+                  {"agent", "1"}};
+        try {
+          rapidjson::Document answer = client_.post(base, form, requestDeadline());
+          upid = asString(&answer);
+          created = asInt(&nextid);
+        } catch (const PveError& e) {
+          if (!e.isVmidTaken()) throw;
+        }
+      }
+      if (upid.empty()) {
+        return Status{Code::kAlreadyExists, "VmidCollision",
+                      "every VMID PVE offered for the template of " + job.image + " was taken"};
+      }
+      awaitTask(client_, job.node, upid, "import of " + staged->volid(), job.stop);
+      rapidjson::Document answer =
+          client_.post(base + "/" + std::to_string(created) + "/template", {}, requestDeadline());
+      awaitTask(client_, job.node, asString(&answer), "conversion to a template", job.stop);
+      made = std::exchange(created, 0);
+      return Status::ok();
+    });
+  } catch (const std::exception& e) {
+    status = {Code::kInternal, "ImportFailed", "import of " + job.image + ": " + e.what()};
+  }
   // Whatever happened, the staging file goes, and a VM that never became a template too.
   try {
     if (staged && sftp) sftp->remove(staged->remote_path);
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {
     BANLIEUE_LOG(kWarn, "import of " + job.image + ": staging file " + staged->remote_path +
                             " left on node " + job.node + ": " + e.what());
   }
   if (created != 0) {
-    Status cleanup = withPveErrors("cleanup", [&] {
-      destroyVm(client_, job.node, created, never);
-      return Status::ok();
-    });
+    Status cleanup;
+    try {
+      cleanup = withPveErrors("cleanup", [&] {
+        destroyVm(client_, job.node, created, never);
+        return Status::ok();
+      });
+    } catch (const std::exception& e) {
+      cleanup = {Code::kInternal, "CleanupFailed", e.what()};
+    }
     if (!cleanup.isOk()) {
       BANLIEUE_LOG(kWarn, "import of " + job.image + ": VM " + std::to_string(created) +
                               " on node " + job.node + " not removed: " + cleanup.message());

@@ -41,7 +41,9 @@ NodeVolume NodeFiles::place(const std::string& node, const std::string& content,
     std::string path = json::stringOr(&config, "path");
     if (path.empty()) continue;
     while (path.size() > 1 && path.back() == '/') path.pop_back();
-    return {node, storage, content, file, path + "/" + content + "/" + file};
+    std::string remote = std::move(path);
+    remote.append("/").append(content).append("/").append(file);
+    return {node, storage, content, file, std::move(remote)};
   }
   throw Error(Code::kFailedPrecondition, "NoStorageForContent",
               "node '" + node + "' has no directory storage with content type '" + content +

@@ -25,6 +25,8 @@ struct SshSettings {
   SshSettings() = default;
   SshSettings(const SshSettings&) = default;
   SshSettings& operator=(const SshSettings&) = default;
+  SshSettings(SshSettings&&) = default;
+  SshSettings& operator=(SshSettings&&) = default;
   ~SshSettings();
   bool configured() const { return !private_key.empty(); }
 };
