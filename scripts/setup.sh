@@ -23,6 +23,8 @@ packages=(
   qemu-utils
   # the fake PVE API of the proxmox plugin tests and its cross-check (tests/proxmox)
   python3 python3-proxmoxer python3-requests
+  # the proxmox plugin's image and snippet upload (libssh2, SFTP) and its test's sshd on loopback
+  libssh2-1-dev openssh-server openssh-client
 )
 # kubectl: the machine's Cloud SDK dispatcher when present, else Debian's kubectl 1.20.
 command -v kubectl >/dev/null || packages+=(kubernetes-client)

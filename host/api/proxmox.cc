@@ -45,6 +45,11 @@ const Fields<ProxmoxMachineSpec>& ProxmoxMachineSpec::describe() {
                   .required = true,
                   .minimum = 100,
                   .maximum = 999999999})
+          .field("cloneMode", &T::clone_mode,
+                 {.description = "Full copies the template's disks onto storage; Linked shares "
+                                 "them copy-on-write on the template's own storage",
+                  .enum_values = {"Full", "Linked"},
+                  .default_json = "\"Full\""})
           .field("storage", &T::storage, {.required = true, .min_length = 1})
           .field("cores", &T::cores, infra::cpus())
           .field("memoryMiB", &T::memory_mib, infra::memoryMiB())

@@ -30,6 +30,7 @@ struct ProxmoxMachineSpec {
   LocalObjectReference provider_ref;
   std::string node;
   int32_t template_vmid = 0;
+  std::string clone_mode = "Full";
   std::string storage;
   int32_t cores = 0;
   int32_t memory_mib = 0;

@@ -103,7 +103,8 @@ void FakePve::fake(const std::string& path_and_query) const {
 }
 
 std::string FakePve::instanceConfig(const std::string& token_secret,
-                                    const std::string& capabilities, bool with_ca) const {
+                                    const std::string& capabilities, bool with_ca,
+                                    const std::string& extra_credentials) const {
   std::string connection = R"({"endpoint":")" + url() + R"(","credentialsRef":{"name":"pve"})";
   if (with_ca) connection += R"(,"caBundle":{"data":")" + jsonEscape(ca_pem_) + R"("})";
   connection += "}";
@@ -111,7 +112,19 @@ std::string FakePve::instanceConfig(const std::string& token_secret,
          R"({"name":"pve","namespace":"default","uid":"7d2e4c1a-0b9f-4e3d-8c2b-1a0f9e8d7c6b"},)"
          R"("spec":{"providerClassRef":{"name":"proxmox"},"connection":)" +
          connection + R"(,"capabilities":)" + capabilities + R"(}},"credentials":{"username":")" +
-         kUser + R"(","tokenValue":")" + jsonEscape(token_secret) + R"("}})";
+         kUser + R"(","tokenValue":")" + jsonEscape(token_secret) + R"(")" + extra_credentials +
+         "}}";
+}
+
+std::string FakePve::ticketConfig(const std::string& password,
+                                  const std::string& capabilities) const {
+  std::string config = instanceConfig(kSecret, capabilities);
+  const std::string token_part =
+      std::string(R"("username":")") + kUser + R"(","tokenValue":")" + kSecret + R"(")";
+  config.replace(config.find(token_part), token_part.size(),
+                 std::string(R"("username":")") + kPasswordUser + R"(","password":")" +
+                     jsonEscape(password) + R"(")");
+  return config;
 }
 
 std::string jsonEscape(const std::string& s) {

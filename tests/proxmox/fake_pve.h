@@ -14,6 +14,9 @@ class FakePve {
  public:
   static constexpr const char* kUser = "banlieue@pve!provider";
   static constexpr const char* kSecret = "5f1d3c9e-2b7a-4c11-9d0e-8a6b4f2c7e10";
+  // Ticket auth: the token's owner, user@realm, with its password.
+  static constexpr const char* kPasswordUser = "banlieue@pve";
+  static constexpr const char* kPassword = "correct horse battery staple";
 
   FakePve();  // throws std::runtime_error when the fake does not come up
   ~FakePve();
@@ -29,9 +32,15 @@ class FakePve {
   int guestCount() const;
   void fake(const std::string& path_and_query) const;  // POST /_fake/...
 
-  // An instance_create config for a Provider on this fake.
+  // An instance_create config for a Provider on this fake. `extra_credentials`: more members
+  // of the credentials object, each as ',"key":"value"'.
   std::string instanceConfig(const std::string& token_secret, const std::string& capabilities,
-                             bool with_ca = true) const;
+                             bool with_ca = true, const std::string& extra_credentials = {}) const;
+  // The same Provider with a password Secret (ticket auth) instead of the token.
+  std::string ticketConfig(const std::string& password, const std::string& capabilities) const;
+  // The directory behind the fake's "local" storage (its import/ and snippets/ subdirectories
+  // are where files uploaded to the node land).
+  std::string storageDir() const { return dir_ + "/storage/local"; }
 
  private:
   std::string request(const std::string& method, const std::string& target) const;

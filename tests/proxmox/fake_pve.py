@@ -14,7 +14,8 @@ Endpoints (all under /api2/json):
   GET    /cluster/nextid                          lowest free VMID (a string, as PVE answers)
   GET    /cluster/resources?type=vm               every guest with node, vmid, name, status, tags
   GET    /nodes/{node}/qemu                       guests of a node
-  POST   /nodes/{node}/qemu/{vmid}/clone          newid, name, full, storage -> UPID
+  POST   /nodes/{node}/qemu/{vmid}/clone          newid, name, full, storage -> UPID (a template
+                                                  clones linked unless full=1; linked refuses storage)
   GET    /nodes/{node}/qemu/{vmid}/config
   PUT    /nodes/{node}/qemu/{vmid}/config         synchronous config change
   GET    /nodes/{node}/qemu/{vmid}/status/current
@@ -23,10 +24,21 @@ Endpoints (all under /api2/json):
   DELETE /nodes/{node}/qemu/{vmid}[?purge=1&destroy-unreferenced-disks=1] -> UPID
   GET    /nodes/{node}/tasks/{upid}/status        status running|stopped, exitstatus "OK" or error
   GET    /nodes/{node}/qemu/{vmid}/agent/network-get-interfaces
+  GET    /cluster/status                          cluster and node entries (node: name, ip, online)
+  GET    /storage/{storage}                       a storage's config (type, content, path)
+  POST   /nodes/{node}/qemu                       create: vmid, name, scsiN=<storage>:0,import-from=<volid> -> UPID
+  POST   /nodes/{node}/qemu/{vmid}/template       convert to a template -> UPID
 
 Behaviours:
-  - API-token auth: "Authorization: PVEAPIToken=user@realm!tokenid=secret"; a missing or wrong
-    token is 401 "invalid token value!" (no ticket auth: the plugin does not implement it).
+  - API-token auth: "Authorization: PVEAPIToken=user@realm!tokenid=secret"; a wrong token is
+    401 "invalid token value!".
+  - Ticket auth: POST /access/ticket (username, password; no auth) answers ticket
+    "PVE:<user>:<hex time>::<signature>" and CSRFPreventionToken; a wrong password is 401
+    "authentication failure". Requests then carry the cookie PVEAuthCookie=<ticket>; a ticket
+    older than its lifetime (PVE: 2 hours; here --ticket-lifetime seconds) or unknown is 401
+    "invalid ticket", and a write (POST/PUT/DELETE) without the matching CSRFPreventionToken
+    header is 401 "Permission denied - invalid csrf token". No credentials at all: 401
+    "No ticket".
   - Tasks finish TASK_SECONDS after they start; a clone holds the source template's lock and
     the target storage's cfs-lock while it runs, so a concurrent clone of the same template
     answers 500 "can't lock file '/var/lock/qemu-server/lock-<vmid>.conf' - got timeout".
@@ -35,9 +47,20 @@ Behaviours:
   - Starting a VM whose config holds "args: fail-start" produces a task that ends with an
     error exit status (a failing task).
   - Deleting a running VM fails with 500 "VM <id> is running - destroy failed".
+  - Files: the "local" storage is a directory storage (content includes "import" and
+    "snippets", PVE 8.2's import content type) whose path is a real directory of this process,
+    <dir>/storage/local. PVE takes disk images and snippets only as files on the node, put
+    there out of band (the plugin uses SFTP to a real sshd on loopback, as to a real node), so
+    the fake reads what arrived: `import-from=local:import/<file>` must name an existing
+    qcow2/raw/vmdk file (else 500 "volume ... does not exist"), and the create task records
+    the file's size and sha256 in the guest (`imported`) as real PVE would copy its bytes; a
+    `cicustom: user=local:snippets/<file>` must exist when the guest starts, and the start task
+    records its content (`cloudinitUser`) as the cloud-init drive would carry it.
 
-Test-only (outside /api2/json, no auth): GET /_fake/state dumps every guest, POST
-/_fake/node?name=X&status=online|offline flips a node, POST /_fake/config?vmid=&key=&value=
+Test-only (outside /api2/json, no auth): GET /_fake/state dumps every guest and every file
+under the storage directories (`files`, for leak checks), POST
+/_fake/node?name=X&status=online|offline flips a node, POST /_fake/ticket-lifetime?seconds=N
+sets how long new and existing tickets live (the state dump counts "logins"), POST /_fake/config?vmid=&key=&value=
 edits a guest behind the plugin's back, POST /_fake/stale-nextid?count=N makes the next N
 /cluster/nextid answers name a taken VMID (a race with another client). Started by the C++ harness with
 --port 0; it prints "READY <port> <ca.pem>" once listening with a certificate from a test CA
@@ -45,8 +68,11 @@ it generated with the openssl command.
 """
 
 import argparse
+import hashlib
 import json
 import os
+import re
+import secrets
 import ssl
 import subprocess
 import sys
@@ -68,18 +94,29 @@ class PveError(Exception):
 
 
 class State:
-    def __init__(self, token):
+    def __init__(self, token, password, storage_root):
         self.lock = threading.Lock()
         self.token = token
+        self.user = token.split("!")[0]  # the token's owner logs in with the password
+        self.password = password
+        self.tickets = {}  # ticket -> (issued at, CSRF token)
+        self.ticket_lifetime = 7200.0
+        self.logins = 0
+        self.storage_root = storage_root
         self.nodes = {
             "pve1": "online",
             "pve2": "online",
             "pve3": "offline",
         }
         self.storages = {
-            "local": {"type": "dir", "content": "iso,vztmpl,backup,snippets", "enabled": 1},
+            "local": {"type": "dir", "content": "iso,vztmpl,backup,snippets,import", "enabled": 1,
+                      "path": os.path.join(storage_root, "local")},
             "local-lvm": {"type": "lvmthin", "content": "images,rootdir", "enabled": 1},
         }
+        for st in self.storages.values():
+            if "path" in st:
+                for sub in ("import", "snippets", "images"):
+                    os.makedirs(os.path.join(st["path"], sub), exist_ok=True)
         self.bridges = ["vmbr0", "vmbr1"]
         # vmid -> guest; the templates exist on every node, as they would on shared storage.
         self.vms = {}
@@ -105,7 +142,7 @@ class State:
                 "cores": 1,
                 "sockets": 1,
                 "memory": 512,
-                "scsi0": "local-lvm:vm-%d-disk-0,size=10G" % vmid,
+                "scsi0": "local-lvm:%s-%d-disk-0,size=10G" % ("base" if template else "vm", vmid),
                 "net0": "virtio=BC:24:11:00:00:01,bridge=vmbr0",
             },
         }
@@ -124,6 +161,34 @@ class State:
                             "ends": time.monotonic() + TASK_SECONDS, "finish": finish,
                             "exitstatus": None}
         return upid
+
+    def volume_path(self, volid, content):
+        """The file behind "<storage>:<content>/<file>", or a PveError as PVE words it."""
+        match = re.fullmatch(r"([a-zA-Z][a-zA-Z0-9._-]*):([a-z]+)/([^/]+)", volid)
+        if not match or match.group(2) != content:
+            raise PveError(400, "Parameter verification failed.",
+                           {"volume": "unable to parse volume ID '%s'" % volid})
+        st = self.storages.get(match.group(1))
+        if st is None:
+            raise PveError(500, "storage '%s' does not exist" % match.group(1))
+        if content not in st["content"].split(",") or "path" not in st:
+            raise PveError(500, "storage '%s' does not support content-type '%s'"
+                           % (match.group(1), content))
+        path = os.path.join(st["path"], content, match.group(3))
+        if not os.path.isfile(path):
+            raise PveError(500, "volume '%s' does not exist" % volid)
+        return path
+
+    def files(self):
+        out = []
+        for name, st in self.storages.items():
+            if "path" not in st:
+                continue
+            for root, _, names in os.walk(st["path"]):
+                for n in names:
+                    rel = os.path.relpath(os.path.join(root, n), st["path"])
+                    out.append("%s:%s" % (name, rel))
+        return sorted(out)
 
     def advance(self):
         """Ends every task whose time has come (called on every request, under the lock)."""
@@ -181,10 +246,11 @@ class Handler(BaseHTTPRequestHandler):
                     return self.reply(200, self.fake(method, path, params))
             if not path.startswith("/api2/json/"):
                 raise PveError(501, "Method '%s %s' not implemented" % (method, path))
-            auth = self.headers.get("Authorization", "")
-            if auth != "PVEAPIToken=" + state.token:
-                raise PveError(401, "invalid token value!" if auth else "No ticket")
             parts = [urllib.parse.unquote(p) for p in path[len("/api2/json/"):].split("/") if p]
+            if parts == ["access", "ticket"] and method == "POST":
+                with state.lock:
+                    return self.reply(200, self.login(state, params))
+            self.authenticate(state, method)
             with state.lock:
                 state.advance()
                 data = self.route(state, method, parts, params)
@@ -204,13 +270,49 @@ class Handler(BaseHTTPRequestHandler):
     def do_DELETE(self):
         self.handle_any("DELETE")
 
+    def login(self, state, params):
+        if params.get("username") != state.user or params.get("password") != state.password:
+            raise PveError(401, "authentication failure")
+        state.logins += 1
+        now = time.time()
+        ticket = "PVE:%s:%08X::%s" % (state.user, int(now), secrets.token_urlsafe(48))
+        csrf = "%08X:%s" % (int(now), secrets.token_urlsafe(32))
+        state.tickets[ticket] = (time.monotonic(), csrf)
+        return {"username": state.user, "ticket": ticket, "CSRFPreventionToken": csrf,
+                "cap": {"vms": {"VM.Allocate": 1}, "storage": {"Datastore.AllocateSpace": 1}}}
+
+    def authenticate(self, state, method):
+        auth = self.headers.get("Authorization", "")
+        if auth.startswith("PVEAPIToken="):
+            if auth != "PVEAPIToken=" + state.token:
+                raise PveError(401, "invalid token value!")
+            return
+        cookies = {}
+        for part in self.headers.get("Cookie", "").split(";"):
+            name, _, value = part.strip().partition("=")
+            cookies[name] = urllib.parse.unquote(value)
+        ticket = cookies.get("PVEAuthCookie")
+        if not ticket:
+            raise PveError(401, "No ticket")
+        with state.lock:
+            issued = state.tickets.get(ticket)
+            if issued is None or time.monotonic() - issued[0] > state.ticket_lifetime:
+                raise PveError(401, "invalid ticket")
+            csrf = issued[1]
+        if method != "GET" and self.headers.get("CSRFPreventionToken") != csrf:
+            raise PveError(401, "Permission denied - invalid csrf token")
+
     # -- test-only endpoints ------------------------------------------------------------------
     def fake(self, method, path, params):
         state = self.server.state
         if path == "/_fake/state":
             running = [t["upid"] for t in state.tasks.values() if t["status"] == "running"]
             return {"vms": [dict(vm, config=dict(vm["config"])) for vm in state.vms.values()],
-                    "runningTasks": running, "nodes": state.nodes}
+                    "runningTasks": running, "nodes": state.nodes, "files": state.files(),
+                    "logins": state.logins}
+        if path == "/_fake/ticket-lifetime" and method == "POST":
+            state.ticket_lifetime = float(params["seconds"])
+            return None
         if path == "/_fake/node" and method == "POST":
             state.nodes[params["name"]] = params["status"]
             return None
@@ -244,6 +346,23 @@ class Handler(BaseHTTPRequestHandler):
             while vmid in state.vms:
                 vmid += 1
             return str(vmid)
+        if parts == ["cluster", "status"] and method == "GET":
+            members = [{"type": "cluster", "id": "cluster", "name": "banlieue-test",
+                        "nodes": len(state.nodes), "quorate": 1, "version": 3}]
+            for i, (n, s) in enumerate(state.nodes.items()):
+                members.append({"type": "node", "id": "node/" + n, "name": n, "nodeid": i + 1,
+                                "ip": "127.0.0.1", "online": 1 if s == "online" else 0,
+                                "local": 1 if i == 0 else 0, "level": ""})
+            return members
+        if len(parts) == 2 and parts[0] == "storage" and method == "GET":
+            st = state.storages.get(parts[1])
+            if st is None:
+                raise PveError(500, "storage '%s' does not exist" % parts[1])
+            out = {"storage": parts[1], "type": st["type"], "content": st["content"],
+                   "digest": "0" * 40}
+            if "path" in st:
+                out["path"] = st["path"]
+            return out
         if parts == ["cluster", "resources"] and method == "GET":
             return [self.resource(vm) for vm in state.vms.values()]
         if len(parts) >= 2 and parts[0] == "nodes":
@@ -289,6 +408,8 @@ class Handler(BaseHTTPRequestHandler):
             return out
         if rest == ["qemu"] and method == "GET":
             return [self.resource(vm) for vm in state.vms.values() if vm["node"] == node]
+        if rest == ["qemu"] and method == "POST":
+            return self.create(state, node, params)
         if len(rest) >= 2 and rest[0] == "qemu":
             vmid = int(rest[1])
             vm = state.vms.get(vmid)
@@ -319,6 +440,13 @@ class Handler(BaseHTTPRequestHandler):
                 if key in ("cores", "sockets", "memory") and not value.isdigit():
                     raise PveError(400, "Parameter verification failed.",
                                    {key: "type check ('integer') failed - got '%s'" % value})
+                if key == "cicustom":
+                    for part in value.split(","):
+                        kind, _, volid = part.partition("=")
+                        if kind not in ("user", "network", "meta", "vendor") or not volid:
+                            raise PveError(400, "Parameter verification failed.",
+                                           {"cicustom": "invalid format - '%s'" % part})
+                        state.volume_path(volid, "snippets")
                 if key.startswith("net") and "bridge=" in value:
                     bridge = value.split("bridge=")[1].split(",")[0]
                     if bridge not in state.bridges:
@@ -347,6 +475,21 @@ class Handler(BaseHTTPRequestHandler):
             return self.power(state, node, vm, rest[1], params)
         if rest == ["clone"] and method == "POST":
             return self.clone(state, node, vm, params)
+        if rest == ["template"] and method == "POST":
+            if vm["status"] == "running":
+                raise PveError(500, "you can't convert a VM to template if VM is running")
+            if vm["lock"]:
+                raise PveError(500, "VM is locked (%s)" % vm["lock"])
+            vm["lock"] = "template"
+
+            def finish():
+                vm["lock"] = None
+                vm["template"] = 1
+                vm["config"]["template"] = 1
+                for key, value in list(vm["config"].items()):
+                    if isinstance(value, str) and ":vm-%d-disk-" % vmid in value:
+                        vm["config"][key] = value.replace(":vm-", ":base-", 1)
+            return state.start_task(node, "qmtemplate", vmid, finish)
         if rest == ["agent", "network-get-interfaces"]:
             if vm["status"] != "running" or not vm["config"].get("agent"):
                 raise PveError(500, "QEMU guest agent is not running")
@@ -372,6 +515,12 @@ class Handler(BaseHTTPRequestHandler):
                 if vm["config"].get("args") == "fail-start":
                     vm.pop("qmpstatus", None)
                     raise PveError(500, "start failed: QEMU exited with code 1")
+                # The cloud-init drive is generated at start from the snippets referenced.
+                for part in vm["config"].get("cicustom", "").split(","):
+                    kind, _, volid = part.partition("=")
+                    if kind == "user":
+                        with open(state.volume_path(volid, "snippets")) as f:
+                            vm["cloudinitUser"] = f.read()
                 vm["status"] = "running"
             return state.start_task(node, "qmstart", vmid, finish)
         if action in ("suspend", "resume"):
@@ -388,12 +537,67 @@ class Handler(BaseHTTPRequestHandler):
             return state.start_task(node, "qm" + action, vmid, finish)
         raise PveError(501, "Method 'POST status/%s' not implemented" % action)
 
+    def create(self, state, node, params):
+        if "vmid" not in params:
+            raise PveError(400, "Parameter verification failed.",
+                           {"vmid": "property is missing and it is not optional"})
+        vmid = int(params["vmid"])
+        if vmid in state.vms:
+            raise PveError(500, "unable to create VM %d - VM %d already exists on node '%s'"
+                           % (vmid, vmid, state.vms[vmid]["node"]))
+        imports = {}
+        config = {"name": params.get("name", "VM%d" % vmid), "cores": 1, "sockets": 1,
+                  "memory": 512}
+        for key, value in params.items():
+            if key in ("vmid", "name"):
+                continue
+            if re.fullmatch(r"(scsi|virtio|sata|ide)\d+", key) and "import-from=" in value:
+                target = value.split(":")[0]
+                st = state.storages.get(target)
+                if st is None or "images" not in st["content"].split(","):
+                    raise PveError(500, "storage '%s' does not exist or holds no images" % target)
+                source = value.split("import-from=")[1].split(",")[0]
+                path = state.volume_path(source, "import")
+                if not re.search(r"\.(qcow2|raw|vmdk)$", path):
+                    raise PveError(400, "Parameter verification failed.",
+                                   {key: "import-from: unsupported format of '%s'" % source})
+                imports[key] = (target, source, path)
+                continue
+            config[key] = int(value) if value.isdigit() and key in (
+                "cores", "sockets", "memory") else value
+        vm = state.new_vm(vmid, node, config["name"])
+        vm["config"] = config
+        vm["lock"] = "create"
+        state.vms[vmid] = vm
+
+        def finish():
+            # Real PVE converts the file into a new volume during the task; the fake reads it.
+            vm["lock"] = None
+            vm["imported"] = {}
+            for i, (key, (target, source, path)) in enumerate(sorted(imports.items())):
+                if not os.path.isfile(path):
+                    state.vms.pop(vmid, None)
+                    raise PveError(500, "import failed - could not open '%s'" % path)
+                with open(path, "rb") as f:
+                    data = f.read()
+                gib = max(1, (len(data) + (1 << 30) - 1) >> 30)
+                vm["config"][key] = "%s:vm-%d-disk-%d,size=%dG" % (target, vmid, i, gib)
+                vm["imported"][key] = {"from": source, "bytes": len(data),
+                                       "sha256": hashlib.sha256(data).hexdigest()}
+        return state.start_task(node, "qmcreate", vmid, finish)
+
     def clone(self, state, node, src, params):
         if "newid" not in params:
             raise PveError(400, "Parameter verification failed.",
                            {"newid": "property is missing and it is not optional"})
         newid = int(params["newid"])
-        target_storage = params.get("storage", "local-lvm")
+        # Templates are cloned linked unless full=1 (PVE's default); other guests always full.
+        linked = src["template"] and params.get("full", "0") in ("0", "")
+        if linked and "storage" in params:
+            raise PveError(400, "Parameter verification failed.",
+                           {"storage": "parameter 'storage' not allowed for linked clones"})
+        src_disk = src["config"]["scsi0"].split(",")[0]
+        target_storage = src_disk.split(":")[0] if linked else params.get("storage", "local-lvm")
         if target_storage not in state.storages:
             raise PveError(500, "storage '%s' does not exist" % target_storage)
         if newid in state.vms:
@@ -415,7 +619,11 @@ class Handler(BaseHTTPRequestHandler):
         vm["config"] = dict(src["config"], name=vm["name"])
         if params.get("description"):
             vm["config"]["description"] = params["description"]
-        vm["config"]["scsi0"] = "%s:vm-%d-disk-0,size=10G" % (target_storage, newid)
+        if linked:
+            # The clone's disk is a copy-on-write child of the template's base volume.
+            vm["config"]["scsi0"] = "%s/vm-%d-disk-0,size=10G" % (src_disk, newid)
+        else:
+            vm["config"]["scsi0"] = "%s:vm-%d-disk-0,size=10G" % (target_storage, newid)
         vm["lock"] = "clone"
         state.vms[newid] = vm
 
@@ -449,13 +657,14 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--token", default="banlieue@pve!provider=5f1d3c9e-2b7a-4c11-9d0e-8a6b4f2c7e10")
+    parser.add_argument("--password", default="correct horse battery staple")
     parser.add_argument("--dir", default=None, help="where the test CA goes (default: a tmpdir)")
     args = parser.parse_args()
     directory = args.dir or tempfile.mkdtemp(prefix="fake-pve-")
     ca, cert, key = make_certificates(directory)
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     server.daemon_threads = True
-    server.state = State(args.token)
+    server.state = State(args.token, args.password, os.path.join(directory, "storage"))
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
     server.socket = context.wrap_socket(server.socket, server_side=True)

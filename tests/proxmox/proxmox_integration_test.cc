@@ -2,6 +2,7 @@
 // host) against the fake PVE API (fake_pve.py), and checks the fake's own state independently
 // of the plugin's answers. Every test leaves no guest behind.
 #include "tests/proxmox/fake_pve.h"
+#include "tests/proxmox/plugin_driver.h"
 
 #include <banlieue/sdk/json.h>
 #include <banlieue/sdk/testing/fake_host.h>
@@ -25,78 +26,6 @@ constexpr const char* kCapabilities =
     R"({"name":"seed-iso","target":{"storage":"local"}}],)"
     R"("networkClasses":[{"name":"prod","target":{"bridge":"vmbr1","vlan":"20"}}],)"
     R"("features":["vtpm"]})";
-
-banlieue_provider_v1_init_fn pluginInit() {
-  static void* handle = dlopen(BANLIEUE_PROXMOX_PLUGIN, RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) throw std::runtime_error(std::string("dlopen: ") + dlerror());
-  auto init = reinterpret_cast<banlieue_provider_v1_init_fn>(
-      dlsym(handle, BANLIEUE_PROVIDER_V1_INIT_SYMBOL));
-  if (init == nullptr) throw std::runtime_error("no banlieue_provider_v1_init");
-  return init;  // never dlclose: plugins are never unloaded (ABI rule)
-}
-
-// One host + one plugin instance, like one Provider's pod.
-class Driver {
- public:
-  Driver() : client_(host_.load(pluginInit())) {}
-  ~Driver() { destroy(); }
-
-  CallOutcome create(const std::string& config) {
-    destroy();
-    auto call = host_.call({}, std::chrono::seconds(30));
-    return client_.instanceCreate(call, config, &instance_);
-  }
-  void destroy() {
-    if (instance_ == nullptr) return;
-    auto call = host_.call({}, std::chrono::seconds(10));
-    client_.instanceDestroy(instance_, call);
-    instance_ = nullptr;
-  }
-  CallOutcome introspect(const std::string& request = "{}") {
-    auto call = host_.call({}, std::chrono::seconds(30));
-    return client_.introspect(instance_, call, request);
-  }
-  CallOutcome once(const std::string& slot, const std::string& object,
-                   const std::string& token = {}) {
-    std::string body = R"({"object":)" + object;
-    if (!token.empty()) body += R"(,"operation":{"token":")" + token + R"("})";
-    body += "}";
-    auto call = host_.call("uid", std::chrono::seconds(30));
-    if (slot == "finalize") return client_.finalize(instance_, call, "ProxmoxMachine", body);
-    return client_.reconcile(instance_, call, "ProxmoxMachine", body);
-  }
-  // Calls until the answer is not IN_PROGRESS, feeding each token into the next call, as the
-  // host does.
-  CallOutcome drive(const std::string& slot, const std::string& object, int polls = 300) {
-    std::string token;
-    CallOutcome outcome;
-    for (int i = 0; i < polls; ++i) {
-      outcome = once(slot, object, token);
-      if (outcome.code != BANLIEUE_IN_PROGRESS) return outcome;
-      auto reply = json::parse(outcome.body, "reply");
-      token = json::stringOr(&reply, "operation.token");
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return outcome;
-  }
-
- private:
-  sdk::testing::FakeHost host_;
-  sdk::abi::ProviderClient client_;
-  banlieue_instance* instance_ = nullptr;
-};
-
-std::string machine(const std::string& name, const std::string& uid, const std::string& extra,
-                    const std::string& power = "PoweredOn", const std::string& node = "pve1") {
-  return R"({"apiVersion":"infrastructure.banlieue.io/v1beta2","kind":"ProxmoxMachine",)"
-         R"("metadata":{"name":")" +
-         name + R"(","namespace":"default","uid":")" + uid +
-         R"(","generation":1},"spec":{"node":")" + node + R"(","failureDomain":")" + node +
-         R"(","templateVmid":)" + (node == "pve2" ? "9001" : "9000") +
-         R"(,"storage":"local-lvm","cores":2,"memoryMiB":2048,"seedIsoStorage":"local",)"
-         R"("desiredPowerState":")" +
-         power + R"(")" + extra + "}}";
-}
 
 const rapidjson::Value* guest(const rapidjson::Document& state, const std::string& name) {
   for (const auto& vm : state["vms"].GetArray()) {
@@ -134,6 +63,33 @@ TEST_F(ProxmoxTest, WrongTokenFailsTheInstanceWithAuthenticationFailed) {
   EXPECT_EQ(created.reason, "AuthenticationFailed");
   EXPECT_NE(created.message.find("invalid token value"), std::string::npos) << created.message;
   EXPECT_EQ(created.message.find("not-the-secret"), std::string::npos) << "secret leaked";
+}
+
+TEST_F(ProxmoxTest, PasswordSecretUsesTicketsWithCsrfOnWritesAndRenewsThem) {
+  Driver ticketed;
+  CallOutcome created = ticketed.create(fake_->ticketConfig(FakePve::kPassword, kCapabilities));
+  ASSERT_TRUE(created.ok()) << created.reason << ": " << created.message;
+  EXPECT_EQ(fake_->state()["logins"].GetInt(), 1);
+  // Clone, config, start, stop and destroy are writes: the fake refuses them without the
+  // ticket's CSRFPreventionToken.
+  const std::string object = machine("ticket", "a1b2c3d4-0000-4000-8000-0000000000c1", "");
+  CallOutcome out = ticketed.drive("reconcile", object);
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  EXPECT_EQ(fake_->state()["logins"].GetInt(), 1) << "one ticket serves every request";
+
+  // PVE stops honouring the ticket: the client logs in again instead of failing.
+  fake_->fake("ticket-lifetime?seconds=0.2");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CallOutcome gone = ticketed.drive("finalize", object);
+  EXPECT_TRUE(gone.ok()) << gone.reason << ": " << gone.message;
+  EXPECT_GE(fake_->state()["logins"].GetInt(), 2);
+
+  Driver wrong;
+  created = wrong.create(fake_->ticketConfig("not-the-password", kCapabilities));
+  EXPECT_EQ(created.code, BANLIEUE_UNAUTHENTICATED);
+  EXPECT_EQ(created.reason, "AuthenticationFailed") << created.message;
+  EXPECT_NE(created.message.find("authentication failure"), std::string::npos) << created.message;
+  EXPECT_EQ(created.message.find("not-the-password"), std::string::npos) << "password leaked";
 }
 
 TEST_F(ProxmoxTest, UntrustedCertificateIsRefused) {
@@ -227,6 +183,25 @@ TEST_F(ProxmoxTest, CreateConfiguresStartsPowersOffAndDeletes) {
   // Delete stops the running guest first, then destroys it (no orphaned running VM).
   remove(machine("web-1", uid, nic));
   EXPECT_EQ(guest(fake_->state(), "web-1"), nullptr);
+}
+
+TEST_F(ProxmoxTest, ALinkedCloneSharesTheTemplatesBaseDisk) {
+  const std::string object = machine("linked", "a1b2c3d4-0000-4000-8000-0000000000d1",
+                                     R"(,"cloneMode":"Linked","osDiskSizeGiB":12)");
+  CallOutcome out = driver_->drive("reconcile", object);
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  auto state = fake_->state();
+  const auto* vm = guest(state, "linked");
+  ASSERT_NE(vm, nullptr);
+  const std::string disk = (*vm)["config"]["scsi0"].GetString();
+  EXPECT_EQ(disk.rfind("local-lvm:base-9000-disk-0/vm-", 0), 0u) << disk;
+  EXPECT_NE(disk.find("size=12G"), std::string::npos) << disk;
+  EXPECT_EQ(std::stoi(json::serialize((*vm)["config"]["cores"])), 2);
+  remove(object);
+
+  out = driver_->once("reconcile", machine("bad-mode", "a1b2c3d4-0000-4000-8000-0000000000d2",
+                                           R"(,"cloneMode":"Thin")"));
+  EXPECT_EQ(out.reason, "InvalidSpec") << out.message;
 }
 
 TEST_F(ProxmoxTest, ARetryWithoutTheTokenNeverClonesTwice) {

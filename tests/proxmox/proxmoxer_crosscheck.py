@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Cross-checks the fake PVE API (fake_pve.py) with an independent client: Debian's
 python3-proxmoxer, which was written against real PVE. If the fake's envelopes, token header,
-UPID tasks or error status lines drifted from PVE's, this client would fail here, not only our
+ticket and CSRF handling, UPID tasks or error status lines drifted from PVE's, this client would fail here, not only our
 plugin (which shares our own understanding of the API)."""
 
 import os
@@ -11,10 +11,12 @@ import tempfile
 import time
 
 from proxmoxer import ProxmoxAPI
+from proxmoxer.backends.https import AuthenticationError
 from proxmoxer.core import ResourceException
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SECRET = "5f1d3c9e-2b7a-4c11-9d0e-8a6b4f2c7e10"
+PASSWORD = "correct horse battery staple"
 
 
 def wait(pve, node, upid):
@@ -73,6 +75,21 @@ def main():
                 raise AssertionError("a wrong token was accepted")
             except ResourceException as e:
                 assert e.status_code == 401, e.status_code
+            # Ticket auth as proxmoxer does it against PVE: /access/ticket, then the cookie on
+            # every request and the CSRF header on writes.
+            ticketed = ProxmoxAPI("127.0.0.1", port=int(port), user="banlieue@pve",
+                                  password=PASSWORD, verify_ssl=ca)
+            assert "pve1" in [n["node"] for n in ticketed.nodes.get()]
+            newid = int(ticketed.cluster.nextid.get())
+            upid = ticketed.nodes("pve1").qemu(9000).clone.post(newid=newid, name="t", full=1)
+            assert wait(ticketed, "pve1", upid) == "OK"
+            assert wait(ticketed, "pve1", ticketed.nodes("pve1").qemu(newid).delete()) == "OK"
+            try:
+                ProxmoxAPI("127.0.0.1", port=int(port), user="banlieue@pve", password="wrong",
+                           verify_ssl=ca).nodes.get()
+                raise AssertionError("a wrong password was accepted")
+            except AuthenticationError:
+                pass  # proxmoxer's answer to a 401 from /access/ticket
         finally:
             fake.terminate()
             fake.wait()

@@ -19,6 +19,8 @@ sdk::Status withPveErrors(const std::string& context, Fn&& fn) {
     return error.toStatus(context);
   } catch (const TransportError& error) {
     return transportStatus(error, context);
+  } catch (const sdk::Error& error) {
+    return error.toStatus();
   } catch (const std::invalid_argument& error) {
     return {sdk::Code::kInvalidArgument, "InvalidSpec", context + ": " + error.what()};
   }

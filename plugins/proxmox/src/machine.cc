@@ -3,6 +3,7 @@
 #include "plugins/proxmox/src/errors.h"
 #include "plugins/proxmox/src/inventory.h"
 #include "plugins/proxmox/src/specs.h"
+#include "plugins/proxmox/src/user_data.h"
 
 #include <algorithm>
 #include <map>
@@ -394,9 +395,10 @@ Status clone(const PveClient& client, const MachineSpec& spec, const sdk::Reconc
     Form form{
         {"newid", newid},
         {"name", request.name},
-        {"full", "1"},
-        {"storage", spec.storage},
+        {"full", spec.linked_clone ? "0" : "1"},
         {"description", "Managed by banlieue for " + name + " (" + ownerMarker(request.uid) + ")"}};
+    // PVE refuses a target storage for linked clones: their disks stay beside the template's.
+    if (!spec.linked_clone) form.emplace_back("storage", spec.storage);
     if (template_node != spec.node) form.emplace_back("target", spec.node);
     try {
       rapidjson::Document upid = client.post("/nodes/" + urlEncode(template_node) + "/qemu/" +
@@ -410,8 +412,9 @@ Status clone(const PveClient& client, const MachineSpec& spec, const sdk::Reconc
       }
       std::string what = "clone of " + name;
       what += " as VMID " + newid;
-      what += " from template " + std::to_string(spec.template_vmid);
-      what += " onto " + spec.storage;
+      what += std::string(spec.linked_clone ? " (linked)" : "") + " from template " +
+              std::to_string(spec.template_vmid);
+      if (!spec.linked_clone) what += " onto " + spec.storage;
       return started(reply, "clone", asString(&upid), what);
     } catch (const PveError& e) {
       if (!e.isLockTimeout() && !e.isVmidTaken()) throw;
@@ -491,9 +494,9 @@ Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileR
       }
     }
     if (!spec.user_data.empty()) {
-      BANLIEUE_LOG(kWarn, "ProxmoxMachine " + name +
-                              ": userData is not delivered yet (needs a snippet upload over "
-                              "SSH); the guest gets the cloud-init drive's network config only");
+      // Before the first start: cloud-init reads the drive once, at first boot.
+      deliverUserData(client_, files_, {guest->node, vmPath(*guest), request.uid}, spec.user_data,
+                      {spec.seed_iso_storage, spec.storage}, config, deadline);
     }
     const std::string& desired = spec.desired_power_state;
     if (power != desired) {
@@ -549,6 +552,9 @@ Status MachineReconciler::finalize(const sdk::Call& call, const sdk::ReconcileRe
       rapidjson::Document upid = client_.post(vmPath(*guest) + "/status/stop", {}, deadline);
       return started(reply, "stop", asString(&upid), "stop of " + name + " before deletion");
     }
+    // The snippet is named only in the guest's config: removed while that still exists.
+    rapidjson::Document config = client_.get(vmPath(*guest) + "/config", deadline);
+    removeUserData(files_, {guest->node, vmPath(*guest), request.uid}, config, deadline);
     rapidjson::Document upid =
         client_.del(vmPath(*guest) + "?purge=1&destroy-unreferenced-disks=1", deadline);
     return started(reply, "destroy", asString(&upid),

@@ -1,12 +1,16 @@
 // The Proxmox VE provider plugin: exports banlieue_provider_v1 through the SDK. One instance
-// per banlieue Provider holds one PveClient (API token auth) that every call of that Provider
-// shares; the client is stateless per request, so concurrent calls need no lock.
+// per banlieue Provider holds one PveClient that every call of that Provider shares (safe for
+// concurrent calls), the SSH settings for node files, and the image importer's threads.
 #include "plugins/proxmox/src/errors.h"
+#include "plugins/proxmox/src/image_import.h"
 #include "plugins/proxmox/src/inventory.h"
 #include "plugins/proxmox/src/machine.h"
+#include "plugins/proxmox/src/node_files.h"
 #include "plugins/proxmox/src/specs.h"
 
 #include <banlieue/sdk/plugin.h>
+
+#include <algorithm>
 
 namespace banlieue::proxmox {
 namespace {
@@ -34,10 +38,74 @@ std::string joined(const std::vector<std::string>& items) {
   return out;
 }
 
+std::vector<std::string> declaredStorages(const ProviderSpec& spec) {
+  std::vector<std::string> out;
+  for (const auto& sc : spec.storage_classes) {
+    if (std::find(out.begin(), out.end(), sc.storage) == out.end()) out.push_back(sc.storage);
+  }
+  return out;
+}
+
+// The PVE half of the credentials Secret: an API token (username user@realm!tokenid and
+// tokenValue) or a password for ticket auth (username user@realm and password).
+PveCredentials pveCredentials(const sdk::SecretData& secret, const std::string& provider) {
+  PveCredentials out;
+  auto username = secret.get("username");
+  auto token = secret.get("tokenValue");
+  auto password = secret.get("password");
+  const bool token_user = username && username->find('!') != std::string_view::npos;
+  if (token && !token->empty() && token_user) {
+    out.token = std::string(*username) + "=" + std::string(*token);
+    return out;
+  }
+  if (password && !password->empty() && username && !username->empty() && !token_user &&
+      username->find('@') != std::string_view::npos) {
+    out.username = std::string(*username);
+    out.password = std::string(*password);
+    return out;
+  }
+  throw sdk::Error(Code::kInvalidArgument, "SecretInvalid",
+                   "the credentials Secret of Provider " + provider +
+                       " needs either 'username' (user@realm!tokenid) and 'tokenValue' for an "
+                       "API token, or 'username' (user@realm) and 'password' for ticket auth");
+}
+
+// The SSH half of the credentials Secret (ADR 0009): a key, the pinned host keys, user, port.
+SshSettings sshSettings(const sdk::SecretData& credentials, const std::string& provider) {
+  SshSettings ssh;
+  if (auto key = credentials.get("sshPrivateKey")) ssh.private_key = std::string(*key);
+  if (auto pins = credentials.get("sshKnownHosts")) ssh.known_hosts = std::string(*pins);
+  if (auto user = credentials.get("sshUser"); user && !user->empty()) ssh.user = *user;
+  if (auto port = credentials.get("sshPort"); port && !port->empty()) {
+    try {
+      ssh.port = std::stoi(std::string(*port));
+    } catch (const std::exception&) {
+      ssh.port = 0;
+    }
+    if (ssh.port <= 0 || ssh.port > 65535) {
+      throw sdk::Error(
+          Code::kInvalidArgument, "SecretInvalid",
+          "sshPort in the credentials Secret of Provider " + provider + " is not a port number");
+    }
+  }
+  if (ssh.configured() && ssh.known_hosts.empty()) {
+    throw sdk::Error(Code::kInvalidArgument, "SecretInvalid",
+                     "the credentials Secret of Provider " + provider +
+                         " has sshPrivateKey but no sshKnownHosts: node host keys must be "
+                         "pinned (known_hosts lines, ed25519 or ECDSA)");
+  }
+  return ssh;
+}
+
 class ProxmoxInstance final : public sdk::Instance {
  public:
-  ProxmoxInstance(std::unique_ptr<PveClient> client, ProviderSpec spec)
-      : client_(std::move(client)), spec_(std::move(spec)), machines_(*client_) {}
+  ProxmoxInstance(std::unique_ptr<PveClient> client, ProviderSpec spec, SshSettings ssh,
+                  std::string provider_class)
+      : client_(std::move(client)),
+        spec_(std::move(spec)),
+        files_(*client_, std::move(ssh)),
+        machines_(*client_, files_),
+        importer_(*client_, files_, std::move(provider_class), declaredStorages(spec_)) {}
 
   Status introspect(const sdk::Call& call, const sdk::IntrospectRequest& request,
                     sdk::Reply& reply) override {
@@ -99,6 +167,13 @@ class ProxmoxInstance final : public sdk::Instance {
     return machines_.finalize(call, request, reply);
   }
 
+  Status importImage(const sdk::Call& call, const sdk::ImportImageRequest& request,
+                     sdk::Reply& reply) override {
+    return importer_.importImage(call, request, reply);
+  }
+
+  void shutdown(const sdk::Call& /*call*/) override { importer_.shutdown(); }
+
  private:
   static Status unsupported(const std::string& kind) {
     return {Code::kInvalidArgument, "UnsupportedKind",
@@ -107,7 +182,9 @@ class ProxmoxInstance final : public sdk::Instance {
 
   std::unique_ptr<PveClient> client_;
   ProviderSpec spec_;
+  NodeFiles files_;
   MachineReconciler machines_;
+  ImageImporter importer_;  // last: its threads use the members above
 };
 
 class ProxmoxProvider final : public sdk::Provider {
@@ -124,6 +201,8 @@ class ProxmoxProvider final : public sdk::Provider {
                           {"reconcile", "finalize", "validate"}});
     caps.features = {"hotAddCPU", "hotAddMemory", "vtpm"};
     caps.introspect = true;
+    caps.import_image = true;
+    caps.image_formats = {"qcow2", "raw", "vmdk"};
     return caps;
   }
 
@@ -156,19 +235,7 @@ class ProxmoxProvider final : public sdk::Provider {
       throw sdk::Error(Code::kInvalidArgument, "InvalidSpec",
                        "Provider " + config.provider_name + ": " + e.what());
     }
-    auto username = config.credentials.get("username");
-    auto token = config.credentials.get("tokenValue");
-    if (!token && config.credentials.get("password")) {
-      throw sdk::Error(Code::kUnimplemented, "TicketAuthNotImplemented",
-                       "the credentials Secret of Provider " + config.provider_name +
-                           " holds a password; this plugin authenticates with API tokens only "
-                           "(keys 'username' = user@realm!tokenid and 'tokenValue')");
-    }
-    if (!username || username->find('!') == std::string_view::npos || !token || token->empty()) {
-      throw sdk::Error(Code::kInvalidArgument, "SecretInvalid",
-                       "the credentials Secret of Provider " + config.provider_name +
-                           " needs 'username' (user@realm!tokenid) and 'tokenValue'");
-    }
+    PveCredentials credentials = pveCredentials(config.credentials, config.provider_name);
     TlsOptions tls;
     tls.insecure_skip_verify = config.insecure_skip_tls_verify;
     tls.ca_bundle_pem = config.ca_bundle.empty()
@@ -186,8 +253,9 @@ class ProxmoxProvider final : public sdk::Provider {
       throw sdk::Error(Code::kInvalidArgument, "CABundleInvalid",
                        std::string("spec.connection.caBundle: ") + e.what());
     }
-    auto client = std::make_unique<PveClient>(std::move(transport), endpoint,
-                                              std::string(*username) + "=" + std::string(*token));
+    auto client =
+        std::make_unique<PveClient>(std::move(transport), endpoint, std::move(credentials));
+    SshSettings ssh = sshSettings(config.credentials, config.provider_name);
     config.credentials.wipe();
     // One authenticated request, so a wrong token fails the instance, not a later reconcile.
     Status hello = withPveErrors("connecting to " + endpoint.origin(), [&]() -> Status {
@@ -195,7 +263,9 @@ class ProxmoxProvider final : public sdk::Provider {
       return Status::ok();
     });
     if (!hello.isOk()) throw sdk::Error(hello.code(), hello.reason(), hello.message());
-    return std::make_unique<ProxmoxInstance>(std::move(client), std::move(spec));
+    return std::make_unique<ProxmoxInstance>(
+        std::move(client), std::move(spec), std::move(ssh),
+        json::stringOr(config.provider, "spec.providerClassRef.name", "proxmox"));
   }
 };
 

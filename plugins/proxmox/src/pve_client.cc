@@ -19,6 +19,12 @@ std::chrono::milliseconds left(Deadline deadline) {
   return std::max(ms, std::chrono::milliseconds(1));
 }
 
+// Secrets are overwritten before their memory is released.
+void zero(std::string& s) {
+  volatile char* p = s.data();
+  for (size_t i = 0; i < s.size(); ++i) p[i] = 0;
+}
+
 }  // namespace
 
 bool PveError::isLockTimeout() const {
@@ -39,7 +45,7 @@ sdk::Status PveError::toStatus(const std::string& context) const {
       context + ": PVE answered " + std::to_string(http_status_) + " " + message_;
   if (http_status_ == 401) {
     return {Code::kUnauthenticated, "AuthenticationFailed",
-            text + " (check the API token in the Provider's credentials Secret)"};
+            text + " (check the API token or password in the Provider's credentials Secret)"};
   }
   if (http_status_ == 403) return {Code::kPermissionDenied, "PermissionDenied", text};
   if (http_status_ == 400) return {Code::kInvalidArgument, "InvalidParameter", text};
@@ -53,12 +59,44 @@ sdk::Status PveError::toStatus(const std::string& context) const {
   return {Code::kUnavailable, "BackendError", text};
 }
 
-PveClient::PveClient(std::unique_ptr<HttpTransport> transport, Endpoint endpoint, std::string token)
-    : transport_(std::move(transport)), endpoint_(std::move(endpoint)), token_(std::move(token)) {}
+PveCredentials::~PveCredentials() {
+  zero(token);
+  zero(password);
+}
+
+PveClient::PveClient(std::unique_ptr<HttpTransport> transport, Endpoint endpoint,
+                     PveCredentials credentials)
+    : transport_(std::move(transport)),
+      endpoint_(std::move(endpoint)),
+      credentials_(std::move(credentials)) {}
 
 PveClient::~PveClient() {
-  volatile char* p = token_.data();
-  for (size_t i = 0; i < token_.size(); ++i) p[i] = 0;
+  std::lock_guard lock(ticket_mutex_);
+  if (ticket_) {
+    zero(ticket_->cookie);
+    zero(ticket_->csrf);
+  }
+}
+
+PveClient::Ticket PveClient::ticket(Deadline deadline, bool force_renewal) const {
+  std::lock_guard lock(ticket_mutex_);
+  const auto now = std::chrono::steady_clock::now();
+  if (ticket_ && !force_renewal && now - ticket_->issued < kTicketRenewAfter) return *ticket_;
+  // One login at a time: concurrent callers wait for it and share the new ticket.
+  HttpRequest login;
+  login.method = "POST";
+  login.target = "/api2/json/access/ticket";
+  login.headers.emplace_back("Accept", "application/json");
+  login.body =
+      encodeForm({{"username", credentials_.username}, {"password", credentials_.password}});
+  rapidjson::Document data = send(login, deadline);
+  zero(login.body);
+  Ticket fresh{json::stringOr(&data, "ticket"), json::stringOr(&data, "CSRFPreventionToken"), now};
+  if (fresh.cookie.empty() || fresh.csrf.empty()) {
+    throw PveError(502, "POST /access/ticket: the answer has no ticket or CSRFPreventionToken");
+  }
+  ticket_ = fresh;
+  return fresh;
 }
 
 rapidjson::Document PveClient::call(const std::string& method, const std::string& path,
@@ -66,9 +104,28 @@ rapidjson::Document PveClient::call(const std::string& method, const std::string
   HttpRequest request;
   request.method = method;
   request.target = "/api2/json" + path;
-  request.headers.emplace_back("Authorization", "PVEAPIToken=" + token_);
   request.headers.emplace_back("Accept", "application/json");
   request.body = body;
+  if (!credentials_.token.empty()) {
+    request.headers.emplace_back("Authorization", "PVEAPIToken=" + credentials_.token);
+    return send(request, deadline);
+  }
+  for (int attempt = 0;; ++attempt) {
+    Ticket t = ticket(deadline, attempt > 0);
+    HttpRequest signed_request = request;
+    signed_request.headers.emplace_back("Cookie", "PVEAuthCookie=" + urlEncode(t.cookie));
+    if (method != "GET") signed_request.headers.emplace_back("CSRFPreventionToken", t.csrf);
+    try {
+      return send(signed_request, deadline);
+    } catch (const PveError& e) {
+      // A ticket PVE no longer honours (expired early, keys rotated): log in again, once.
+      if (e.httpStatus() != 401 || attempt > 0) throw;
+    }
+  }
+}
+
+rapidjson::Document PveClient::send(const HttpRequest& request, Deadline deadline) const {
+  const std::string what = request.method + " " + request.target.substr(10);
   HttpResponse response = transport_->send(request, left(deadline));
   if (response.status < 200 || response.status >= 300) {
     std::string message = response.reason;
@@ -83,12 +140,12 @@ rapidjson::Document PveClient::call(const std::string& method, const std::string
       }
     }
     if (message.empty()) message = "HTTP " + std::to_string(response.status);
-    throw PveError(response.status, method + " " + path + ": " + message);
+    throw PveError(response.status, what + ": " + message);
   }
   rapidjson::Document doc;
   doc.Parse(response.body.data(), response.body.size());
   if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("data")) {
-    throw PveError(502, method + " " + path + ": the answer is not a {\"data\": ...} envelope");
+    throw PveError(502, what + ": the answer is not a {\"data\": ...} envelope");
   }
   rapidjson::Document data;
   data.CopyFrom(doc["data"], data.GetAllocator());

@@ -1,4 +1,5 @@
-// A Proxmox VE REST client (api2/json) with API-token auth. Every answer is unwrapped from its
+// A Proxmox VE REST client (api2/json) with API-token or ticket auth. Every answer is unwrapped
+// from its
 // {"data": ...} envelope; a non-2xx answer becomes a PveError carrying PVE's own message (the
 // HTTP reason phrase) and the per-parameter "errors" map, classified for the ABI.
 #pragma once
@@ -10,6 +11,8 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,10 +47,25 @@ struct TaskStatus {
   bool ok() const { return !running && exit_status == "OK"; }
 };
 
+// How the client proves who it is. Exactly one of token / password is set; both are zeroed
+// when the client goes and never logged.
+struct PveCredentials {
+  std::string token;     // API token: "user@realm!tokenid=secret"
+  std::string username;  // ticket auth: "user@realm"
+  std::string password;
+  PveCredentials() = default;
+  PveCredentials(PveCredentials&&) = default;
+  PveCredentials& operator=(PveCredentials&&) = default;
+  ~PveCredentials();
+};
+
+// PVE tickets are valid for two hours; a new one is fetched well before that.
+constexpr std::chrono::minutes kTicketRenewAfter{90};
+
 class PveClient {
  public:
-  // `token` is "user@realm!tokenid=secret"; it is only ever placed in the Authorization header.
-  PveClient(std::unique_ptr<HttpTransport> transport, Endpoint endpoint, std::string token);
+  PveClient(std::unique_ptr<HttpTransport> transport, Endpoint endpoint,
+            PveCredentials credentials);
   ~PveClient();
   PveClient(const PveClient&) = delete;
   PveClient& operator=(const PveClient&) = delete;
@@ -62,12 +80,22 @@ class PveClient {
   const Endpoint& endpoint() const { return endpoint_; }
 
  private:
+  struct Ticket {
+    std::string cookie;  // PVEAuthCookie
+    std::string csrf;    // CSRFPreventionToken, sent on writes
+    std::chrono::steady_clock::time_point issued;
+  };
   rapidjson::Document call(const std::string& method, const std::string& path,
                            const std::string& body, Deadline deadline) const;
+  rapidjson::Document send(const HttpRequest& request, Deadline deadline) const;
+  // The current ticket, logging in first when there is none or it is due for renewal.
+  Ticket ticket(Deadline deadline, bool force_renewal) const;
 
   std::unique_ptr<HttpTransport> transport_;
   Endpoint endpoint_;
-  std::string token_;
+  PveCredentials credentials_;
+  mutable std::mutex ticket_mutex_;
+  mutable std::optional<Ticket> ticket_;  // guarded by ticket_mutex_
 };
 
 std::string urlEncode(const std::string& text);

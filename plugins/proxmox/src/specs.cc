@@ -88,6 +88,11 @@ MachineSpec MachineSpec::parse(const rapidjson::Value* spec) {
   m.node = requiredString(spec, "node", at);
   m.template_vmid = optionalInt(spec, "templateVmid", at, 100, 999999999).value_or(0);
   if (m.template_vmid == 0) throw std::invalid_argument("spec.templateVmid is required");
+  const std::string clone_mode = json::stringOr(spec, "cloneMode", "Full");
+  if (clone_mode != "Full" && clone_mode != "Linked") {
+    throw std::invalid_argument("spec.cloneMode must be Full or Linked, not '" + clone_mode + "'");
+  }
+  m.linked_clone = clone_mode == "Linked";
   m.storage = requiredString(spec, "storage", at);
   m.cores = optionalInt(spec, "cores", at, 1, 512).value_or(0);
   if (m.cores == 0) throw std::invalid_argument("spec.cores is required");

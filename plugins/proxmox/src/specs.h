@@ -57,6 +57,9 @@ struct MachineSpec {
   std::string failure_domain;
   std::string node;
   int template_vmid = 0;
+  // A linked clone shares the template's disks copy-on-write on the template's storage
+  // (`storage` then only takes the disks the plugin adds); a full clone copies them onto it.
+  bool linked_clone = false;
   std::string storage;
   int cores = 1;
   int memory_mib = 0;

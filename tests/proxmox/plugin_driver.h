@@ -1,0 +1,110 @@
+// The plugin as the host drives it: dlopen of the real libbanlieue-provider-proxmox.so, the
+// SDK's fake host, and a loop that feeds each operation token into the next call.
+#pragma once
+
+#include <banlieue/sdk/abi_client.h>
+#include <banlieue/sdk/json.h>
+#include <banlieue/sdk/testing/fake_host.h>
+#include <dlfcn.h>
+
+#include <chrono>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+namespace banlieue::proxmox::testing {
+
+using sdk::abi::CallOutcome;
+
+inline banlieue_provider_v1_init_fn pluginInit() {
+  static void* handle = dlopen(BANLIEUE_PROXMOX_PLUGIN, RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) throw std::runtime_error(std::string("dlopen: ") + dlerror());
+  auto init = reinterpret_cast<banlieue_provider_v1_init_fn>(
+      dlsym(handle, BANLIEUE_PROVIDER_V1_INIT_SYMBOL));
+  if (init == nullptr) throw std::runtime_error("no banlieue_provider_v1_init");
+  return init;  // never dlclose: plugins are never unloaded (ABI rule)
+}
+
+// One host + one plugin instance, like one Provider's pod.
+class Driver {
+ public:
+  Driver() : client_(host_.load(pluginInit())) {}
+  ~Driver() { destroy(); }
+
+  CallOutcome create(const std::string& config) {
+    destroy();
+    auto call = host_.call({}, std::chrono::seconds(30));
+    return client_.instanceCreate(call, config, &instance_);
+  }
+  void destroy() {
+    if (instance_ == nullptr) return;
+    auto call = host_.call({}, std::chrono::seconds(10));
+    client_.instanceDestroy(instance_, call);
+    instance_ = nullptr;
+  }
+  CallOutcome introspect(const std::string& request = "{}") {
+    auto call = host_.call({}, std::chrono::seconds(30));
+    return client_.introspect(instance_, call, request);
+  }
+  CallOutcome once(const std::string& slot, const std::string& object,
+                   const std::string& token = {}) {
+    std::string body = R"({"object":)" + object;
+    if (!token.empty()) body += R"(,"operation":{"token":")" + token + R"("})";
+    body += "}";
+    auto call = host_.call("uid", std::chrono::seconds(30));
+    if (slot == "finalize") return client_.finalize(instance_, call, "ProxmoxMachine", body);
+    return client_.reconcile(instance_, call, "ProxmoxMachine", body);
+  }
+  CallOutcome importOnce(const std::string& request) {
+    auto call = host_.call("image-uid", std::chrono::seconds(30));
+    return client_.importImage(instance_, call, request);
+  }
+  // import_image until done, the token fed back in as the host does.
+  CallOutcome importImage(const std::string& request, int polls = 600) {
+    CallOutcome outcome;
+    std::string body = request;
+    for (int i = 0; i < polls; ++i) {
+      outcome = importOnce(body);
+      if (outcome.code != BANLIEUE_IN_PROGRESS) return outcome;
+      auto reply = sdk::json::parse(outcome.body, "reply");
+      std::string token = sdk::json::stringOr(&reply, "operation.token");
+      body = request.substr(0, request.size() - 1) + R"(,"operation":{"token":")" + token + "\"}}";
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return outcome;
+  }
+  // Calls until the answer is not IN_PROGRESS, feeding each token into the next call, as the
+  // host does.
+  CallOutcome drive(const std::string& slot, const std::string& object, int polls = 300) {
+    std::string token;
+    CallOutcome outcome;
+    for (int i = 0; i < polls; ++i) {
+      outcome = once(slot, object, token);
+      if (outcome.code != BANLIEUE_IN_PROGRESS) return outcome;
+      auto reply = sdk::json::parse(outcome.body, "reply");
+      token = sdk::json::stringOr(&reply, "operation.token");
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return outcome;
+  }
+
+ private:
+  sdk::testing::FakeHost host_;
+  sdk::abi::ProviderClient client_;
+  banlieue_instance* instance_ = nullptr;
+};
+
+inline std::string machine(const std::string& name, const std::string& uid,
+                           const std::string& extra, const std::string& power = "PoweredOn",
+                           const std::string& node = "pve1") {
+  return R"({"apiVersion":"infrastructure.banlieue.io/v1beta2","kind":"ProxmoxMachine",)"
+         R"("metadata":{"name":")" +
+         name + R"(","namespace":"default","uid":")" + uid +
+         R"(","generation":1},"spec":{"node":")" + node + R"(","failureDomain":")" + node +
+         R"(","templateVmid":)" + (node == "pve2" ? "9001" : "9000") +
+         R"(,"storage":"local-lvm","cores":2,"memoryMiB":2048,"seedIsoStorage":"local",)"
+         R"("desiredPowerState":")" +
+         power + R"(")" + extra + "}}";
+}
+
+}  // namespace banlieue::proxmox::testing
