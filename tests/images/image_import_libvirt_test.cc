@@ -100,7 +100,7 @@ kind: VMImage
 metadata: {name: kairos-tiny, uid: img-1}
 spec:
   sources:
-  - {providerClass: libvirt, kind: Url, ref: "", importFrom: quay.io/kairos/ubuntu:1}
+  - {providerClass: libvirt, kind: Url, ref: unused, importFrom: quay.io/kairos/ubuntu:1}
 status:
   buildArtifact: {kind: cloudImage, phase: Ready, file: tiny.raw}
 )";
@@ -287,7 +287,7 @@ metadata: {name: )" + image_name +
                             R"(}
 spec:
   sources:
-  - {providerClass: libvirt, kind: Url, ref: "", importFrom: quay.io/kairos/ubuntu:1}
+  - {providerClass: libvirt, kind: Url, ref: unused, importFrom: quay.io/kairos/ubuntu:1}
 )");
   ASSERT_EQ(rbac.exit_code, 0) << rbac.output;
 

@@ -84,9 +84,12 @@ class ImageBuilderTest : public ::testing::Test {
 
   void setPhase(const std::string& os_artifact, const std::string& phase,
                 const std::string& message = "") {
-    auto patched = client_->patch(
-        kOsArtifacts, ns_->name(), os_artifact, kube::PatchType::kMerge,
-        R"({"status":{"phase":")" + phase + R"(","message":")" + message + R"("}})", "status");
+    // Empty strings are left out: this apiserver build stores "" as null (then fails the schema).
+    std::string body = R"({"status":{"phase":")" + phase + "\"";
+    if (!message.empty()) body += R"(,"message":")" + message + "\"";
+    body += "}}";
+    auto patched = client_->patch(kOsArtifacts, ns_->name(), os_artifact, kube::PatchType::kMerge,
+                                  body, "status");
     ASSERT_TRUE(patched.ok()) << patched.status().message();
   }
 
@@ -118,7 +121,7 @@ spec:
   sources:
   - providerClass: vsphere
     kind: Url
-    ref: ""
+    ref: unused
     importFrom: quay.io/kairos/ubuntu:24.04-core-amd64-generic-v3.5.0
   cloudConfigs:
   - secretRef: {name: base}
@@ -142,7 +145,7 @@ metadata:
   name: )" + clash + R"(
 spec:
   sources:
-  - {providerClass: vsphere, kind: Url, ref: "", importFrom: quay.io/kairos/ubuntu:1}
+  - {providerClass: vsphere, kind: Url, ref: unused, importFrom: quay.io/kairos/ubuntu:1}
   cloudConfigs:
   - secretRef: {name: base}
   - secretRef: {name: clash}
@@ -157,7 +160,7 @@ metadata:
   name: )" + raw + R"(
 spec:
   sources:
-  - {providerClass: libvirt, kind: Url, ref: "", importFrom: quay.io/kairos/ubuntu:1}
+  - {providerClass: libvirt, kind: Url, ref: unused, importFrom: quay.io/kairos/ubuntu:1}
 )")
                 .exit_code,
             0);

@@ -118,7 +118,7 @@ const Value* importTermination(const Value* pod) {
 std::string importJobName(const ImportJobParams& p) {
   std::string identity = p.image_name + "\n" + p.provider_namespace + "\n" + p.provider_name +
                          "\n" + p.failure_domain + "\n" + p.os_artifact_uid + "\n" +
-                         p.generation_suffix;
+                         p.artifact_file + "\n" + p.checksum + "\n" + p.generation_suffix;
   std::string prefix = dnsLabelPart(p.image_name, 40);
   return "import-" + (prefix.empty() ? std::string() : prefix + "-") + shortHash(identity);
 }

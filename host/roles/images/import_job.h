@@ -55,7 +55,9 @@ struct ImportJobParams {
   std::string generation_suffix;
 };
 
-// DNS-1123 name <= 63 characters: import-<image prefix>-<hash of every identifying field>.
+// DNS-1123 name <= 63 characters: import-<image prefix>-<hash of every identifying field>
+// (image, Provider, zone, OSArtifact uid, artifact file and checksum, generation suffix): a
+// different artifact is a different Job, never a clash with the previous one.
 std::string importJobName(const ImportJobParams& params);
 
 // The batch/v1 Job manifest (JSON). Errors (reason ImportJobInvalid) name a missing field.
