@@ -95,7 +95,7 @@ StatusOr<std::string> fileDigest(const std::filesystem::path& file, const std::s
   EVP_DigestFinal_ex(ctx.get(), digest.data(), &length);
   static constexpr char kHex[] = "0123456789abcdef";
   std::string hex;
-  hex.reserve(length * 2);
+  hex.reserve(static_cast<size_t>(length) * 2);
   for (unsigned int i = 0; i < length; ++i) {
     hex.push_back(kHex[digest[i] >> 4]);
     hex.push_back(kHex[digest[i] & 0xf]);

@@ -29,7 +29,9 @@ std::optional<Conflict> mergeMap(YAML::Node& base, const YAML::Node& layer,
   for (const auto& entry : layer) {
     // Keys are compared as scalars: cloud-config keys are strings.
     std::string key = entry.first.Scalar();
-    std::string key_path = path.empty() ? key : path + "." + key;
+    std::string key_path = path;
+    if (!key_path.empty()) key_path += '.';
+    key_path += key;
     const YAML::Node& value = entry.second;
     YAML::Node existing = base[key];
     if (!existing.IsDefined() || existing.IsNull()) {

@@ -268,13 +268,25 @@ Outcome runImport(const Options& o, const std::atomic<bool>& stop) {
                                           "the import did not finish within " +
                                               std::to_string(o.timeout_seconds) + " s"));
     }
-    std::string request = R"({"image":)" + image_json + R"(,"artifact":{"path":")" +
-                          common::jsonEscape(o.artifact) + R"(","format":")" +
-                          common::jsonEscape(o.format) + R"(","sha256":")" + sha256 +
-                          R"(","sizeBytes":)" + std::to_string(size) + R"(},"failureDomain":")" +
-                          common::jsonEscape(o.failure_domain) + "\"";
-    if (!token.empty()) request += R"(,"operation":{"token":")" + common::jsonEscape(token) + "\"}";
-    request += "}";
+    std::string request = R"({"image":)";
+    request += image_json;
+    request += R"(,"artifact":{"path":")";
+    request += common::jsonEscape(o.artifact);
+    request += R"(","format":")";
+    request += common::jsonEscape(o.format);
+    request += R"(","sha256":")";
+    request += sha256;
+    request += R"(","sizeBytes":)";
+    request += std::to_string(size);
+    request += R"(},"failureDomain":")";
+    request += common::jsonEscape(o.failure_domain);
+    request += '"';
+    if (!token.empty()) {
+      request += R"(,"operation":{"token":")";
+      request += common::jsonEscape(token);
+      request += "\"}";
+    }
+    request += '}';
     auto result = instance->importImage(request, call);
     for (const auto& v : result.violations) spdlog::warn("plugin contract: {}", v);
     rapidjson::Document body;
