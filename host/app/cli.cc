@@ -39,12 +39,12 @@ int run(int argc, char** argv) {
 
   Action action;
   roles::registerPendingRoles(app, action);
+  roles::images::registerImageBuilderCommand(app, action);
+  roles::images::registerImageImportCommand(app, action);
   roles::crdgen::registerCrdgenCommand(app, action);
   roles::bootstrap::registerBootstrapCommand(app, action);
   roles::plugin::registerPluginCommands(app, action);
   roles::devnode::registerDevnodeCommand(app, action);
-  roles::images::registerImageBuilderCommand(app, action);
-  roles::images::registerImageImportCommand(app, action);
 
   try {
     app.parse(argc, argv);

@@ -128,7 +128,6 @@ Result ImageBuilderReconciler::reconcile(const Request& request) {
                         where + " cannot be read: " + secret.status().message());
         break;
       }
-      std::string path = "data." + key;
       const auto* data = json::find(&*secret, "data");
       const rapidjson::Value* value = nullptr;
       if (data != nullptr && data->IsObject()) {
@@ -160,11 +159,28 @@ Result ImageBuilderReconciler::reconcile(const Request& request) {
       spdlog::warn("vmimage {}: {}", name, failed.message);
       return Result::requeueAfter(kSecretRecheck);
     }
-    auto applied =
-        client_.apply(kube::resources::kSecret, options_.build_namespace, mergedSecretName(name),
-                      mergedSecretManifest(image, options_.build_namespace, *merged),
-                      {.field_manager = kImageBuilderManager, .force = true});
-    if (!applied.ok()) return Result::retry(applied.status());
+    // Written only when its content changed: VMImage status updates from every provider
+    // reconcile this image, and steady state should cost reads, not writes.
+    auto existing_secret =
+        client_.get(kube::resources::kSecret, options_.build_namespace, mergedSecretName(name));
+    std::string wanted = base64Encode(*merged);
+    bool current_secret = false;
+    if (existing_secret.ok()) {
+      const auto* data = json::find(&*existing_secret, "data");
+      if (data != nullptr && data->IsObject()) {
+        auto it = data->FindMember(kMergedCloudConfigKey);
+        current_secret = it != data->MemberEnd() && it->value.IsString() &&
+                         wanted == it->value.GetString() &&
+                         annotation(*existing_secret, kVMImageAnnotation) == name;
+      }
+    }
+    if (!current_secret) {
+      auto applied =
+          client_.apply(kube::resources::kSecret, options_.build_namespace, mergedSecretName(name),
+                        mergedSecretManifest(image, options_.build_namespace, *merged),
+                        {.field_manager = kImageBuilderManager, .force = true});
+      if (!applied.ok()) return Result::retry(applied.status());
+    }
   }
 
   // The OSArtifact: created once per build spec; kairos refuses spec updates, so a changed
