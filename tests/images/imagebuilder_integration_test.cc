@@ -16,6 +16,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <iostream>
+
 namespace banlieue::roles::images {
 namespace {
 
@@ -49,7 +51,11 @@ class ImageBuilderTest : public ::testing::Test {
     if (builder_) builder_->stop();
     for (const auto& name : images_) (void)client_->remove(kVMImages, "", name);
     std::error_code ec;
-    fs::remove_all(root_, ec);
+    if (HasFailure()) {
+      std::cerr << "imagebuilder log and artifacts kept in " << root_ << "\n";
+    } else {
+      fs::remove_all(root_, ec);
+    }
   }
 
   std::string image(const std::string& suffix) {
@@ -73,7 +79,7 @@ class ImageBuilderTest : public ::testing::Test {
                                  "-1", "--metrics-port", "-1", "--build-namespace", ns_->name(),
                                  "--leader-election-namespace", ns_->name(), "--artifacts-root",
                                  root_.string()},
-        root_.parent_path() / (ns_->name() + "-imagebuilder.log"));
+        root_ / "imagebuilder.log");
   }
 
   std::string buildField(const std::string& image_name, const std::string& field) {
