@@ -7,6 +7,8 @@
 #include "host/roles/bootstrap/bootstrap_role.h"
 #include "host/roles/crdgen/crdgen_role.h"
 #include "host/roles/devnode/devnode_command.h"
+#include "host/roles/images/image_import_command.h"
+#include "host/roles/images/imagebuilder_role.h"
 #include "host/roles/pending/pending_roles.h"
 #include "host/roles/plugin/plugin_command.h"
 #include "host/roles/provider/provider_command.h"
@@ -38,6 +40,8 @@ int run(int argc, char** argv) {
 
   Action action;
   roles::registerPendingRoles(app, action);
+  roles::images::registerImageBuilderCommand(app, action);
+  roles::images::registerImageImportCommand(app, action);
   roles::crdgen::registerCrdgenCommand(app, action);
   roles::bootstrap::registerBootstrapCommand(app, action);
   roles::plugin::registerPluginCommands(app, action);

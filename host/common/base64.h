@@ -11,4 +11,7 @@ namespace banlieue::common {
 // nullopt when `in` holds a character outside the alphabet.
 std::optional<std::string> decodeBase64(std::string_view in);
 
+// Standard alphabet, padded (what Secret data must hold).
+std::string encodeBase64(std::string_view bytes);
+
 }  // namespace banlieue::common

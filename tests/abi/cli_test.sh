@@ -15,8 +15,10 @@ expect() {  # expect <exit code> <substring> -- <args...>
 }
 expect 3 "banlieue controller: not available in this build yet; it lands with issue #6" -- controller
 expect 3 "banlieue operator: not available in this build yet" -- operator
-expect 3 "banlieue imagebuilder: not available" -- imagebuilder
-expect 3 "banlieue image-import: not available" -- image-import
+expect 1 "/nonexistent/kubeconfig" -- imagebuilder --kubeconfig /nonexistent/kubeconfig --health-port -1 --metrics-port -1
+expect 106 "--backend is required" -- image-import
+# The checksum is refused before anything is read or connected (exit 11: ChecksumUnusable).
+expect 11 "checksum algorithm 'md5' is not supported" -- image-import --backend libvirt --provider ns/p --image i --failure-domain fd --artifact /nonexistent --checksum md5:00
 expect 0 "name: virtualmachines.banlieue.io" -- crdgen
 expect 1 "plugin directory does not exist" -- crdgen --plugin-dir /nonexistent/banlieue-plugins
 expect 2 "--provider must be <namespace>/<name>" -- provider libvirt --provider just-a-name

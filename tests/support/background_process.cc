@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 extern char** environ;
 
@@ -67,6 +68,18 @@ int BackgroundProcess::stop(int signal) {
   waitpid(pid_, &status, 0);
   pid_ = -1;
   return exitCode(status);
+}
+
+int BackgroundProcess::terminate(std::chrono::seconds grace) {
+  if (pid_ <= 0) return -1;
+  kill(pid_, SIGTERM);
+  auto deadline = std::chrono::steady_clock::now() + grace;
+  int code = -1;
+  while (!exited(&code)) {
+    if (std::chrono::steady_clock::now() > deadline) return stop(SIGKILL);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return code;
 }
 
 bool BackgroundProcess::exited(int* exit_code) {

@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -25,6 +26,8 @@ class BackgroundProcess {
   std::string output() const;
   // Sends `signal` and waits for the exit; returns the exit code (128 + signal when killed).
   int stop(int signal);
+  // SIGTERM, then SIGKILL when it has not exited after `grace`; returns the exit code.
+  int terminate(std::chrono::seconds grace = std::chrono::seconds(15));
   // True (and the exit code set) once the process has exited on its own.
   bool exited(int* exit_code = nullptr);
 

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 namespace banlieue::common {
 namespace {
 
@@ -13,6 +16,16 @@ TEST(Base64Test, DecodesWithAndWithoutPaddingAndIgnoresLineBreaks) {
   std::string binary = *decodeBase64("AP8A/w==");
   ASSERT_EQ(binary.size(), 4u);
   EXPECT_EQ(static_cast<unsigned char>(binary[1]), 0xFF);
+}
+
+TEST(Base64Test, EncodesWithPaddingAndRoundTripsEveryLength) {
+  EXPECT_EQ(encodeBase64("hello"), "aGVsbG8=");
+  EXPECT_EQ(encodeBase64("hello!"), "aGVsbG8h");
+  EXPECT_EQ(encodeBase64("hi"), "aGk=");
+  for (const std::string& s :
+       std::vector<std::string>{"", "a", "ab", "abc", "abcd", std::string("\0\xff\x10", 3)}) {
+    EXPECT_EQ(decodeBase64(encodeBase64(s)), s);
+  }
 }
 
 TEST(Base64Test, RefusesCharactersOutsideTheAlphabet) {

@@ -117,33 +117,35 @@ runtime::Result MachineReconciler::reconcile(const runtime::Request& request) {
       if (name == "conditions" || name == "operationToken" || name == "observedGeneration") {
         continue;  // the runtime's own fields
       }
-      setMember(status, name.c_str(), rapidjson::Value(m.value, a));
+      if (m.value.IsString() && m.value.GetStringLength() == 0) {
+        status.RemoveMember(name.c_str());  // "" clears the field ("" itself reads back as null)
+      } else {
+        setMember(status, name.c_str(), rapidjson::Value(m.value, a));
+      }
     }
   }
-  // providerID belongs in spec (the CAPI contract); written once, by this manager only.
+  // providerID belongs in spec (the CAPI contract); written once. A merge patch, not an apply:
+  // the 1.20 apiserver keeps one applied field set per manager for the object and its status
+  // together, so an apply of spec alone by this manager would disown its status fields (a
+  // later status apply could then no longer remove operationToken).
   if (!provider_id.empty() && provider_id != json::stringOr(&o, "spec.providerID")) {
     rapidjson::Document body(rapidjson::kObjectType);
     auto& ba = body.GetAllocator();
-    body.AddMember("apiVersion", json::stringValue(json::stringOr(&o, "apiVersion"), ba), ba);
-    body.AddMember("kind", json::stringValue(kind_, ba), ba);
-    rapidjson::Value meta(rapidjson::kObjectType);
-    meta.AddMember("name", json::stringValue(request.name, ba), ba);
-    meta.AddMember("namespace", json::stringValue(request.ns, ba), ba);
-    body.AddMember("metadata", meta, ba);
     rapidjson::Value spec(rapidjson::kObjectType);
     spec.AddMember("providerID", json::stringValue(provider_id, ba), ba);
     body.AddMember("spec", spec, ba);
-    kube::ApplyOptions options;
-    options.field_manager = context_.fieldManager();
-    options.force = true;
-    auto applied =
-        context_.client.apply(type_, request.ns, request.name, json::serialize(body), options);
-    if (!applied.ok()) return runtime::Result::retry(applied.status());
+    auto patched = context_.client.patch(type_, request.ns, request.name, kube::PatchType::kMerge,
+                                         json::serialize(body));
+    if (!patched.ok()) return runtime::Result::retry(patched.status());
   }
 
   int64_t generation = json::integer(&o, "metadata.generation").value_or(0);
-  std::string token = in_progress ? json::stringOr(&reply, "operation.token") : "";
-  setMember(status, "operationToken", json::stringValue(token, a));
+  if (std::string token = in_progress ? json::stringOr(&reply, "operation.token") : "";
+      token.empty()) {
+    status.RemoveMember("operationToken");
+  } else {
+    setMember(status, "operationToken", json::stringValue(token, a));
+  }
   bool provisioned = json::boolean(&status, "initialization.provisioned");
   runtime::Condition ready{"Ready", "False", "Provisioning", "", generation};
   if (in_progress) {
@@ -195,8 +197,9 @@ runtime::Result MachineReconciler::finalize(const rapidjson::Value& object) {
   reply.Parse(result.outcome.body.c_str());
   auto status = currentStatus(object);
   auto& a = status.GetAllocator();
-  setMember(status, "operationToken",
-            json::stringValue(json::stringOr(&reply, "operation.token"), a));
+  if (std::string token = json::stringOr(&reply, "operation.token"); !token.empty()) {
+    setMember(status, "operationToken", json::stringValue(token, a));
+  }
   int64_t generation = json::integer(&object, "metadata.generation").value_or(0);
   setMember(status, "conditions",
             mergeConditions(
@@ -219,8 +222,8 @@ runtime::Result MachineReconciler::writeStatus(const rapidjson::Value& object,
       if (json::stringOr(&c, "type") == "Ready") was_ready = json::stringOr(&c, "status") == "True";
     }
   }
-  auto written =
-      applyStatusIfChanged(context_.client, type_, object, status, context_.fieldManager());
+  auto written = applyStatusIfChanged(context_.client, type_, object, status,
+                                      context_.fieldManager(), /*whole_status=*/true);
   if (!written.ok()) return runtime::Result::retry(written.status());
   bool ready = false;
   for (const auto& c : status["conditions"].GetArray()) {
@@ -238,17 +241,15 @@ runtime::Result MachineReconciler::failed(const rapidjson::Value& object, const 
   auto status = currentStatus(object);
   auto& a = status.GetAllocator();
   // A transient failure polls the same backend task again; a terminal one ended it.
-  if (policy.disposition == plugin::Disposition::kTerminal) {
-    setMember(status, "operationToken", json::stringValue("", a));
-  }
+  if (policy.disposition == plugin::Disposition::kTerminal) status.RemoveMember("operationToken");
   int64_t generation = json::integer(&object, "metadata.generation").value_or(0);
   std::string message = deleting ? "deleting: " + failure.message() : failure.message();
   setMember(status, "conditions",
             mergeConditions(json::find(&object, "status.conditions"),
                             {{"Ready", "False", failure.reason(), message, generation}}, a));
   setMember(status, "observedGeneration", rapidjson::Value(generation));
-  auto written =
-      applyStatusIfChanged(context_.client, type_, object, status, context_.fieldManager());
+  auto written = applyStatusIfChanged(context_.client, type_, object, status,
+                                      context_.fieldManager(), /*whole_status=*/true);
   if (written.ok() && *written && policy.warning_event) {
     context_.events.warning(object, failure.reason(), deleting ? "Finalize" : "Reconcile", message);
   }

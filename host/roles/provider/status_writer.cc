@@ -18,9 +18,18 @@ bool sameJson(const rapidjson::Value& a, const rapidjson::Value& b) {
 
 StatusOr<bool> applyStatusIfChanged(kube::KubeClient& client, const kube::ResourceType& type,
                                     const rapidjson::Value& object, const rapidjson::Value& status,
-                                    const std::string& field_manager) {
+                                    const std::string& field_manager, bool whole_status) {
   const auto* current = json::member(&object, "status");
   bool changed = current == nullptr || !current->IsObject();
+  if (!changed && whole_status) {
+    // A field dropped from the desired status is a change too: the apply removes it.
+    for (const auto& m : current->GetObject()) {
+      if (!status.HasMember(m.name)) {
+        changed = true;
+        break;
+      }
+    }
+  }
   if (!changed) {
     for (const auto& m : status.GetObject()) {
       const auto* now = json::member(current, m.name.GetString());
@@ -65,7 +74,11 @@ rapidjson::Value mergeConditions(const rapidjson::Value* current,
     }
   }
   std::string now = runtime::rfc3339Now();
-  for (const auto& u : updates) runtime::setCondition(out, allocator, u, now);
+  for (auto u : updates) {
+    // The 1.20 apiserver turns "" in a custom resource into null, which the schema refuses.
+    if (u.message.empty()) u.message = u.reason;
+    runtime::setCondition(out, allocator, u, now);
+  }
   return out;
 }
 

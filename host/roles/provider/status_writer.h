@@ -14,12 +14,14 @@
 
 namespace banlieue::roles::provider {
 
-// `status` holds every field the manager owns (fields it owned before and leaves out are
-// removed by the apply, so callers clear a field by sending its empty value). Skipped, and
-// false returned, when each field of `status` already equals the object's.
+// `status` holds every field the manager owns; fields it owned before and leaves out are
+// removed by the apply, which is how a field is cleared (an empty string would not do: the
+// 1.20 apiserver stores "" in a custom resource as null). Skipped, and false returned, when
+// each field of `status` already equals the object's and — with `whole_status`, for a manager
+// that owns the entire status — the object has no field `status` lacks.
 StatusOr<bool> applyStatusIfChanged(kube::KubeClient& client, const kube::ResourceType& type,
                                     const rapidjson::Value& object, const rapidjson::Value& status,
-                                    const std::string& field_manager);
+                                    const std::string& field_manager, bool whole_status = false);
 
 // Copies conditions of the given types from `current` (an object's status.conditions) into a
 // fresh array, then sets each of `updates`, so lastTransitionTime moves only on a change.

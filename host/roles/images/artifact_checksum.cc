@@ -1,0 +1,118 @@
+#include "host/roles/images/artifact_checksum.h"
+
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+namespace banlieue::roles::images {
+namespace {
+
+size_t digestLength(const std::string& algorithm) {
+  if (algorithm == "sha256") return 32;
+  if (algorithm == "sha512") return 64;
+  return 0;
+}
+
+}  // namespace
+
+StatusOr<Checksum> parseChecksum(const std::string& text) {
+  if (text.empty()) {
+    return error(Code::kFailedPrecondition, "ChecksumMissing",
+                 "the artifact has no checksum to verify; imports fail closed");
+  }
+  auto colon = text.find(':');
+  if (colon == std::string::npos) {
+    return error(Code::kInvalidArgument, "ChecksumMalformed",
+                 "checksum '" + text + "' is not <algorithm>:<hex> (sha256: or sha512:)");
+  }
+  Checksum c{text.substr(0, colon), text.substr(colon + 1)};
+  size_t bytes = digestLength(c.algorithm);
+  if (bytes == 0) {
+    return error(Code::kInvalidArgument, "ChecksumAlgorithmUnsupported",
+                 "checksum algorithm '" + c.algorithm + "' is not supported (sha256 or sha512)");
+  }
+  if (c.hex.size() != bytes * 2) {
+    return error(Code::kInvalidArgument, "ChecksumMalformed",
+                 c.algorithm + " checksum must have " + std::to_string(bytes * 2) +
+                     " hex digits, not " + std::to_string(c.hex.size()));
+  }
+  for (char& ch : c.hex) {
+    if (ch >= 'A' && ch <= 'F') ch = static_cast<char>(ch - 'A' + 'a');
+    if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f'))) {
+      return error(Code::kInvalidArgument, "ChecksumMalformed",
+                   c.algorithm + " checksum contains a non-hex character");
+    }
+  }
+  return c;
+}
+
+StatusOr<std::string> fileDigest(const std::filesystem::path& file, const std::string& algorithm,
+                                 const HashProgress& progress, const std::atomic<bool>* cancel) {
+  const EVP_MD* md = algorithm == "sha256"   ? EVP_sha256()
+                     : algorithm == "sha512" ? EVP_sha512()
+                                             : nullptr;
+  if (md == nullptr) {
+    return error(Code::kInvalidArgument, "ChecksumAlgorithmUnsupported",
+                 "checksum algorithm '" + algorithm + "' is not supported (sha256 or sha512)");
+  }
+  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return error(Code::kFailedPrecondition, "ArtifactUnreadable",
+                 "cannot open " + file.string() + ": " + std::strerror(errno));
+  }
+  std::unique_ptr<int, void (*)(int*)> closer(&fd, [](int* f) { ::close(*f); });
+  std::error_code ec;
+  uint64_t total = std::filesystem::file_size(file, ec);
+  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  if (!ctx || EVP_DigestInit_ex(ctx.get(), md, nullptr) != 1) {
+    return error(Code::kInternal, "DigestFailed", "cannot initialise " + algorithm);
+  }
+  std::vector<unsigned char> buffer(size_t{1} << 20);
+  uint64_t done = 0;
+  for (;;) {
+    if (cancel != nullptr && cancel->load()) {
+      return error(Code::kCancelled, "Cancelled", "checksum verification was cancelled");
+    }
+    ssize_t n = ::read(fd, buffer.data(), buffer.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return error(Code::kFailedPrecondition, "ArtifactUnreadable",
+                   "cannot read " + file.string() + ": " + std::strerror(errno));
+    }
+    if (n == 0) break;
+    EVP_DigestUpdate(ctx.get(), buffer.data(), static_cast<size_t>(n));
+    done += static_cast<uint64_t>(n);
+    if (progress) progress(done, total);
+  }
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  unsigned int length = 0;
+  EVP_DigestFinal_ex(ctx.get(), digest.data(), &length);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(static_cast<size_t>(length) * 2);
+  for (unsigned int i = 0; i < length; ++i) {
+    hex.push_back(kHex[digest[i] >> 4]);
+    hex.push_back(kHex[digest[i] & 0xf]);
+  }
+  return hex;
+}
+
+Status verifyChecksum(const std::filesystem::path& file, const Checksum& expected,
+                      const HashProgress& progress, const std::atomic<bool>* cancel) {
+  auto actual = fileDigest(file, expected.algorithm, progress, cancel);
+  if (!actual.ok()) return actual.status();
+  if (*actual != expected.hex) {
+    return error(Code::kFailedPrecondition, "ChecksumMismatch",
+                 file.filename().string() + " has " + expected.algorithm + " " + *actual +
+                     ", expected " + expected.hex + "; refusing to import");
+  }
+  return Status::ok();
+}
+
+}  // namespace banlieue::roles::images

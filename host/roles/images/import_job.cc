@@ -1,0 +1,358 @@
+#include "host/roles/images/import_job.h"
+
+#include "host/roles/images/import_exit.h"
+
+#include <banlieue/sdk/json.h>
+#include <rapidjson/document.h>
+
+#include <cctype>
+#include <cstdio>
+
+namespace banlieue::roles::images {
+namespace {
+
+namespace json = sdk::json;
+using rapidjson::Value;
+
+// FNV-1a: stable across builds and platforms, unlike std::hash.
+std::string shortHash(const std::string& text) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(h));
+  return std::string(buf, 10);
+}
+
+// Lowercase alphanumerics and '-', no leading/trailing '-', at most `max` characters.
+std::string dnsLabelPart(const std::string& text, size_t max) {
+  std::string out;
+  for (char c : text) {
+    if (out.size() >= max) break;
+    auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) != 0) {
+      out.push_back(static_cast<char>(std::tolower(u)));
+    } else if (!out.empty() && out.back() != '-') {
+      out.push_back('-');
+    }
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out;
+}
+
+// A label value: the text itself when it is a valid label value, else a hash of it.
+std::string labelValue(const std::string& text) {
+  bool valid = !text.empty() && text.size() <= 63 &&
+               std::isalnum(static_cast<unsigned char>(text.front())) &&
+               std::isalnum(static_cast<unsigned char>(text.back()));
+  for (char c : text) {
+    auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) == 0 && c != '-' && c != '_' && c != '.') valid = false;
+  }
+  return valid ? text : "h-" + shortHash(text);
+}
+
+class Builder {
+ public:
+  Builder() : doc_(rapidjson::kObjectType) {}
+  rapidjson::Document& doc() { return doc_; }
+  Value str(const std::string& s) { return json::stringValue(s, doc_.GetAllocator()); }
+  Value obj() { return Value(rapidjson::kObjectType); }
+  Value arr() { return Value(rapidjson::kArrayType); }
+  void add(Value& target, const char* key, Value value) {
+    target.AddMember(Value(key, doc_.GetAllocator()), value, doc_.GetAllocator());
+  }
+  void add(Value& target, const char* key, const std::string& value) {
+    add(target, key, str(value));
+  }
+  void push(Value& array, Value value) { array.PushBack(value, doc_.GetAllocator()); }
+
+ private:
+  rapidjson::Document doc_;
+};
+
+bool conditionTrue(const Value& job, const char* type, std::string* reason, std::string* message) {
+  const auto* conditions = json::find(&job, "status.conditions");
+  if (conditions == nullptr || !conditions->IsArray()) return false;
+  for (const auto& c : conditions->GetArray()) {
+    if (json::stringOr(&c, "type") == type && json::stringOr(&c, "status") == "True") {
+      if (reason != nullptr) *reason = json::stringOr(&c, "reason");
+      if (message != nullptr) *message = json::stringOr(&c, "message");
+      return true;
+    }
+  }
+  return false;
+}
+
+bool isCamelCase(const std::string& s) {
+  if (s.empty() || s.size() > 128 || std::isupper(static_cast<unsigned char>(s.front())) == 0) {
+    return false;
+  }
+  for (char c : s) {
+    if (std::isalnum(static_cast<unsigned char>(c)) == 0) return false;
+  }
+  return true;
+}
+
+// The import container's last termination: state.terminated, else lastState.terminated.
+const Value* importTermination(const Value* pod) {
+  if (pod == nullptr) return nullptr;
+  const auto* statuses = json::find(pod, "status.containerStatuses");
+  if (statuses == nullptr || !statuses->IsArray()) return nullptr;
+  for (const auto& s : statuses->GetArray()) {
+    if (json::stringOr(&s, "name") != kImportContainerName) continue;
+    if (const auto* t = json::find(&s, "state.terminated"); t != nullptr && t->IsObject()) {
+      return t;
+    }
+    if (const auto* t = json::find(&s, "lastState.terminated"); t != nullptr && t->IsObject()) {
+      return t;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::string importJobName(const ImportJobParams& p) {
+  std::string identity = p.image_name + "\n" + p.provider_namespace + "\n" + p.provider_name +
+                         "\n" + p.failure_domain + "\n" + p.os_artifact_uid + "\n" +
+                         p.artifact_file + "\n" + p.checksum + "\n" + p.generation_suffix;
+  std::string prefix = dnsLabelPart(p.image_name, 40);
+  return "import-" + (prefix.empty() ? std::string() : prefix + "-") + shortHash(identity);
+}
+
+StatusOr<std::string> importJob(const ImportJobParams& p) {
+  auto missing = [](const char* field) {
+    return error(Code::kInvalidArgument, "ImportJobInvalid",
+                 std::string("import Job: ") + field + " is required");
+  };
+  if (p.image_name.empty()) return missing("image_name");
+  if (p.provider_name.empty() || p.provider_namespace.empty()) return missing("provider");
+  if (p.backend.empty()) return missing("backend");
+  if (p.failure_domain.empty()) return missing("failure_domain");
+  if (p.artifact_file.empty()) return missing("artifact_file");
+  if (p.artifact_format.empty()) return missing("artifact_format");
+  if (p.checksum.empty()) return missing("checksum (imports fail closed)");
+  if (p.pvc_name.empty() == p.artifacts_host_path.empty()) {
+    return error(Code::kInvalidArgument, "ImportJobInvalid",
+                 "import Job: exactly one of pvc_name and artifacts_host_path is required");
+  }
+  if (p.artifact_file.find('/') != std::string::npos || p.artifact_file == "..") {
+    return error(Code::kInvalidArgument, "ImportJobInvalid",
+                 "import Job: artifact_file '" + p.artifact_file + "' must be a plain file name");
+  }
+
+  Builder b;
+  auto& job = b.doc();
+  b.add(job, "apiVersion", std::string("batch/v1"));
+  b.add(job, "kind", std::string("Job"));
+
+  Value labels = b.obj();
+  b.add(labels, "app.kubernetes.io/name", std::string("banlieue"));
+  b.add(labels, "app.kubernetes.io/component", std::string("image-import"));
+  b.add(labels, "banlieue.io/vmimage", labelValue(p.image_name));
+  b.add(labels, "banlieue.io/provider", labelValue(p.provider_name));
+  b.add(labels, "banlieue.io/provider-namespace", labelValue(p.provider_namespace));
+  Value pod_labels(labels, job.GetAllocator());
+
+  Value annotations = b.obj();
+  b.add(annotations, "banlieue.io/vmimage", p.image_name);
+  b.add(annotations, "banlieue.io/provider", p.provider_namespace + "/" + p.provider_name);
+  b.add(annotations, "banlieue.io/failure-domain", p.failure_domain);
+
+  Value metadata = b.obj();
+  b.add(metadata, "name", importJobName(p));
+  b.add(metadata, "namespace", p.job_namespace);
+  b.add(metadata, "labels", std::move(labels));
+  b.add(metadata, "annotations", std::move(annotations));
+  if (!p.os_artifact_name.empty() && !p.os_artifact_uid.empty()) {
+    Value owner = b.obj();
+    b.add(owner, "apiVersion", std::string("build.kairos.io/v1alpha2"));
+    b.add(owner, "kind", std::string("OSArtifact"));
+    b.add(owner, "name", p.os_artifact_name);
+    b.add(owner, "uid", p.os_artifact_uid);
+    b.add(owner, "controller", Value(false));
+    b.add(owner, "blockOwnerDeletion", Value(false));
+    Value owners = b.arr();
+    b.push(owners, std::move(owner));
+    b.add(metadata, "ownerReferences", std::move(owners));
+  }
+  b.add(job, "metadata", std::move(metadata));
+
+  std::string artifact_path = std::string(kArtifactsMountPath) + "/" + p.artifact_file;
+  std::vector<std::string> args = {
+      "--log-level",    p.log_level,       "image-import",
+      "--plugin-dir",   p.plugin_dir,      "--backend",
+      p.backend,        "--provider",      p.provider_namespace + "/" + p.provider_name,
+      "--image",        p.image_name,      "--failure-domain",
+      p.failure_domain, "--artifact",      artifact_path,
+      "--format",       p.artifact_format, "--checksum",
+      p.checksum};
+  if (!p.credentials_secret.empty()) {
+    args.emplace_back("--credentials-dir");
+    args.emplace_back(kCredentialsMountPath);
+  }
+  Value arg_values = b.arr();
+  for (const auto& a : args) b.push(arg_values, b.str(a));
+
+  Value mounts = b.arr();
+  Value volumes = b.arr();
+  {
+    Value mount = b.obj();
+    b.add(mount, "name", std::string("artifacts"));
+    b.add(mount, "mountPath", std::string(kArtifactsMountPath));
+    b.add(mount, "readOnly", Value(true));
+    b.push(mounts, std::move(mount));
+    Value volume = b.obj();
+    b.add(volume, "name", std::string("artifacts"));
+    if (!p.pvc_name.empty()) {
+      Value pvc = b.obj();
+      b.add(pvc, "claimName", p.pvc_name);
+      b.add(pvc, "readOnly", Value(true));
+      b.add(volume, "persistentVolumeClaim", std::move(pvc));
+    } else {
+      Value host = b.obj();
+      b.add(host, "path", p.artifacts_host_path);
+      b.add(host, "type", std::string("Directory"));
+      b.add(volume, "hostPath", std::move(host));
+    }
+    b.push(volumes, std::move(volume));
+  }
+  if (!p.credentials_secret.empty()) {
+    Value mount = b.obj();
+    b.add(mount, "name", std::string("credentials"));
+    b.add(mount, "mountPath", std::string(kCredentialsMountPath));
+    b.add(mount, "readOnly", Value(true));
+    b.push(mounts, std::move(mount));
+    Value secret = b.obj();
+    b.add(secret, "secretName", p.credentials_secret);
+    b.add(secret, "defaultMode", Value(0400));
+    Value volume = b.obj();
+    b.add(volume, "name", std::string("credentials"));
+    b.add(volume, "secret", std::move(secret));
+    b.push(volumes, std::move(volume));
+  }
+
+  Value env = b.arr();
+  for (const char* name : {"POD_NAME", "POD_NAMESPACE"}) {
+    Value field = b.obj();
+    b.add(field, "fieldPath",
+          std::string(name == std::string("POD_NAME") ? "metadata.name" : "metadata.namespace"));
+    Value from = b.obj();
+    b.add(from, "fieldRef", std::move(field));
+    Value var = b.obj();
+    b.add(var, "name", std::string(name));
+    b.add(var, "valueFrom", std::move(from));
+    b.push(env, std::move(var));
+  }
+
+  Value security = b.obj();
+  b.add(security, "readOnlyRootFilesystem", Value(true));
+  b.add(security, "allowPrivilegeEscalation", Value(false));
+  Value capabilities = b.obj();
+  Value drop = b.arr();
+  b.push(drop, b.str("ALL"));
+  b.add(capabilities, "drop", std::move(drop));
+  b.add(security, "capabilities", std::move(capabilities));
+
+  Value container = b.obj();
+  b.add(container, "name", std::string(kImportContainerName));
+  b.add(container, "image", p.container_image);
+  b.add(container, "imagePullPolicy", std::string("IfNotPresent"));
+  b.add(container, "args", std::move(arg_values));
+  b.add(container, "env", std::move(env));
+  b.add(container, "volumeMounts", std::move(mounts));
+  b.add(container, "securityContext", std::move(security));
+  b.add(container, "terminationMessagePath", std::string("/dev/termination-log"));
+  b.add(container, "terminationMessagePolicy", std::string("FallbackToLogsOnError"));
+  Value containers = b.arr();
+  b.push(containers, std::move(container));
+
+  Value pod_spec = b.obj();
+  b.add(pod_spec, "serviceAccountName", p.service_account);
+  b.add(pod_spec, "restartPolicy", std::string("Never"));
+  b.add(pod_spec, "containers", std::move(containers));
+  b.add(pod_spec, "volumes", std::move(volumes));
+
+  Value pod_meta = b.obj();
+  b.add(pod_meta, "labels", std::move(pod_labels));
+  Value template_ = b.obj();
+  b.add(template_, "metadata", std::move(pod_meta));
+  b.add(template_, "spec", std::move(pod_spec));
+
+  Value spec = b.obj();
+  b.add(spec, "backoffLimit", Value(p.backoff_limit));
+  b.add(spec, "activeDeadlineSeconds", Value(p.active_deadline_seconds));
+  b.add(spec, "template", std::move(template_));
+  b.add(job, "spec", std::move(spec));
+  return json::serialize(job);
+}
+
+ImportOutcome importOutcome(const rapidjson::Value& job, const rapidjson::Value* pod) {
+  ImportOutcome out;
+  const Value* terminated = importTermination(pod);
+  std::string term_reason, term_message;
+  if (terminated != nullptr) {
+    if (auto code = json::integer(terminated, "exitCode")) out.exit_code = static_cast<int>(*code);
+    // The termination message is {"reason","message","resolvedRef"} from image-import; with
+    // FallbackToLogsOnError it can also be the log tail, which is kept as the message.
+    std::string text = json::stringOr(terminated, "message");
+    rapidjson::Document doc;
+    if (!text.empty() && !doc.Parse(text.data(), text.size()).HasParseError() && doc.IsObject()) {
+      term_reason = json::stringOr(&doc, "reason");
+      term_message = json::stringOr(&doc, "message");
+      out.resolved_ref = json::stringOr(&doc, "resolvedRef");
+    } else {
+      term_message = text;
+    }
+  }
+  std::string cond_reason, cond_message;
+  if (conditionTrue(job, "Complete", nullptr, nullptr)) {
+    out.state = ImportOutcome::State::kSucceeded;
+    out.reason = "Imported";
+    out.message = term_message.empty() ? "imported" : term_message;
+    out.exit_code = 0;
+    return out;
+  }
+  if (conditionTrue(job, "Failed", &cond_reason, &cond_message)) {
+    out.state = ImportOutcome::State::kFailed;
+    if (out.exit_code >= 0) {
+      out.reason = reasonForImportExit(out.exit_code);
+      out.retryable = importExitRetryable(out.exit_code);
+      // A plugin's own reason is more specific than the exit status's stage.
+      if (isCamelCase(term_reason)) out.reason = term_reason;
+    } else if (cond_reason == "DeadlineExceeded") {
+      out.reason = "ImportTimedOut";
+      out.retryable = true;
+    } else {
+      out.reason = "ImportFailed";
+      out.retryable = true;
+    }
+    out.message = !term_message.empty() ? term_message
+                  : !cond_message.empty()
+                      ? cond_message
+                      : "import Job failed with exit status " + std::to_string(out.exit_code);
+    return out;
+  }
+  out.state = ImportOutcome::State::kRunning;
+  out.reason = "Importing";
+  int64_t failed = json::integer(&job, "status.failed").value_or(0);
+  out.message = failed > 0 ? "import Job retrying after " + std::to_string(failed) +
+                                 " failed attempt(s); last: " + reasonForImportExit(out.exit_code)
+                           : "import Job running";
+  return out;
+}
+
+api::ImageZone zoneRow(const std::string& failure_domain, const ImportOutcome& outcome) {
+  api::ImageZone zone;
+  zone.name = failure_domain;
+  zone.ready = outcome.state == ImportOutcome::State::kSucceeded;
+  zone.resolved_ref = outcome.resolved_ref;
+  zone.reason = outcome.reason;
+  zone.message = outcome.message;
+  return zone;
+}
+
+}  // namespace banlieue::roles::images

@@ -1,0 +1,84 @@
+// The per-zone import Job the provider runtime creates once VMImage.status.buildArtifact is
+// Ready, and how a finished Job becomes a perProvider zone row (docs/adr/0013). Pure functions:
+// no I/O, so the runtime decides when to create, adopt or replace a Job.
+//
+// The Job runs `banlieue image-import` for one (VMImage, Provider, failure domain) in the
+// isolated build namespace under a dedicated ServiceAccount that may only read VMImages and
+// Providers; the artifacts volume and the Provider's credentials are mounted read-only; the
+// root filesystem is read-only and privilege escalation is off. Its owner is the OSArtifact
+// that built the artifact, so a rebuild garbage-collects the Jobs of the old artifact.
+#pragma once
+
+#include "host/api/vm_class.h"
+#include "host/common/status_or.h"
+
+#include <rapidjson/fwd.h>
+
+#include <string>
+
+namespace banlieue::roles::images {
+
+inline constexpr const char* kImageBuildNamespace = "banlieue-imagebuild";
+inline constexpr const char* kImportServiceAccount = "banlieue-image-import";
+inline constexpr const char* kArtifactsMountPath = "/artifacts";
+inline constexpr const char* kCredentialsMountPath = "/var/run/banlieue/credentials";
+inline constexpr const char* kImportContainerName = "import";
+
+struct ImportJobParams {
+  // What to import and where.
+  std::string image_name;  // VMImage (cluster-scoped)
+  std::string provider_namespace;
+  std::string provider_name;
+  std::string backend;  // plugin directory name under plugin_dir, e.g. "libvirt"
+  std::string failure_domain;
+  // From status.buildArtifact.
+  std::string artifact_file;        // file name inside the artifacts volume
+  std::string artifact_format;      // raw, qcow2 or iso
+  std::string checksum;             // "<alg>:<hex>", verified before any backend write
+  std::string pvc_name;             // the artifacts PVC (kairos: <osartifact>-artifacts)
+  std::string artifacts_host_path;  // instead of the PVC: a node-local directory (dev nodes)
+  std::string os_artifact_name;     // owner; empty: no owner reference
+  std::string os_artifact_uid;
+  // Secret in the build namespace holding the Provider's credentials (mounted as files);
+  // empty when the backend needs none.
+  std::string credentials_secret;
+  // How the pod runs.
+  std::string job_namespace = kImageBuildNamespace;
+  std::string service_account = kImportServiceAccount;
+  std::string container_image = "localhost/banlieue:latest";
+  std::string plugin_dir = "/usr/lib/banlieue/plugins";
+  std::string log_level = "info";
+  int backoff_limit = 2;
+  int active_deadline_seconds = 3600;
+  // A one-shot re-import (banlieue.io/force-reimport) changes the name, so it never waits
+  // for the old Job's deletion to finish.
+  std::string generation_suffix;
+};
+
+// DNS-1123 name <= 63 characters: import-<image prefix>-<hash of every identifying field>
+// (image, Provider, zone, OSArtifact uid, artifact file and checksum, generation suffix): a
+// different artifact is a different Job, never a clash with the previous one.
+std::string importJobName(const ImportJobParams& params);
+
+// The batch/v1 Job manifest (JSON). Errors (reason ImportJobInvalid) name a missing field.
+StatusOr<std::string> importJob(const ImportJobParams& params);
+
+// What a Job says about its zone.
+struct ImportOutcome {
+  enum class State { kRunning, kSucceeded, kFailed };
+  State state = State::kRunning;
+  std::string reason;  // Importing, Imported, or a failure reason (import_exit.h)
+  std::string message;
+  std::string resolved_ref;  // on success, from the termination message
+  int exit_code = -1;        // of the last import container that ended, -1 when none did
+  bool retryable = false;    // a failed Job worth recreating unchanged
+};
+
+// `job` is the Job; `pod` its newest pod (nullptr when none is known). Completion comes from
+// the Job's conditions; the reason from the pod's exit status and termination message.
+ImportOutcome importOutcome(const rapidjson::Value& job, const rapidjson::Value* pod);
+
+// The zone row for a failure domain (VMImage.status.perProvider[].zones[]).
+api::ImageZone zoneRow(const std::string& failure_domain, const ImportOutcome& outcome);
+
+}  // namespace banlieue::roles::images

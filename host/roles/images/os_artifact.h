@@ -1,0 +1,68 @@
+// What banlieue asks kairos-operator to build for a VMImage, and how the build's progress reads
+// back as VMImage.status.buildArtifact (docs/adr/0013). Pure functions over typed objects.
+//
+// The OSArtifact is build.kairos.io/v1alpha2 (kairos-operator's api/v1alpha2 types: spec.image
+// .ref for a pre-built Kairos OCI image, spec.artifacts {arch, iso, cloudImage,
+// cloudConfigRef{name,key}}, status.phase Pending|Building|Exporting|Ready|Error and
+// status.message). kairos-operator writes the artifacts to PVC <osartifact>-artifacts and
+// treats spec as immutable, so a changed build is a new OSArtifact, not an update.
+#pragma once
+
+#include "host/api/vm_class.h"
+#include "host/common/status_or.h"
+
+#include <rapidjson/fwd.h>
+
+#include <string>
+#include <vector>
+
+namespace banlieue::roles::images {
+
+inline constexpr const char* kOsArtifactApiVersion = "build.kairos.io/v1alpha2";
+inline constexpr const char* kImageBuilderManager = "banlieue.io/imagebuilder";
+inline constexpr const char* kVMImageAnnotation = "banlieue.io/vmimage";
+inline constexpr const char* kBuildSpecHashAnnotation = "banlieue.io/build-spec-hash";
+inline constexpr const char* kMergedCloudConfigKey = "cloud-config.yaml";
+
+// The build a VMImage asks for: its first Url source with importFrom.
+struct BuildPlan {
+  std::string provider_class;
+  std::string import_from;  // the Kairos OCI image
+  std::string kind;         // cloudImage | iso
+  std::string arch;
+  std::string source_checksum;  // the source's own pin, if any
+  bool merge_cloud_config = false;
+};
+
+// nullopt-like: an image without a Url source needs no build (reason NoUrlSource). A Url
+// source without importFrom is an error (reason ImportFromMissing).
+StatusOr<BuildPlan> planBuild(const api::VMImage& image);
+
+std::string osArtifactName(const std::string& image_name);     // <image>-build
+std::string mergedSecretName(const std::string& image_name);   // <image>-cloud-config-merged
+std::string artifactsPvcName(const std::string& os_artifact);  // <osartifact>-artifacts
+std::string artifactFileName(const std::string& os_artifact, const std::string& kind);
+
+// The OSArtifact to apply, owned by the VMImage (uid), carrying the hash of its spec in an
+// annotation so a changed build is detected without comparing kairos-defaulted fields.
+std::string osArtifactManifest(const api::VMImage& image, const BuildPlan& plan,
+                               const std::string& build_namespace);
+// The hash osArtifactManifest puts in kBuildSpecHashAnnotation.
+std::string buildSpecHash(const api::VMImage& image, const BuildPlan& plan);
+
+// The merged cloud-config Secret (data base64-encoded), owned by the VMImage.
+std::string mergedSecretManifest(const api::VMImage& image, const std::string& build_namespace,
+                                 const std::string& merged_yaml);
+
+// kairos phase -> banlieue phase and reason: Pending -> Pending/Pending, Building and
+// Exporting -> Building/Building, Ready -> Ready/Reconciled, Error -> Failed/BuildFailed.
+// Unknown or missing phases read as Pending.
+api::BuildArtifact buildArtifactFrom(const rapidjson::Value& os_artifact, const BuildPlan& plan);
+
+// The status apply body: {apiVersion, kind, metadata{name}, status{buildArtifact}} and
+// nothing else, so perProvider rows and conditions (other managers) are untouched.
+std::string buildArtifactApply(const std::string& image_name, const api::BuildArtifact& artifact);
+
+bool sameBuildArtifact(const api::BuildArtifact& a, const api::BuildArtifact& b);
+
+}  // namespace banlieue::roles::images

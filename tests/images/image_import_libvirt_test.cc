@@ -1,0 +1,365 @@
+// `banlieue image-import` as a process into a real libvirtd directory pool: a private libvirtd
+// (its own unix socket directory, no network listener) that this test starts and stops, the
+// libvirt plugin from the build's plugin directory, the Provider and VMImage from files. The
+// artifact lands byte-identical in the pool; a one-byte-flipped artifact and an unknown
+// checksum algorithm fail with their exit statuses and termination-log reasons and write
+// nothing to the pool; a missing plugin fails as PluginLoadFailed. Then the same through the
+// node agent: importJob()'s Job, created on the local control plane, runs image-import under a
+// read-only ServiceAccount that reads the VMImage and Provider from the API server; the good
+// artifact lands and the Job's result maps to an Imported zone row, a flipped one fails the Job
+// with ChecksumMismatch and writes nothing. Labels: integration;images.
+//
+// Skips (saying why) when not root, when libvirtd is not installed (scripts/setup.sh installs
+// it), or when a libvirtd this test did not start already runs (it owns the machine's QEMU
+// driver state).
+#include "host/roles/images/artifact_checksum.h"
+#include "host/roles/images/import_exit.h"
+#include "host/roles/images/import_job.h"
+#include "tests/support/local_cluster.h"
+
+#include <banlieue/sdk/json.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+namespace banlieue::roles::images {
+namespace {
+
+namespace fs = std::filesystem;
+namespace json = sdk::json;
+using ::testing::HasSubstr;
+using testing::runCommand;
+using testing::shellQuote;
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class ImageImportLibvirtTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a system libvirtd";
+    if (!fs::exists("/usr/sbin/libvirtd")) {
+      GTEST_SKIP() << "/usr/sbin/libvirtd is missing: run scripts/setup.sh";
+    }
+    for (const auto& proc : fs::directory_iterator("/proc")) {
+      if (slurp(proc.path() / "comm") == "libvirtd\n") {
+        GTEST_SKIP() << "a libvirtd this test did not start is running (pid "
+                     << proc.path().filename().string() << ")";
+      }
+    }
+    char tmpl[] = "/tmp/banlieue-image-import-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+    fs::create_directories(dir_ / "sock");
+    fs::create_directories(dir_ / "pool");
+    std::ofstream(dir_ / "libvirtd.conf")
+        << "listen_tls = 0\nlisten_tcp = 0\n"
+        << "unix_sock_dir = \"" << (dir_ / "sock").string() << "\"\n"
+        << "log_outputs = \"3:file:" << (dir_ / "libvirtd.log").string() << "\"\n";
+    auto started =
+        runCommand("/usr/sbin/libvirtd -d -f " + shellQuote((dir_ / "libvirtd.conf").string()) +
+                   " -p " + shellQuote((dir_ / "libvirtd.pid").string()));
+    ASSERT_EQ(started.exit_code, 0) << started.output;
+    started_ = true;
+    ASSERT_TRUE(testing::LocalCluster::eventually(
+        [&] { return fs::exists(dir_ / "sock/libvirt-sock"); }, std::chrono::seconds(30)))
+        << slurp(dir_ / "libvirtd.log");
+    uri_ = "qemu:///system?socket=" + (dir_ / "sock/libvirt-sock").string();
+    conn_ = virConnectOpen(uri_.c_str());
+    ASSERT_NE(conn_, nullptr) << virGetLastErrorMessage();
+    pool_ = "bnl-import-" + std::to_string(::getpid());
+    std::string xml = "<pool type='dir'><name>" + pool_ + "</name><target><path>" +
+                      (dir_ / "pool").string() + "</path></target></pool>";
+    virStoragePoolPtr p = virStoragePoolCreateXML(conn_, xml.c_str(), 0);
+    ASSERT_NE(p, nullptr) << virGetLastErrorMessage();
+    virStoragePoolFree(p);
+
+    std::ofstream(dir_ / "provider.json")
+        << R"({"apiVersion":"banlieue.io/v1alpha1","kind":"Provider",
+          "metadata":{"name":"lv1","namespace":"infra","uid":"p-1"},
+          "spec":{"providerClassRef":{"name":"libvirt"},"connection":{"endpoint":")"
+        << uri_ << R"("},
+          "capabilities":{"storageClasses":[{"name":"local","target":{"pool":")"
+        << pool_ << R"("}}]}}})";
+    std::ofstream(dir_ / "image.yaml") << R"(apiVersion: banlieue.io/v1alpha1
+kind: VMImage
+metadata: {name: kairos-tiny, uid: img-1}
+spec:
+  sources:
+  - {providerClass: libvirt, kind: Url, ref: unused, importFrom: quay.io/kairos/ubuntu:1}
+status:
+  buildArtifact: {kind: cloudImage, phase: Ready, file: tiny.raw}
+)";
+    artifact_ = dir_ / "artifacts" / "tiny.raw";
+    fs::create_directories(artifact_.parent_path());
+    std::string bytes(size_t{3} << 20, '\0');
+    for (size_t i = 0; i < bytes.size(); i += 512) bytes[i] = static_cast<char>(i / 512);
+    std::ofstream(artifact_, std::ios::binary) << bytes;
+    auto sha = fileDigest(artifact_, "sha256");
+    ASSERT_TRUE(sha.ok());
+    sha256_ = *sha;
+  }
+
+  void TearDown() override {
+    if (conn_ != nullptr) {
+      if (virStoragePoolPtr p = virStoragePoolLookupByName(conn_, pool_.c_str())) {
+        virStoragePoolDestroy(p);
+        virStoragePoolFree(p);
+      }
+      virConnectClose(conn_);
+    }
+    if (started_) {
+      std::string pid = slurp(dir_ / "libvirtd.pid");
+      if (!pid.empty()) {
+        pid_t p = static_cast<pid_t>(std::stol(pid));
+        ::kill(p, SIGTERM);
+        testing::LocalCluster::eventually([p] { return ::kill(p, 0) != 0; },
+                                          std::chrono::seconds(15));
+      }
+    }
+    if (!dir_.empty() && !HasFailure()) fs::remove_all(dir_);
+    if (HasFailure() && !dir_.empty()) std::cerr << "kept " << dir_ << "\n";
+  }
+
+  struct Run {
+    int exit_code;
+    std::string output;
+    std::string termination;
+  };
+
+  Run import(const fs::path& artifact, const std::string& checksum,
+             const std::string& backend = "libvirt") {
+    fs::path term = dir_ / "termination-log";
+    fs::remove(term);
+    std::string command = std::string(BANLIEUE_BINARY) + " image-import --plugin-dir " +
+                          shellQuote(PLUGIN_BUILD_DIR) + " --backend " + backend +
+                          " --provider-file " + shellQuote((dir_ / "provider.json").string()) +
+                          " --image-file " + shellQuote((dir_ / "image.yaml").string()) +
+                          " --failure-domain host --artifact " + shellQuote(artifact.string()) +
+                          " --format raw --checksum " + shellQuote(checksum) +
+                          " --termination-log " + shellQuote(term.string());
+    auto r = runCommand(command, std::chrono::seconds(120));
+    return {r.exit_code, r.output, slurp(term)};
+  }
+
+  std::set<std::string> volumes() {
+    std::set<std::string> names;
+    virStoragePoolPtr p = virStoragePoolLookupByName(conn_, pool_.c_str());
+    if (p == nullptr) return names;
+    virStoragePoolRefresh(p, 0);
+    char* list[64];
+    int n = virStoragePoolListVolumes(p, list, 64);
+    for (int i = 0; i < n; ++i) {
+      names.insert(list[i]);
+      free(list[i]);  // NOLINT(cppcoreguidelines-no-malloc): libvirt's allocation
+    }
+    virStoragePoolFree(p);
+    return names;
+  }
+
+  fs::path dir_;
+  fs::path artifact_;
+  std::string uri_;
+  std::string pool_;
+  std::string sha256_;
+  bool started_ = false;
+  virConnectPtr conn_ = nullptr;
+};
+
+TEST_F(ImageImportLibvirtTest, VerifiedArtifactLandsAndCorruptOnesWriteNothing) {
+  // A one-byte flip of the artifact: refused before any backend write.
+  fs::path flipped = dir_ / "artifacts" / "flipped.raw";
+  fs::copy_file(artifact_, flipped);
+  {
+    std::fstream f(flipped, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(1000);
+    f.put('\x5a');
+  }
+  auto bad = import(flipped, "sha256:" + sha256_);
+  EXPECT_EQ(bad.exit_code, kImportChecksumMismatch) << bad.output;
+  EXPECT_THAT(bad.termination, HasSubstr(R"("reason":"ChecksumMismatch")"));
+  EXPECT_THAT(bad.output, HasSubstr("refusing to import"));
+  EXPECT_TRUE(volumes().empty()) << "a corrupted artifact must write nothing";
+
+  // Checksums that cannot be verified fail closed the same way.
+  auto md5 = import(artifact_, "md5:0123456789abcdef0123456789abcdef");
+  EXPECT_EQ(md5.exit_code, kImportChecksumUnusable) << md5.output;
+  EXPECT_THAT(md5.termination, HasSubstr(R"("reason":"ChecksumAlgorithmUnsupported")"));
+  auto none = import(artifact_, "");
+  EXPECT_EQ(none.exit_code, kImportChecksumUnusable) << none.output;
+  EXPECT_TRUE(volumes().empty());
+
+  // A backend with no plugin directory is refused by the loader.
+  auto missing = import(artifact_, "sha256:" + sha256_, "nosuchplugin");
+  EXPECT_EQ(missing.exit_code, kImportPluginLoadFailed) << missing.output;
+
+  // The real import, verified with sha512 (sha256 derived for the plugin contract).
+  auto sha512 = fileDigest(artifact_, "sha512");
+  ASSERT_TRUE(sha512.ok());
+  auto ok = import(artifact_, "sha512:" + *sha512);
+  ASSERT_EQ(ok.exit_code, kImportOk) << ok.output << "\n" << slurp(dir_ / "libvirtd.log");
+  EXPECT_THAT(ok.output, HasSubstr("verified"));
+  std::string volume = "kairos-tiny-" + sha256_.substr(0, 12) + ".raw";
+  EXPECT_THAT(ok.termination, HasSubstr(R"("resolvedRef":")" + volume + "\""));
+  ASSERT_EQ(volumes(), std::set<std::string>{volume});
+  // Byte-identical, read back through libvirt rather than the plugin.
+  fs::path back = dir_ / "back.raw";
+  auto download = runCommand("virsh -q -c " + shellQuote(uri_) + " vol-download --pool " + pool_ +
+                             " " + volume + " " + shellQuote(back.string()));
+  ASSERT_EQ(download.exit_code, 0) << download.output;
+  auto back_sha = fileDigest(back, "sha256");
+  ASSERT_TRUE(back_sha.ok());
+  EXPECT_EQ(*back_sha, sha256_);
+}
+
+const kube::ResourceType kJobs{"batch", "v1", "jobs", true};
+const kube::ResourceType kVMImages{"banlieue.io", "v1alpha1", "vmimages", false};
+
+TEST_F(ImageImportLibvirtTest, ImportJobsRunOnTheNodeAgentAndMapToZoneRows) {
+  auto& cluster = testing::LocalCluster::shared();
+  auto client = cluster.client();
+  ASSERT_NE(client, nullptr);
+  testing::LocalCluster::TestNamespace ns(cluster);
+  std::string image_name = ns.name() + "-tiny";
+  std::string role = ns.name() + "-image-import";
+  struct Cleanup {
+    testing::LocalCluster& cluster;
+    std::string image, role;
+    ~Cleanup() {
+      cluster.kubectl("delete vmimage " + image + " --ignore-not-found");
+      cluster.kubectl("delete clusterrolebinding,clusterrole " + role + " --ignore-not-found");
+    }
+  } cleanup{cluster, image_name, role};
+
+  // The dedicated ServiceAccount may only read VMImages and Providers.
+  auto rbac = cluster.apply(R"(apiVersion: v1
+kind: ServiceAccount
+metadata: {name: banlieue-image-import, namespace: )" +
+                            ns.name() + R"(}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: )" + role + R"(}
+rules:
+- apiGroups: [banlieue.io]
+  resources: [vmimages, providers]
+  verbs: [get]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: )" + role + R"(}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: )" +
+                            role + R"(}
+subjects:
+- {kind: ServiceAccount, name: banlieue-image-import, namespace: )" +
+                            ns.name() + R"(}
+---
+apiVersion: banlieue.io/v1alpha1
+kind: Provider
+metadata: {name: lv1, namespace: )" +
+                            ns.name() + R"(}
+spec:
+  providerClassRef: {name: libvirt}
+  connection: {endpoint: ")" +
+                            uri_ + R"("}
+  capabilities:
+    storageClasses:
+    - {name: local, target: {pool: )" +
+                            pool_ + R"(}}
+---
+apiVersion: banlieue.io/v1alpha1
+kind: VMImage
+metadata: {name: )" + image_name +
+                            R"(}
+spec:
+  sources:
+  - {providerClass: libvirt, kind: Url, ref: unused, importFrom: quay.io/kairos/ubuntu:1}
+)");
+  ASSERT_EQ(rbac.exit_code, 0) << rbac.output;
+
+  ImportJobParams p;
+  p.image_name = image_name;
+  p.provider_namespace = ns.name();
+  p.provider_name = "lv1";
+  p.backend = "libvirt";
+  p.failure_domain = "host";
+  p.artifact_file = "tiny.raw";
+  p.artifact_format = "raw";
+  p.checksum = "sha256:" + sha256_;
+  p.artifacts_host_path = artifact_.parent_path().string();
+  p.job_namespace = ns.name();
+  p.container_image = "localhost/banlieue:latest";
+  p.plugin_dir = PLUGIN_BUILD_DIR;
+  p.log_level = "debug";
+  p.backoff_limit = 0;
+  p.active_deadline_seconds = 300;
+
+  auto runJob = [&](const ImportJobParams& params) -> ImportOutcome {
+    auto manifest = importJob(params);
+    EXPECT_TRUE(manifest.ok()) << manifest.status().message();
+    if (!manifest.ok()) return {};
+    auto created = client->create(kJobs, ns.name(), *manifest);
+    EXPECT_TRUE(created.ok()) << created.status().message();
+    std::string name = importJobName(params);
+    ImportOutcome outcome;
+    bool finished = testing::LocalCluster::eventually(
+        [&] {
+          auto job = client->get(kJobs, ns.name(), name);
+          if (!job.ok()) return false;
+          auto pods = client->list(kube::resources::kPod, ns.name(),
+                                   {.label_selector = "job-name=" + name});
+          const rapidjson::Value* pod = nullptr;
+          if (pods.ok() && (*pods)["items"].IsArray() && !(*pods)["items"].Empty()) {
+            pod = &(*pods)["items"][(*pods)["items"].Size() - 1];
+          }
+          outcome = importOutcome(*job, pod);
+          return outcome.state != ImportOutcome::State::kRunning;
+        },
+        std::chrono::seconds(180));
+    EXPECT_TRUE(finished) << "Job " << name << " did not finish: " << outcome.message << "\n"
+                          << cluster.kubectl("get pods,jobs -o wide -n " + ns.name()).output;
+    return outcome;
+  };
+
+  // A flipped byte: the Job fails with the checksum reason, the pool stays empty.
+  fs::path flipped = artifact_.parent_path() / "flipped.raw";
+  fs::copy_file(artifact_, flipped);
+  {
+    std::fstream f(flipped, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(4242);
+    f.put('\x01');
+  }
+  ImportJobParams bad = p;
+  bad.artifact_file = "flipped.raw";
+  auto failed = runJob(bad);
+  EXPECT_EQ(failed.state, ImportOutcome::State::kFailed);
+  EXPECT_EQ(failed.reason, "ChecksumMismatch") << failed.message;
+  EXPECT_EQ(failed.exit_code, kImportChecksumMismatch);
+  EXPECT_FALSE(zoneRow("host", failed).ready);
+  EXPECT_TRUE(volumes().empty());
+
+  auto imported = runJob(p);
+  ASSERT_EQ(imported.state, ImportOutcome::State::kSucceeded) << imported.message;
+  auto row = zoneRow("host", imported);
+  EXPECT_TRUE(row.ready);
+  EXPECT_EQ(row.reason, "Imported");
+  std::string volume = image_name + "-" + sha256_.substr(0, 12) + ".raw";
+  EXPECT_EQ(volumes(), std::set<std::string>{volume});
+}
+
+}  // namespace
+}  // namespace banlieue::roles::images
