@@ -7,6 +7,7 @@
 #include "host/roles/bootstrap/bootstrap_role.h"
 #include "host/roles/crdgen/crdgen_role.h"
 #include "host/roles/devnode/devnode_command.h"
+#include "host/roles/operator/operator_role.h"
 #include "host/roles/pending/pending_roles.h"
 #include "host/roles/plugin/plugin_command.h"
 
@@ -41,6 +42,7 @@ int run(int argc, char** argv) {
   roles::bootstrap::registerBootstrapCommand(app, action);
   roles::plugin::registerPluginCommands(app, action);
   roles::devnode::registerDevnodeCommand(app, action);
+  roles::provider_operator::registerOperatorCommand(app, action);
 
   try {
     app.parse(argc, argv);

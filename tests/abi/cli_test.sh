@@ -14,7 +14,8 @@ expect() {  # expect <exit code> <substring> -- <args...>
   fi
 }
 expect 3 "banlieue controller: not available in this build yet; it lands with issue #6" -- controller
-expect 3 "banlieue operator: not available in this build yet" -- operator
+expect 0 "--image-plugin-dir" -- operator --help
+expect 1 "banlieue operator: " -- operator --kubeconfig /nonexistent/kubeconfig --health-port -1 --metrics-port -1
 expect 3 "banlieue imagebuilder: not available" -- imagebuilder
 expect 3 "banlieue image-import: not available" -- image-import
 expect 0 "name: virtualmachines.banlieue.io" -- crdgen

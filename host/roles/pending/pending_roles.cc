@@ -20,8 +20,6 @@ constexpr PendingRole kPendingRoles[] = {
     {"controller",
      "Schedule VirtualMachines onto Providers, apply infra CRs, mirror status, run pools",
      "issue #6 (banlieue controller)"},
-    {"operator", "Mint a least-privilege workload per Provider from its ProviderClass",
-     "issue #7 (operator and provider runtime)"},
     {"imagebuilder", "Turn Url-kind VMImages into OSArtifacts and mirror build status",
      "issue #11 (image pipeline)"},
     {"image-import", "Verify an artifact's sha256 and push it into every zone through the plugin",
