@@ -46,6 +46,8 @@ runtime::Result ClassStatusReconciler::reconcile(const runtime::Request& request
   auto referencing = providers_.byIndex(kClassIndex, request.name);
   const int64_t generation = provider_class->metadata.generation;
 
+  // Messages are never empty: a 1.20 apiserver turns an applied "" into null on the next
+  // apply and then refuses the object.
   // Start from the conditions as they are, so unchanged ones keep their lastTransitionTime,
   // and write back only the types this controller owns.
   rapidjson::Document current;
@@ -69,7 +71,8 @@ runtime::Result ClassStatusReconciler::reconcile(const runtime::Request& request
                                        "spec.paused is set: the operator changes no workload of "
                                        "this class",
                                        generation}
-                  : runtime::Condition{"Paused", "False", "NotPaused", "", generation},
+                  : runtime::Condition{"Paused", "False", "NotPaused", "spec.paused is not set",
+                                       generation},
       now);
 
   rapidjson::Document doc(rapidjson::kObjectType);
