@@ -231,6 +231,24 @@ TEST(Workload, MintedObjectsMapBackToTheirProvider) {
   EXPECT_THAT(providerClassIndex(p), ElementsAre("file"));
 }
 
+TEST(Workload, EveryObjectCarriesTheHashOfItsDesiredState) {
+  auto hashOf = [](const MintedObject& o) {
+    return label(find(&o.body, "metadata.annotations"), kAppliedHashAnnotation);
+  };
+  auto first = buildWorkload(provider(), managedClass(), {});
+  auto again = buildWorkload(provider(), managedClass(), {});
+  auto c = managedClass();
+  c.spec.image->tag = "2.0.0";
+  auto edited = buildWorkload(provider(), c, {});
+  ASSERT_TRUE(first.ok() && again.ok() && edited.ok());
+  for (size_t i = 0; i < first->objects.size(); ++i) {
+    EXPECT_EQ(hashOf(first->objects[i]).size(), 16U);
+    EXPECT_EQ(hashOf(first->objects[i]), hashOf(again->objects[i]));
+  }
+  EXPECT_NE(hashOf(first->objects.back()), hashOf(edited->objects.back()));  // the Deployment
+  EXPECT_EQ(hashOf(first->objects.front()), hashOf(edited->objects.front()));
+}
+
 TEST(Workload, AWorkloadNamespaceMovesTheDeploymentButNotTheRoles) {
   auto c = managedClass();
   c.spec.workload_namespace = "providers";

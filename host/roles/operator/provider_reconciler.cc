@@ -62,6 +62,7 @@ ProviderReconciler::ProviderReconciler(kube::KubeClient& client, runtime::Inform
       options_(std::move(options)) {}
 
 Result ProviderReconciler::reconcile(const runtime::Request& request) {
+  operatorLog()->debug("reconciling provider {}", request.key());
   auto object = providers_.get(request.key());
   if (!object) {
     // Gone without our finalizer (removed by hand, or never added): still leave nothing
@@ -154,11 +155,63 @@ Result ProviderReconciler::reconcile(const runtime::Request& request) {
   return Result::requeueAfter(kRequeueDefault);
 }
 
+namespace {
+
+std::string appliedKey(const MintedObject& object) {
+  return object.type.plural + "/" + object.ns + "/" + object.name;
+}
+
+std::string appliedStamp(const kube::ResourceType& type, const rapidjson::Value& live) {
+  std::string hash;
+  if (const auto* annotations = sdk::json::find(&live, "metadata.annotations")) {
+    if (const auto* h = sdk::json::member(annotations, kAppliedHashAnnotation);
+        h != nullptr && h->IsString()) {
+      hash = h->GetString();
+    }
+  }
+  std::string stamp =
+      type.plural == kube::resources::kDeployment.plural
+          ? std::to_string(sdk::json::integer(&live, "metadata.generation").value_or(0))
+          : sdk::json::stringOr(&live, "metadata.resourceVersion", "");
+  return hash + "@" + stamp;
+}
+
+}  // namespace
+
+bool ProviderReconciler::upToDate(const MintedObject& object) {
+  std::string remembered;
+  {
+    std::lock_guard<std::mutex> lock(applied_mutex_);
+    auto it = applied_.find(appliedKey(object));
+    if (it == applied_.end()) return false;
+    remembered = it->second;
+  }
+  const auto* desired = sdk::json::find(&object.body, "metadata.annotations");
+  const auto* hash = sdk::json::member(desired, kAppliedHashAnnotation);
+  if (hash == nullptr || remembered.rfind(std::string(hash->GetString()) + "@", 0) != 0) {
+    return false;
+  }
+  if (object.type.plural == kube::resources::kDeployment.plural) {
+    auto live = deployments_.get(object.ns + "/" + object.name);
+    return live && appliedStamp(object.type, *live) == remembered;
+  }
+  auto live = client_.get(object.type, object.ns, object.name);
+  return live.ok() && appliedStamp(object.type, *live) == remembered;
+}
+
 Status ProviderReconciler::applyObject(MintedObject& object) {
+  if (upToDate(object)) return Status();
   kube::ApplyOptions apply{kFieldManager, true, {}};
   std::string body = api::serializeJson(object.body);
   auto applied = client_.apply(object.type, object.ns, object.name, body, apply);
-  if (applied.ok()) return Status();
+  auto remember = [&](const rapidjson::Value& live) {
+    std::lock_guard<std::mutex> lock(applied_mutex_);
+    applied_[appliedKey(object)] = appliedStamp(object.type, live);
+  };
+  if (applied.ok()) {
+    remember(*applied);
+    return Status();
+  }
   // A binding's roleRef is immutable: when it must change (the class now runs another
   // backend), the binding is replaced.
   bool binding = object.type.plural == rbac::kRoleBinding.plural ||
@@ -169,7 +222,10 @@ Status ProviderReconciler::applyObject(MintedObject& object) {
       return s;
     }
     applied = client_.apply(object.type, object.ns, object.name, body, apply);
-    if (applied.ok()) return Status();
+    if (applied.ok()) {
+      remember(*applied);
+      return Status();
+    }
   }
   return applied.status();
 }
@@ -194,6 +250,10 @@ StatusOr<std::vector<std::string>> ProviderReconciler::prune(const std::string& 
       if (auto s = client_.remove(type, item_ns, item_name, options);
           !s.isOk() && !kube::isNotFound(s)) {
         return s;
+      }
+      {
+        std::lock_guard<std::mutex> lock(applied_mutex_);
+        applied_.erase(type.plural + "/" + item_ns + "/" + item_name);
       }
       operatorLog()->info("provider {}/{}: deleted {} {}{}", ns, name, type.plural,
                           item_ns.empty() ? "" : item_ns + "/", item_name);

@@ -10,6 +10,8 @@
 #include "host/runtime/informer.h"
 
 #include <chrono>
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -38,6 +40,10 @@ class ProviderReconciler : public runtime::Reconciler {
   StatusOr<std::vector<std::string>> prune(const std::string& ns, const std::string& name,
                                            const Workload* keep);
   Status applyObject(MintedObject& object);
+  // Whether the live object is the one this process last applied for the same desired state,
+  // so the write can be skipped: a 1.20 apiserver bumps managedFields (and resourceVersion)
+  // on every no-op apply, which would bring watched objects back in an endless loop.
+  bool upToDate(const MintedObject& object);
   Status applyStatus(const std::string& ns, const std::string& name,
                      const api::ProviderWorkload& workload);
   api::ProviderWorkload observedWorkload(const Workload& workload);
@@ -48,6 +54,10 @@ class ProviderReconciler : public runtime::Reconciler {
   runtime::Informer& deployments_;
   runtime::EventRecorder& events_;
   WorkloadOptions options_;
+  std::mutex applied_mutex_;
+  // "plural/ns/name" -> "hash@stamp" of the last apply (stamp: generation for Deployments,
+  // whose status changes often, otherwise resourceVersion).
+  std::map<std::string, std::string> applied_;
 };
 
 }  // namespace banlieue::roles::provider_operator

@@ -4,6 +4,8 @@
 #include "host/api/kinds.h"
 #include "host/roles/operator/workload_names.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace banlieue::roles::provider_operator {
@@ -456,7 +458,14 @@ StatusOr<Workload> buildWorkload(const api::Provider& provider,
       binding(c, rbac::kClusterRoleBinding, "ClusterRoleBinding", w.cluster_name, "", "ClusterRole",
               backendClusterRoleName(provider_class.spec.backend), w.name, w.workload_ns));
   if (!w.external) w.objects.push_back(deployment(c));
-  for (const auto& o : w.objects) w.keep.emplace(o.type.plural, o.ns, o.name);
+  for (auto& o : w.objects) {
+    w.keep.emplace(o.type.plural, o.ns, o.name);
+    auto& a = o.body.GetAllocator();
+    auto annotations = object();
+    put(annotations, kAppliedHashAnnotation,
+        fmt::format("{:016x}", fnv1a64(api::serializeJson(o.body))), a);
+    o.body["metadata"].AddMember("annotations", annotations, a);
+  }
   return w;
 }
 

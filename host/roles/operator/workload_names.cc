@@ -13,6 +13,15 @@ uint32_t fnv1a32(const std::string& text) {
   return hash;
 }
 
+uint64_t fnv1a64(const std::string& text) {
+  uint64_t hash = 14695981039346656037ULL;
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 1099511628211ULL;
+  }
+  return hash;
+}
+
 std::string capName(const std::string& name) {
   if (name.size() <= kMaxNameLength) return name;
   constexpr size_t kKeep = kMaxNameLength - 9;  // '-' and 8 hex digits
