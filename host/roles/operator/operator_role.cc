@@ -183,7 +183,8 @@ void registerOperatorCommand(CLI::App& app, app::Action& action) {
   sub->add_option("--leader-election-id", options->lease_name, "Name of the operator's Lease")
       ->capture_default_str();
   sub->add_option("--watch-namespace", options->watch_namespace,
-                  "Reconcile Providers of this namespace only (default: every namespace)");
+                  "Reconcile Providers of this namespace only (default: every namespace; "
+                  "ProviderClass status then counts this namespace's Providers only)");
   sub->add_option("--plugin-dir", options->plugin_dir,
                   "Where this operator reads plugins' provider.json (never loading their code)")
       ->capture_default_str();

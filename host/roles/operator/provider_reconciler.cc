@@ -7,6 +7,7 @@
 #include "host/runtime/object_helpers.h"
 
 #include <banlieue/sdk/json.h>
+#include <fmt/format.h>
 
 #include <set>
 
@@ -19,16 +20,27 @@ std::shared_ptr<spdlog::logger> operatorLog() {
   return common::logger("operator");
 }
 
-// The object an Event is about. Listed objects may lack apiVersion and kind.
+// The object an Event is about: apiVersion, kind and metadata (listed objects may lack the
+// first two).
 rapidjson::Document regarding(const rapidjson::Value& provider) {
-  rapidjson::Document doc;
-  doc.CopyFrom(provider, doc.GetAllocator());
+  rapidjson::Document doc(rapidjson::kObjectType);
   auto& a = doc.GetAllocator();
-  if (!doc.HasMember("apiVersion")) {
-    doc.AddMember("apiVersion", rapidjson::Value(kProviderType.apiVersion().c_str(), a), a);
+  const std::string api_version = kProviderType.apiVersion();
+  doc.AddMember("apiVersion", rapidjson::Value(api_version.c_str(), a), a);
+  doc.AddMember("kind", "Provider", a);
+  if (const auto* meta = sdk::json::member(&provider, "metadata")) {
+    doc.AddMember("metadata", rapidjson::Value(*meta, a), a);
   }
-  if (!doc.HasMember("kind")) doc.AddMember("kind", "Provider", a);
   return doc;
+}
+
+std::string appliedKey(const std::string& plural, const std::string& ns, const std::string& name) {
+  std::string key = plural;
+  key += '/';
+  key += ns;
+  key += '/';
+  key += name;
+  return key;
 }
 
 }  // namespace
@@ -158,7 +170,7 @@ Result ProviderReconciler::reconcile(const runtime::Request& request) {
 namespace {
 
 std::string appliedKey(const MintedObject& object) {
-  return object.type.plural + "/" + object.ns + "/" + object.name;
+  return appliedKey(object.type.plural, object.ns, object.name);
 }
 
 std::string appliedStamp(const kube::ResourceType& type, const rapidjson::Value& live) {
@@ -253,11 +265,12 @@ StatusOr<std::vector<std::string>> ProviderReconciler::prune(const std::string& 
       }
       {
         std::lock_guard<std::mutex> lock(applied_mutex_);
-        applied_.erase(type.plural + "/" + item_ns + "/" + item_name);
+        applied_.erase(appliedKey(type.plural, item_ns, item_name));
       }
       operatorLog()->info("provider {}/{}: deleted {} {}{}", ns, name, type.plural,
                           item_ns.empty() ? "" : item_ns + "/", item_name);
-      removed.push_back(type.plural + " " + (item_ns.empty() ? "" : item_ns + "/") + item_name);
+      removed.push_back(
+          fmt::format("{} {}{}{}", type.plural, item_ns, item_ns.empty() ? "" : "/", item_name));
     }
   }
   return removed;
