@@ -73,7 +73,17 @@ fs::path tokenKubeconfig(const LocalCluster& cluster, std::string token, const f
 
 class OperatorTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
+  // Started by the first test's SetUp, not SetUpTestSuite: gtest turns a failure there into
+  // skipped tests, which CTest would report as skipped instead of failed.
+  void SetUp() override {
+    if (!attempted_) {
+      attempted_ = true;
+      startOperator();
+    }
+    ASSERT_TRUE(ready_) << "the operator did not start; see the first test's failures";
+  }
+
+  static void startOperator() {
     auto& cluster = LocalCluster::shared();
     work_ = fs::temp_directory_path() / ("banlieue-operator-test-" + std::to_string(::getpid()));
     fs::remove_all(work_);
@@ -169,6 +179,7 @@ class OperatorTest : public ::testing::Test {
         },
         60s))
         << readFile(log_);
+    ready_ = true;
   }
 
   static void TearDownTestSuite() {
@@ -183,7 +194,7 @@ class OperatorTest : public ::testing::Test {
       LocalCluster::shared().kubectl("scale deployment banlieue-operator --replicas=" +
                                      displaced_replicas_ + " -n " + kSystem);
     }
-    fs::remove_all(work_);
+    if (!work_.empty()) fs::remove_all(work_);
   }
 
   void TearDown() override {
@@ -268,6 +279,8 @@ class OperatorTest : public ::testing::Test {
   static inline fs::path work_;
   static inline fs::path log_;
   static inline pid_t pid_ = -1;
+  static inline bool attempted_ = false;
+  static inline bool ready_ = false;
   static inline int health_port_ = 0;
   static inline std::string displaced_replicas_;
 };
