@@ -39,7 +39,8 @@ endfunction()
 # Every test carries its tier label first; tests of one issue may carry an extra label (abi,
 # local-cluster). FIXTURES names CTest fixtures (e.g. local_cluster) each test requires.
 function(banlieue_cc_test name)
-  cmake_parse_arguments(ARG "" "TIMEOUT" "SRCS;DEPS;LABELS;ENVIRONMENT;FIXTURES" ${ARGN})
+  cmake_parse_arguments(ARG "" "TIMEOUT;RESOURCE_LOCK" "SRCS;DEPS;LABELS;ENVIRONMENT;FIXTURES"
+    ${ARGN})
   if(NOT ARG_LABELS)
     message(FATAL_ERROR "banlieue_cc_test(${name}) needs LABELS (unit, abi, integration or e2e)")
   endif()
@@ -57,6 +58,10 @@ function(banlieue_cc_test name)
   endif()
   if(ARG_FIXTURES)
     string(APPEND assignments " FIXTURES_REQUIRED [==[${ARG_FIXTURES}]==]")
+  endif()
+  # Tests sharing cluster-wide state (e.g. the operator's Lease) never run at the same time.
+  if(ARG_RESOURCE_LOCK)
+    string(APPEND assignments " RESOURCE_LOCK [==[${ARG_RESOURCE_LOCK}]==]")
   endif()
   set(script ${CMAKE_CURRENT_BINARY_DIR}/${name}_properties.cmake)
   file(WRITE ${script}

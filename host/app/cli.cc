@@ -9,6 +9,7 @@
 #include "host/roles/devnode/devnode_command.h"
 #include "host/roles/images/image_import_command.h"
 #include "host/roles/images/imagebuilder_role.h"
+#include "host/roles/operator/operator_role.h"
 #include "host/roles/pending/pending_roles.h"
 #include "host/roles/plugin/plugin_command.h"
 #include "host/roles/provider/provider_command.h"
@@ -47,6 +48,7 @@ int run(int argc, char** argv) {
   roles::plugin::registerPluginCommands(app, action);
   roles::devnode::registerDevnodeCommand(app, action);
   roles::provider::registerProviderCommand(app, action);
+  roles::provider_operator::registerOperatorCommand(app, action);
 
   try {
     app.parse(argc, argv);

@@ -14,7 +14,8 @@ expect() {  # expect <exit code> <substring> -- <args...>
   fi
 }
 expect 3 "banlieue controller: not available in this build yet; it lands with issue #6" -- controller
-expect 3 "banlieue operator: not available in this build yet" -- operator
+expect 0 "--image-plugin-dir" -- operator --help
+expect 1 "banlieue operator: " -- operator --kubeconfig /nonexistent/kubeconfig --health-port -1 --metrics-port -1
 expect 1 "/nonexistent/kubeconfig" -- imagebuilder --kubeconfig /nonexistent/kubeconfig --health-port -1 --metrics-port -1
 expect 106 "--backend is required" -- image-import
 # The checksum is refused before anything is read or connected (exit 11: ChecksumUnusable).

@@ -20,8 +20,6 @@ constexpr PendingRole kPendingRoles[] = {
     {"controller",
      "Schedule VirtualMachines onto Providers, apply infra CRs, mirror status, run pools",
      "issue #6 (banlieue controller)"},
-    {"operator", "Mint a least-privilege workload per Provider from its ProviderClass",
-     "issue #7 (operator and provider runtime)"},
 };
 
 app::Action unavailable(std::string command, std::string lands_with) {

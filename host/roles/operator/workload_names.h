@@ -1,0 +1,53 @@
+// The names and labels of the objects the operator mints for a Provider (banlieue-spec 4.2,
+// 3.13). Pure functions, shared by the operator's builders, its pruning and its tests.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace banlieue::roles::provider_operator {
+
+inline constexpr const char* kFieldManager = "banlieue.io/operator";
+inline constexpr const char* kFinalizer = "banlieue.io/provider-workload";
+inline constexpr const char* kLabelProvider = "banlieue.io/provider";
+inline constexpr const char* kLabelProviderNamespace = "banlieue.io/provider-namespace";
+inline constexpr const char* kLabelProviderClass = "banlieue.io/provider-class";
+inline constexpr const char* kManagedBy = "banlieue-operator";
+
+// Kubernetes names that become label values, pod-name prefixes or DNS labels must fit in 63
+// characters. Longer names keep their first 54 characters (trailing '-' trimmed) and get '-'
+// plus 8 hex digits of FNV-1a-32 of the *full* name, so two long names sharing a prefix still
+// differ and the same input always gives the same name.
+inline constexpr size_t kMaxNameLength = 63;
+std::string capName(const std::string& name);
+
+uint32_t fnv1a32(const std::string& text);
+uint64_t fnv1a64(const std::string& text);
+
+// Annotation on every minted object: a hash of what the operator applied, so a pass whose
+// desired state is unchanged can skip the write (see ProviderReconciler::applyObject).
+inline constexpr const char* kAppliedHashAnnotation = "banlieue.io/applied-hash";
+
+// banlieue-provider-<class>-<provider>: Deployment, ServiceAccount, Role, RoleBinding and the
+// provider's leader-election Lease (when the workload runs in the Provider's namespace).
+std::string workloadName(const std::string& provider_class, const std::string& provider);
+// banlieue-provider-<class>-<providerNs>-<provider>: the ClusterRoleBinding, which shares one
+// cluster-wide name space with every other namespace's Providers.
+std::string clusterScopedName(const std::string& provider_class, const std::string& provider_ns,
+                              const std::string& provider);
+// The shared per-backend ClusterRole bootstrap installs (never created by the operator).
+std::string backendClusterRoleName(const std::string& backend);
+
+// Every label a minted object carries.
+std::map<std::string, std::string> workloadLabels(const std::string& provider_ns,
+                                                  const std::string& provider,
+                                                  const std::string& provider_class,
+                                                  const std::string& backend,
+                                                  const std::string& workload);
+// What selects everything minted for one Provider, whatever its class was: used for pruning and
+// cleanup.
+std::string providerSelector(const std::string& provider_ns, const std::string& provider);
+
+}  // namespace banlieue::roles::provider_operator
