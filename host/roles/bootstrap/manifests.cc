@@ -309,13 +309,19 @@ std::vector<rapidjson::Document> buildBootstrapObjects(
     Strings args;
   };
   // The controller's --namespace would narrow what it watches, so only its Lease is placed;
-  // the operator's --namespace is where its Lease lives (banlieue-spec 4.1, 4.2).
+  // the operator's --namespace is where its Lease lives (banlieue-spec 4.1, 4.2). The operator
+  // reads the plugins' manifests where the image holds them and passes the same directory to
+  // the provider pods it mints.
   const Role roles[] = {
       {kControllerName,
        "controller",
        controllerRules(plugins),
        {"controller", "--leader-election-namespace", ns}},
-      {kOperatorName, "operator", operatorRules(plugins), {"operator", "--namespace", ns}}};
+      {kOperatorName,
+       "operator",
+       operatorRules(plugins),
+       {"operator", "--namespace", ns, "--plugin-dir", options.image_plugin_dir,
+        "--image-plugin-dir", options.image_plugin_dir}}};
   for (const auto& r : roles) {
     out.push_back(parse(R"({"apiVersion":"v1","kind":"ServiceAccount","metadata":)" +
                         meta(r.name, ns, r.component) + "}"));
