@@ -5,6 +5,7 @@
 #include "host/common/logging.h"
 #include "host/common/version.h"
 #include "host/roles/bootstrap/bootstrap_role.h"
+#include "host/roles/controller/controller_role.h"
 #include "host/roles/crdgen/crdgen_role.h"
 #include "host/roles/devnode/devnode_command.h"
 #include "host/roles/pending/pending_roles.h"
@@ -37,6 +38,7 @@ int run(int argc, char** argv) {
 
   Action action;
   roles::registerPendingRoles(app, action);
+  roles::controller::registerControllerCommand(app, action);
   roles::crdgen::registerCrdgenCommand(app, action);
   roles::bootstrap::registerBootstrapCommand(app, action);
   roles::plugin::registerPluginCommands(app, action);

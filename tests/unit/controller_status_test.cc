@@ -1,6 +1,7 @@
 // The status mirror's truth table (Ready from Scheduled, PlacementValid and the infra CR's
 // Ready), what is copied from an infra CR, condition timestamps, and the infra CR builder.
 #include "host/api/codec.h"
+#include "host/roles/controller/image_ready.h"
 #include "host/roles/controller/infra_builder.h"
 #include "host/roles/controller/status_mirror.h"
 
@@ -91,9 +92,11 @@ TEST(StatusMirrorTest, CopiesTheInfraReportAndItsReadyCondition) {
   EXPECT_EQ(infra_ready.observed_generation, 2);
   EXPECT_EQ(condition(status, "GuestReady").status, "True");
 
-  // No infra CR any more: mirrored fields are cleared, GuestReady disappears.
+  // No infra CR any more: mirrored fields are cleared (initialization to provisioned=false),
+  // GuestReady disappears.
   mirrorInfra(status, std::nullopt, 2, "t2");
-  EXPECT_FALSE(status.initialization.has_value());
+  ASSERT_TRUE(status.initialization.has_value());  // kept, so an apply never nulls it
+  EXPECT_EQ(status.initialization->provisioned, std::optional<bool>(false));
   EXPECT_TRUE(status.addresses.empty());
   EXPECT_EQ(findCondition(status.conditions, "GuestReady"), nullptr);
   EXPECT_EQ(condition(status, "InfrastructureReady").reason, "Pending");
@@ -194,6 +197,7 @@ TEST_F(InfraBuilderTest, LibvirtSpec) {
   auto doc = build("LibvirtMachine");
   ASSERT_TRUE(doc.ok());
   EXPECT_EQ(json::stringOr(&*doc, "spec.pool"), "pool-a");
+  EXPECT_EQ(json::stringOr(&*doc, "spec.domainName"), "team-web-1");
   EXPECT_EQ(json::integer(&*doc, "spec.vcpus"), 4);  // override
   EXPECT_EQ(json::integer(&*doc, "spec.memoryMiB"), 2048);
   EXPECT_EQ(json::stringOr(&*doc, "spec.bootSource.volume"), "101");
@@ -266,6 +270,35 @@ TEST_F(InfraBuilderTest, UpToDateNeedsTheSameHashAndEveryDesiredField) {
   ASSERT_TRUE(without_user_data.ok());
   EXPECT_TRUE(jsonContains(live["spec"], (*without_user_data)["spec"]));
   EXPECT_FALSE(infraUpToDate(*without_user_data, live));
+}
+
+TEST(ImageReadyTest, ReadyWhenEveryExistingProvidersRowIsReady) {
+  api::VMImage image;
+  image.metadata.generation = 3;
+  std::set<std::string> providers = {"team/p1", "team/p2"};
+  auto exists = [&](const std::string& ns, const std::string& name) {
+    return providers.count(ns + "/" + name) > 0;
+  };
+  auto ready = imageReadyCondition(image, exists);
+  EXPECT_EQ(ready.status, "False");
+  EXPECT_EQ(ready.reason, "NoProviderRows");
+
+  image.status.per_provider = {
+      {.provider_name = "p1", .provider_namespace = "team", .ready = true},
+      {.provider_name = "p2", .provider_namespace = "team", .ready = false, .reason = "Importing"},
+      {.provider_name = "gone", .provider_namespace = "team", .ready = false}};
+  ready = imageReadyCondition(image, exists);
+  EXPECT_EQ(ready.status, "False");
+  EXPECT_EQ(ready.reason, "ProvidersNotReady");
+  EXPECT_EQ(ready.message, "not ready on team/p2 (Importing)");
+  EXPECT_EQ(ready.observed_generation, 3);
+
+  image.status.per_provider[1].ready = true;
+  ready = imageReadyCondition(image, exists);
+  EXPECT_EQ(ready.status, "True");  // the deleted Provider's stale row does not block
+  EXPECT_EQ(ready.message, "ready on 2 provider(s)");
+  providers.insert("team/gone");
+  EXPECT_EQ(imageReadyCondition(image, exists).status, "False");
 }
 
 }  // namespace

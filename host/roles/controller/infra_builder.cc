@@ -162,6 +162,8 @@ StatusOr<rapidjson::Document> buildLibvirt(const InfraBuildInput& in) {
   auto ref = imageRef(in);
   if (!ref.ok()) return ref.status();
   m.spec.pool = resolvedStorage(in, 0);
+  // libvirt domain names are flat per host; the CRD documents <namespace>-<vm>.
+  m.spec.domain_name = in.vm->metadata.namespace_ + "-" + in.vm->metadata.name;
   m.spec.boot_source.kind = installsImmediately(*in.image) ? "backingVolume" : "installMedia";
   m.spec.boot_source.volume = *ref;
   m.spec.vcpus = cpusOf(in);

@@ -86,13 +86,19 @@ void removeCondition(std::vector<api::Condition>& list, const std::string& type)
 
 void mirrorInfra(api::VirtualMachineStatus& status, const std::optional<InfraObservation>& infra,
                  int64_t generation, const std::string& now) {
+  // Once written, initialization is never dropped but set to provisioned=false: a server-side
+  // apply that removes the last field of an object leaves `initialization: null`, which the
+  // schema refuses, and every later status write would fail.
+  std::optional<api::InitializationStatus> initialization =
+      infra ? infra->initialization : std::nullopt;
+  if (!initialization && status.initialization)
+    initialization = api::InitializationStatus{.provisioned = false};
+  status.initialization = initialization;
   if (infra) {
-    status.initialization = infra->initialization;
     status.addresses = infra->addresses;
     status.observed_power_state = infra->observed_power_state;
     status.tpm_endorsement_certificates = infra->tpm_endorsement_certificates;
   } else {
-    status.initialization.reset();
     status.addresses.clear();
     status.observed_power_state.clear();
     status.tpm_endorsement_certificates.clear();

@@ -17,9 +17,6 @@ struct PendingRole {
 
 // When a role lands, its own folder under host/roles/ registers it and it leaves this list.
 constexpr PendingRole kPendingRoles[] = {
-    {"controller",
-     "Schedule VirtualMachines onto Providers, apply infra CRs, mirror status, run pools",
-     "issue #6 (banlieue controller)"},
     {"operator", "Mint a least-privilege workload per Provider from its ProviderClass",
      "issue #7 (operator and provider runtime)"},
     {"imagebuilder", "Turn Url-kind VMImages into OSArtifacts and mirror build status",
