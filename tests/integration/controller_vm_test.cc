@@ -25,10 +25,10 @@ using testing::LocalCluster;
 namespace json = sdk::json;
 using namespace std::chrono_literals;
 
-const kube::ResourceType kLibvirtMachine{"infrastructure.banlieue.io", "v1beta2",
-                                         "libvirtmachines", true};
-const kube::ResourceType kProxmoxMachine{"infrastructure.banlieue.io", "v1beta2",
-                                         "proxmoxmachines", true};
+const kube::ResourceType kLibvirtMachine{"infrastructure.banlieue.io", "v1beta2", "libvirtmachines",
+                                         true};
+const kube::ResourceType kProxmoxMachine{"infrastructure.banlieue.io", "v1beta2", "proxmoxmachines",
+                                         true};
 
 // Forwards to a real client and counts writes per "plural/ns/name".
 class CountingClient final : public kube::KubeClient {
@@ -181,10 +181,11 @@ class ControllerVmTest : public ::testing::Test {
     apply("apiVersion: banlieue.io/v1alpha1\nkind: Provider\nmetadata:\n  name: " + name +
           "\n  labels: " + labels + "\nspec:\n  providerClassRef: {name: " + provider_class +
           "}\n  connection: {endpoint: 'test://" + name + "'}\n");
-    patchStatus(resources::kProvider, ns_.name(), name,
-                R"({"failureDomains":[{"name":"fd-)" + name +
-                    R"(","labels":{"zone":"z1"},"attributes":{"availableStorageClasses":["fast"],"availableNetworkClasses":["lan"],"raw":)" +
-                    fd_raw + "}}]}");
+    patchStatus(
+        resources::kProvider, ns_.name(), name,
+        R"({"failureDomains":[{"name":"fd-)" + name +
+            R"(","labels":{"zone":"z1"},"attributes":{"availableStorageClasses":["fast"],"availableNetworkClasses":["lan"],"raw":)" +
+            fd_raw + "}}]}");
   }
 
   void vmClass(const std::string& name) {
@@ -196,7 +197,8 @@ class ControllerVmTest : public ::testing::Test {
   }
 
   // An image ready on each of `providers` ("name=resolvedRef").
-  void image(const std::string& name, const std::vector<std::pair<std::string, std::string>>& rows) {
+  void image(const std::string& name,
+             const std::vector<std::pair<std::string, std::string>>& rows) {
     apply("apiVersion: banlieue.io/v1alpha1\nkind: VMImage\nmetadata:\n  name: " + name +
           "\n  labels: {banlieue-test: " + prefix_ +
           "}\nspec:\n  sources: [{providerClass: any, kind: Template, ref: x}]\n");
@@ -228,9 +230,9 @@ class ControllerVmTest : public ::testing::Test {
 
   // The provider runtime's part: its finalizer, then a Ready status.
   void provide(const kube::ResourceType& type, const std::string& name) {
-    auto finalized = client_->patch(type, ns_.name(), name, kube::PatchType::kMerge,
-                                    R"({"metadata":{"finalizers":["banlieue.io/provider-test"]}})",
-                                    "");
+    auto finalized =
+        client_->patch(type, ns_.name(), name, kube::PatchType::kMerge,
+                       R"({"metadata":{"finalizers":["banlieue.io/provider-test"]}})", "");
     ASSERT_TRUE(finalized.ok()) << finalized.status().message();
     patchStatus(type, ns_.name(), name,
                 R"({"initialization":{"provisioned":true},"observedPowerState":"PoweredOn",
@@ -266,12 +268,14 @@ TEST_F(ControllerVmTest, CreateBecomesReadyPowerFlowsSteadyStateIsSilentDeleteLe
   provider("p1", prefix_ + "-lv", "{site: one}");
   vmClass(prefix_ + "-small");
   image(prefix_ + "-img", {{"p1", "/images/debian.qcow2"}});
-  apply("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: seed\ndata:\n  user-data: "
-        "'hostname: ${VM_NAME} ${OTHER}'\n");
-  apply("apiVersion: banlieue.io/v1alpha1\nkind: VirtualMachine\nmetadata:\n  name: web\n  "
-        "labels: {app: web}\nspec:\n  classRef: {name: " +
-        prefix_ + "-small}\n  imageRef: {name: " + prefix_ +
-        "-img}\n  userData: {configMapRef: {name: seed}}\n");
+  apply(
+      "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: seed\ndata:\n  user-data: "
+      "'hostname: ${VM_NAME} ${OTHER}'\n");
+  apply(
+      "apiVersion: banlieue.io/v1alpha1\nkind: VirtualMachine\nmetadata:\n  name: web\n  "
+      "labels: {app: web}\nspec:\n  classRef: {name: " +
+      prefix_ + "-small}\n  imageRef: {name: " + prefix_ +
+      "-img}\n  userData: {configMapRef: {name: seed}}\n");
 
   ASSERT_TRUE(LocalCluster::eventually([&] { return get(kLibvirtMachine, "web") != nullptr; }))
       << condition("web", "Ready", "message");
@@ -297,8 +301,7 @@ TEST_F(ControllerVmTest, CreateBecomesReadyPowerFlowsSteadyStateIsSilentDeleteLe
   EXPECT_EQ(json::stringOr(vm.get(), "status.scheduled.providerName"), "p1");
   EXPECT_EQ(json::stringOr(vm.get(), "status.infrastructureRef.kind"), "LibvirtMachine");
   EXPECT_EQ(json::stringOr(vm.get(), "status.observedPowerState"), "PoweredOn");
-  EXPECT_STREQ((*json::find(vm.get(), "status.addresses"))[0]["address"].GetString(),
-               "192.0.2.10");
+  EXPECT_STREQ((*json::find(vm.get(), "status.addresses"))[0]["address"].GetString(), "192.0.2.10");
   EXPECT_EQ(json::integer(vm.get(), "status.observedGeneration"),
             json::integer(vm.get(), "metadata.generation"));
 
@@ -320,8 +323,8 @@ TEST_F(ControllerVmTest, CreateBecomesReadyPowerFlowsSteadyStateIsSilentDeleteLe
   // Steady state: more reconciles of a converged VM write nothing.
   int before = counting_->total();
   for (int i = 0; i < 5; ++i) manager_->controller().enqueue(ns_.name() + "/web");
-  ASSERT_TRUE(LocalCluster::eventually(
-      [&] { return manager_->controller().queue().stats().depth == 0; }));
+  ASSERT_TRUE(
+      LocalCluster::eventually([&] { return manager_->controller().queue().stats().depth == 0; }));
   std::this_thread::sleep_for(2s);
   EXPECT_EQ(counting_->total(), before) << counting_->describe();
 
@@ -340,8 +343,7 @@ TEST_F(ControllerVmTest, CreateBecomesReadyPowerFlowsSteadyStateIsSilentDeleteLe
   ASSERT_EQ(cluster_.kubectl("delete vm web --wait=false -n " + ns_.name()).exit_code, 0);
   ASSERT_TRUE(LocalCluster::eventually([&] { return terminating(kLibvirtMachine, "web"); }));
   std::this_thread::sleep_for(1s);
-  EXPECT_NE(get(resources::kVirtualMachine, "web"), nullptr)
-      << "the VM must outlive its infra CR";
+  EXPECT_NE(get(resources::kVirtualMachine, "web"), nullptr) << "the VM must outlive its infra CR";
   releaseProviderFinalizer(kLibvirtMachine, "web");
   EXPECT_TRUE(LocalCluster::eventually([&] {
     return get(resources::kVirtualMachine, "web") == nullptr &&
@@ -363,10 +365,11 @@ TEST_F(ControllerVmTest, BackendSwapConvergesWithinAKindAndAcrossKinds) {
                             "\"matchLabels\":{\"site\":\"" +
                             site + "\"}}}}}'");
   };
-  apply("apiVersion: banlieue.io/v1alpha1\nkind: VirtualMachine\nmetadata:\n  name: db\nspec:\n"
-        "  classRef: {name: " +
-        prefix_ + "-small}\n  imageRef: {name: " + prefix_ +
-        "-img}\n  placement: {providerSelector: {matchLabels: {site: one}}}\n");
+  apply(
+      "apiVersion: banlieue.io/v1alpha1\nkind: VirtualMachine\nmetadata:\n  name: db\nspec:\n"
+      "  classRef: {name: " +
+      prefix_ + "-small}\n  imageRef: {name: " + prefix_ +
+      "-img}\n  placement: {providerSelector: {matchLabels: {site: one}}}\n");
   ASSERT_TRUE(LocalCluster::eventually([&] { return get(kLibvirtMachine, "db") != nullptr; }));
   provide(kLibvirtMachine, "db");
   ASSERT_TRUE(LocalCluster::eventually([&] { return condition("db", "Ready") == "True"; }));
@@ -416,11 +419,12 @@ TEST_F(ControllerVmTest, ManualMigrationWaitsForTheAnnotation) {
   provider("p2", prefix_ + "-lv", "{site: two}");
   vmClass(prefix_ + "-small");
   image(prefix_ + "-img", {{"p1", "/img/a"}, {"p2", "/img/b"}});
-  apply("apiVersion: banlieue.io/v1alpha1\nkind: VirtualMachine\nmetadata:\n  name: app\nspec:\n"
-        "  classRef: {name: " +
-        prefix_ + "-small}\n  imageRef: {name: " + prefix_ +
-        "-img}\n  migrationPolicy: manual\n  placement: {providerSelector: {matchLabels: {site: "
-        "one}}}\n");
+  apply(
+      "apiVersion: banlieue.io/v1alpha1\nkind: VirtualMachine\nmetadata:\n  name: app\nspec:\n"
+      "  classRef: {name: " +
+      prefix_ + "-small}\n  imageRef: {name: " + prefix_ +
+      "-img}\n  migrationPolicy: manual\n  placement: {providerSelector: {matchLabels: {site: "
+      "one}}}\n");
   ASSERT_TRUE(LocalCluster::eventually([&] { return get(kLibvirtMachine, "app") != nullptr; }));
   provide(kLibvirtMachine, "app");
   ASSERT_TRUE(LocalCluster::eventually([&] { return condition("app", "Ready") == "True"; }));
@@ -453,9 +457,10 @@ TEST_F(ControllerVmTest, MissingClassAndUnpublishedKindRecoverWhenTheyAppear) {
         "}\nspec:\n  backend: test\n  deployment: External\n");
   provider("p1", prefix_ + "-late", "{site: one}");
   image(prefix_ + "-img", {{"p1", "/img/a"}});
-  apply("apiVersion: banlieue.io/v1alpha1\nkind: VirtualMachine\nmetadata:\n  name: late\nspec:\n"
-        "  classRef: {name: " +
-        prefix_ + "-small}\n  imageRef: {name: " + prefix_ + "-img}\n");
+  apply(
+      "apiVersion: banlieue.io/v1alpha1\nkind: VirtualMachine\nmetadata:\n  name: late\nspec:\n"
+      "  classRef: {name: " +
+      prefix_ + "-small}\n  imageRef: {name: " + prefix_ + "-img}\n");
   ASSERT_TRUE(LocalCluster::eventually([&] {
     return condition("late", "Ready", "reason") == "ClassNotFound";
   })) << condition("late", "Ready", "reason");
@@ -469,8 +474,9 @@ TEST_F(ControllerVmTest, MissingClassAndUnpublishedKindRecoverWhenTheyAppear) {
   EXPECT_NE(condition("late", "Scheduled", "message").find("has not published status.machineKind"),
             std::string::npos);
 
-  patchStatus(resources::kProviderClass, "", prefix_ + "-late",
-              R"({"machineKind":{"apiVersion":"infrastructure.banlieue.io/v1beta2","kind":"LibvirtMachine"}})");
+  patchStatus(
+      resources::kProviderClass, "", prefix_ + "-late",
+      R"({"machineKind":{"apiVersion":"infrastructure.banlieue.io/v1beta2","kind":"LibvirtMachine"}})");
   ASSERT_TRUE(LocalCluster::eventually([&] { return get(kLibvirtMachine, "late") != nullptr; }));
   EXPECT_TRUE(LocalCluster::eventually([&] { return condition("late", "Scheduled") == "True"; }));
 }

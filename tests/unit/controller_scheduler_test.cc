@@ -70,8 +70,8 @@ class SchedulerTest : public ::testing::Test {
     out.metadata.name = name;
     out.metadata.namespace_ = "team";
     out.metadata.labels = {{"app", "web"}};
-    out.status.scheduled = api::ScheduledPlacement{.provider_name = provider_name,
-                                                   .failure_domain = failure_domain};
+    out.status.scheduled =
+        api::ScheduledPlacement{.provider_name = provider_name, .failure_domain = failure_domain};
     return out;
   }
 
@@ -236,8 +236,8 @@ TEST_F(SchedulerTest, RejectionMessageIsCappedAtTenReasons) {
 TEST_F(SchedulerTest, RequiredAntiAffinityComparesTopologyValuesNotNames) {
   // Sibling in failure domain "x" (zone z1). Candidate "a" has no sibling by name but shares
   // zone z1, so it is blocked; "b" is in z2.
-  providers_ = {provider("p1", {fd("a", {{"zone", "z1"}}), fd("b", {{"zone", "z2"}}),
-                                fd("x", {{"zone", "z1"}})})};
+  providers_ = {provider(
+      "p1", {fd("a", {{"zone", "z1"}}), fd("b", {{"zone", "z2"}}), fd("x", {{"zone", "z1"}})})};
   imageReady("p1");
   siblings_ = {sibling("web-0", "p1", "x")};
   vm_.spec.placement.anti_affinity = {
@@ -297,9 +297,8 @@ TEST_F(SchedulerTest, ExistingPlacementIsKeptUntilTheUserSelectsElsewhere) {
                 provider("p2", {fd("b")}, {{"site", "two"}})};
   imageReady("p1");
   imageReady("p2");
-  vm_.status.scheduled =
-      api::ScheduledPlacement{.provider_name = "p2", .provider_class = "libvirt",
-                              .failure_domain = "b"};
+  vm_.status.scheduled = api::ScheduledPlacement{
+      .provider_name = "p2", .provider_class = "libvirt", .failure_domain = "b"};
   auto result = run();
   ASSERT_TRUE(result.scheduled);
   EXPECT_EQ(result.placement.provider_name, "p2");  // tie-break would say p1

@@ -26,11 +26,11 @@ const api::Condition& condition(const api::VirtualMachineStatus& status, const s
 }
 
 struct TruthRow {
-  const char* scheduled;       // Scheduled status, "" = absent
-  const char* placement;       // PlacementValid status, "" = absent
-  const char* infra_ready;     // infra CR Ready, "" = no condition, "-" = no infra CR
-  const char* ready;           // expected Ready status
-  const char* reason;          // expected Ready reason
+  const char* scheduled;    // Scheduled status, "" = absent
+  const char* placement;    // PlacementValid status, "" = absent
+  const char* infra_ready;  // infra CR Ready, "" = no condition, "-" = no infra CR
+  const char* ready;        // expected Ready status
+  const char* reason;       // expected Ready reason
 };
 
 class StatusTruthTableTest : public ::testing::TestWithParam<TruthRow> {};
@@ -122,14 +122,15 @@ class InfraBuilderTest : public ::testing::Test {
     vm_.metadata.labels = {{"app", "web"}};
     vm_.spec.desired_power_state = "PoweredOff";
     vm_.spec.hardware_override = api::HardwareOverride{.cpus = 4};
-    vm_.spec.network_overrides = {{.name = "eth0",
-                                   .static_ = {.address = "10.0.0.5", .prefix = 24}}};
+    vm_.spec.network_overrides = {
+        {.name = "eth0", .static_ = {.address = "10.0.0.5", .prefix = 24}}};
     class_.metadata.name = "small";
     class_.spec.hardware = {.cpus = 2,
                             .memory_mib = 2048,
                             .disks = {{.name = "os", .size_gib = 10, .storage_class = "fast"},
                                       {.name = "data", .size_gib = 20, .storage_class = "fast"}}};
-    class_.spec.network = api::ClassNetwork{.interfaces = {{.name = "eth0", .network_class = "lan"}}};
+    class_.spec.network =
+        api::ClassNetwork{.interfaces = {{.name = "eth0", .network_class = "lan"}}};
     image_.metadata.name = "debian";
     image_.status.per_provider = {{.provider_name = "p1",
                                    .provider_namespace = "team",
@@ -220,8 +221,7 @@ TEST_F(InfraBuilderTest, ProxmoxAndVSphereNeedTheirZoneAttributes) {
   auto vsphere = build("VSphereMachine");
   ASSERT_FALSE(vsphere.ok());
   EXPECT_EQ(vsphere.status().reason(), "InfraBuildFailed");
-  EXPECT_EQ(vsphere.status().message(),
-            "failure domain host-a missing raw attribute 'datacenter'");
+  EXPECT_EQ(vsphere.status().message(), "failure domain host-a missing raw attribute 'datacenter'");
   placement_.failure_domain_raw = {{"datacenter", "dc1"}, {"cluster", "c1"}};
   vsphere = build("VSphereMachine");
   ASSERT_TRUE(vsphere.ok()) << vsphere.status().message();

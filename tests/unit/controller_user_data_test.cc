@@ -122,8 +122,7 @@ TEST(RenderUserDataTest, EveryPlaceholderFromTheFirstOverride) {
 
 TEST(RenderUserDataTest, WithoutOverridesNetworkValuesAreEmptyAndFqdnIsTheName) {
   auto vm = vmNamed("web-1");
-  EXPECT_EQ(renderUserData("h=${FQDN} ip=${IP} p=${PREFIX} d=${DOMAIN}", vm),
-            "h=web-1 ip= p= d=");
+  EXPECT_EQ(renderUserData("h=${FQDN} ip=${IP} p=${PREFIX} d=${DOMAIN}", vm), "h=web-1 ip= p= d=");
 }
 
 TEST(RenderUserDataTest, FqdnKeepsANameAlreadyQualified) {

@@ -49,8 +49,8 @@ int runController(const ControllerOptions& options) {
     return app::kExitFailure;
   }
   std::string identity = options.identity.empty() ? defaultIdentity() : options.identity;
-  banlieue::controller::Manager manager(
-      **client, {.workers = options.workers, .event_instance = identity});
+  banlieue::controller::Manager manager(**client,
+                                        {.workers = options.workers, .event_instance = identity});
   std::atomic<bool> leading{!options.leader_elect};
 
   runtime::HealthServer health;
@@ -113,8 +113,7 @@ void registerControllerCommand(CLI::App& app, app::Action& action) {
   addRoleProcessFlags(sub, &options->process);
   sub->add_flag("!--no-leader-elect", options->leader_elect,
                 "Run without Lease leader election (a single replica only)");
-  sub->add_option("--leader-election-namespace", options->lease_namespace,
-                  "Namespace of the Lease")
+  sub->add_option("--leader-election-namespace", options->lease_namespace, "Namespace of the Lease")
       ->capture_default_str();
   sub->add_option("--leader-election-id", options->lease_name, "Name of the Lease")
       ->capture_default_str();

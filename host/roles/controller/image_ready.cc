@@ -81,8 +81,9 @@ runtime::Result ImageReconciler::reconcile(const runtime::Request& request) {
   rapidjson::Value status(rapidjson::kObjectType);
   status.AddMember("conditions", conditions, a);
   body.AddMember("status", status, a);
-  auto applied = client_.apply(resources::kVMImage, "", image->metadata.name, json::serialize(body),
-                               {.field_manager = kFieldManager, .force = true, .subresource = "status"});
+  auto applied =
+      client_.apply(resources::kVMImage, "", image->metadata.name, json::serialize(body),
+                    {.field_manager = kFieldManager, .force = true, .subresource = "status"});
   if (!applied.ok()) return runtime::Result::retry(applied.status());
   return runtime::Result::done();
 }

@@ -23,8 +23,7 @@ api::Condition imageReadyCondition(
 // differs from the cached one.
 class ImageReconciler final : public runtime::Reconciler {
  public:
-  ImageReconciler(kube::KubeClient& client, runtime::Informer& images,
-                  runtime::Informer& providers)
+  ImageReconciler(kube::KubeClient& client, runtime::Informer& images, runtime::Informer& providers)
       : client_(client), images_(images), providers_(providers) {}
   runtime::Result reconcile(const runtime::Request& request) override;
 

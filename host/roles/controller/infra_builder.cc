@@ -254,8 +254,9 @@ StatusOr<rapidjson::Document> buildProxmox(const InfraBuildInput& in) {
   const auto& disks = in.vm_class->spec.hardware.disks;
   if (!disks.empty()) m.spec.os_disk_size_gib = diskSize(in, disks[0]);
   for (size_t i = 1; i < disks.size(); ++i) {
-    m.spec.data_disks.push_back(
-        {.name = disks[i].name, .size_gib = diskSize(in, disks[i]), .storage = resolvedStorage(in, i)});
+    m.spec.data_disks.push_back({.name = disks[i].name,
+                                 .size_gib = diskSize(in, disks[i]),
+                                 .storage = resolvedStorage(in, i)});
   }
   auto nics = interfacesOf(in);
   for (size_t i = 0; i < nics.size(); ++i) {
@@ -267,14 +268,16 @@ StatusOr<rapidjson::Document> buildProxmox(const InfraBuildInput& in) {
     if (const auto* capability = networkCapability(in, nics[i].network_class)) {
       auto target = zoneTarget(*capability, rawOf(*in.placement, "datacenter"),
                                rawOf(*in.placement, "cluster"));
-      if (auto bridge = target.find("bridge"); bridge != target.end()) device.bridge = bridge->second;
+      if (auto bridge = target.find("bridge"); bridge != target.end())
+        device.bridge = bridge->second;
       if (auto vlan = target.find("vlan"); vlan != target.end()) {
         int32_t tag = 0;
         auto [vend, verr] =
             std::from_chars(vlan->second.data(), vlan->second.data() + vlan->second.size(), tag);
         if (verr != std::errc() || vend != vlan->second.data() + vlan->second.size())
           return buildError("Provider " + in.provider->metadata.name + " network class " +
-                            nics[i].network_class + ": vlan '" + vlan->second + "' is not a number");
+                            nics[i].network_class + ": vlan '" + vlan->second +
+                            "' is not a number");
         device.vlan = tag;
       }
     }
@@ -448,7 +451,8 @@ bool infraUpToDate(const rapidjson::Value& desired, const rapidjson::Value& live
     return false;
   const auto* want_labels = json::find(&desired, "metadata.labels");
   const auto* have_labels = json::find(&live, "metadata.labels");
-  if (want_labels != nullptr && (have_labels == nullptr || !jsonContains(*have_labels, *want_labels)))
+  if (want_labels != nullptr &&
+      (have_labels == nullptr || !jsonContains(*have_labels, *want_labels)))
     return false;
   const auto* want_annotations = json::find(&desired, "metadata.annotations");
   const auto* have_annotations = json::find(&live, "metadata.annotations");

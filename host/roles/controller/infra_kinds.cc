@@ -9,7 +9,9 @@ namespace banlieue::controller {
 InfraKinds::InfraKinds(kube::KubeClient& client, std::function<void(runtime::Informer&)> watch)
     : client_(client), resolver_(client), watch_(std::move(watch)) {}
 
-InfraKinds::~InfraKinds() { stop(); }
+InfraKinds::~InfraKinds() {
+  stop();
+}
 
 StatusOr<InfraKind> InfraKinds::ensure(const MachineKind& kind) {
   std::string key = kind.api_version + "/" + kind.kind;
@@ -58,7 +60,8 @@ StatusOr<std::string> preferredApiVersion(kube::KubeClient& client, const std::s
   if (!doc.ok()) return doc.status();
   auto version = sdk::json::string(&*doc, "preferredVersion.groupVersion");
   if (!version)
-    return error(Code::kNotFound, "KindNotServed", "API group " + group + " has no preferred version");
+    return error(Code::kNotFound, "KindNotServed",
+                 "API group " + group + " has no preferred version");
   return std::string(*version);
 }
 

@@ -10,8 +10,8 @@ bool requirementHolds(const api::LabelSelectorRequirement& requirement,
   auto it = labels.find(requirement.key);
   bool present = it != labels.end();
   auto listed = [&] {
-    return present && std::find(requirement.values.begin(), requirement.values.end(),
-                                it->second) != requirement.values.end();
+    return present && std::find(requirement.values.begin(), requirement.values.end(), it->second) !=
+                          requirement.values.end();
   };
   if (requirement.operator_ == "In") return listed();
   if (requirement.operator_ == "NotIn") return !listed();
@@ -28,8 +28,9 @@ bool selectorMatches(const api::LabelSelector& selector, const api::StringMap& l
     auto it = labels.find(key);
     if (it == labels.end() || it->second != value) return false;
   }
-  return std::all_of(selector.match_expressions.begin(), selector.match_expressions.end(),
-                     [&](const auto& requirement) { return requirementHolds(requirement, labels); });
+  return std::all_of(
+      selector.match_expressions.begin(), selector.match_expressions.end(),
+      [&](const auto& requirement) { return requirementHolds(requirement, labels); });
 }
 
 }  // namespace banlieue::controller

@@ -32,10 +32,10 @@ Manager::Manager(kube::KubeClient& client, ManagerOptions options)
   vms_->addIndexer("providerClass", [](const rapidjson::Value& vm) {
     return std::vector<std::string>{json::stringOr(&vm, "status.scheduled.providerClass")};
   });
-  classes_ = std::make_unique<runtime::Informer>(client_, resources::kVMClass,
-                                                 runtime::InformerOptions{});
-  images_ = std::make_unique<runtime::Informer>(client_, resources::kVMImage,
-                                                runtime::InformerOptions{});
+  classes_ =
+      std::make_unique<runtime::Informer>(client_, resources::kVMClass, runtime::InformerOptions{});
+  images_ =
+      std::make_unique<runtime::Informer>(client_, resources::kVMImage, runtime::InformerOptions{});
   providers_ = std::make_unique<runtime::Informer>(client_, resources::kProvider,
                                                    runtime::InformerOptions{});
   provider_classes_ = std::make_unique<runtime::Informer>(client_, resources::kProviderClass,
@@ -48,14 +48,14 @@ Manager::Manager(kube::KubeClient& client, ManagerOptions options)
   infra_ = std::make_unique<InfraKinds>(client_, [this](runtime::Informer& informer) {
     controller_->watchOwned(informer, "VirtualMachine");
   });
-  reconciler_ = std::make_unique<VmReconciler>(
-      client_,
-      VmCaches{.vms = vms_.get(),
-               .classes = classes_.get(),
-               .images = images_.get(),
-               .providers = providers_.get(),
-               .provider_classes = provider_classes_.get()},
-      *infra_, events_.get());
+  reconciler_ =
+      std::make_unique<VmReconciler>(client_,
+                                     VmCaches{.vms = vms_.get(),
+                                              .classes = classes_.get(),
+                                              .images = images_.get(),
+                                              .providers = providers_.get(),
+                                              .provider_classes = provider_classes_.get()},
+                                     *infra_, events_.get());
   controller_ = std::make_unique<runtime::Controller>(
       "virtualmachine", *reconciler_, runtime::ControllerOptions{.workers = options_.workers});
 
@@ -74,21 +74,20 @@ Manager::Manager(kube::KubeClient& client, ManagerOptions options)
   // A ProviderClass publishing its machineKind unblocks the VMs placed (or waiting) on it; VMs
   // not placed yet carry an empty providerClass index value.
   controller_->watchMapped(*provider_classes_, [this](const runtime::Object& provider_class) {
-    auto keys =
-        keysOf(vms_->byIndex("providerClass", json::stringOr(provider_class.get(), "metadata.name")));
+    auto keys = keysOf(
+        vms_->byIndex("providerClass", json::stringOr(provider_class.get(), "metadata.name")));
     auto unplaced = keysOf(vms_->byIndex("providerClass", ""));
     keys.insert(keys.end(), unplaced.begin(), unplaced.end());
     return keys;
   });
 
   image_reconciler_ = std::make_unique<ImageReconciler>(client_, *images_, *providers_);
-  image_controller_ = std::make_unique<runtime::Controller>("vmimage", *image_reconciler_,
-                                                            runtime::ControllerOptions{.workers = 1});
+  image_controller_ = std::make_unique<runtime::Controller>(
+      "vmimage", *image_reconciler_, runtime::ControllerOptions{.workers = 1});
   image_controller_->watch(*images_);
   // A Provider appearing or going changes which rows count.
-  image_controller_->watchMapped(*providers_, [this](const runtime::Object&) {
-    return keysOf(images_->list());
-  });
+  image_controller_->watchMapped(
+      *providers_, [this](const runtime::Object&) { return keysOf(images_->list()); });
 }
 
 Manager::~Manager() = default;

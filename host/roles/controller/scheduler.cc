@@ -14,8 +14,7 @@ bool contains(const std::vector<std::string>& values, const std::string& value) 
   return std::find(values.begin(), values.end(), value) != values.end();
 }
 
-const api::ImageProviderStatus* imageRow(const api::VMImage& image,
-                                         const api::Provider& provider) {
+const api::ImageProviderStatus* imageRow(const api::VMImage& image, const api::Provider& provider) {
   for (const auto& row : image.status.per_provider) {
     if (row.provider_name == provider.metadata.name &&
         row.provider_namespace == provider.metadata.namespace_)
@@ -55,10 +54,10 @@ Check checkFailureDomain(const SchedulingInput& input, const api::Provider& prov
     return {Rejection::kSelector, "failureDomainSelector did not match"};
   const auto* row = imageRow(*input.image, provider);
   if (row == nullptr || !imageReadyIn(*row, fd.name))
-    return {Rejection::kImage, "image " + input.image->metadata.name + " not ready" +
-                                   (row != nullptr && !row->zones.empty()
-                                        ? " in this failure domain"
-                                        : " on this provider")};
+    return {Rejection::kImage,
+            "image " + input.image->metadata.name + " not ready" +
+                (row != nullptr && !row->zones.empty() ? " in this failure domain"
+                                                       : " on this provider")};
   for (const auto& disk : spec.hardware.disks) {
     if (!contains(fd.attributes.available_storage_classes, disk.storage_class))
       return {Rejection::kCapability, "storage class '" + disk.storage_class + "' not available"};
@@ -66,8 +65,7 @@ Check checkFailureDomain(const SchedulingInput& input, const api::Provider& prov
   if (spec.network) {
     for (const auto& nic : spec.network->interfaces) {
       if (!contains(fd.attributes.available_network_classes, nic.network_class))
-        return {Rejection::kCapability,
-                "network class '" + nic.network_class + "' not available"};
+        return {Rejection::kCapability, "network class '" + nic.network_class + "' not available"};
     }
   }
   for (const auto& feature : requiredFeatures(*input.vm_class)) {
@@ -192,8 +190,7 @@ std::string joinCapped(const std::vector<std::string>& reasons, size_t limit) {
     if (i > 0) out += "; ";
     out += reasons[i];
   }
-  if (reasons.size() > limit)
-    out += "; … and " + std::to_string(reasons.size() - limit) + " more";
+  if (reasons.size() > limit) out += "; … and " + std::to_string(reasons.size() - limit) + " more";
   return out;
 }
 
@@ -209,9 +206,8 @@ SchedulingResult schedule(const SchedulingInput& input) {
     if (!selector || selectorMatches(*selector, provider.metadata.labels))
       selected.push_back(&provider);
   }
-  std::sort(selected.begin(), selected.end(), [](const auto* a, const auto* b) {
-    return a->metadata.name < b->metadata.name;
-  });
+  std::sort(selected.begin(), selected.end(),
+            [](const auto* a, const auto* b) { return a->metadata.name < b->metadata.name; });
   if (selected.empty()) {
     result.reason = reasons::kNoProviderMatched;
     result.message = "no providers matched providerSelector";

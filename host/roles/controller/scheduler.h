@@ -44,7 +44,7 @@ struct SchedulingInput {
   const api::VirtualMachine* vm = nullptr;
   const api::VMClass* vm_class = nullptr;
   const api::VMImage* image = nullptr;
-  std::vector<api::Provider> providers;      // the VM's namespace
+  std::vector<api::Provider> providers;       // the VM's namespace
   std::vector<api::VirtualMachine> siblings;  // the VM's namespace; may include the VM itself
 };
 
@@ -70,6 +70,7 @@ struct SchedulingResult {
 SchedulingResult schedule(const SchedulingInput& input);
 
 // "a; b; c; … and M more" with at most `limit` entries.
-std::string joinCapped(const std::vector<std::string>& reasons, size_t limit = kMaxRejectionReasons);
+std::string joinCapped(const std::vector<std::string>& reasons,
+                       size_t limit = kMaxRejectionReasons);
 
 }  // namespace banlieue::controller

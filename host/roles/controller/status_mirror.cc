@@ -80,8 +80,9 @@ void setCondition(std::vector<api::Condition>& list, const std::string& type,
 }
 
 void removeCondition(std::vector<api::Condition>& list, const std::string& type) {
-  list.erase(std::remove_if(list.begin(), list.end(), [&](const auto& c) { return c.type == type; }),
-             list.end());
+  list.erase(
+      std::remove_if(list.begin(), list.end(), [&](const auto& c) { return c.type == type; }),
+      list.end());
 }
 
 void mirrorInfra(api::VirtualMachineStatus& status, const std::optional<InfraObservation>& infra,

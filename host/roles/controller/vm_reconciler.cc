@@ -84,9 +84,10 @@ Status VmReconciler::writeStatus(Pass& pass) {
   // Only apiVersion, kind, name, namespace and status: the spec belongs to the user.
   auto doc = json::parse(api::toJson(body), "status body");
   doc.RemoveMember("spec");
-  auto applied = client_.apply(resources::kVirtualMachine, pass.vm.metadata.namespace_,
-                               pass.vm.metadata.name, json::serialize(doc),
-                               {.field_manager = kFieldManager, .force = true, .subresource = "status"});
+  auto applied =
+      client_.apply(resources::kVirtualMachine, pass.vm.metadata.namespace_, pass.vm.metadata.name,
+                    json::serialize(doc),
+                    {.field_manager = kFieldManager, .force = true, .subresource = "status"});
   if (!applied.ok()) return applied.status();
   expectations_.expect(pass.key, caches_.vms, pass.key,
                        json::stringOr(&*applied, "metadata.resourceVersion"));
@@ -133,9 +134,9 @@ Result VmReconciler::reconcile(const runtime::Request& request) {
   }
   if (!pass.vm.metadata.deletion_timestamp.empty()) return finalize(pass);
   if (!runtime::hasFinalizer(*pass.object, kVmFinalizer)) {
-    auto added = runtime::addFinalizer(client_, resources::kVirtualMachine,
-                                       pass.vm.metadata.namespace_, pass.vm.metadata.name,
-                                       kVmFinalizer);
+    auto added =
+        runtime::addFinalizer(client_, resources::kVirtualMachine, pass.vm.metadata.namespace_,
+                              pass.vm.metadata.name, kVmFinalizer);
     if (!added.isOk()) return Result::retry(added);
   }
 
@@ -146,7 +147,8 @@ Result VmReconciler::reconcile(const runtime::Request& request) {
   auto vm_class = decode<api::VMClass>(class_object);
   if (!vm_class.ok())
     return refuse(pass, "ClassInvalid",
-                  "VMClass " + pass.vm.spec.class_ref.name + ": " + vm_class.status().message(), 0s);
+                  "VMClass " + pass.vm.spec.class_ref.name + ": " + vm_class.status().message(),
+                  0s);
   auto image_object = caches_.images->get(pass.vm.spec.image_ref.name);
   if (!image_object)
     return refuse(pass, "ImageNotFound", "VMImage " + pass.vm.spec.image_ref.name + " not found",
@@ -247,16 +249,15 @@ Result VmReconciler::reconcilePlaced(Pass& pass, const Placement& placement) {
   if (!stale.empty()) {
     const auto& [old_kind, old_object] = stale.front();
     std::string old_provider = json::stringOr(old_object.get(), "spec.providerRef.name");
-    bool provider_changed = old_provider != placement.provider_name ||
-                            old_kind.key() != infra_kind->key();
+    bool provider_changed =
+        old_provider != placement.provider_name || old_kind.key() != infra_kind->key();
     std::string reason = provider_changed ? "ProviderChanged" : "FailureDomainChanged";
-    std::string message =
-        provider_changed
-            ? "placement moves from provider '" + old_provider + "' to '" +
-                  placement.provider_name + "'"
-            : "placement moves from failure domain '" +
-                  json::stringOr(old_object.get(), "spec.failureDomain") + "' to '" +
-                  placement.failure_domain + "'";
+    std::string message = provider_changed
+                              ? "placement moves from provider '" + old_provider + "' to '" +
+                                    placement.provider_name + "'"
+                              : "placement moves from failure domain '" +
+                                    json::stringOr(old_object.get(), "spec.failureDomain") +
+                                    "' to '" + placement.failure_domain + "'";
     auto annotation = vm.metadata.annotations.find(kMigrateAnnotation);
     bool migrate_requested =
         annotation != vm.metadata.annotations.end() && annotation->second == "true";
@@ -277,8 +278,9 @@ Result VmReconciler::reconcilePlaced(Pass& pass, const Placement& placement) {
     // and create the new one only once they are gone.
     for (const auto& [kind, object] : stale) {
       if (!json::stringOr(object.get(), "metadata.deletionTimestamp").empty()) continue;
-      auto removed = client_.remove(kind.type, ns, vm.metadata.name,
-                                    {.precondition_uid = json::stringOr(object.get(), "metadata.uid")});
+      auto removed =
+          client_.remove(kind.type, ns, vm.metadata.name,
+                         {.precondition_uid = json::stringOr(object.get(), "metadata.uid")});
       if (!removed.isOk() && !kube::isNotFound(removed)) return Result::retry(removed);
       log->info("virtualmachine {}: deleting {} for placement change ({})", pass.key,
                 kind.kind.kind, message);
@@ -300,8 +302,8 @@ Result VmReconciler::reconcilePlaced(Pass& pass, const Placement& placement) {
   if (!ref.ok()) return refuse(pass, "InfraBuildFailed", ref.status().message(), 0s);
   if (ref->has_value()) {
     const auto& source = **ref;
-    auto object = client_.get(source.secret ? kube::resources::kSecret : kube::resources::kConfigMap,
-                              ns, source.name);
+    auto object = client_.get(
+        source.secret ? kube::resources::kSecret : kube::resources::kConfigMap, ns, source.name);
     if (!object.ok()) {
       std::string what = (source.secret ? "Secret " : "ConfigMap ") + source.name;
       std::string message = kube::isNotFound(object.status())
@@ -439,8 +441,8 @@ Result VmReconciler::finalize(Pass& pass) {
     if (!unknown.empty()) warn(pass, "InfrastructureUnknown", "Delete", detail);
     return Result::requeueAfter(unknown.empty() ? 5s : 15s);
   }
-  auto removed = runtime::removeFinalizer(client_, resources::kVirtualMachine, ns,
-                                          vm.metadata.name, kVmFinalizer);
+  auto removed = runtime::removeFinalizer(client_, resources::kVirtualMachine, ns, vm.metadata.name,
+                                          kVmFinalizer);
   if (!removed.isOk()) return Result::retry(removed);
   log->info("virtualmachine {}: infrastructure gone, finalizer released", pass.key);
   return Result::done();

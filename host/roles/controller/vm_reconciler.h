@@ -27,8 +27,7 @@ inline const kube::ResourceType kVirtualMachine{"banlieue.io", "v1alpha1", "virt
 inline const kube::ResourceType kVMClass{"banlieue.io", "v1alpha1", "vmclasses", false};
 inline const kube::ResourceType kVMImage{"banlieue.io", "v1alpha1", "vmimages", false};
 inline const kube::ResourceType kProvider{"banlieue.io", "v1alpha1", "providers", true};
-inline const kube::ResourceType kProviderClass{"banlieue.io", "v1alpha1", "providerclasses",
-                                               false};
+inline const kube::ResourceType kProviderClass{"banlieue.io", "v1alpha1", "providerclasses", false};
 }  // namespace resources
 
 struct VmCaches {

@@ -17,7 +17,8 @@ namespace banlieue::controller {
 
 class WriteExpectations {
  public:
-  explicit WriteExpectations(std::chrono::milliseconds ttl = std::chrono::seconds(10)) : ttl_(ttl) {}
+  explicit WriteExpectations(std::chrono::milliseconds ttl = std::chrono::seconds(10))
+      : ttl_(ttl) {}
 
   // `owner` (the reconcile key) expects `object_key` in `cache` at `resource_version` or later.
   void expect(const std::string& owner, runtime::Informer* cache, const std::string& object_key,
