@@ -481,5 +481,74 @@ TEST_F(ControllerVmTest, MissingClassAndUnpublishedKindRecoverWhenTheyAppear) {
   EXPECT_TRUE(LocalCluster::eventually([&] { return condition("late", "Scheduled") == "True"; }));
 }
 
+TEST_F(ControllerVmTest, PoolOfSixSpreadsTwoTwoTwoOverThreeFailureDomainsAndScalesDown) {
+  providerClass(prefix_ + "-lv", "LibvirtMachine");
+  provider("p1", prefix_ + "-lv", "{site: one}");
+  std::string fds;
+  for (const char* zone : {"a", "b", "c"}) {
+    fds +=
+        std::string(fds.empty() ? "" : ",") + R"({"name":"fd-)" + zone + R"(","labels":{"zone":")" +
+        zone +
+        R"("},"attributes":{"availableStorageClasses":["fast"],"availableNetworkClasses":["lan"]}})";
+  }
+  patchStatus(resources::kProvider, ns_.name(), "p1", R"({"failureDomains":[)" + fds + "]}");
+  vmClass(prefix_ + "-small");
+  image(prefix_ + "-img", {{"p1", "/img/a"}});
+  apply(
+      "apiVersion: banlieue.io/v1alpha1\nkind: VirtualMachinePool\nmetadata:\n  name: web\n"
+      "spec:\n  warmReplicas: 6\n  readiness: InfrastructureReady\n  template:\n"
+      "    labels: {app: web}\n    spec:\n      classRef: {name: " +
+      prefix_ + "-small}\n      imageRef: {name: " + prefix_ +
+      "-img}\n      placement:\n        antiAffinity:\n        - topologyKey: zone\n"
+      "          mode: preferred\n          labelSelector: {matchLabels: {banlieue.io/pool: "
+      "web}}\n");
+
+  // Play the provider for every member as it appears (maxSurge bounds members in flight).
+  auto machines = [&] {
+    std::map<std::string, std::string> placed;  // name -> failure domain
+    auto list = client_->list(kLibvirtMachine, ns_.name());
+    if (!list.ok()) return placed;
+    for (const auto& item : (*list)["items"].GetArray()) {
+      if (!json::stringOr(&item, "metadata.deletionTimestamp").empty()) continue;
+      std::string name = json::stringOr(&item, "metadata.name");
+      placed[name] = json::stringOr(&item, "spec.failureDomain");
+      if (json::find(&item, "status.conditions") == nullptr) provide(kLibvirtMachine, name);
+    }
+    return placed;
+  };
+  auto pool_status = [&](const char* field) {
+    auto pool = client_->get(resources::kVirtualMachinePool, ns_.name(), "web");
+    // Zero counts are left out of the status.
+    return pool.ok() ? json::integer(&*pool, std::string("status.") + field).value_or(0) : -1;
+  };
+  ASSERT_TRUE(LocalCluster::eventually(
+      [&] { return machines().size() == 6 && pool_status("available") == 6; }, 90s))
+      << "members: " << machines().size() << ", available: " << pool_status("available");
+  std::map<std::string, int> per_domain;
+  for (const auto& [name, fd] : machines()) ++per_domain[fd];
+  EXPECT_EQ(per_domain, (std::map<std::string, int>{{"fd-a", 2}, {"fd-b", 2}, {"fd-c", 2}}));
+  EXPECT_EQ(pool_status("replicas"), 6);
+  EXPECT_EQ(pool_status("provisioning"), 0);
+
+  ASSERT_EQ(cluster_
+                .kubectl("patch vmpool web -n " + ns_.name() +
+                         " --type merge -p '{\"spec\":{\"warmReplicas\":3}}'")
+                .exit_code,
+            0);
+  ASSERT_TRUE(LocalCluster::eventually(
+      [&] {
+        auto list = client_->list(kLibvirtMachine, ns_.name());
+        if (list.ok()) {
+          for (const auto& item : (*list)["items"].GetArray()) {
+            if (!json::stringOr(&item, "metadata.deletionTimestamp").empty())
+              releaseProviderFinalizer(kLibvirtMachine, json::stringOr(&item, "metadata.name"));
+          }
+        }
+        return pool_status("replicas") == 3 && machines().size() == 3;
+      },
+      60s))
+      << "replicas: " << pool_status("replicas");
+}
+
 }  // namespace
 }  // namespace banlieue::controller

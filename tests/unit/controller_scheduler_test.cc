@@ -292,6 +292,20 @@ TEST_F(SchedulerTest, PreferredAntiAffinityRanksButNeverRefuses) {
   EXPECT_EQ(result.placement.failure_domain, "a");  // all violate equally: tie-break
 }
 
+TEST_F(SchedulerTest, PreferredAntiAffinitySpreadsByCount) {
+  providers_ = {provider(
+      "p1", {fd("a", {{"zone", "z1"}}), fd("b", {{"zone", "z2"}}), fd("c", {{"zone", "z3"}})})};
+  imageReady("p1");
+  vm_.spec.placement.anti_affinity = {{.topology_key = "zone",
+                                       .label_selector = {.match_labels = {{"app", "web"}}},
+                                       .mode = "preferred"}};
+  siblings_ = {sibling("w0", "p1", "a"), sibling("w1", "p1", "b"), sibling("w2", "p1", "c"),
+               sibling("w3", "p1", "a"), sibling("w4", "p1", "b")};
+  EXPECT_EQ(run().placement.failure_domain, "c");  // the only zone with one replica
+  siblings_.push_back(sibling("w5", "p1", "c"));
+  EXPECT_EQ(run().placement.failure_domain, "a");  // 2/2/2: tie-break
+}
+
 TEST_F(SchedulerTest, ExistingPlacementIsKeptUntilTheUserSelectsElsewhere) {
   providers_ = {provider("p1", {fd("a")}, {{"site", "one"}}),
                 provider("p2", {fd("b")}, {{"site", "two"}})};

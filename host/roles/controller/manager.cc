@@ -88,27 +88,46 @@ Manager::Manager(kube::KubeClient& client, ManagerOptions options)
   // A Provider appearing or going changes which rows count.
   image_controller_->watchMapped(
       *providers_, [this](const runtime::Object&) { return keysOf(images_->list()); });
+
+  pools_ = std::make_unique<runtime::Informer>(client_, resources::kVirtualMachinePool,
+                                               runtime::InformerOptions{});
+  pool_reconciler_ = std::make_unique<PoolReconciler>(client_, *pools_, *vms_);
+  pool_controller_ = std::make_unique<runtime::Controller>(
+      "virtualmachinepool", *pool_reconciler_, runtime::ControllerOptions{.workers = 1});
+  pool_controller_->watch(*pools_);
+  // Members are found by label, not owner: a claim re-parents its member.
+  pool_controller_->watchMapped(*vms_, [](const runtime::Object& vm) {
+    const auto* labels = json::find(vm.get(), "metadata.labels");
+    std::vector<std::string> keys;
+    if (labels == nullptr || !labels->IsObject()) return keys;
+    auto it = labels->FindMember(kPoolLabel);
+    if (it != labels->MemberEnd() && it->value.IsString())
+      keys.push_back(json::stringOr(vm.get(), "metadata.namespace") + "/" + it->value.GetString());
+    return keys;
+  });
 }
 
 Manager::~Manager() = default;
 
 bool Manager::synced() const {
   return vms_->hasSynced() && classes_->hasSynced() && images_->hasSynced() &&
-         providers_->hasSynced() && provider_classes_->hasSynced();
+         providers_->hasSynced() && provider_classes_->hasSynced() && pools_->hasSynced();
 }
 
 void Manager::run(const std::atomic<bool>& stop) {
   infra_->start(&stop);
   std::vector<std::thread> threads;
-  for (auto* informer :
-       {vms_.get(), classes_.get(), images_.get(), providers_.get(), provider_classes_.get()}) {
+  for (auto* informer : {vms_.get(), classes_.get(), images_.get(), providers_.get(),
+                         provider_classes_.get(), pools_.get()}) {
     threads.emplace_back([informer, &stop] { informer->run(stop); });
   }
   while (!stop && !synced()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   if (!stop) {
     std::thread images([this, &stop] { image_controller_->run(stop); });
+    std::thread pools([this, &stop] { pool_controller_->run(stop); });
     controller_->run(stop);
     images.join();
+    pools.join();
   }
   for (auto& thread : threads) thread.join();
   infra_->stop();

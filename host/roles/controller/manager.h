@@ -8,6 +8,7 @@
 #include "host/kube/client.h"
 #include "host/roles/controller/image_ready.h"
 #include "host/roles/controller/infra_kinds.h"
+#include "host/roles/controller/pool_reconciler.h"
 #include "host/roles/controller/vm_reconciler.h"
 #include "host/runtime/controller.h"
 #include "host/runtime/events.h"
@@ -38,6 +39,7 @@ class Manager {
   runtime::ControllerStats stats() const { return controller_->stats(); }
   runtime::Controller& controller() { return *controller_; }
   runtime::Controller& imageController() { return *image_controller_; }
+  runtime::Controller& poolController() { return *pool_controller_; }
 
  private:
   kube::KubeClient& client_;
@@ -49,6 +51,9 @@ class Manager {
   std::unique_ptr<runtime::Controller> controller_;
   std::unique_ptr<ImageReconciler> image_reconciler_;
   std::unique_ptr<runtime::Controller> image_controller_;
+  std::unique_ptr<runtime::Informer> pools_;
+  std::unique_ptr<PoolReconciler> pool_reconciler_;
+  std::unique_ptr<runtime::Controller> pool_controller_;
 };
 
 }  // namespace banlieue::controller

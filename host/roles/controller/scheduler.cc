@@ -3,6 +3,7 @@
 #include "host/roles/controller/label_selector.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -90,10 +91,10 @@ const api::ProviderFailureDomain* findFailureDomain(const api::Provider& provide
   return nullptr;
 }
 
-// The topologyKey values of the failure domains hosting siblings that match `term`.
-std::set<std::string> occupiedValues(const SchedulingInput& input,
-                                     const api::AntiAffinityTerm& term) {
-  std::set<std::string> values;
+// How many siblings matching `term` sit in failure domains with each topologyKey value.
+std::map<std::string, int> occupiedValues(const SchedulingInput& input,
+                                          const api::AntiAffinityTerm& term) {
+  std::map<std::string, int> values;
   for (const auto& sibling : input.siblings) {
     if (sibling.metadata.name == input.vm->metadata.name) continue;  // never itself
     if (!sibling.status.scheduled || !selectorMatches(term.label_selector, sibling.metadata.labels))
@@ -104,16 +105,19 @@ std::set<std::string> occupiedValues(const SchedulingInput& input,
       const auto* fd = findFailureDomain(provider, placed.failure_domain);
       if (fd == nullptr) continue;
       auto label = fd->labels.find(term.topology_key);
-      if (label != fd->labels.end()) values.insert(label->second);
+      if (label != fd->labels.end()) ++values[label->second];
     }
   }
   return values;
 }
 
-bool violates(const api::ProviderFailureDomain& fd, const std::string& topology_key,
-              const std::set<std::string>& occupied) {
+// Matching siblings sharing the failure domain's topology value (0: none, or no such label).
+int colocated(const api::ProviderFailureDomain& fd, const std::string& topology_key,
+              const std::map<std::string, int>& occupied) {
   auto label = fd.labels.find(topology_key);
-  return label != fd.labels.end() && occupied.count(label->second) > 0;
+  if (label == fd.labels.end()) return 0;
+  auto count = occupied.find(label->second);
+  return count == occupied.end() ? 0 : count->second;
 }
 
 // Effective backend target of a class mapping in a zone: an exact (datacenter, cluster)
@@ -271,13 +275,13 @@ SchedulingResult schedule(const SchedulingInput& input) {
     auto occupied = occupiedValues(input, term);
     if (term.mode == "preferred") {
       for (size_t i = 0; i < survivors.size(); ++i)
-        preferred_violations[i] += violates(*survivors[i].fd, term.topology_key, occupied) ? 1 : 0;
+        preferred_violations[i] += colocated(*survivors[i].fd, term.topology_key, occupied);
       continue;
     }
     std::vector<Candidate> kept;
     std::vector<int> kept_violations;
     for (size_t i = 0; i < survivors.size(); ++i) {
-      if (violates(*survivors[i].fd, term.topology_key, occupied)) continue;
+      if (colocated(*survivors[i].fd, term.topology_key, occupied) > 0) continue;
       kept.push_back(survivors[i]);
       kept_violations.push_back(preferred_violations[i]);
     }

@@ -12,8 +12,9 @@
 //   7 firmware efi-secure needs the `efiSecureBoot` feature
 //   8 required anti-affinity: the failure domain's topologyKey value must differ from the values
 //     of the failure domains where matching sibling VMs (never the VM itself) are placed
-// Preferred anti-affinity ranks the survivors (fewest violated rules first); the tie-break is
-// (Provider name, failure-domain name). A VM that is already placed keeps its placement while
+// Preferred anti-affinity ranks the survivors by how many matching siblings already share the
+// topology value (fewest first, so replicas spread evenly); the tie-break is (Provider name,
+// failure-domain name). A VM that is already placed keeps its placement while
 // its Provider and failure domain still exist and still match the VM's own selectors, so
 // capability churn (an image re-import, a class briefly withdrawn) never moves a running VM.
 #pragma once

@@ -28,6 +28,8 @@ inline const kube::ResourceType kVMClass{"banlieue.io", "v1alpha1", "vmclasses",
 inline const kube::ResourceType kVMImage{"banlieue.io", "v1alpha1", "vmimages", false};
 inline const kube::ResourceType kProvider{"banlieue.io", "v1alpha1", "providers", true};
 inline const kube::ResourceType kProviderClass{"banlieue.io", "v1alpha1", "providerclasses", false};
+inline const kube::ResourceType kVirtualMachinePool{"banlieue.io", "v1alpha1",
+                                                    "virtualmachinepools", true};
 }  // namespace resources
 
 struct VmCaches {
