@@ -550,5 +550,39 @@ TEST_F(ControllerVmTest, PoolOfSixSpreadsTwoTwoTwoOverThreeFailureDomainsAndScal
       << "replicas: " << pool_status("replicas");
 }
 
+TEST_F(ControllerVmTest, VSphereClusterAggregatesTheSelectedProvidersFailureDomains) {
+  providerClass(prefix_ + "-vs", "VSphereMachine");
+  provider("vc1", prefix_ + "-vs", "{env: prod}", R"({"datacenter":"dc1","cluster":"c1"})");
+  provider("vc2", prefix_ + "-vs", "{env: prod}", R"({"datacenter":"dc1","cluster":"c2"})");
+  provider("lab", prefix_ + "-vs", "{env: dev}");
+  apply(
+      "apiVersion: infrastructure.banlieue.io/v1beta2\nkind: VSphereCluster\nmetadata:\n  name: "
+      "prod\nspec:\n  providerSelector: {matchLabels: {env: prod}}\n  controlPlaneEndpoint: "
+      "{host: 10.0.0.1, port: 6443}\n");
+  const kube::ResourceType vsphere_cluster{"infrastructure.banlieue.io", "v1beta2",
+                                           "vsphereclusters", true};
+  runtime::Object cluster;
+  ASSERT_TRUE(LocalCluster::eventually([&] {
+    cluster = get(vsphere_cluster, "prod");
+    const auto* fds = cluster ? json::find(cluster.get(), "status.failureDomains") : nullptr;
+    return fds != nullptr && fds->IsArray() && fds->Size() == 2;
+  }));
+  const auto& fds = *json::find(cluster.get(), "status.failureDomains");
+  EXPECT_STREQ(fds[0]["name"].GetString(), "fd-vc1");
+  EXPECT_STREQ(fds[1]["name"].GetString(), "fd-vc2");
+  EXPECT_STREQ(fds[1]["attributes"]["cluster"].GetString(), "c2");
+  EXPECT_TRUE(json::boolean(cluster.get(), "status.initialization.provisioned"));
+  EXPECT_EQ(json::integer(cluster.get(), "status.controlPlaneEndpoint.port"), 6443);
+
+  // A Provider leaving the selection takes its failure domain with it.
+  ASSERT_EQ(cluster_.kubectl("label provider vc2 env=dev --overwrite -n " + ns_.name()).exit_code,
+            0);
+  EXPECT_TRUE(LocalCluster::eventually([&] {
+    auto c = get(vsphere_cluster, "prod");
+    const auto* list = c ? json::find(c.get(), "status.failureDomains") : nullptr;
+    return list != nullptr && list->Size() == 1;
+  }));
+}
+
 }  // namespace
 }  // namespace banlieue::controller

@@ -1,5 +1,9 @@
 #include "host/roles/controller/manager.h"
 
+#include "host/api/kinds.h"
+#include "host/common/logging.h"
+#include "host/kube/discovery.h"
+
 #include <banlieue/sdk/json.h>
 
 #include <thread>
@@ -88,6 +92,7 @@ Manager::Manager(kube::KubeClient& client, ManagerOptions options)
   // A Provider appearing or going changes which rows count.
   image_controller_->watchMapped(
       *providers_, [this](const runtime::Object&) { return keysOf(images_->list()); });
+  setUpClusters();
 
   pools_ = std::make_unique<runtime::Informer>(client_, resources::kVirtualMachinePool,
                                                runtime::InformerOptions{});
@@ -109,14 +114,36 @@ Manager::Manager(kube::KubeClient& client, ManagerOptions options)
 
 Manager::~Manager() = default;
 
+void Manager::setUpClusters() {
+  auto type = kube::discoverKind(client_, std::string(api::kInfraGroup) + "/" + api::kInfraVersion,
+                                 "VSphereCluster");
+  if (!type.ok()) {
+    common::logger("controller")
+        ->info("VSphereCluster aggregation off: {}", type.status().message());
+    return;
+  }
+  clusters_ = std::make_unique<runtime::Informer>(client_, *type, runtime::InformerOptions{});
+  cluster_reconciler_ =
+      std::make_unique<ClusterReconciler>(client_, *type, *clusters_, *providers_);
+  cluster_controller_ = std::make_unique<runtime::Controller>(
+      "vspherecluster", *cluster_reconciler_, runtime::ControllerOptions{.workers = 1});
+  cluster_controller_->watch(*clusters_);
+  cluster_controller_->watchMapped(*providers_, [this](const runtime::Object& provider) {
+    return keysOf(
+        clusters_->byIndex("namespace", json::stringOr(provider.get(), "metadata.namespace")));
+  });
+}
+
 bool Manager::synced() const {
   return vms_->hasSynced() && classes_->hasSynced() && images_->hasSynced() &&
-         providers_->hasSynced() && provider_classes_->hasSynced() && pools_->hasSynced();
+         providers_->hasSynced() && provider_classes_->hasSynced() && pools_->hasSynced() &&
+         (!clusters_ || clusters_->hasSynced());
 }
 
 void Manager::run(const std::atomic<bool>& stop) {
   infra_->start(&stop);
   std::vector<std::thread> threads;
+  if (clusters_) threads.emplace_back([this, &stop] { clusters_->run(stop); });
   for (auto* informer : {vms_.get(), classes_.get(), images_.get(), providers_.get(),
                          provider_classes_.get(), pools_.get()}) {
     threads.emplace_back([informer, &stop] { informer->run(stop); });
@@ -125,9 +152,13 @@ void Manager::run(const std::atomic<bool>& stop) {
   if (!stop) {
     std::thread images([this, &stop] { image_controller_->run(stop); });
     std::thread pools([this, &stop] { pool_controller_->run(stop); });
+    std::thread clusters([this, &stop] {
+      if (cluster_controller_) cluster_controller_->run(stop);
+    });
     controller_->run(stop);
     images.join();
     pools.join();
+    clusters.join();
   }
   for (auto& thread : threads) thread.join();
   infra_->stop();

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "host/kube/client.h"
+#include "host/roles/controller/cluster_aggregate.h"
 #include "host/roles/controller/image_ready.h"
 #include "host/roles/controller/infra_kinds.h"
 #include "host/roles/controller/pool_reconciler.h"
@@ -54,6 +55,11 @@ class Manager {
   std::unique_ptr<runtime::Informer> pools_;
   std::unique_ptr<PoolReconciler> pool_reconciler_;
   std::unique_ptr<runtime::Controller> pool_controller_;
+  // Only when the API server serves VSphereCluster (the vSphere CRDs are installed).
+  std::unique_ptr<runtime::Informer> clusters_;
+  std::unique_ptr<ClusterReconciler> cluster_reconciler_;
+  std::unique_ptr<runtime::Controller> cluster_controller_;
+  void setUpClusters();
 };
 
 }  // namespace banlieue::controller
