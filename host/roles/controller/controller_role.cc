@@ -77,7 +77,11 @@ int runController(const ControllerOptions& options) {
     return app::kExitOk;
   }
 
+  // Workers stop before the Lease is released, so two replicas never act at once: the elector
+  // gets its own stop flag, set only after the manager has returned.
   std::atomic<bool> manager_stop{false};
+  std::atomic<bool> elector_stop{false};
+  std::atomic<bool> lost{false};
   std::thread manager_thread;
   runtime::LeaderElectionConfig config;
   config.lease_namespace = options.lease_namespace;
@@ -92,10 +96,21 @@ int runController(const ControllerOptions& options) {
   runtime::LeaderElector elector(**client, config);
   log->info("campaigning for lease {}/{} as {}", options.lease_namespace, options.lease_name,
             identity);
-  elector.run(signals.stopping());
+  std::thread elector_thread([&] {
+    elector.run(elector_stop);
+    if (!elector_stop) {
+      lost = true;
+      signals.requestStop();
+    }
+  });
+  signals.wait();
   manager_stop = true;
   if (manager_thread.joinable()) manager_thread.join();
-  if (!signals.stopping()) {
+  elector_stop = true;
+  elector_thread.join();
+  // Leadership may have started while we were stopping (the manager then returns at once).
+  if (manager_thread.joinable()) manager_thread.join();
+  if (lost) {
     // Another replica may be acting already: leave rather than race it (the Deployment
     // restarts this one as a fresh candidate).
     log->error("lost the lease {}/{}; exiting", options.lease_namespace, options.lease_name);
