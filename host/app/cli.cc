@@ -37,8 +37,8 @@ int run(int argc, char** argv) {
   app.footer("Run 'banlieue <command> --help' for a command's options.");
 
   Action action;
-  roles::registerPendingRoles(app, action);
   roles::controller::registerControllerCommand(app, action);
+  roles::registerPendingRoles(app, action);
   roles::crdgen::registerCrdgenCommand(app, action);
   roles::bootstrap::registerBootstrapCommand(app, action);
   roles::plugin::registerPluginCommands(app, action);

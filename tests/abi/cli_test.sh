@@ -14,7 +14,6 @@ expect() {  # expect <exit code> <substring> -- <args...>
   fi
 }
 expect 1 "cannot connect to the API server" -- controller --kubeconfig /nonexistent/kubeconfig
-expect 2 "--workers: Value 0 not in range" -- controller --workers 0
 expect 3 "banlieue operator: not available in this build yet" -- operator
 expect 3 "banlieue imagebuilder: not available" -- imagebuilder
 expect 3 "banlieue image-import: not available" -- image-import

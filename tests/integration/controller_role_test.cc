@@ -55,6 +55,8 @@ TEST(ControllerRoleTest, LeadsServesReadyzReconcilesAndReleasesTheLeaseOnSigterm
                                 cluster.kubeconfig().string(),
                                 "--leader-election-namespace",
                                 ns.name(),
+                                "--namespace",
+                                ns.name(),
                                 "--leader-election-identity",
                                 "test-controller",
                                 "--bind-address",

@@ -128,9 +128,11 @@ class ControllerVmTest : public ::testing::Test {
     client_ = cluster_.client();
     ASSERT_NE(client_, nullptr);
     prefix_ = ns_.name();
+    // Scoped to the test's namespace: tests run in parallel on one cluster, each with a
+    // controller of its own, and two controllers on one VM would overwrite each other.
     counting_ = std::make_unique<CountingClient>(*client_);
-    manager_ = std::make_unique<Manager>(*counting_,
-                                         ManagerOptions{.workers = 2, .event_instance = "test"});
+    manager_ = std::make_unique<Manager>(
+        *counting_, ManagerOptions{.workers = 2, .ns = ns_.name(), .event_instance = "test"});
     thread_ = std::thread([this] { manager_->run(stop_); });
     ASSERT_TRUE(LocalCluster::eventually([&] { return manager_->synced(); }));
   }

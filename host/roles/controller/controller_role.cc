@@ -24,6 +24,7 @@ struct ControllerOptions {
   std::string lease_name = "banlieue-controller";
   std::string identity;
   int workers = 2;
+  std::string ns;
 };
 
 // Unique per process: the pod name (or host name) and a random suffix, so a restarted replica
@@ -49,8 +50,8 @@ int runController(const ControllerOptions& options) {
     return app::kExitFailure;
   }
   std::string identity = options.identity.empty() ? defaultIdentity() : options.identity;
-  banlieue::controller::Manager manager(**client,
-                                        {.workers = options.workers, .event_instance = identity});
+  banlieue::controller::Manager manager(
+      **client, {.workers = options.workers, .ns = options.ns, .event_instance = identity});
   std::atomic<bool> leading{!options.leader_elect};
 
   runtime::HealthServer health;
@@ -135,6 +136,9 @@ void registerControllerCommand(CLI::App& app, app::Action& action) {
   sub->add_option("--leader-election-identity", options->identity,
                   "This replica's identity in the Lease (default: $POD_NAME or the host name "
                   "with a random suffix)");
+  sub->add_option("--namespace", options->ns,
+                  "Only this namespace's VirtualMachines, Providers, pools and clusters "
+                  "(default: all)");
   sub->add_option("--workers", options->workers, "Concurrent VirtualMachine reconciles")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();

@@ -48,6 +48,10 @@ runtime::Result ImageReconciler::reconcile(const runtime::Request& request) {
   if (!object) return runtime::Result::done();
   auto image = api::fromJson<api::VMImage>(json::serialize(*object));
   if (!image.ok()) return runtime::Result::terminal(image.status());
+  if (!ns_.empty()) {
+    for (const auto& row : image->status.per_provider)
+      if (row.provider_namespace != ns_) return runtime::Result::done();
+  }
   auto wanted = imageReadyCondition(*image, [this](const std::string& ns, const std::string& name) {
     return providers_.get(ns + "/" + name) != nullptr;
   });

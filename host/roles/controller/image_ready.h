@@ -23,14 +23,18 @@ api::Condition imageReadyCondition(
 // differs from the cached one.
 class ImageReconciler final : public runtime::Reconciler {
  public:
-  ImageReconciler(kube::KubeClient& client, runtime::Informer& images, runtime::Informer& providers)
-      : client_(client), images_(images), providers_(providers) {}
+  // `ns` non-empty: the Provider cache holds that namespace only, so only images whose rows all
+  // come from it are judged.
+  ImageReconciler(kube::KubeClient& client, runtime::Informer& images, runtime::Informer& providers,
+                  std::string ns = {})
+      : client_(client), images_(images), providers_(providers), ns_(std::move(ns)) {}
   runtime::Result reconcile(const runtime::Request& request) override;
 
  private:
   kube::KubeClient& client_;
   runtime::Informer& images_;
   runtime::Informer& providers_;
+  std::string ns_;
 };
 
 }  // namespace banlieue::controller

@@ -6,8 +6,9 @@
 
 namespace banlieue::controller {
 
-InfraKinds::InfraKinds(kube::KubeClient& client, std::function<void(runtime::Informer&)> watch)
-    : client_(client), resolver_(client), watch_(std::move(watch)) {}
+InfraKinds::InfraKinds(kube::KubeClient& client, std::string ns,
+                       std::function<void(runtime::Informer&)> watch)
+    : client_(client), ns_(std::move(ns)), resolver_(client), watch_(std::move(watch)) {}
 
 InfraKinds::~InfraKinds() {
   stop();
@@ -31,7 +32,7 @@ StatusOr<InfraKind> InfraKinds::ensure(const MachineKind& kind) {
   if (auto it = entries_.find(key); it != entries_.end()) return it->second.info;
   Entry entry;
   entry.informer = std::make_unique<runtime::Informer>(
-      client_, *type, runtime::InformerOptions{.label_selector = kOwnedByLabel});
+      client_, *type, runtime::InformerOptions{.ns = ns_, .label_selector = kOwnedByLabel});
   if (watch_) watch_(*entry.informer);
   entry.info = InfraKind{.kind = kind, .type = *type, .informer = entry.informer.get()};
   auto* informer = entry.informer.get();

@@ -31,7 +31,8 @@ struct InfraKind {
 class InfraKinds {
  public:
   // `watch` is called with each new informer before it runs (to add the owner watch).
-  InfraKinds(kube::KubeClient& client, std::function<void(runtime::Informer&)> watch);
+  InfraKinds(kube::KubeClient& client, std::string ns,
+             std::function<void(runtime::Informer&)> watch);
   ~InfraKinds();
   InfraKinds(const InfraKinds&) = delete;
   InfraKinds& operator=(const InfraKinds&) = delete;
@@ -53,6 +54,7 @@ class InfraKinds {
     std::thread thread;
   };
   kube::KubeClient& client_;
+  std::string ns_;  // empty: all namespaces
   kube::KindResolver resolver_;
   std::function<void(runtime::Informer&)> watch_;
   const std::atomic<bool>* stop_ = nullptr;

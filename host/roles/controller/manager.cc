@@ -25,8 +25,8 @@ std::vector<std::string> keysOf(const std::vector<runtime::Object>& objects) {
 
 Manager::Manager(kube::KubeClient& client, ManagerOptions options)
     : client_(client), options_(std::move(options)) {
-  vms_ = std::make_unique<runtime::Informer>(client_, resources::kVirtualMachine,
-                                             runtime::InformerOptions{});
+  const runtime::InformerOptions scoped{.ns = options_.ns};
+  vms_ = std::make_unique<runtime::Informer>(client_, resources::kVirtualMachine, scoped);
   vms_->addIndexer("class", [](const rapidjson::Value& vm) {
     return std::vector<std::string>{json::stringOr(&vm, "spec.classRef.name")};
   });
@@ -40,8 +40,7 @@ Manager::Manager(kube::KubeClient& client, ManagerOptions options)
       std::make_unique<runtime::Informer>(client_, resources::kVMClass, runtime::InformerOptions{});
   images_ =
       std::make_unique<runtime::Informer>(client_, resources::kVMImage, runtime::InformerOptions{});
-  providers_ = std::make_unique<runtime::Informer>(client_, resources::kProvider,
-                                                   runtime::InformerOptions{});
+  providers_ = std::make_unique<runtime::Informer>(client_, resources::kProvider, scoped);
   provider_classes_ = std::make_unique<runtime::Informer>(client_, resources::kProviderClass,
                                                           runtime::InformerOptions{});
   if (!options_.event_instance.empty()) {
@@ -49,7 +48,7 @@ Manager::Manager(kube::KubeClient& client, ManagerOptions options)
         client_, runtime::EventSource{.controller = "banlieue.io/controller",
                                       .instance = options_.event_instance});
   }
-  infra_ = std::make_unique<InfraKinds>(client_, [this](runtime::Informer& informer) {
+  infra_ = std::make_unique<InfraKinds>(client_, options_.ns, [this](runtime::Informer& informer) {
     controller_->watchOwned(informer, "VirtualMachine");
   });
   reconciler_ =
@@ -85,7 +84,8 @@ Manager::Manager(kube::KubeClient& client, ManagerOptions options)
     return keys;
   });
 
-  image_reconciler_ = std::make_unique<ImageReconciler>(client_, *images_, *providers_);
+  image_reconciler_ =
+      std::make_unique<ImageReconciler>(client_, *images_, *providers_, options_.ns);
   image_controller_ = std::make_unique<runtime::Controller>(
       "vmimage", *image_reconciler_, runtime::ControllerOptions{.workers = 1});
   image_controller_->watch(*images_);
@@ -94,8 +94,7 @@ Manager::Manager(kube::KubeClient& client, ManagerOptions options)
       *providers_, [this](const runtime::Object&) { return keysOf(images_->list()); });
   setUpClusters();
 
-  pools_ = std::make_unique<runtime::Informer>(client_, resources::kVirtualMachinePool,
-                                               runtime::InformerOptions{});
+  pools_ = std::make_unique<runtime::Informer>(client_, resources::kVirtualMachinePool, scoped);
   pool_reconciler_ = std::make_unique<PoolReconciler>(client_, *pools_, *vms_);
   pool_controller_ = std::make_unique<runtime::Controller>(
       "virtualmachinepool", *pool_reconciler_, runtime::ControllerOptions{.workers = 1});
@@ -122,7 +121,8 @@ void Manager::setUpClusters() {
         ->info("VSphereCluster aggregation off: {}", type.status().message());
     return;
   }
-  clusters_ = std::make_unique<runtime::Informer>(client_, *type, runtime::InformerOptions{});
+  clusters_ = std::make_unique<runtime::Informer>(client_, *type,
+                                                  runtime::InformerOptions{.ns = options_.ns});
   cluster_reconciler_ =
       std::make_unique<ClusterReconciler>(client_, *type, *clusters_, *providers_);
   cluster_controller_ = std::make_unique<runtime::Controller>(

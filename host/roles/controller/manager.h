@@ -23,6 +23,9 @@ namespace banlieue::controller {
 
 struct ManagerOptions {
   int workers = 2;
+  // Empty: every namespace. Otherwise only VMs, Providers, pools, infra CRs and clusters of
+  // this namespace, and only VMImages whose rows all come from it (the aggregate needs them all).
+  std::string ns;
   std::string event_instance;  // reportingInstance of events; empty: no events
 };
 
