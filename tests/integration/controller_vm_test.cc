@@ -6,6 +6,7 @@
 #include "host/kube/api_error.h"
 #include "host/kube/client.h"
 #include "host/roles/controller/manager.h"
+#include "host/runtime/object_helpers.h"
 #include "tests/support/local_cluster.h"
 
 #include <banlieue/sdk/json.h>
@@ -131,6 +132,7 @@ class ControllerVmTest : public ::testing::Test {
     // Scoped to the test's namespace: tests run in parallel on one cluster, each with a
     // controller of its own, and two controllers on one VM would overwrite each other.
     counting_ = std::make_unique<CountingClient>(*client_);
+    idleDeployedController();
     manager_ = std::make_unique<Manager>(
         *counting_, ManagerOptions{.workers = 2, .ns = ns_.name(), .event_instance = "test"});
     thread_ = std::thread([this] { manager_->run(stop_); });
@@ -145,6 +147,24 @@ class ControllerVmTest : public ::testing::Test {
     if (thread_.joinable()) thread_.join();
     cluster_.kubectl("delete vmclass,vmimage,providerclass -l banlieue-test=" + prefix_ +
                      " --wait=false");
+  }
+
+  // Other tests of the shared cluster install banlieue (bootstrap), and the node agent then runs
+  // a real cluster-wide `banlieue controller`. Two controllers on one VM overwrite each other,
+  // so the Lease that one elects on is held here for an hour: the deployed one stays a follower
+  // (or, if it led, loses the Lease at its next renewal within 2 s and restarts as a follower).
+  void idleDeployedController() {
+    cluster_.kubectl("create namespace banlieue-system");  // AlreadyExists is fine
+    std::string now = runtime::rfc3339MicroNow();
+    auto taken = cluster_.apply(
+        "apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata:\n  name: "
+        "banlieue-controller\n  namespace: banlieue-system\nspec:\n  holderIdentity: "
+        "controller-integration-tests\n  leaseDurationSeconds: 3600\n  acquireTime: '" +
+            now + "'\n  renewTime: '" + now + "'\n",
+        "--server-side --force-conflicts --field-manager=controller-integration-tests");
+    ASSERT_EQ(taken.exit_code, 0) << taken.output;
+    // A leader notices at its next renewal (every 2 s) at the latest.
+    std::this_thread::sleep_for(2500ms);
   }
 
   void releaseAll(const kube::ResourceType& type) {
