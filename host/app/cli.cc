@@ -5,12 +5,12 @@
 #include "host/common/logging.h"
 #include "host/common/version.h"
 #include "host/roles/bootstrap/bootstrap_role.h"
+#include "host/roles/controller/controller_role.h"
 #include "host/roles/crdgen/crdgen_role.h"
 #include "host/roles/devnode/devnode_command.h"
 #include "host/roles/images/image_import_command.h"
 #include "host/roles/images/imagebuilder_role.h"
 #include "host/roles/operator/operator_role.h"
-#include "host/roles/pending/pending_roles.h"
 #include "host/roles/plugin/plugin_command.h"
 #include "host/roles/provider/provider_command.h"
 
@@ -40,7 +40,7 @@ int run(int argc, char** argv) {
   app.footer("Run 'banlieue <command> --help' for a command's options.");
 
   Action action;
-  roles::registerPendingRoles(app, action);
+  roles::controller::registerControllerCommand(app, action);
   roles::images::registerImageBuilderCommand(app, action);
   roles::images::registerImageImportCommand(app, action);
   roles::crdgen::registerCrdgenCommand(app, action);

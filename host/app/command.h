@@ -17,6 +17,5 @@ using Action = std::function<int()>;
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;
-inline constexpr int kExitRoleUnavailable = 3;  // the role has not landed in this build
 
 }  // namespace banlieue::app

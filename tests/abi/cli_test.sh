@@ -13,7 +13,7 @@ expect() {  # expect <exit code> <substring> -- <args...>
     echo "ok   banlieue $*"
   fi
 }
-expect 3 "banlieue controller: not available in this build yet; it lands with issue #6" -- controller
+expect 1 "cannot connect to the API server" -- controller --kubeconfig /nonexistent/kubeconfig
 expect 0 "--image-plugin-dir" -- operator --help
 expect 1 "banlieue operator: " -- operator --kubeconfig /nonexistent/kubeconfig --health-port -1 --metrics-port -1
 expect 1 "/nonexistent/kubeconfig" -- imagebuilder --kubeconfig /nonexistent/kubeconfig --health-port -1 --metrics-port -1

@@ -158,7 +158,15 @@ class BootstrapTest : public ::testing::Test {
           "  versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: "
           "{type: object, x-kubernetes-preserve-unknown-fields: true}}}]\n");
   }
-  void TearDown() override { fs::remove_all(plugins_); }
+  void TearDown() override {
+    fs::remove_all(plugins_);
+    // The bootstrapped controller and operator run for real on the node agent: leave none
+    // running cluster-wide for the tests that come after.
+    LocalCluster::shared().kubectl(
+        "delete deployment banlieue-controller banlieue-operator -n banlieue-system "
+        "--ignore-not-found --wait=true",
+        std::chrono::seconds(90));
+  }
 
   void write(const std::string& rel, const std::string& text) {
     fs::create_directories((plugins_ / rel).parent_path());

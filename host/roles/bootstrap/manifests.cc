@@ -312,16 +312,15 @@ std::vector<rapidjson::Document> buildBootstrapObjects(
   // the operator's --namespace is where its Lease lives (banlieue-spec 4.1, 4.2). The operator
   // reads the plugins' manifests where the image holds them and passes the same directory to
   // the provider pods it mints.
-  const Role roles[] = {
-      {kControllerName,
-       "controller",
-       controllerRules(plugins),
-       {"controller", "--leader-election-namespace", ns}},
-      {kOperatorName,
-       "operator",
-       operatorRules(plugins),
-       {"operator", "--namespace", ns, "--plugin-dir", options.image_plugin_dir,
-        "--image-plugin-dir", options.image_plugin_dir}}};
+  const Role roles[] = {{kControllerName,
+                         "controller",
+                         controllerRules(plugins),
+                         {"controller", "--leader-election-namespace", ns}},
+                        {kOperatorName,
+                         "operator",
+                         operatorRules(plugins),
+                         {"operator", "--namespace", ns, "--plugin-dir", options.image_plugin_dir,
+                          "--image-plugin-dir", options.image_plugin_dir}}};
   for (const auto& r : roles) {
     out.push_back(parse(R"({"apiVersion":"v1","kind":"ServiceAccount","metadata":)" +
                         meta(r.name, ns, r.component) + "}"));

@@ -1,0 +1,40 @@
+// VSphereCluster (the CAPI InfraCluster): the failure domains of the Providers it selects, in
+// CAPI v1beta2's list form (banlieue-spec §4.1.10), and a reconciler that applies the whole
+// status only when it changed. Unlike the original, a paused cluster keeps its failure-domain
+// list (the status is always applied whole), failure-domain names are de-duplicated across
+// Providers, and providerRefs naming no Provider are reported instead of silently ignored.
+#pragma once
+
+#include "host/api/provider.h"
+#include "host/api/vsphere.h"
+#include "host/kube/client.h"
+#include "host/roles/controller/write_expectations.h"
+#include "host/runtime/controller.h"
+#include "host/runtime/informer.h"
+
+#include <string>
+#include <vector>
+
+namespace banlieue::controller {
+
+// The status `cluster` should have, given the Providers of its namespace.
+api::VSphereClusterStatus aggregateCluster(const api::VSphereCluster& cluster,
+                                           const std::vector<api::Provider>& providers,
+                                           const std::string& now);
+
+class ClusterReconciler final : public runtime::Reconciler {
+ public:
+  ClusterReconciler(kube::KubeClient& client, kube::ResourceType type, runtime::Informer& clusters,
+                    runtime::Informer& providers)
+      : client_(client), type_(std::move(type)), clusters_(clusters), providers_(providers) {}
+  runtime::Result reconcile(const runtime::Request& request) override;
+
+ private:
+  kube::KubeClient& client_;
+  kube::ResourceType type_;
+  runtime::Informer& clusters_;
+  runtime::Informer& providers_;
+  WriteExpectations expectations_;
+};
+
+}  // namespace banlieue::controller

@@ -1,0 +1,60 @@
+// The infra CR a placed VirtualMachine becomes (pure; docs/adr/0010). The kind is whatever the
+// chosen Provider's ProviderClass publishes in status.machineKind. The in-tree kinds
+// (VSphereMachine, LibvirtMachine, ProxmoxMachine) get their backend's spec; any other kind gets
+// the generic machine spec third-party providers read (see buildGenericSpec in the .cc).
+//
+// Every kind carries the contract fields: same name and namespace as the VM, labels
+// `banlieue.io/provider` and `banlieue.io/owned-by` (plus the VM's own labels), a controller
+// ownerReference to the VM, spec.providerRef, spec.failureDomain, spec.desiredPowerState and the
+// rendered spec.userData. spec.providerID is never set here: the provider runtime owns it.
+#pragma once
+
+#include "host/api/provider.h"
+#include "host/api/virtual_machine.h"
+#include "host/api/vm_class.h"
+#include "host/common/status_or.h"
+#include "host/roles/controller/scheduler.h"
+
+#include <rapidjson/document.h>
+
+#include <optional>
+#include <string>
+
+namespace banlieue::controller {
+
+inline constexpr const char* kFieldManager = "banlieue.io/controller";
+inline constexpr const char* kProviderLabel = "banlieue.io/provider";
+inline constexpr const char* kOwnedByLabel = "banlieue.io/owned-by";
+// FNV-1a of the applied object, so a removed field is noticed although the live object still
+// contains it (a subset comparison alone cannot see removals).
+inline constexpr const char* kAppliedHashAnnotation = "banlieue.io/applied-hash";
+
+struct MachineKind {
+  std::string api_version;
+  std::string kind;
+  std::string group() const;
+};
+
+struct InfraBuildInput {
+  const api::VirtualMachine* vm = nullptr;
+  const api::VMClass* vm_class = nullptr;
+  const api::VMImage* image = nullptr;
+  const api::Provider* provider = nullptr;
+  const Placement* placement = nullptr;
+  MachineKind kind;
+  std::optional<std::string> user_data;  // rendered
+};
+
+// The complete object to apply (InvalidArgument, reason InfraBuildFailed, when the inputs cannot
+// make one, e.g. a vSphere failure domain without a datacenter).
+StatusOr<rapidjson::Document> buildInfraObject(const InfraBuildInput& input);
+
+// True when `live` already holds everything `desired` sets (objects: every member of desired;
+// arrays: same length, element-wise) and carries the same applied hash: applying would change
+// nothing, so it is skipped.
+bool infraUpToDate(const rapidjson::Value& desired, const rapidjson::Value& live);
+
+// Exposed for tests.
+bool jsonContains(const rapidjson::Value& have, const rapidjson::Value& want);
+
+}  // namespace banlieue::controller

@@ -1,0 +1,69 @@
+#include "host/roles/controller/infra_kinds.h"
+
+#include "host/common/logging.h"
+
+#include <banlieue/sdk/json.h>
+
+namespace banlieue::controller {
+
+InfraKinds::InfraKinds(kube::KubeClient& client, std::string ns,
+                       std::function<void(runtime::Informer&)> watch)
+    : client_(client), ns_(std::move(ns)), resolver_(client), watch_(std::move(watch)) {}
+
+InfraKinds::~InfraKinds() {
+  stop();
+}
+
+StatusOr<InfraKind> InfraKinds::ensure(const MachineKind& kind) {
+  std::string key = kind.api_version + "/" + kind.kind;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = entries_.find(key); it != entries_.end()) return it->second.info;
+  }
+  if (stop_ == nullptr)
+    return error(Code::kFailedPrecondition, "NotStarted", "infra kinds are not started");
+  auto type = resolver_.resolve(kind.api_version, kind.kind);
+  if (!type.ok()) return type.status();
+  if (!type->namespaced)
+    return error(Code::kInvalidArgument, "InfraKindClusterScoped",
+                 key + " is cluster-scoped; an infra machine must live in its VM's namespace");
+
+  std::lock_guard lock(mu_);
+  if (auto it = entries_.find(key); it != entries_.end()) return it->second.info;
+  Entry entry;
+  entry.informer = std::make_unique<runtime::Informer>(
+      client_, *type, runtime::InformerOptions{.ns = ns_, .label_selector = kOwnedByLabel});
+  if (watch_) watch_(*entry.informer);
+  entry.info = InfraKind{.kind = kind, .type = *type, .informer = entry.informer.get()};
+  auto* informer = entry.informer.get();
+  const auto* stop = stop_;
+  entry.thread = std::thread([informer, stop] { informer->run(*stop); });
+  common::logger("controller")->info("watching infra kind {} ({})", key, type->plural);
+  return entries_.emplace(key, std::move(entry)).first->second.info;
+}
+
+std::vector<InfraKind> InfraKinds::known() const {
+  std::lock_guard lock(mu_);
+  std::vector<InfraKind> out;
+  for (const auto& [key, entry] : entries_) out.push_back(entry.info);
+  return out;
+}
+
+void InfraKinds::stop() {
+  std::lock_guard lock(mu_);
+  for (auto& [key, entry] : entries_)
+    if (entry.thread.joinable()) entry.thread.join();
+  entries_.clear();
+}
+
+StatusOr<std::string> preferredApiVersion(kube::KubeClient& client, const std::string& group) {
+  auto doc = client.getDiscovery("/apis/" + group);
+  if (!doc.ok()) return doc.status();
+  auto version = sdk::json::string(&*doc, "preferredVersion.groupVersion");
+  if (!version)
+    return error(Code::kNotFound, "KindNotServed",
+                 "API group " + group + " has no preferred version");
+  return std::string(*version);
+}
+
+}  // namespace banlieue::controller

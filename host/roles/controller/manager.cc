@@ -1,0 +1,168 @@
+#include "host/roles/controller/manager.h"
+
+#include "host/api/kinds.h"
+#include "host/common/logging.h"
+#include "host/kube/discovery.h"
+
+#include <banlieue/sdk/json.h>
+
+#include <thread>
+#include <vector>
+
+namespace banlieue::controller {
+namespace {
+
+namespace json = sdk::json;
+
+std::vector<std::string> keysOf(const std::vector<runtime::Object>& objects) {
+  std::vector<std::string> keys;
+  keys.reserve(objects.size());
+  for (const auto& object : objects) keys.push_back(runtime::objectKey(*object));
+  return keys;
+}
+
+}  // namespace
+
+Manager::Manager(kube::KubeClient& client, ManagerOptions options)
+    : client_(client), options_(std::move(options)) {
+  const runtime::InformerOptions scoped{.ns = options_.ns};
+  vms_ = std::make_unique<runtime::Informer>(client_, resources::kVirtualMachine, scoped);
+  vms_->addIndexer("class", [](const rapidjson::Value& vm) {
+    return std::vector<std::string>{json::stringOr(&vm, "spec.classRef.name")};
+  });
+  vms_->addIndexer("image", [](const rapidjson::Value& vm) {
+    return std::vector<std::string>{json::stringOr(&vm, "spec.imageRef.name")};
+  });
+  vms_->addIndexer("providerClass", [](const rapidjson::Value& vm) {
+    return std::vector<std::string>{json::stringOr(&vm, "status.scheduled.providerClass")};
+  });
+  classes_ =
+      std::make_unique<runtime::Informer>(client_, resources::kVMClass, runtime::InformerOptions{});
+  images_ =
+      std::make_unique<runtime::Informer>(client_, resources::kVMImage, runtime::InformerOptions{});
+  providers_ = std::make_unique<runtime::Informer>(client_, resources::kProvider, scoped);
+  provider_classes_ = std::make_unique<runtime::Informer>(client_, resources::kProviderClass,
+                                                          runtime::InformerOptions{});
+  if (!options_.event_instance.empty()) {
+    events_ = std::make_unique<runtime::EventRecorder>(
+        client_, runtime::EventSource{.controller = "banlieue.io/controller",
+                                      .instance = options_.event_instance});
+  }
+  infra_ = std::make_unique<InfraKinds>(client_, options_.ns, [this](runtime::Informer& informer) {
+    controller_->watchOwned(informer, "VirtualMachine");
+  });
+  reconciler_ =
+      std::make_unique<VmReconciler>(client_,
+                                     VmCaches{.vms = vms_.get(),
+                                              .classes = classes_.get(),
+                                              .images = images_.get(),
+                                              .providers = providers_.get(),
+                                              .provider_classes = provider_classes_.get()},
+                                     *infra_, events_.get());
+  controller_ = std::make_unique<runtime::Controller>(
+      "virtualmachine", *reconciler_, runtime::ControllerOptions{.workers = options_.workers});
+
+  controller_->watch(*vms_);
+  controller_->watchMapped(*classes_, [this](const runtime::Object& vm_class) {
+    return keysOf(vms_->byIndex("class", json::stringOr(vm_class.get(), "metadata.name")));
+  });
+  controller_->watchMapped(*images_, [this](const runtime::Object& image) {
+    return keysOf(vms_->byIndex("image", json::stringOr(image.get(), "metadata.name")));
+  });
+  // Selectors match on Provider labels and capabilities come from its status: every VM of the
+  // Provider's namespace may be affected.
+  controller_->watchMapped(*providers_, [this](const runtime::Object& provider) {
+    return keysOf(vms_->byIndex("namespace", json::stringOr(provider.get(), "metadata.namespace")));
+  });
+  // A ProviderClass publishing its machineKind unblocks the VMs placed (or waiting) on it; VMs
+  // not placed yet carry an empty providerClass index value.
+  controller_->watchMapped(*provider_classes_, [this](const runtime::Object& provider_class) {
+    auto keys = keysOf(
+        vms_->byIndex("providerClass", json::stringOr(provider_class.get(), "metadata.name")));
+    auto unplaced = keysOf(vms_->byIndex("providerClass", ""));
+    keys.insert(keys.end(), unplaced.begin(), unplaced.end());
+    return keys;
+  });
+
+  image_reconciler_ =
+      std::make_unique<ImageReconciler>(client_, *images_, *providers_, options_.ns);
+  image_controller_ = std::make_unique<runtime::Controller>(
+      "vmimage", *image_reconciler_, runtime::ControllerOptions{.workers = 1});
+  image_controller_->watch(*images_);
+  // A Provider appearing or going changes which rows count.
+  image_controller_->watchMapped(
+      *providers_, [this](const runtime::Object&) { return keysOf(images_->list()); });
+  setUpClusters();
+
+  pools_ = std::make_unique<runtime::Informer>(client_, resources::kVirtualMachinePool, scoped);
+  pool_reconciler_ = std::make_unique<PoolReconciler>(client_, *pools_, *vms_);
+  pool_controller_ = std::make_unique<runtime::Controller>(
+      "virtualmachinepool", *pool_reconciler_, runtime::ControllerOptions{.workers = 1});
+  pool_controller_->watch(*pools_);
+  // Members are found by label, not owner: a claim re-parents its member.
+  pool_controller_->watchMapped(*vms_, [](const runtime::Object& vm) {
+    const auto* labels = json::find(vm.get(), "metadata.labels");
+    std::vector<std::string> keys;
+    if (labels == nullptr || !labels->IsObject()) return keys;
+    auto it = labels->FindMember(kPoolLabel);
+    if (it != labels->MemberEnd() && it->value.IsString())
+      keys.push_back(json::stringOr(vm.get(), "metadata.namespace") + "/" + it->value.GetString());
+    return keys;
+  });
+}
+
+Manager::~Manager() = default;
+
+void Manager::setUpClusters() {
+  auto type = kube::discoverKind(client_, std::string(api::kInfraGroup) + "/" + api::kInfraVersion,
+                                 "VSphereCluster");
+  if (!type.ok()) {
+    common::logger("controller")
+        ->info("VSphereCluster aggregation off: {}", type.status().message());
+    return;
+  }
+  clusters_ = std::make_unique<runtime::Informer>(client_, *type,
+                                                  runtime::InformerOptions{.ns = options_.ns});
+  cluster_reconciler_ =
+      std::make_unique<ClusterReconciler>(client_, *type, *clusters_, *providers_);
+  cluster_controller_ = std::make_unique<runtime::Controller>(
+      "vspherecluster", *cluster_reconciler_, runtime::ControllerOptions{.workers = 1});
+  cluster_controller_->watch(*clusters_);
+  cluster_controller_->watchMapped(*providers_, [this](const runtime::Object& provider) {
+    return keysOf(
+        clusters_->byIndex("namespace", json::stringOr(provider.get(), "metadata.namespace")));
+  });
+}
+
+bool Manager::synced() const {
+  return vms_->hasSynced() && classes_->hasSynced() && images_->hasSynced() &&
+         providers_->hasSynced() && provider_classes_->hasSynced() && pools_->hasSynced() &&
+         (!clusters_ || clusters_->hasSynced());
+}
+
+void Manager::run(const std::atomic<bool>& stop) {
+  infra_->start(&stop);
+  std::vector<std::thread> threads;
+  if (clusters_) threads.emplace_back([this, &stop] { clusters_->run(stop); });
+  for (auto* informer : {vms_.get(), classes_.get(), images_.get(), providers_.get(),
+                         provider_classes_.get(), pools_.get()}) {
+    threads.emplace_back([informer, &stop] { informer->run(stop); });
+  }
+  while (!stop && !synced()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (!stop) {
+    std::thread images([this, &stop] { image_controller_->run(stop); });
+    std::thread pools([this, &stop] { pool_controller_->run(stop); });
+    std::thread clusters([this, &stop] {
+      if (cluster_controller_) cluster_controller_->run(stop);
+    });
+    controller_->run(stop);
+    images.join();
+    pools.join();
+    clusters.join();
+  }
+  for (auto& thread : threads) thread.join();
+  infra_->stop();
+  if (events_) events_->flush();
+}
+
+}  // namespace banlieue::controller
