@@ -74,9 +74,11 @@ StopSignal::StopSignal() {
   sigset_t set = stopSignals();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   waiter_ = std::thread([this, set] {
-    int sig = 0;
-    // requestStop() wakes this thread with SIGTERM aimed at it, so one path ends the wait.
-    sigwait(&set, &sig);
+    // A bounded wait, so requestStop() ends this thread without signalling it.
+    timespec period{0, 200'000'000};
+    while (!stop_) {
+      if (sigtimedwait(&set, nullptr, &period) > 0) break;
+    }
     stop_ = true;
     stop_.notify_all();
   });
@@ -92,10 +94,8 @@ void StopSignal::wait() {
 }
 
 void StopSignal::requestStop() {
-  if (!stop_.exchange(true)) {
-    stop_.notify_all();
-    if (waiter_.joinable()) pthread_kill(waiter_.native_handle(), SIGTERM);
-  }
+  stop_ = true;
+  stop_.notify_all();
 }
 
 Status RoleEndpoints::start(const RoleProcessOptions& options, runtime::HealthServer& health) {

@@ -12,7 +12,7 @@
 #include <string>
 #include <thread>
 
-namespace CLI {
+namespace CLI {  // NOLINT(readability-identifier-naming): the library's name
 class App;
 }
 
@@ -56,7 +56,7 @@ class StopSignal {
 
  private:
   std::atomic<bool> stop_{false};
-  std::thread waiter_;
+  std::thread waiter_;  // takes the signals; polls stop_ so requestStop() ends it too
 };
 
 // Starts `health` on the health port and, when it differs, a second endpoint serving /metrics
