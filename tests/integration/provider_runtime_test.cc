@@ -155,7 +155,10 @@ TEST_F(ProviderRuntimeTest, TheProviderBecomesReadyWithThePluginsFailureDomains)
   // At rest it writes nothing, though it re-reads the credentials every second.
   std::string version = jsonpath("provider files", "{.metadata.resourceVersion}");
   std::this_thread::sleep_for(4s);
-  EXPECT_EQ(jsonpath("provider files", "{.metadata.resourceVersion}"), version);
+  EXPECT_EQ(jsonpath("provider files", "{.metadata.resourceVersion}"), version)
+      << "who wrote it:\n"
+      << cluster_.kubectl("get provider files -n " + ns_->name() + " --show-managed-fields -o yaml")
+             .output;
   // Its own Lease, named after class and Provider.
   EXPECT_EQ(cluster_.kubectl("get lease banlieue-provider-" + class_ + "-files -n " + ns_->name())
                 .exit_code,
