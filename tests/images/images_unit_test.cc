@@ -336,7 +336,7 @@ ImportJobParams params() {
   p.pvc_name = "kairos-ubuntu-build-artifacts";
   p.os_artifact_name = "kairos-ubuntu-build";
   p.os_artifact_uid = "osa-1";
-  p.credentials_secret = "import-infra-lv1";
+  p.image_uid = "img-1";
   return p;
 }
 
@@ -348,7 +348,13 @@ TEST(ImportJob, RunsImageImportForOneZoneIsolatedAndReadOnly) {
   EXPECT_EQ(json::stringOr(&job, "metadata.namespace"), "banlieue-imagebuild");
   EXPECT_EQ(json::stringOr(&job, "metadata.name"), importJobName(params()));
   EXPECT_LE(importJobName(params()).size(), 63u);
-  EXPECT_EQ(job["metadata"]["ownerReferences"][0]["kind"].GetString(), std::string("OSArtifact"));
+  // Owned by the image and by the OSArtifact: deleting either collects the Job.
+  EXPECT_EQ(job["metadata"]["ownerReferences"][0]["kind"].GetString(), std::string("VMImage"));
+  EXPECT_EQ(job["metadata"]["ownerReferences"][0]["uid"].GetString(), std::string("img-1"));
+  EXPECT_EQ(job["metadata"]["ownerReferences"][1]["kind"].GetString(), std::string("OSArtifact"));
+  EXPECT_EQ(job["metadata"]["annotations"]["banlieue.io/import-base"].GetString(),
+            importJobName(params()));
+  EXPECT_FALSE(job["metadata"]["annotations"].HasMember("banlieue.io/force-reimport"));
   EXPECT_EQ(job["metadata"]["annotations"]["banlieue.io/failure-domain"].GetString(),
             std::string("host-a"));
   const auto& pod = job["spec"]["template"]["spec"];
@@ -373,7 +379,10 @@ TEST(ImportJob, RunsImageImportForOneZoneIsolatedAndReadOnly) {
   EXPECT_EQ(after("--failure-domain"), "host-a");
   EXPECT_EQ(after("--artifact"), "/artifacts/kairos-ubuntu-build.raw");
   EXPECT_EQ(after("--checksum"), params().checksum);
-  EXPECT_EQ(after("--credentials-dir"), "/var/run/banlieue/credentials");
+  // Credentials are read through the API under the Job's ServiceAccount: nothing is mounted
+  // but the artifacts.
+  EXPECT_EQ(after("--credentials-dir"), "<missing>");
+  EXPECT_EQ(pod["volumes"].Size(), 1u);
   // Every mount is read-only; the artifacts come from the PVC, read-only too.
   for (const auto& m : c["volumeMounts"].GetArray()) EXPECT_TRUE(json::boolean(&m, "readOnly"));
   bool pvc_ro = false;
@@ -398,6 +407,12 @@ TEST(ImportJob, NamesDifferPerZoneAndRebuildAndAreDnsSafe) {
   q = params();
   q.generation_suffix = "force-1";
   EXPECT_NE(importJobName(p), importJobName(q));
+  // A forced Job still names the Job it replaces, so the runtime finds both.
+  auto forced = parse(*importJob(q));
+  EXPECT_EQ(forced["metadata"]["annotations"]["banlieue.io/import-base"].GetString(),
+            importJobName(p));
+  EXPECT_EQ(forced["metadata"]["annotations"]["banlieue.io/force-reimport"].GetString(),
+            std::string("force-1"));
   q = params();
   q.image_name = std::string(200, 'A') + ".Weird_Name";
   std::string name = importJobName(q);

@@ -102,6 +102,7 @@ TEST(Workload, ManagedMintsEverythingInOrderWithLabelsAndOwners) {
                                  "rolebindings/banlieue-provider-file-lab",
                                  "roles/banlieue-provider-file-lab-import",
                                  "rolebindings/banlieue-provider-file-lab-import",
+                                 "rolebindings/banlieue-provider-file-team-a-lab",
                                  "clusterrolebindings/banlieue-provider-file-team-a-lab",
                                  "deployments/banlieue-provider-file-lab"));
   for (const auto& o : w->objects) {
@@ -119,6 +120,9 @@ TEST(Workload, ManagedMintsEverythingInOrderWithLabelsAndOwners) {
       // No namespaced owner can reclaim a cluster-scoped object: the finalizer does.
       EXPECT_EQ(owners, nullptr);
       EXPECT_EQ(find(&o.body, "metadata.namespace"), nullptr);
+    } else if (o.ns == "banlieue-imagebuild") {
+      // Owners in another namespace are ignored by the garbage collector: the finalizer.
+      EXPECT_EQ(owners, nullptr);
     } else {
       EXPECT_EQ(o.ns, "team-a");
       ASSERT_NE(owners, nullptr);
@@ -136,8 +140,19 @@ TEST(Workload, ManagedMintsEverythingInOrderWithLabelsAndOwners) {
   EXPECT_EQ(stringOr(&(*find(&crb->body, "subjects"))[0], "namespace", ""), "team-a");
   const auto* import = find(*w, "rolebindings", "banlieue-provider-file-lab-import");
   const auto& import_subject = (*find(&import->body, "subjects"))[0];
-  EXPECT_EQ(stringOr(&import_subject, "name", ""), "banlieue-import");
+  EXPECT_EQ(stringOr(&import_subject, "name", ""), "banlieue-image-import");
   EXPECT_EQ(stringOr(&import_subject, "namespace", ""), "banlieue-imagebuild");
+  // The provider manages its import Jobs in the build namespace only, through bootstrap's
+  // ClusterRole bound there.
+  const auto* jobs = find(*w, "rolebindings", "banlieue-provider-file-team-a-lab");
+  ASSERT_NE(jobs, nullptr);
+  EXPECT_EQ(jobs->ns, "banlieue-imagebuild");
+  EXPECT_EQ(stringOr(&jobs->body, "roleRef.kind", ""), "ClusterRole");
+  EXPECT_EQ(stringOr(&jobs->body, "roleRef.name", ""), "banlieue-provider-imports");
+  EXPECT_EQ(find(&jobs->body, "metadata.ownerReferences"), nullptr);
+  const auto& jobs_subject = (*find(&jobs->body, "subjects"))[0];
+  EXPECT_EQ(stringOr(&jobs_subject, "name", ""), "banlieue-provider-file-lab");
+  EXPECT_EQ(stringOr(&jobs_subject, "namespace", ""), "team-a");
 }
 
 TEST(Workload, TheSecretRuleNamesExactlyTheProvidersSecrets) {

@@ -190,9 +190,11 @@ TEST(BootstrapManifestsTest, OrderAndContents) {
   auto objects = buildBootstrapObjects(options, libvirtPlugin());
   ASSERT_FALSE(objects.empty());
   EXPECT_EQ(json::stringOr(&objects[0], "kind"), "Namespace");
+  EXPECT_EQ(json::stringOr(&objects[1], "kind"), "Namespace");
+  EXPECT_EQ(json::stringOr(&objects[1], "metadata.name"), "banlieue-imagebuild");
   size_t last_crd = 0;
   size_t first_other = objects.size();
-  for (size_t i = 1; i < objects.size(); ++i) {
+  for (size_t i = 2; i < objects.size(); ++i) {
     bool crd = json::stringOr(&objects[i], "kind") == "CustomResourceDefinition";
     if (crd) last_crd = i;
     if (!crd && first_other == objects.size()) first_other = i;
@@ -200,7 +202,7 @@ TEST(BootstrapManifestsTest, OrderAndContents) {
     EXPECT_TRUE(type.ok()) << type.status().message();
   }
   EXPECT_LT(last_crd, first_other);
-  EXPECT_EQ(last_crd, 14u);
+  EXPECT_EQ(last_crd, 15u);
 
   const auto* pc = find(objects, "ProviderClass", "libvirt");
   ASSERT_NE(pc, nullptr);
@@ -222,6 +224,18 @@ TEST(BootstrapManifestsTest, OrderAndContents) {
   const auto& container = (*deployment)["spec"]["template"]["spec"]["containers"][0];
   EXPECT_EQ(json::stringOr(&container, "image"), "localhost/banlieue:9.9.9");
   EXPECT_STREQ(container["args"][0].GetString(), "operator");
+
+  // The image pipeline: the imagebuilder runs in the install namespace, not the build one (a
+  // provider may run Jobs there, and a Job may use any ServiceAccount of its namespace).
+  const auto* builder = find(objects, "Deployment", "banlieue-imagebuilder");
+  ASSERT_NE(builder, nullptr);
+  EXPECT_EQ(json::stringOr(&(*builder)["metadata"], "namespace"), "banlieue-system");
+  const auto& builder_args = (*builder)["spec"]["template"]["spec"]["containers"][0]["args"];
+  EXPECT_STREQ(builder_args[0].GetString(), "imagebuilder");
+  EXPECT_STREQ(builder_args[2].GetString(), "banlieue-imagebuild");
+  const auto* import_sa = find(objects, "ServiceAccount", "banlieue-image-import");
+  ASSERT_NE(import_sa, nullptr);
+  EXPECT_EQ(json::stringOr(&(*import_sa)["metadata"], "namespace"), "banlieue-imagebuild");
 
   options.provider_classes = false;
   options.crds = false;
@@ -256,6 +270,36 @@ TEST(BootstrapManifestsTest, ControllerIsLeastPrivilegeAndOperatorMintsWorkloads
   // The operator binds banlieue-provider-libvirt, so it must hold everything that role grants.
   const auto* provider = find(objects, "ClusterRole", "banlieue-provider-libvirt");
   ASSERT_NE(provider, nullptr);
+  // Jobs only in the build namespace: cluster-wide they could run as any ServiceAccount.
+  EXPECT_FALSE(grants(*provider, "batch", "jobs", "create"));
+  EXPECT_FALSE(grants(*op, "batch", "jobs", "create"));
+  const auto* imports = find(objects, "ClusterRole", "banlieue-provider-imports");
+  ASSERT_NE(imports, nullptr);
+  EXPECT_TRUE(grants(*imports, "batch", "jobs", "create"));
+  EXPECT_TRUE(grants(*imports, "", "pods", "watch"));
+  EXPECT_FALSE(grants(*imports, "", "pods", "create"));
+  const auto* op_imports = find(objects, "RoleBinding", "banlieue-operator-imports");
+  ASSERT_NE(op_imports, nullptr);
+  EXPECT_EQ(json::stringOr(&(*op_imports)["metadata"], "namespace"), "banlieue-imagebuild");
+  EXPECT_EQ(json::stringOr(&(*op_imports)["roleRef"], "name"), "banlieue-provider-imports");
+  // The import Jobs read VMImages only; Providers and Secrets come from the operator's Roles.
+  const auto* import_role = find(objects, "ClusterRole", "banlieue-image-import");
+  ASSERT_NE(import_role, nullptr);
+  EXPECT_TRUE(grants(*import_role, "banlieue.io", "vmimages", "get"));
+  EXPECT_FALSE(grants(*import_role, "banlieue.io", "vmimages", "list"));
+  EXPECT_FALSE(grants(*import_role, "", "secrets", "get"));
+  // The imagebuilder: VMImages and their status cluster-wide; Secrets only in the build
+  // namespace (a RoleBinding of its -build ClusterRole there).
+  const auto* builder = find(objects, "ClusterRole", "banlieue-imagebuilder");
+  ASSERT_NE(builder, nullptr);
+  EXPECT_TRUE(grants(*builder, "banlieue.io", "vmimages/status", "patch"));
+  EXPECT_FALSE(grants(*builder, "banlieue.io", "vmimages", "patch"));
+  EXPECT_FALSE(grants(*builder, "", "secrets", "get"));
+  const auto* build_binding = find(objects, "RoleBinding", "banlieue-imagebuilder-build");
+  ASSERT_NE(build_binding, nullptr);
+  EXPECT_EQ(json::stringOr(&(*build_binding)["metadata"], "namespace"), "banlieue-imagebuild");
+  EXPECT_TRUE(grants(*find(objects, "ClusterRole", "banlieue-imagebuilder-build"),
+                     "build.kairos.io", "osartifacts", "create"));
   for (const auto& rule : (*provider)["rules"].GetArray()) {
     for (const auto& g : rule["apiGroups"].GetArray()) {
       for (const auto& r : rule["resources"].GetArray()) {

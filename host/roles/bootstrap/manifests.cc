@@ -105,7 +105,8 @@ Strings withSuffix(const Strings& plurals, const std::string& suffix) {
   return out;
 }
 
-// What a provider pod needs: its infra kinds, images, its Provider, events and import Jobs.
+// What a provider pod needs: its infra kinds, images, its Provider and events. Its import Jobs
+// are granted in the build namespace only (kProviderImportsRole).
 Strings providerRules(const DiscoveredPlugin& p) {
   Strings out;
   for (const auto& [group, plurals] : servedPlurals(p)) {
@@ -116,10 +117,30 @@ Strings providerRules(const DiscoveredPlugin& p) {
   out.push_back(rule({api::kGroup}, {"vmimages"}, {"get", "list", "watch", "update", "patch"}));
   out.push_back(rule({api::kGroup}, {"vmimages/status", "providers/status"}, kStatusWrite));
   out.push_back(rule({api::kGroup}, {"providers", "providerclasses"}, kRead));
-  out.push_back(rule({"batch"}, {"jobs"}, {"get", "list", "watch", "create", "delete"}));
   out.push_back(rule({""}, {"events"}, kEventWrite));
   out.push_back(rule({"events.k8s.io"}, {"events"}, kEventWrite));
   return out;
+}
+
+// A provider's import Jobs and their pods (exit statuses), bound in the build namespace only.
+// Jobs there can run as banlieue-image-import alone: the imagebuilder lives elsewhere.
+Strings providerImportsRules() {
+  return {rule({"batch"}, {"jobs"}, {"get", "list", "watch", "create", "delete"}),
+          rule({""}, {"pods"}, kRead)};
+}
+
+// The imagebuilder, cluster-wide: read VMImages, write only their status.buildArtifact.
+Strings imageBuilderRules() {
+  return {rule({api::kGroup}, {"vmimages"}, kRead),
+          rule({api::kGroup}, {"vmimages/status"}, kStatusWrite),
+          rule({""}, {"events"}, kEventWrite), rule({"events.k8s.io"}, {"events"}, kEventWrite)};
+}
+
+// The imagebuilder in the build namespace: its OSArtifacts (deleted on a rebuild), the
+// cloudConfigs Secrets it reads and the merged Secrets it applies.
+Strings imageBuilderBuildRules() {
+  return {rule({"build.kairos.io"}, {"osartifacts"}, kAll),
+          rule({""}, {"secrets"}, {"get", "create", "update", "patch"})};
 }
 
 Strings controllerRules(const std::vector<DiscoveredPlugin>& plugins) {
@@ -289,9 +310,12 @@ std::vector<rapidjson::Document> buildCrds(const std::vector<DiscoveredPlugin>& 
 std::vector<rapidjson::Document> buildBootstrapObjects(
     const BootstrapOptions& options, const std::vector<DiscoveredPlugin>& plugins) {
   const std::string& ns = options.namespace_;
+  const std::string& build_ns = options.build_namespace;
   std::vector<rapidjson::Document> out;
   out.push_back(
       parse(R"({"apiVersion":"v1","kind":"Namespace","metadata":)" + meta(ns, "", "") + "}"));
+  out.push_back(parse(R"({"apiVersion":"v1","kind":"Namespace","metadata":)" +
+                      meta(build_ns, "", "imagebuild") + "}"));
   if (options.crds) {
     for (auto& crd : buildCrds(plugins)) out.push_back(std::move(crd));
   }
@@ -301,6 +325,17 @@ std::vector<rapidjson::Document> buildBootstrapObjects(
     out.push_back(parse(clusterRole("banlieue-provider-" + p.manifest.name,
                                     "provider-" + p.manifest.name, providerRules(p))));
   }
+  out.push_back(parse(clusterRole(kProviderImportsRole, "image-import", providerImportsRules())));
+
+  // The import Jobs' identity: the VMImage cluster-wide; the operator adds per Provider a Role
+  // for that Provider and the Secret/ConfigMap names its connection uses (docs/adr/0015).
+  const std::string import_sa = "banlieue-image-import";
+  out.push_back(parse(R"({"apiVersion":"v1","kind":"ServiceAccount","metadata":)" +
+                      meta(import_sa, build_ns, "image-import") + "}"));
+  out.push_back(parse(
+      clusterRole(import_sa, "image-import", {rule({api::kGroup}, {"vmimages"}, {"get"})})));
+  out.push_back(parse(binding("ClusterRoleBinding", import_sa, "", "image-import", "ClusterRole",
+                              import_sa, import_sa, build_ns)));
 
   struct Role {
     std::string name;
@@ -320,7 +355,13 @@ std::vector<rapidjson::Document> buildBootstrapObjects(
                          "operator",
                          operatorRules(plugins),
                          {"operator", "--namespace", ns, "--plugin-dir", options.image_plugin_dir,
-                          "--image-plugin-dir", options.image_plugin_dir}}};
+                          "--image-plugin-dir", options.image_plugin_dir, "--build-namespace",
+                          build_ns}},
+                        {kImageBuilderName,
+                         "imagebuilder",
+                         imageBuilderRules(),
+                         {"imagebuilder", "--build-namespace", build_ns,
+                          "--leader-election-namespace", ns}}};
   for (const auto& r : roles) {
     out.push_back(parse(R"({"apiVersion":"v1","kind":"ServiceAccount","metadata":)" +
                         meta(r.name, ns, r.component) + "}"));
@@ -339,6 +380,18 @@ std::vector<rapidjson::Document> buildBootstrapObjects(
         out.push_back(parse(binding("RoleBinding", userdata, user_ns, r.component, "ClusterRole",
                                     userdata, r.name, ns)));
       }
+    }
+    if (r.name == kOperatorName) {
+      // The operator binds kProviderImportsRole per Provider in the build namespace, so it
+      // holds it there (and nowhere else).
+      out.push_back(parse(binding("RoleBinding", r.name + "-imports", build_ns, r.component,
+                                  "ClusterRole", kProviderImportsRole, r.name, ns)));
+    }
+    if (r.name == kImageBuilderName) {
+      std::string build = r.name + "-build";
+      out.push_back(parse(clusterRole(build, r.component, imageBuilderBuildRules())));
+      out.push_back(parse(
+          binding("RoleBinding", build, build_ns, r.component, "ClusterRole", build, r.name, ns)));
     }
     out.push_back(parse(deployment(r.name, ns, r.component, options.image, r.args)));
   }

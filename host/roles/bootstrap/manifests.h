@@ -1,6 +1,7 @@
-// Everything `banlieue bootstrap operator` installs, as pure builders: the namespace, CRDs,
-// the controller's and operator's identities, least-privilege RBAC and Deployments, each
-// plugin's provider ClusterRole, and one ProviderClass per plugin. The same objects are
+// Everything `banlieue bootstrap operator` installs, as pure builders: the namespaces, CRDs,
+// the controller's, operator's and imagebuilder's identities, least-privilege RBAC and
+// Deployments, the import Jobs' ServiceAccount, each plugin's provider ClusterRole, and one
+// ProviderClass per plugin. The same objects are
 // applied with server-side apply or printed for GitOps (--dry-run).
 #pragma once
 
@@ -18,6 +19,9 @@ inline constexpr const char* kDefaultNamespace = "banlieue-system";
 inline constexpr const char* kControllerName = "banlieue-controller";
 inline constexpr const char* kOperatorName = "banlieue-operator";
 inline constexpr const char* kImagePluginDir = "/usr/lib/banlieue/plugins";
+inline constexpr const char* kImageBuilderName = "banlieue-imagebuilder";
+// Bound per Provider by the operator in the build namespace: manage its import Jobs there.
+inline constexpr const char* kProviderImportsRole = "banlieue-provider-imports";
 
 struct BootstrapOptions {
   std::string namespace_ = kDefaultNamespace;
@@ -29,6 +33,9 @@ struct BootstrapOptions {
   std::vector<std::string> userdata_namespaces = {"default"};
   // Where plugins live inside the image; ProviderClass spec.plugin.path points below it.
   std::string image_plugin_dir = kImagePluginDir;
+  // The image pipeline's namespace: OSArtifacts, merged cloud-configs and the import Jobs
+  // (docs/adr/0013, 0015).
+  std::string build_namespace = "banlieue-imagebuild";
   bool provider_classes = true;
   // Leave the CRDs out (GitOps setups that manage CRDs on their own; deploy/install/).
   bool crds = true;
@@ -49,7 +56,7 @@ ImageReference parseImageReference(const std::string& image);
 // CRDs first (banlieue's, then the plugins'), so a stream applied in order works.
 std::vector<rapidjson::Document> buildCrds(const std::vector<DiscoveredPlugin>& plugins);
 
-// Every object in apply order: Namespace, CRDs, RBAC, Deployments, ProviderClasses.
+// Every object in apply order: Namespaces, CRDs, RBAC, Deployments, ProviderClasses.
 std::vector<rapidjson::Document> buildBootstrapObjects(
     const BootstrapOptions& options, const std::vector<DiscoveredPlugin>& plugins);
 

@@ -7,6 +7,7 @@
 #include "host/roles/common/role_process.h"
 #include "host/roles/images/artifact_checksum.h"
 #include "host/roles/images/import_exit.h"
+#include "host/roles/provider/connection_inputs.h"
 
 #include <banlieue/sdk/json.h>
 #include <rapidjson/document.h>
@@ -216,21 +217,33 @@ Outcome runImport(const Options& o, const std::atomic<bool>& stop) {
   std::string image_name = json::stringOr(&image_doc, "metadata.name");
   std::string image_uid = json::stringOr(&image_doc, "metadata.uid");
 
-  // 3. Credentials (never logged).
-  std::map<std::string, std::string> credentials;
-  if (!o.credentials_dir.empty()) {
-    auto read = readCredentials(o.credentials_dir);
-    if (!read.ok()) return fail(kImportInputUnavailable, read.status());
-    credentials = std::move(*read);
+  // 3. The instance config (holds secrets: never logged). Read through the API, the Provider's
+  // credentials Secret and CA bundle are resolved as the provider runtime resolves them, under
+  // the Job's ServiceAccount, which the operator lets `get` exactly those names (no Secret
+  // copies, docs/adr/0015). --credentials-dir (a mounted Secret) serves runs by hand.
+  std::string config;
+  if (o.credentials_dir.empty() && o.provider_file.empty()) {
+    rapidjson::Document provider_doc;
+    provider_doc.Parse(provider_json.data(), provider_json.size());
+    auto inputs = provider::readConnectionInputs(*client, provider_doc);
+    if (!inputs.ok()) return fail(kImportInputUnavailable, inputs.status());
+    config = std::move(inputs->config_json);
+  } else {
+    std::map<std::string, std::string> credentials;
+    if (!o.credentials_dir.empty()) {
+      auto read = readCredentials(o.credentials_dir);
+      if (!read.ok()) return fail(kImportInputUnavailable, read.status());
+      credentials = std::move(*read);
+    }
+    config = R"({"provider":)" + provider_json + R"(,"credentials":{)";
+    bool first = true;
+    for (const auto& [key, value] : credentials) {
+      if (!first) config += ",";
+      first = false;
+      config += "\"" + common::jsonEscape(key) + "\":\"" + common::jsonEscape(value) + "\"";
+    }
+    config += "}}";
   }
-  std::string config = R"({"provider":)" + provider_json + R"(,"credentials":{)";
-  bool first = true;
-  for (const auto& [key, value] : credentials) {
-    if (!first) config += ",";
-    first = false;
-    config += "\"" + common::jsonEscape(key) + "\":\"" + common::jsonEscape(value) + "\"";
-  }
-  config += "}}";
 
   // 4. The plugin, under the loader's rules (plugin root, manifest first, ownership, ABI).
   plugin::PluginLoader loader({.plugin_root = o.plugin_dir});
@@ -369,7 +382,8 @@ void registerImageImportCommand(CLI::App& app, app::Action& action) {
       ->capture_default_str();
   sub->add_option("--checksum", o->checksum, "sha256:<hex> or sha512:<hex> (required)");
   sub->add_option("--credentials-dir", o->credentials_dir,
-                  "A mounted Secret: one file per credentials key");
+                  "A mounted Secret: one file per credentials key (default: the Provider's\n"
+                  "credentials Secret and CA bundle, read through the API)");
   sub->add_option("--termination-log", o->termination_log,
                   "Where the outcome is written as JSON for the Job's watcher")
       ->capture_default_str();

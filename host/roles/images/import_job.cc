@@ -42,18 +42,6 @@ std::string dnsLabelPart(const std::string& text, size_t max) {
   return out;
 }
 
-// A label value: the text itself when it is a valid label value, else a hash of it.
-std::string labelValue(const std::string& text) {
-  bool valid = !text.empty() && text.size() <= 63 &&
-               std::isalnum(static_cast<unsigned char>(text.front())) &&
-               std::isalnum(static_cast<unsigned char>(text.back()));
-  for (char c : text) {
-    auto u = static_cast<unsigned char>(c);
-    if (std::isalnum(u) == 0 && c != '-' && c != '_' && c != '.') valid = false;
-  }
-  return valid ? text : "h-" + shortHash(text);
-}
-
 class Builder {
  public:
   Builder() : doc_(rapidjson::kObjectType) {}
@@ -115,6 +103,17 @@ const Value* importTermination(const Value* pod) {
 
 }  // namespace
 
+std::string importLabelValue(const std::string& text) {
+  bool valid = !text.empty() && text.size() <= 63 &&
+               std::isalnum(static_cast<unsigned char>(text.front())) &&
+               std::isalnum(static_cast<unsigned char>(text.back()));
+  for (char c : text) {
+    auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) == 0 && c != '-' && c != '_' && c != '.') valid = false;
+  }
+  return valid ? text : "h-" + shortHash(text);
+}
+
 std::string importJobName(const ImportJobParams& p) {
   std::string identity = p.image_name + "\n" + p.provider_namespace + "\n" + p.provider_name +
                          "\n" + p.failure_domain + "\n" + p.os_artifact_uid + "\n" +
@@ -152,21 +151,40 @@ StatusOr<std::string> importJob(const ImportJobParams& p) {
   Value labels = b.obj();
   b.add(labels, "app.kubernetes.io/name", std::string("banlieue"));
   b.add(labels, "app.kubernetes.io/component", std::string("image-import"));
-  b.add(labels, "banlieue.io/vmimage", labelValue(p.image_name));
-  b.add(labels, "banlieue.io/provider", labelValue(p.provider_name));
-  b.add(labels, "banlieue.io/provider-namespace", labelValue(p.provider_namespace));
+  b.add(labels, "banlieue.io/vmimage", importLabelValue(p.image_name));
+  b.add(labels, "banlieue.io/provider", importLabelValue(p.provider_name));
+  b.add(labels, "banlieue.io/provider-namespace", importLabelValue(p.provider_namespace));
   Value pod_labels(labels, job.GetAllocator());
 
   Value annotations = b.obj();
   b.add(annotations, "banlieue.io/vmimage", p.image_name);
   b.add(annotations, "banlieue.io/provider", p.provider_namespace + "/" + p.provider_name);
   b.add(annotations, "banlieue.io/failure-domain", p.failure_domain);
+  ImportJobParams base = p;
+  base.generation_suffix.clear();
+  b.add(annotations, kImportBaseAnnotation, importJobName(base));
+  if (!p.generation_suffix.empty()) {
+    b.add(annotations, kForceReimportAnnotation, p.generation_suffix);
+  }
 
   Value metadata = b.obj();
   b.add(metadata, "name", importJobName(p));
   b.add(metadata, "namespace", p.job_namespace);
   b.add(metadata, "labels", std::move(labels));
   b.add(metadata, "annotations", std::move(annotations));
+  Value owners = b.arr();
+  // Neither owner controls the Job (the provider runtime does); the garbage collector removes it
+  // once every owner is gone: the VMImage's deletion takes the OSArtifact with it.
+  if (!p.image_uid.empty()) {
+    Value owner = b.obj();
+    b.add(owner, "apiVersion", std::string("banlieue.io/v1alpha1"));
+    b.add(owner, "kind", std::string("VMImage"));
+    b.add(owner, "name", p.image_name);
+    b.add(owner, "uid", p.image_uid);
+    b.add(owner, "controller", Value(false));
+    b.add(owner, "blockOwnerDeletion", Value(false));
+    b.push(owners, std::move(owner));
+  }
   if (!p.os_artifact_name.empty() && !p.os_artifact_uid.empty()) {
     Value owner = b.obj();
     b.add(owner, "apiVersion", std::string("build.kairos.io/v1alpha2"));
@@ -175,10 +193,9 @@ StatusOr<std::string> importJob(const ImportJobParams& p) {
     b.add(owner, "uid", p.os_artifact_uid);
     b.add(owner, "controller", Value(false));
     b.add(owner, "blockOwnerDeletion", Value(false));
-    Value owners = b.arr();
     b.push(owners, std::move(owner));
-    b.add(metadata, "ownerReferences", std::move(owners));
   }
+  if (!owners.Empty()) b.add(metadata, "ownerReferences", std::move(owners));
   b.add(job, "metadata", std::move(metadata));
 
   std::string artifact_path = std::string(kArtifactsMountPath) + "/" + p.artifact_file;
@@ -190,10 +207,6 @@ StatusOr<std::string> importJob(const ImportJobParams& p) {
       p.failure_domain, "--artifact",      artifact_path,
       "--format",       p.artifact_format, "--checksum",
       p.checksum};
-  if (!p.credentials_secret.empty()) {
-    args.emplace_back("--credentials-dir");
-    args.emplace_back(kCredentialsMountPath);
-  }
   Value arg_values = b.arr();
   for (const auto& a : args) b.push(arg_values, b.str(a));
 
@@ -218,20 +231,6 @@ StatusOr<std::string> importJob(const ImportJobParams& p) {
       b.add(host, "type", std::string("Directory"));
       b.add(volume, "hostPath", std::move(host));
     }
-    b.push(volumes, std::move(volume));
-  }
-  if (!p.credentials_secret.empty()) {
-    Value mount = b.obj();
-    b.add(mount, "name", std::string("credentials"));
-    b.add(mount, "mountPath", std::string(kCredentialsMountPath));
-    b.add(mount, "readOnly", Value(true));
-    b.push(mounts, std::move(mount));
-    Value secret = b.obj();
-    b.add(secret, "secretName", p.credentials_secret);
-    b.add(secret, "defaultMode", Value(0400));
-    Value volume = b.obj();
-    b.add(volume, "name", std::string("credentials"));
-    b.add(volume, "secret", std::move(secret));
     b.push(volumes, std::move(volume));
   }
 

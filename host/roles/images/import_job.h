@@ -3,10 +3,11 @@
 // no I/O, so the runtime decides when to create, adopt or replace a Job.
 //
 // The Job runs `banlieue image-import` for one (VMImage, Provider, failure domain) in the
-// isolated build namespace under a dedicated ServiceAccount that may only read VMImages and
-// Providers; the artifacts volume and the Provider's credentials are mounted read-only; the
-// root filesystem is read-only and privilege escalation is off. Its owner is the OSArtifact
-// that built the artifact, so a rebuild garbage-collects the Jobs of the old artifact.
+// isolated build namespace under a dedicated ServiceAccount that may only read VMImages, the
+// Provider and that Provider's credentials Secret (read through the API: no Secret copies,
+// docs/adr/0015); the artifacts volume is mounted read-only; the root filesystem is read-only
+// and privilege escalation is off. Its owners are the VMImage and the OSArtifact that built the
+// artifact, so deleting the image collects its Jobs.
 #pragma once
 
 #include "host/api/vm_class.h"
@@ -21,8 +22,11 @@ namespace banlieue::roles::images {
 inline constexpr const char* kImageBuildNamespace = "banlieue-imagebuild";
 inline constexpr const char* kImportServiceAccount = "banlieue-image-import";
 inline constexpr const char* kArtifactsMountPath = "/artifacts";
-inline constexpr const char* kCredentialsMountPath = "/var/run/banlieue/credentials";
 inline constexpr const char* kImportContainerName = "import";
+// On every import Job: the name the Job would have without a force-reimport token (so Jobs of
+// one artifact and zone are found whatever token made them) and the token itself.
+inline constexpr const char* kImportBaseAnnotation = "banlieue.io/import-base";
+inline constexpr const char* kForceReimportAnnotation = "banlieue.io/force-reimport";
 
 struct ImportJobParams {
   // What to import and where.
@@ -39,9 +43,7 @@ struct ImportJobParams {
   std::string artifacts_host_path;  // instead of the PVC: a node-local directory (dev nodes)
   std::string os_artifact_name;     // owner; empty: no owner reference
   std::string os_artifact_uid;
-  // Secret in the build namespace holding the Provider's credentials (mounted as files);
-  // empty when the backend needs none.
-  std::string credentials_secret;
+  std::string image_uid;  // owner; empty: no VMImage owner reference
   // How the pod runs.
   std::string job_namespace = kImageBuildNamespace;
   std::string service_account = kImportServiceAccount;
@@ -54,6 +56,10 @@ struct ImportJobParams {
   // for the old Job's deletion to finish.
   std::string generation_suffix;
 };
+
+// A label value for a name: the name itself when it is a valid label value, else a stable hash
+// of it (the Job's labels select; its annotations carry the exact names).
+std::string importLabelValue(const std::string& text);
 
 // DNS-1123 name <= 63 characters: import-<image prefix>-<hash of every identifying field>
 // (image, Provider, zone, OSArtifact uid, artifact file and checksum, generation suffix): a

@@ -193,8 +193,8 @@ void registerOperatorCommand(CLI::App& app, app::Action& action) {
                   "Deployments as --plugin-dir")
       ->capture_default_str();
   sub->add_option("--build-namespace", options->build_namespace,
-                  "Namespace of the image import Jobs, whose ServiceAccount banlieue-import gets "
-                  "each Provider's read-only import Role")
+                  "Namespace of the image import Jobs: their ServiceAccount banlieue-image-import "
+                  "gets each Provider's read-only import Role, each provider a RoleBinding there")
       ->capture_default_str();
   sub->add_option("--workers", options->workers, "Provider reconciles run in parallel")
       ->check(CLI::Range(1, 64))

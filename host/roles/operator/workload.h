@@ -8,6 +8,7 @@
 #include "host/api/provider.h"
 #include "host/common/status_or.h"
 #include "host/kube/client.h"
+#include "host/roles/images/import_job.h"
 
 #include <rapidjson/document.h>
 
@@ -33,9 +34,12 @@ inline const kube::ResourceType kProviderType{"banlieue.io", "v1alpha1", "provid
 inline const kube::ResourceType kProviderClassType{"banlieue.io", "v1alpha1", "providerclasses",
                                                    false};
 
-// Where the import Jobs of the image pipeline run, with ServiceAccount banlieue-import.
-inline constexpr const char* kDefaultBuildNamespace = "banlieue-imagebuild";
-inline constexpr const char* kImportServiceAccount = "banlieue-import";
+// Where the import Jobs of the image pipeline run (ServiceAccount images::kImportServiceAccount,
+// which bootstrap creates); each Provider's runtime manages its Jobs there through a RoleBinding
+// to kProviderImportsClusterRole (bootstrap's), docs/adr/0015.
+inline constexpr const char* kDefaultBuildNamespace = images::kImageBuildNamespace;
+inline constexpr const char* kImportServiceAccount = images::kImportServiceAccount;
+inline constexpr const char* kProviderImportsClusterRole = "banlieue-provider-imports";
 
 struct WorkloadOptions {
   // What the Deployment passes as --plugin-dir: where plugins live inside the image.
@@ -60,7 +64,8 @@ struct Workload {
   std::string workload_ns;            // Deployment and ServiceAccount
   std::string provider_ns;            // Roles and RoleBindings, next to the Secret
   std::vector<MintedObject> objects;  // apply order: SA, Role, RoleBinding, import Role and
-                                      // RoleBinding, ClusterRoleBinding, Deployment
+                                      // RoleBinding, imports RoleBinding (build namespace),
+                                      // ClusterRoleBinding, Deployment
   // (plural, namespace, name) of every object above: what pruning keeps.
   std::set<std::tuple<std::string, std::string, std::string>> keep;
 };
