@@ -1,20 +1,152 @@
 #include "host/roles/provider/image_reconciler.h"
 
+#include "host/kube/api_error.h"
+#include "host/roles/images/import_job.h"
 #include "host/roles/provider/image_row.h"
 
 #include <banlieue/sdk/json.h>
+
+#include <ctime>
 
 namespace banlieue::roles::provider {
 
 namespace json = sdk::json;
 
+namespace {
+
+std::string annotationOf(const rapidjson::Value& object, const char* key) {
+  const auto* value = json::member(json::find(&object, "metadata.annotations"), key);
+  return value != nullptr && value->IsString() ? value->GetString() : std::string();
+}
+
+// The pod's owning Job's name (pods carry the Job as controller owner).
+std::string ownerJobOf(const rapidjson::Value& pod) {
+  const auto* owners = json::find(&pod, "metadata.ownerReferences");
+  if (owners == nullptr || !owners->IsArray()) return {};
+  for (const auto& o : owners->GetArray()) {
+    if (json::stringOr(&o, "kind") == "Job") return json::stringOr(&o, "name");
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string importJobSelector(const std::string& provider_namespace,
+                              const std::string& provider_name) {
+  return "app.kubernetes.io/component=image-import,banlieue.io/provider=" +
+         images::importLabelValue(provider_name) +
+         ",banlieue.io/provider-namespace=" + images::importLabelValue(provider_namespace);
+}
+
+std::string importedImageOf(const runtime::Object& object, const runtime::Informer& jobs) {
+  if (!object) return {};
+  if (json::stringOr(object.get(), "kind") == "Pod" ||
+      json::find(object.get(), "spec.containers") != nullptr) {
+    std::string job_name = ownerJobOf(*object);
+    if (job_name.empty()) return {};
+    auto job = jobs.get(json::stringOr(object.get(), "metadata.namespace") + "/" + job_name);
+    return job ? annotationOf(*job, "banlieue.io/vmimage") : std::string();
+  }
+  return annotationOf(*object, "banlieue.io/vmimage");
+}
+
+std::vector<ExistingImportJob> ImageReconciler::importJobsOf(
+    const std::string& image_name, std::vector<runtime::Object>& keep_alive) const {
+  std::string provider = context_.provider_namespace + "/" + context_.provider_name;
+  std::vector<ExistingImportJob> out;
+  for (const auto& job : imports_->jobs.list()) {
+    // Labels can be hashes of long names: the annotations carry them exactly.
+    if (annotationOf(*job, "banlieue.io/vmimage") != image_name ||
+        annotationOf(*job, "banlieue.io/provider") != provider) {
+      continue;
+    }
+    keep_alive.push_back(job);
+    out.push_back({job.get(), nullptr});
+  }
+  // The newest pod of each Job: its exit status and termination message say why it ended.
+  for (const auto& pod : imports_->pods.list()) {
+    std::string owner = ownerJobOf(*pod);
+    for (auto& j : out) {
+      if (json::stringOr(j.job, "metadata.name") != owner) continue;
+      if (j.pod == nullptr || json::stringOr(pod.get(), "metadata.creationTimestamp") >
+                                  json::stringOr(j.pod, "metadata.creationTimestamp")) {
+        keep_alive.push_back(pod);
+        j.pod = pod.get();
+      }
+    }
+  }
+  return out;
+}
+
+Status ImageReconciler::removeImportJobs(const std::string& image_name) {
+  if (imports_ == nullptr) return Status::ok();
+  std::vector<runtime::Object> keep_alive;
+  for (const auto& j : importJobsOf(image_name, keep_alive)) {
+    kube::DeleteOptions options;
+    options.propagation_policy = "Background";
+    auto s = context_.client.remove(kJobType, imports_->settings.job_namespace,
+                                    json::stringOr(j.job, "metadata.name"), options);
+    if (!s.isOk() && !kube::isNotFound(s)) return s;
+  }
+  return Status::ok();
+}
+
+runtime::Result ImageReconciler::runImports(const rapidjson::Value& image,
+                                            const ImageRowContext& row_context,
+                                            rapidjson::Document& row) {
+  std::string image_name = json::stringOr(&image, "metadata.name");
+  std::vector<runtime::Object> keep_alive;
+  auto jobs = importJobsOf(image_name, keep_alive);
+  auto plan = planImports(image, row_context, imports_->settings, jobs, std::time(nullptr));
+  const std::string& ns = imports_->settings.job_namespace;
+  bool retry_soon = false;
+  for (const auto& name : plan.remove) {
+    kube::DeleteOptions options;
+    options.propagation_policy = "Background";
+    auto s = context_.client.remove(kJobType, ns, name, options);
+    if (!s.isOk() && !kube::isNotFound(s)) return runtime::Result::retry(s);
+    retry_soon = true;  // a retried Job is made again once the old one is gone
+  }
+  for (const auto& manifest : plan.create) {
+    auto created = context_.client.create(kJobType, ns, manifest);
+    // AlreadyExists: a Job of that name is still being deleted, or the cache lags: look again.
+    if (!created.ok() && kube::isAlreadyExists(created.status())) {
+      retry_soon = true;
+    } else if (!created.ok()) {
+      context_.events.warning(image, "ImportJobFailed", "CreateImportJob", created.status().message());
+      return runtime::Result::retry(created.status());
+    }
+  }
+  applyImportPlan(row, plan);
+  if (retry_soon) return runtime::Result::requeueAfter(std::chrono::seconds(2));
+  if (plan.requeue_after) return runtime::Result::requeueAfter(*plan.requeue_after);
+  return runtime::Result::done();
+}
+
 runtime::Result ImageReconciler::reconcile(const runtime::Request& request) {
   auto image = images_.get(request.key());
   auto provider = providers_.get(context_.provider_namespace + "/" + context_.provider_name);
-  if (!image || !provider) return runtime::Result::done();
+  if (!image) {
+    // Deleted: the garbage collector removes its Jobs (they are owned by it); this only speeds
+    // that up and covers Jobs made before the image's uid was known.
+    auto s = removeImportJobs(request.name);
+    return s.isOk() ? runtime::Result::done() : runtime::Result::retry(s);
+  }
+  if (!provider) return runtime::Result::done();
   ImageRowContext row_context{class_name_, context_.provider_namespace, context_.provider_name,
                               json::find(&*provider, "status.failureDomains")};
   auto row = buildImageRow(*image, row_context);
+
+  runtime::Result result = runtime::Result::done();
+  std::string row_reason = row ? json::stringOr(&*row, "reason") : std::string();
+  if (imports_ != nullptr && row_reason == "ImportPending") {
+    result = runImports(*image, row_context, *row);
+    if (result.failed()) return result;
+  } else if (imports_ != nullptr && row_reason != "NoFailureDomains") {
+    // No source for this class any more, or the artifact is being rebuilt or failed: Jobs of
+    // the old artifact would only import what is no longer wanted.
+    if (auto s = removeImportJobs(request.name); !s.isOk()) return runtime::Result::retry(s);
+  }
 
   const rapidjson::Value* current = nullptr;
   if (const auto* rows = json::find(&*image, "status.perProvider");
@@ -26,8 +158,8 @@ runtime::Result ImageReconciler::reconcile(const runtime::Request& request) {
       }
     }
   }
-  if (!row && current == nullptr) return runtime::Result::done();
-  if (row && current != nullptr && *row == *current) return runtime::Result::done();
+  if (!row && current == nullptr) return result;
+  if (row && current != nullptr && *row == *current) return result;
 
   rapidjson::Document body(rapidjson::kObjectType);
   auto& a = body.GetAllocator();
@@ -50,7 +182,7 @@ runtime::Result ImageReconciler::reconcile(const runtime::Request& request) {
   auto applied =
       context_.client.apply(kVMImageType, "", request.name, json::serialize(body), options);
   if (!applied.ok()) return runtime::Result::retry(applied.status());
-  return runtime::Result::done();
+  return result;
 }
 
 }  // namespace banlieue::roles::provider

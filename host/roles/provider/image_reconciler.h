@@ -1,7 +1,10 @@
 // Keeps this Provider's row of every VMImage's status.perProvider current (image_row.h), with a
-// field manager of its own so the rows of other Providers are never touched.
+// field manager of its own so the rows of other Providers are never touched; for a built Url
+// image it also runs the per-zone import Jobs and maps their results into the row
+// (image_import_plan.h).
 #pragma once
 
+#include "host/roles/provider/image_import_plan.h"
 #include "host/roles/provider/runtime_context.h"
 #include "host/runtime/controller.h"
 #include "host/runtime/informer.h"
@@ -11,22 +14,48 @@
 namespace banlieue::roles::provider {
 
 inline const kube::ResourceType kVMImageType{"banlieue.io", "v1alpha1", "vmimages", false};
+inline const kube::ResourceType kJobType{"batch", "v1", "jobs", true};
+
+// The import Jobs and their pods, watched in the job namespace with this Provider's labels.
+struct ImportWatch {
+  ImportSettings settings;
+  runtime::Informer& jobs;
+  runtime::Informer& pods;
+};
+
+// The label selector of this Provider's import Jobs and their pods.
+std::string importJobSelector(const std::string& provider_namespace,
+                              const std::string& provider_name);
+
+// The VMImage an import Job or its pod belongs to (annotation banlieue.io/vmimage on Jobs,
+// label on pods, which carry the Job's labels), or empty.
+std::string importedImageOf(const runtime::Object& job_or_pod, const runtime::Informer& jobs);
 
 class ImageReconciler final : public runtime::Reconciler {
  public:
   ImageReconciler(RuntimeContext& context, std::string class_name, runtime::Informer& images,
-                  runtime::Informer& providers)
+                  runtime::Informer& providers, ImportWatch* imports)
       : context_(context),
         class_name_(std::move(class_name)),
         images_(images),
-        providers_(providers) {}
+        providers_(providers),
+        imports_(imports) {}
   runtime::Result reconcile(const runtime::Request& request) override;
 
  private:
+  // Creates and deletes Jobs as planned; the row is returned with the plan applied.
+  runtime::Result runImports(const rapidjson::Value& image, const ImageRowContext& row_context,
+                             rapidjson::Document& row);
+  // Deletes every import Job of this Provider for `image_name` (source gone, not built).
+  Status removeImportJobs(const std::string& image_name);
+  std::vector<ExistingImportJob> importJobsOf(const std::string& image_name,
+                                              std::vector<runtime::Object>& keep_alive) const;
+
   RuntimeContext& context_;
   std::string class_name_;
   runtime::Informer& images_;
   runtime::Informer& providers_;
+  ImportWatch* imports_;  // null: no imports (rows stay ImportPending)
 };
 
 }  // namespace banlieue::roles::provider

@@ -47,7 +47,15 @@ StatusOr<ResolvedPlugin> resolvePlugin(kube::KubeClient& client, const std::stri
                  directory->string() + " holds plugin '" + (*loaded)->manifest().name + "', not '" +
                      backend + "'");
   }
-  return ResolvedPlugin{std::move(*loaded), class_name};
+  std::string image;
+  if (json::stringOr(&*provider_class, "spec.deployment", "Managed") != "External") {
+    image = json::stringOr(&*provider_class, "spec.image.repository");
+    std::string tag = json::stringOr(&*provider_class, "spec.image.tag");
+    std::string digest = json::stringOr(&*provider_class, "spec.image.digest");
+    if (!image.empty() && !tag.empty()) image += ":" + tag;
+    if (!image.empty() && !digest.empty()) image += "@" + digest;
+  }
+  return ResolvedPlugin{std::move(*loaded), class_name, *directory, image};
 }
 
 }  // namespace banlieue::roles::provider

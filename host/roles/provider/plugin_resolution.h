@@ -20,6 +20,10 @@ inline const kube::ResourceType kProviderClassType{"banlieue.io", "v1alpha1", "p
 struct ResolvedPlugin {
   std::shared_ptr<plugin::Plugin> plugin;
   std::string class_name;
+  std::filesystem::path directory;  // the plugin's directory, inside the plugin directory
+  // The class's spec.image as a reference (repo:tag, repo@digest, repo:tag@digest); empty for
+  // an External class. Import Jobs run it: it holds this binary and the same plugins.
+  std::string container_image;
 };
 
 // Reasons: ProviderNotFound, ProviderClassNotFound, BackendMismatch (the class is for another

@@ -4,6 +4,7 @@
 #include "host/kube/discovery.h"
 #include "host/plugin/loader.h"
 #include "host/roles/common/role_process.h"
+#include "host/roles/images/import_job.h"
 #include "host/roles/provider/image_reconciler.h"
 #include "host/roles/provider/machine_reconciler.h"
 #include "host/roles/provider/plugin_resolution.h"
@@ -40,7 +41,35 @@ struct Options {
   int introspect_interval_seconds = 300;
   int resync_seconds = 600;
   int call_timeout_seconds = 30;
+  std::string import_namespace = images::kImageBuildNamespace;
+  std::string artifacts_host_root;
+  int import_retry_seconds = 300;
 };
+
+// What the import Jobs need from the plugin and its class (docs/adr/0015).
+ImportSettings importSettings(const Options& o, const ResolvedPlugin& resolved) {
+  ImportSettings settings;
+  settings.backend = resolved.directory.filename().string();
+  settings.plugin_dir = resolved.directory.parent_path().string();
+  settings.container_image = resolved.container_image;
+  settings.job_namespace = o.import_namespace;
+  settings.artifacts_host_root = o.artifacts_host_root;
+  settings.retry_after = std::chrono::seconds(o.import_retry_seconds);
+  auto described = resolved.plugin->describe();
+  rapidjson::Document caps;
+  if (described.ok() && !caps.Parse(described.outcome.body.c_str()).HasParseError() &&
+      caps.IsObject()) {
+    settings.plugin_imports = json::boolean(&caps, "operations.importImage", false) &&
+                              resolved.plugin->client().table().import_image != nullptr;
+    if (const auto* formats = json::find(&caps, "imageFormats");
+        formats != nullptr && formats->IsArray()) {
+      for (const auto& f : formats->GetArray()) {
+        if (f.IsString()) settings.image_formats.emplace_back(f.GetString());
+      }
+    }
+  }
+  return settings;
+}
 
 std::string envOr(const char* name, const std::string& fallback) {
   const char* value = std::getenv(name);
@@ -187,9 +216,26 @@ int runProvider(const Options& o) {
   // This Provider's row of every VMImage (cluster-scoped, so all of them are watched); a change
   // of the Provider's failure domains revisits every image.
   runtime::Informer images(client, kVMImageType, runtime::InformerOptions{});
-  ImageReconciler image_reconciler(context, resolved.class_name, images, providers);
+  // This Provider's import Jobs and their pods in the build namespace (label-filtered).
+  runtime::InformerOptions import_options;
+  import_options.ns = o.import_namespace;
+  import_options.label_selector = importJobSelector(ns, name);
+  runtime::Informer import_jobs(client, kJobType, import_options);
+  runtime::Informer import_pods(client, kube::resources::kPod, import_options);
+  ImportWatch imports{importSettings(o, resolved), import_jobs, import_pods};
+  log->info("provider {}/{}: import Jobs in {} ({})", ns, name, o.import_namespace,
+            imports.settings.plugin_imports ? "the plugin imports images"
+                                            : "the plugin imports no images");
+  ImageReconciler image_reconciler(context, resolved.class_name, images, providers, &imports);
   runtime::Controller image_controller("vmimage", image_reconciler, runtime::ControllerOptions{1});
   image_controller.watch(images);
+  auto image_of = [&import_jobs](const runtime::Object& object) {
+    std::vector<std::string> keys;
+    if (auto image = importedImageOf(object, import_jobs); !image.empty()) keys.push_back(image);
+    return keys;
+  };
+  image_controller.watchMapped(import_jobs, image_of);
+  image_controller.watchMapped(import_pods, image_of);
   image_controller.watchMapped(providers, [&images](const runtime::Object&) {
     std::vector<std::string> keys;
     for (const auto& image : images.list()) keys.push_back(runtime::objectKey(*image));
@@ -232,13 +278,16 @@ int runProvider(const Options& o) {
   threads.emplace_back([&] { providers.run(stop.stopping()); });
   threads.emplace_back([&] { provider_controller.run(stop.stopping()); });
   threads.emplace_back([&] { images.run(stop.stopping()); });
+  threads.emplace_back([&] { import_jobs.run(stop.stopping()); });
+  threads.emplace_back([&] { import_pods.run(stop.stopping()); });
   threads.emplace_back([&] { image_controller.run(stop.stopping()); });
   for (auto& k : machine_kinds) {
     threads.emplace_back([&] { k.informer->run(stop.stopping()); });
     threads.emplace_back([&] { k.controller->run(stop.stopping()); });
   }
   while (!stop.stopping()) {
-    bool all = providers.hasSynced() && images.hasSynced();
+    bool all = providers.hasSynced() && images.hasSynced() && import_jobs.hasSynced() &&
+               import_pods.hasSynced();
     for (const auto& k : machine_kinds) all = all && k.informer->hasSynced();
     if (all && !synced) {
       synced = true;
@@ -287,6 +336,16 @@ void registerProviderCommand(CLI::App& app, app::Action& action) {
                   "How often a settled machine is checked for drift")
       ->capture_default_str();
   sub->add_option("--call-timeout-seconds", o->call_timeout_seconds, "Deadline of one plugin call")
+      ->capture_default_str();
+  sub->add_option("--import-namespace", o->import_namespace,
+                  "Namespace of the image import Jobs (ServiceAccount banlieue-image-import)")
+      ->capture_default_str();
+  sub->add_option("--artifacts-host-root", o->artifacts_host_root,
+                  "Development nodes: import Jobs mount <dir>/<artifacts PVC> as a hostPath\n"
+                  "instead of the PVC");
+  sub->add_option("--import-retry-seconds", o->import_retry_seconds,
+                  "How long after a retryable failure an import Job is made again")
+      ->check(CLI::Range(1, 86400))
       ->capture_default_str();
   addRoleProcessFlags(sub, &o->process);
   sub->callback([&action, o] { action = [o] { return runProvider(*o); }; });

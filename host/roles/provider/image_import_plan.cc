@@ -1,0 +1,279 @@
+#include "host/roles/provider/image_import_plan.h"
+
+#include "host/roles/images/import_job.h"
+
+#include <banlieue/sdk/json.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+namespace banlieue::roles::provider {
+namespace {
+
+namespace json = sdk::json;
+namespace images = roles::images;
+using State = images::ImportOutcome::State;
+
+std::string annotation(const rapidjson::Value& object, const char* key) {
+  const auto* annotations = json::find(&object, "metadata.annotations");
+  const auto* value = json::member(annotations, key);
+  return value != nullptr && value->IsString() ? value->GetString() : std::string();
+}
+
+std::string trim(const std::string& text) {
+  auto first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return {};
+  auto last = text.find_last_not_of(" \t\r\n");
+  return text.substr(first, last - first + 1);
+}
+
+// When a failed Job failed: its Failed condition's transition, else its start.
+std::optional<std::time_t> failedAt(const rapidjson::Value& job) {
+  if (const auto* conditions = json::find(&job, "status.conditions");
+      conditions != nullptr && conditions->IsArray()) {
+    for (const auto& c : conditions->GetArray()) {
+      if (json::stringOr(&c, "type") == "Failed") {
+        return parseRfc3339(json::stringOr(&c, "lastTransitionTime"));
+      }
+    }
+  }
+  return parseRfc3339(json::stringOr(&job, "status.startTime"));
+}
+
+// Newer first: creationTimestamp (RFC 3339 in UTC sorts as text), then name.
+bool newer(const ExistingImportJob& a, const ExistingImportJob& b) {
+  auto ta = json::stringOr(a.job, "metadata.creationTimestamp");
+  auto tb = json::stringOr(b.job, "metadata.creationTimestamp");
+  if (ta != tb) return ta > tb;
+  return json::stringOr(a.job, "metadata.name") > json::stringOr(b.job, "metadata.name");
+}
+
+// Every zone gets the same not-ready reason (nothing can be imported).
+ImportPlan blocked(const ImageRowContext& context, const std::string& reason,
+                   const std::string& message) {
+  ImportPlan plan;
+  plan.reason = reason;
+  plan.message = message;
+  for (const auto& fd : context.failure_domains->GetArray()) {
+    api::ImageZone zone;
+    zone.name = json::stringOr(&fd, "name");
+    zone.reason = reason;
+    zone.message = message;
+    plan.zones.push_back(std::move(zone));
+  }
+  return plan;
+}
+
+void summarize(ImportPlan& plan) {
+  size_t ready = 0;
+  const api::ImageZone* failed = nullptr;
+  for (const auto& z : plan.zones) {
+    if (z.ready) {
+      ++ready;
+    } else if (failed == nullptr && z.reason != "Importing") {
+      failed = &z;
+    }
+  }
+  if (!plan.zones.empty() && ready == plan.zones.size()) {
+    plan.ready = true;
+    plan.reason = "Imported";
+    plan.message = "imported into " + std::to_string(ready) + " failure domain(s)";
+    plan.resolved_ref = plan.zones.front().resolved_ref;
+    for (const auto& z : plan.zones) {
+      if (z.resolved_ref != plan.resolved_ref) plan.resolved_ref.clear();
+    }
+    return;
+  }
+  if (failed != nullptr) {
+    plan.reason = failed->reason;
+    plan.message = "failure domain " + failed->name + ": " + failed->message;
+    return;
+  }
+  plan.reason = "Importing";
+  plan.message = "importing into " + std::to_string(plan.zones.size() - ready) + " of " +
+                 std::to_string(plan.zones.size()) + " failure domain(s)";
+}
+
+}  // namespace
+
+std::optional<std::time_t> parseRfc3339(const std::string& text) {
+  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
+  char zone = 0;
+  // Fractions and offsets other than Z do not occur in metav1.Time as the API server writes it.
+  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%c", &year, &month, &day, &hour, &minute,
+                  &second, &zone) != 7 ||
+      zone != 'Z' || month < 1 || month > 12 || day < 1 || day > 31) {
+    return std::nullopt;
+  }
+  std::tm tm{};
+  tm.tm_year = year - 1900;
+  tm.tm_mon = month - 1;
+  tm.tm_mday = day;
+  tm.tm_hour = hour;
+  tm.tm_min = minute;
+  tm.tm_sec = second;
+  return timegm(&tm);
+}
+
+std::string importArtifactFormat(const std::string& artifact_kind, const std::string& file) {
+  auto ends = [&file](const std::string& suffix) {
+    return file.size() >= suffix.size() &&
+           file.compare(file.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (artifact_kind == "iso" || ends(".iso")) return "iso";
+  if (ends(".qcow2")) return "qcow2";
+  return "raw";
+}
+
+std::string forceReimportToken(const rapidjson::Value& image) {
+  return trim(annotation(image, images::kForceReimportAnnotation));
+}
+
+ImportPlan planImports(const rapidjson::Value& image, const ImageRowContext& context,
+                       const ImportSettings& settings, const std::vector<ExistingImportJob>& jobs,
+                       std::time_t now) {
+  const auto* artifact = json::find(&image, "status.buildArtifact");
+  std::string kind = json::stringOr(artifact, "kind");
+  std::string file = json::stringOr(artifact, "file");
+  std::string format = importArtifactFormat(kind, file);
+  std::string pvc = json::stringOr(artifact, "pvcRef");
+  std::string checksum = json::stringOr(artifact, "checksum");
+  std::string image_name = json::stringOr(&image, "metadata.name");
+
+  // Reasons that hold for every zone. Jobs already made stay untouched: nothing here says the
+  // artifact they imported is wrong.
+  if (!settings.plugin_imports) {
+    return blocked(context, "ImportUnsupported",
+                   "plugin " + settings.backend + " has no import_image operation");
+  }
+  if (!settings.image_formats.empty() &&
+      std::find(settings.image_formats.begin(), settings.image_formats.end(), format) ==
+          settings.image_formats.end()) {
+    return blocked(context, "ImportUnsupported",
+                   "plugin " + settings.backend + " does not import " + format + " artifacts");
+  }
+  if (settings.container_image.empty()) {
+    return blocked(context, "ImportUnavailable",
+                   "the ProviderClass names no image to run import Jobs with (External class)");
+  }
+  if (checksum.empty()) {
+    return blocked(context, "ChecksumMissing",
+                   "status.buildArtifact.checksum is empty: imports fail closed");
+  }
+  if (file.empty() || pvc.empty()) {
+    return blocked(context, "ArtifactLocationUnknown",
+                   "status.buildArtifact names no " + std::string(file.empty() ? "file" : "pvcRef"));
+  }
+
+  std::string token = forceReimportToken(image);
+  ImportPlan plan;
+  std::map<std::string, bool> wanted_bases;  // base name -> a chosen Job exists
+  std::vector<std::string> chosen_names;
+  for (const auto& fd : context.failure_domains->GetArray()) {
+    std::string zone_name = json::stringOr(&fd, "name");
+    images::ImportJobParams p;
+    p.image_name = image_name;
+    p.image_uid = json::stringOr(&image, "metadata.uid");
+    p.provider_namespace = context.provider_namespace;
+    p.provider_name = context.provider_name;
+    p.backend = settings.backend;
+    p.failure_domain = zone_name;
+    p.artifact_file = file;
+    p.artifact_format = format;
+    p.checksum = checksum;
+    if (settings.artifacts_host_root.empty()) {
+      p.pvc_name = pvc;
+    } else {
+      p.artifacts_host_path = settings.artifacts_host_root + "/" + pvc;
+    }
+    p.os_artifact_name = json::stringOr(artifact, "osArtifactRef");
+    p.os_artifact_uid = json::stringOr(artifact, "osArtifactUid");
+    p.job_namespace = settings.job_namespace;
+    p.container_image = settings.container_image;
+    p.plugin_dir = settings.plugin_dir;
+    p.log_level = settings.log_level;
+    std::string base = images::importJobName(p);
+    p.generation_suffix = token;
+    std::string wanted = images::importJobName(p);
+
+    const ExistingImportJob* chosen = nullptr;
+    for (const auto& j : jobs) {
+      if (annotation(*j.job, images::kImportBaseAnnotation) != base) continue;
+      std::string name = json::stringOr(j.job, "metadata.name");
+      if (!token.empty() ? name == wanted : (chosen == nullptr || newer(j, *chosen))) chosen = &j;
+    }
+    wanted_bases[base] = chosen != nullptr;
+    if (chosen == nullptr) {
+      auto manifest = images::importJob(p);
+      api::ImageZone zone;
+      zone.name = zone_name;
+      if (!manifest.ok()) {
+        zone.reason = manifest.status().reason();
+        zone.message = manifest.status().message();
+      } else {
+        plan.create.push_back(*manifest);
+        zone.reason = "Importing";
+        zone.message = "import Job " + settings.job_namespace + "/" + wanted + " created";
+      }
+      plan.zones.push_back(std::move(zone));
+      continue;
+    }
+    std::string chosen_name = json::stringOr(chosen->job, "metadata.name");
+    chosen_names.push_back(chosen_name);
+    auto outcome = images::importOutcome(*chosen->job, chosen->pod);
+    auto zone = images::zoneRow(zone_name, outcome);
+    if (outcome.state == State::kFailed && outcome.retryable) {
+      auto at = failedAt(*chosen->job);
+      auto due = at ? *at + settings.retry_after.count() : now;
+      if (now >= due) {
+        plan.remove.push_back(chosen_name);
+        zone.message += " (retrying)";
+      } else {
+        auto wait = std::chrono::seconds(due - now);
+        if (!plan.requeue_after || wait < *plan.requeue_after) plan.requeue_after = wait;
+        zone.message += " (retried " + std::to_string(settings.retry_after.count()) + " s after it failed)";
+      }
+    }
+    plan.zones.push_back(std::move(zone));
+  }
+
+  // Jobs of another artifact or zone go at once; a superseded Job of a wanted zone goes once
+  // the Job replacing it exists.
+  for (const auto& j : jobs) {
+    std::string name = json::stringOr(j.job, "metadata.name");
+    if (std::find(chosen_names.begin(), chosen_names.end(), name) != chosen_names.end()) continue;
+    auto base = wanted_bases.find(annotation(*j.job, images::kImportBaseAnnotation));
+    if (base == wanted_bases.end() || base->second) plan.remove.push_back(name);
+  }
+  summarize(plan);
+  return plan;
+}
+
+void applyImportPlan(rapidjson::Document& row, const ImportPlan& plan) {
+  auto& a = row.GetAllocator();
+  auto set = [&](const char* key, rapidjson::Value value) {
+    row.RemoveMember(key);
+    row.AddMember(rapidjson::StringRef(key), value, a);
+  };
+  set("ready", rapidjson::Value(plan.ready));
+  set("reason", json::stringValue(plan.reason, a));
+  set("message", json::stringValue(plan.message, a));
+  row.RemoveMember("resolvedRef");
+  if (!plan.resolved_ref.empty()) set("resolvedRef", json::stringValue(plan.resolved_ref, a));
+  rapidjson::Value zones(rapidjson::kArrayType);
+  for (const auto& z : plan.zones) {
+    rapidjson::Value zone(rapidjson::kObjectType);
+    zone.AddMember("name", json::stringValue(z.name, a), a);
+    zone.AddMember("ready", z.ready, a);
+    if (!z.resolved_ref.empty()) {
+      zone.AddMember("resolvedRef", json::stringValue(z.resolved_ref, a), a);
+    }
+    if (!z.reason.empty()) zone.AddMember("reason", json::stringValue(z.reason, a), a);
+    if (!z.message.empty()) zone.AddMember("message", json::stringValue(z.message, a), a);
+    zones.PushBack(zone, a);
+  }
+  set("zones", std::move(zones));
+}
+
+}  // namespace banlieue::roles::provider
