@@ -61,6 +61,7 @@ class ProviderImportTest : public ::testing::Test {
 
   void TearDown() override {
     provider_.reset();
+    controller_.reset();
     for (const auto& image : images_) {
       cluster_.kubectl("delete vmimage " + image + " --ignore-not-found --wait=false");
     }
@@ -150,6 +151,16 @@ subjects:
     ASSERT_TRUE(provider_->started());
   }
 
+  // The controller owns the VMImage's top-level Ready (from the rows). Narrowed to this
+  // namespace, it judges only images whose rows all come from this test's Provider.
+  void startController() {
+    controller_ = std::make_unique<BackgroundProcess>(std::vector<std::string>{
+        BANLIEUE_BINARY, "controller", "--kubeconfig", cluster_.kubeconfig().string(),
+        "--leader-election-namespace", ns_->name(), "--namespace", ns_->name(), "--health-port",
+        "0", "--metrics-port", "-1"});
+    ASSERT_TRUE(controller_->started());
+  }
+
   // A Url VMImage for the class whose artifact `file` (under PVC directory `pvc`) is Ready
   // with `checksum`, written as the imagebuilder writes it.
   void applyBuiltImage(const std::string& name, const std::string& pvc, const std::string& file,
@@ -216,7 +227,9 @@ spec:
   }
 
   std::string diagnostics() {
-    return "\n--- provider ---\n" + (provider_ ? provider_->output() : "") + "\n--- objects ---\n" +
+    return "\n--- provider ---\n" + (provider_ ? provider_->output() : "") +
+           "\n--- controller ---\n" + (controller_ ? controller_->output() : "") +
+           "\n--- objects ---\n" +
            cluster_.kubectl("get jobs,pods -o wide -n " + ns_->name()).output +
            cluster_.kubectl("get vmi -o yaml").output;
   }
@@ -225,6 +238,7 @@ spec:
   std::unique_ptr<kube::KubeClient> client_;
   std::unique_ptr<LocalCluster::TestNamespace> ns_;
   std::unique_ptr<BackgroundProcess> provider_;
+  std::unique_ptr<BackgroundProcess> controller_;
   std::string class_;
   fs::path dir_;
   std::vector<std::string> images_;
@@ -248,6 +262,7 @@ TEST_F(ProviderImportTest, ImportJobsRunOnTheNodeAgentAndFillTheRow) {
   std::ofstream(dir_ / "artifacts/bad-build-artifacts/bad-build.raw", std::ios::binary) << flipped;
 
   startProvider();
+  startController();
   std::string good = ns_->name() + "-tiny";
   std::string bad = ns_->name() + "-bad";
   applyBuiltImage(good, "tiny-build-artifacts", "tiny-build.raw", "sha256:" + *sha);
@@ -262,12 +277,20 @@ TEST_F(ProviderImportTest, ImportJobsRunOnTheNodeAgentAndFillTheRow) {
   EXPECT_TRUE(json::boolean(&(*r)["zones"][0], "ready"));
   // The plugin wrote exactly the verified bytes into its backend.
   EXPECT_EQ(slurp(dir_ / "backend/images" / (good + ".raw")), bytes);
+  // kubectl shows the image Ready: the controller's condition from the row.
+  auto waited = cluster_.kubectl("wait --for=condition=Ready --timeout=90s vmi/" + good, 120s);
+  EXPECT_EQ(waited.exit_code, 0) << waited.output << diagnostics();
+  auto shown = cluster_.kubectl("get vmi " + good);
+  EXPECT_NE(shown.output.find("True"), std::string::npos) << shown.output;
 
   ASSERT_TRUE(waitForRow(bad, "ChecksumMismatch", &last)) << last << diagnostics();
   auto b = row(bad);
   EXPECT_FALSE(json::boolean(b.get(), "ready", true));
   EXPECT_EQ(json::stringOr(&(*b)["zones"][0], "reason"), "ChecksumMismatch");
   EXPECT_FALSE(fs::exists(dir_ / "backend/images" / (bad + ".raw")));
+  auto bad_ready = cluster_.kubectl("get vmi " + bad +
+                                    " -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}'");
+  EXPECT_NE(bad_ready.output, "True");
 
   // A force re-import: one new Job for the token, the old one goes, the row is Ready again.
   auto before = jobsOf(good);
