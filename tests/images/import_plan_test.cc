@@ -125,8 +125,8 @@ TEST_F(ImportPlanTest, FinishedJobsBecomeZoneRowsAndTheRowSaysWhy) {
   auto a = job(first.create[0], "2027-01-15T07:00:00Z", kComplete);
   auto b = job(first.create[1], "2027-01-15T07:00:00Z", failedAt("2027-01-15T07:01:00Z"));
   auto b_pod = pod(images::kImportChecksumMismatch);
-  auto plan = planImports(img, context(), settings_, {{a.get(), nullptr}, {b.get(), b_pod.get()}},
-                          kNow);
+  auto plan =
+      planImports(img, context(), settings_, {{a.get(), nullptr}, {b.get(), b_pod.get()}}, kNow);
   EXPECT_TRUE(plan.create.empty());
   EXPECT_TRUE(plan.remove.empty());  // a terminal failure stays visible
   EXPECT_FALSE(plan.ready);
@@ -139,8 +139,8 @@ TEST_F(ImportPlanTest, FinishedJobsBecomeZoneRowsAndTheRowSaysWhy) {
   EXPECT_FALSE(plan.requeue_after.has_value());
 
   auto b_done = job(first.create[1], "2027-01-15T07:00:00Z", kComplete);
-  auto done = planImports(img, context(), settings_, {{a.get(), nullptr}, {b_done.get(), nullptr}},
-                          kNow);
+  auto done =
+      planImports(img, context(), settings_, {{a.get(), nullptr}, {b_done.get(), nullptr}}, kNow);
   EXPECT_TRUE(done.ready);
   EXPECT_EQ(done.reason, "Imported");
   EXPECT_TRUE(done.create.empty());
@@ -185,8 +185,8 @@ TEST_F(ImportPlanTest, ForceReimportIsOneShotPerToken) {
 
   auto forced = image(R"({"banlieue.io/force-reimport":" t1 "})");
   EXPECT_EQ(forceReimportToken(forced), "t1");
-  auto plan = planImports(forced, context(), settings_, {{a.get(), nullptr}, {b.get(), nullptr}},
-                          kNow);
+  auto plan =
+      planImports(forced, context(), settings_, {{a.get(), nullptr}, {b.get(), nullptr}}, kNow);
   ASSERT_EQ(plan.create.size(), 2u);
   EXPECT_NE(nameOf(plan.create[0]), nameOf(first.create[0]));
   EXPECT_TRUE(plan.remove.empty());  // the old Jobs go once their replacements exist
@@ -203,8 +203,8 @@ TEST_F(ImportPlanTest, ForceReimportIsOneShotPerToken) {
   EXPECT_EQ(settled.reason, "Importing");  // b2 still runs
 
   // Removing the annotation later re-imports nothing: the newest Jobs still stand.
-  auto after = planImports(plain, context(), settings_, {{a2.get(), nullptr}, {b2.get(), nullptr}},
-                           kNow);
+  auto after =
+      planImports(plain, context(), settings_, {{a2.get(), nullptr}, {b2.get(), nullptr}}, kNow);
   EXPECT_TRUE(after.create.empty());
   EXPECT_TRUE(after.remove.empty());
 }

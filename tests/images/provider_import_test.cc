@@ -86,21 +86,26 @@ spec:
 ---
 apiVersion: v1
 kind: Secret
-metadata: {name: files-credentials, namespace: )" + ns + R"(}
+metadata: {name: files-credentials, namespace: )" +
+                                  ns + R"(}
 stringData: {token: not-used-by-the-file-plugin}
 ---
 apiVersion: banlieue.io/v1alpha1
 kind: Provider
-metadata: {name: files, namespace: )" + ns + R"(}
+metadata: {name: files, namespace: )" +
+                                  ns + R"(}
 spec:
-  providerClassRef: {name: )" + class_ + R"(}
+  providerClassRef: {name: )" + class_ +
+                                  R"(}
   connection:
-    endpoint: "file://)" + (dir_ / "backend").string() + R"("
+    endpoint: "file://)" + (dir_ / "backend").string() +
+                                  R"("
     credentialsRef: {name: files-credentials}
 ---
 apiVersion: v1
 kind: ServiceAccount
-metadata: {name: banlieue-image-import, namespace: )" + ns + R"(}
+metadata: {name: banlieue-image-import, namespace: )" +
+                                  ns + R"(}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
@@ -111,10 +116,12 @@ rules:
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
 metadata: {name: )" + ns + R"(-image-import}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: )" + ns +
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: )" +
+                                  ns +
                                   R"(-image-import}
 subjects:
-- {kind: ServiceAccount, name: banlieue-image-import, namespace: )" + ns + R"(}
+- {kind: ServiceAccount, name: banlieue-image-import, namespace: )" +
+                                  ns + R"(}
 )");
     ASSERT_EQ(applied.exit_code, 0) << applied.output;
 
@@ -142,12 +149,28 @@ subjects:
   }
 
   void startProvider() {
-    provider_ = std::make_unique<BackgroundProcess>(std::vector<std::string>{
-        BANLIEUE_BINARY, "--log-level", "debug", "provider", "file", "--provider",
-        ns_->name() + "/files", "--plugin-dir", PLUGIN_DIR, "--kubeconfig",
-        cluster_.kubeconfig().string(), "--health-port", "0", "--metrics-port", "-1",
-        "--leader-election-namespace", ns_->name(), "--import-namespace", ns_->name(),
-        "--artifacts-host-root", (dir_ / "artifacts").string()});
+    provider_ = std::make_unique<BackgroundProcess>(
+        std::vector<std::string>{BANLIEUE_BINARY,
+                                 "--log-level",
+                                 "debug",
+                                 "provider",
+                                 "file",
+                                 "--provider",
+                                 ns_->name() + "/files",
+                                 "--plugin-dir",
+                                 PLUGIN_DIR,
+                                 "--kubeconfig",
+                                 cluster_.kubeconfig().string(),
+                                 "--health-port",
+                                 "0",
+                                 "--metrics-port",
+                                 "-1",
+                                 "--leader-election-namespace",
+                                 ns_->name(),
+                                 "--import-namespace",
+                                 ns_->name(),
+                                 "--artifacts-host-root",
+                                 (dir_ / "artifacts").string()});
     ASSERT_TRUE(provider_->started());
   }
 
@@ -252,8 +275,8 @@ TEST_F(ProviderImportTest, ImportJobsRunOnTheNodeAgentAndFillTheRow) {
   std::string bytes(size_t{1} << 20, '\0');
   for (size_t i = 0; i < bytes.size(); i += 512) bytes[i] = static_cast<char>(i / 512);
   std::ofstream(dir_ / "artifacts/tiny-build-artifacts/tiny-build.raw", std::ios::binary) << bytes;
-  auto sha = roles::images::fileDigest(dir_ / "artifacts/tiny-build-artifacts/tiny-build.raw",
-                                       "sha256");
+  auto sha =
+      roles::images::fileDigest(dir_ / "artifacts/tiny-build-artifacts/tiny-build.raw", "sha256");
   ASSERT_TRUE(sha.ok());
   // The same artifact with one byte flipped, still pinned to the good digest.
   fs::create_directories(dir_ / "artifacts/bad-build-artifacts");
@@ -288,8 +311,8 @@ TEST_F(ProviderImportTest, ImportJobsRunOnTheNodeAgentAndFillTheRow) {
   EXPECT_FALSE(json::boolean(b.get(), "ready", true));
   EXPECT_EQ(json::stringOr(&(*b)["zones"][0], "reason"), "ChecksumMismatch");
   EXPECT_FALSE(fs::exists(dir_ / "backend/images" / (bad + ".raw")));
-  auto bad_ready = cluster_.kubectl("get vmi " + bad +
-                                    " -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}'");
+  auto bad_ready = cluster_.kubectl(
+      "get vmi " + bad + " -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}'");
   EXPECT_NE(bad_ready.output, "True");
 
   // A force re-import: one new Job for the token, the old one goes, the row is Ready again.

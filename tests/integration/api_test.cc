@@ -160,11 +160,11 @@ class BootstrapTest : public ::testing::Test {
   }
   void TearDown() override {
     fs::remove_all(plugins_);
-    // The bootstrapped controller and operator run for real on the node agent: leave none
-    // running cluster-wide for the tests that come after.
+    // The bootstrapped controller, operator and imagebuilder run for real on the node agent:
+    // leave none running cluster-wide for the tests that come after.
     LocalCluster::shared().kubectl(
-        "delete deployment banlieue-controller banlieue-operator -n banlieue-system "
-        "--ignore-not-found --wait=true",
+        "delete deployment banlieue-controller banlieue-operator banlieue-imagebuilder "
+        "-n banlieue-system --ignore-not-found --wait=true",
         std::chrono::seconds(90));
   }
 

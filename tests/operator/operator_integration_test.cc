@@ -110,7 +110,8 @@ class OperatorTest : public ::testing::Test {
                     (kind == "CustomResourceDefinition" &&
                      name.find(".file.example.com") != std::string::npos) ||
                     (kind.find("Role") != std::string::npos &&
-                     (name.rfind("banlieue-operator", 0) == 0 || name == "banlieue-provider-file"));
+                     (name.rfind("banlieue-operator", 0) == 0 || name == "banlieue-provider-file" ||
+                      name == "banlieue-provider-imports"));
       if (!wanted) continue;
       auto applied = cluster.apply(json::serialize(object),
                                    "--server-side --force-conflicts "

@@ -332,8 +332,8 @@ std::vector<rapidjson::Document> buildBootstrapObjects(
   const std::string import_sa = "banlieue-image-import";
   out.push_back(parse(R"({"apiVersion":"v1","kind":"ServiceAccount","metadata":)" +
                       meta(import_sa, build_ns, "image-import") + "}"));
-  out.push_back(parse(
-      clusterRole(import_sa, "image-import", {rule({api::kGroup}, {"vmimages"}, {"get"})})));
+  out.push_back(
+      parse(clusterRole(import_sa, "image-import", {rule({api::kGroup}, {"vmimages"}, {"get"})})));
   out.push_back(parse(binding("ClusterRoleBinding", import_sa, "", "image-import", "ClusterRole",
                               import_sa, import_sa, build_ns)));
 
@@ -347,21 +347,20 @@ std::vector<rapidjson::Document> buildBootstrapObjects(
   // the operator's --namespace is where its Lease lives (banlieue-spec 4.1, 4.2). The operator
   // reads the plugins' manifests where the image holds them and passes the same directory to
   // the provider pods it mints.
-  const Role roles[] = {{kControllerName,
-                         "controller",
-                         controllerRules(plugins),
-                         {"controller", "--leader-election-namespace", ns}},
-                        {kOperatorName,
-                         "operator",
-                         operatorRules(plugins),
-                         {"operator", "--namespace", ns, "--plugin-dir", options.image_plugin_dir,
-                          "--image-plugin-dir", options.image_plugin_dir, "--build-namespace",
-                          build_ns}},
-                        {kImageBuilderName,
-                         "imagebuilder",
-                         imageBuilderRules(),
-                         {"imagebuilder", "--build-namespace", build_ns,
-                          "--leader-election-namespace", ns}}};
+  const Role roles[] = {
+      {kControllerName,
+       "controller",
+       controllerRules(plugins),
+       {"controller", "--leader-election-namespace", ns}},
+      {kOperatorName,
+       "operator",
+       operatorRules(plugins),
+       {"operator", "--namespace", ns, "--plugin-dir", options.image_plugin_dir,
+        "--image-plugin-dir", options.image_plugin_dir, "--build-namespace", build_ns}},
+      {kImageBuilderName,
+       "imagebuilder",
+       imageBuilderRules(),
+       {"imagebuilder", "--build-namespace", build_ns, "--leader-election-namespace", ns}}};
   for (const auto& r : roles) {
     out.push_back(parse(R"({"apiVersion":"v1","kind":"ServiceAccount","metadata":)" +
                         meta(r.name, ns, r.component) + "}"));

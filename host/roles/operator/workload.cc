@@ -456,8 +456,8 @@ StatusOr<Workload> buildWorkload(const api::Provider& provider,
     // The runtime's import Jobs: in the build namespace only (named for the cluster, since
     // Providers of every namespace bind there).
     w.objects.push_back(binding(c, rbac::kRoleBinding, "RoleBinding", w.cluster_name,
-                                options.build_namespace, "ClusterRole",
-                                kProviderImportsClusterRole, w.name, w.workload_ns));
+                                options.build_namespace, "ClusterRole", kProviderImportsClusterRole,
+                                w.name, w.workload_ns));
   }
   w.objects.push_back(
       binding(c, rbac::kClusterRoleBinding, "ClusterRoleBinding", w.cluster_name, "", "ClusterRole",

@@ -162,8 +162,9 @@ ImportPlan planImports(const rapidjson::Value& image, const ImageRowContext& con
                    "status.buildArtifact.checksum is empty: imports fail closed");
   }
   if (file.empty() || pvc.empty()) {
-    return blocked(context, "ArtifactLocationUnknown",
-                   "status.buildArtifact names no " + std::string(file.empty() ? "file" : "pvcRef"));
+    return blocked(
+        context, "ArtifactLocationUnknown",
+        "status.buildArtifact names no " + std::string(file.empty() ? "file" : "pvcRef"));
   }
 
   std::string token = forceReimportToken(image);
@@ -232,7 +233,8 @@ ImportPlan planImports(const rapidjson::Value& image, const ImageRowContext& con
       } else {
         auto wait = std::chrono::seconds(due - now);
         if (!plan.requeue_after || wait < *plan.requeue_after) plan.requeue_after = wait;
-        zone.message += " (retried " + std::to_string(settings.retry_after.count()) + " s after it failed)";
+        zone.message +=
+            " (retried " + std::to_string(settings.retry_after.count()) + " s after it failed)";
       }
     }
     plan.zones.push_back(std::move(zone));

@@ -113,7 +113,8 @@ runtime::Result ImageReconciler::runImports(const rapidjson::Value& image,
     if (!created.ok() && kube::isAlreadyExists(created.status())) {
       retry_soon = true;
     } else if (!created.ok()) {
-      context_.events.warning(image, "ImportJobFailed", "CreateImportJob", created.status().message());
+      context_.events.warning(image, "ImportJobFailed", "CreateImportJob",
+                              created.status().message());
       return runtime::Result::retry(created.status());
     }
   }
