@@ -292,6 +292,8 @@ TEST_F(OperatorTest, AProviderGetsItsWorkloadAndTheNodeAgentRunsIt) {
       "RoleBinding/" + n + "/" + w,
       "Role/" + n + "/" + w + "-import",
       "RoleBinding/" + n + "/" + w + "-import",
+      // The runtime's import Jobs, in the build namespace only (ADR 0015).
+      "RoleBinding/banlieue-imagebuild/" + crbOf(cls, n, "lab"),
       "ClusterRoleBinding//" + crbOf(cls, n, "lab"),
       "Deployment/" + n + "/" + w,
   };
