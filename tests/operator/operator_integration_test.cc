@@ -517,6 +517,7 @@ TEST_F(OperatorTest, MovingAProviderToAnotherClassLeavesNothingOfTheOldWorkload)
       "RoleBinding/" + n + "/" + w,
       "Role/" + n + "/" + w + "-import",
       "RoleBinding/" + n + "/" + w + "-import",
+      "RoleBinding/banlieue-imagebuild/" + crbOf(new_cls, n, "lab"),
       "ClusterRoleBinding//" + crbOf(new_cls, n, "lab"),
       "Deployment/" + n + "/" + w,
   };
