@@ -537,7 +537,7 @@ TEST_F(OperatorTest, DeletingTheProviderRemovesEverything) {
   const std::string n = ns.name();
   std::string cls = createClass("delete");
   createProvider(n, "lab", cls);
-  ASSERT_TRUE(LocalCluster::eventually([&] { return labelled(n, "lab").size() == 7; }, kMint));
+  ASSERT_TRUE(LocalCluster::eventually([&] { return labelled(n, "lab").size() == 8; }, kMint));
   auto r = cluster_.kubectl("delete provider lab --timeout=60s -n " + n);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(LocalCluster::eventually([&] { return labelled(n, "lab").empty(); }, kMint))
