@@ -21,6 +21,8 @@ packages=(
   # virsh, and qemu-img (dir pools create qcow2 volumes with it)
   libvirt-dev libvirt-clients libvirt-daemon-system libvirt-daemon-driver-qemu qemu-system-x86
   qemu-utils
+  # UEFI firmware for QEMU: VMClass firmware defaults to efi (scripts/dev.sh --real boots with it)
+  ovmf
   # the fake PVE API of the proxmox plugin tests and its cross-check (tests/proxmox)
   python3 python3-proxmoxer python3-requests
   # the proxmox plugin's image and snippet upload (libssh2, SFTP) and its test's sshd on loopback
