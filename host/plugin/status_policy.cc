@@ -25,10 +25,12 @@ StatusPolicy policyFor(banlieue_status code) {
     // Credentials or permissions: fixed outside the object, so retry slowly.
     case BANLIEUE_UNAUTHENTICATED:
     case BANLIEUE_PERMISSION_DENIED: return {Disposition::kTerminal, true, 5min};
+    // The backend's state is in the way (a foreign VM holds the name, a pool is inactive):
+    // an administrator fixes that outside the object, so retry slowly.
+    case BANLIEUE_FAILED_PRECONDITION:
+    case BANLIEUE_ALREADY_EXISTS: return {Disposition::kTerminal, true, 5min};
     // The object asks for something impossible: wait for the user to change it.
     case BANLIEUE_INVALID_ARGUMENT:
-    case BANLIEUE_FAILED_PRECONDITION:
-    case BANLIEUE_ALREADY_EXISTS:
     case BANLIEUE_OUT_OF_RANGE:
     case BANLIEUE_UNIMPLEMENTED: return {Disposition::kTerminal, true, 0s};
     default: return {Disposition::kRetry, true};
