@@ -130,6 +130,9 @@ spec:
   })) << "the agent removes the pod once its process has stopped";
   cluster_.kubectl("delete node " + n + "-inner clusterrole/" + n +
                    "-inner-node clusterrolebinding/" + n + "-inner-node --ignore-not-found");
+  // The nested agent's default state directory (it ran without --state-dir).
+  std::filesystem::remove_all(std::filesystem::temp_directory_path() /
+                              ("banlieue-devnode-" + n + "-inner"));
 }
 
 TEST_F(NodeAgentTest, AJobRunsToSucceededWithEnvFromAConfigMap) {
