@@ -55,7 +55,7 @@ started=$SECONDS
 step() { printf '\n[dev %4ss] %s\n' "$((SECONDS - started))" "$*"; }
 fail() {
   echo "dev.sh: $*" >&2
-  echo "  control plane logs: $STATE/logs/   pod logs: $STATE/devnode/pods/*/<container>.log" >&2
+  echo "  control plane logs: $STATE/logs/   pods: kubectl logs -n <namespace> <pod>" >&2
   exit 1
 }
 
@@ -216,7 +216,9 @@ up() {
   kubectl patch vm db-prod-01 --type merge -p '{"spec":{"placement":{"providerSelector":{"matchLabels":{"env":"staging"}}}}}'
   kubectl patch vm db-prod-01 --type merge -p '{"spec":{"desiredPowerState":"PoweredOff"}}'
   kubectl delete vm db-prod-01        # the backend VM goes first, then the object
-  more examples: examples/*.yaml     logs: $STATE/devnode/pods/*/<container>.log
+  kubectl logs -n banlieue-system deploy/banlieue-controller
+  kubectl logs deploy/banlieue-provider-libvirt-libvirt-host1   # a Provider's own pod
+  more examples: examples/*.yaml
   stop everything: scripts/dev.sh down
 EOF
 }

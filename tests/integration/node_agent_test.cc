@@ -171,6 +171,10 @@ spec:
   EXPECT_EQ(
       jsonpath("pods", n, "{.items[0].status.containerStatuses[0].state.terminated.exitCode}"),
       "0");
+  // `kubectl logs` reaches the agent's log endpoint through the apiserver.
+  auto logs = cluster_.kubectl("logs job/version -n " + n);
+  EXPECT_EQ(logs.exit_code, 0) << logs.output;
+  EXPECT_THAT(logs.output, ::testing::HasSubstr(BANLIEUE_VERSION));
 }
 
 TEST_F(NodeAgentTest, AFailingJobReportsItsExitCode) {
