@@ -198,7 +198,7 @@ TEST(KubeClientTest, WritesAreCountedByVerbResourceAndSubresourceReadsAreNot) {
       f.client->apply(vms, "a", "b", "{}", {.field_manager = "m", .subresource = "status"}).ok());
   ASSERT_TRUE(f.client->create(resources::kConfigMap, "a", "{}").ok());
   ASSERT_TRUE(f.client->update(resources::kLease, "a", "l", "{}", "").ok());
-  ASSERT_TRUE(f.client->remove(resources::kConfigMap, "a", "c", {}).ok());
+  ASSERT_TRUE(f.client->remove(resources::kConfigMap, "a", "c", {}).isOk());
 
   EXPECT_EQ(writes("apply", "banlieue.io", "virtualmachines", "status"), status_applies + 1);
   EXPECT_EQ(writes("apply", "banlieue.io", "virtualmachines", ""), spec_applies)
