@@ -44,15 +44,35 @@ class FileInstance final : public banlieue::sdk::Instance {
   FileInstance(fs::path root, int create_seconds)
       : root_(std::move(root)), create_seconds_(create_seconds) {}
 
-  Status introspect(const Call&, const banlieue::sdk::IntrospectRequest&, Reply& reply) override {
+  // One failure domain, "local". Every VM is a file in the same directory, so every storage and
+  // network class the Provider declares (spec.capabilities) is available there; advertising
+  // them is what lets the scheduler place VMs whose class names disks and NICs.
+  Status introspect(const Call&, const banlieue::sdk::IntrospectRequest& request,
+                    Reply& reply) override {
     auto& a = reply.allocator();
     char host[256] = "localhost";
     gethostname(host, sizeof(host) - 1);
     rapidjson::Value labels(rapidjson::kObjectType);
     labels.AddMember("host", json::stringValue(host, a), a);
+    auto declared = [&](const char* path) {
+      rapidjson::Value names(rapidjson::kArrayType);
+      const auto* classes = json::find(request.provider, path);
+      if (classes == nullptr || !classes->IsArray()) return names;
+      for (const auto& c : classes->GetArray()) {
+        std::string name = json::stringOr(&c, "name");
+        if (!name.empty()) names.PushBack(json::stringValue(name, a), a);
+      }
+      return names;
+    };
+    rapidjson::Value attributes(rapidjson::kObjectType);
+    attributes.AddMember("availableStorageClasses", declared("spec.capabilities.storageClasses"),
+                         a);
+    attributes.AddMember("availableNetworkClasses", declared("spec.capabilities.networkClasses"),
+                         a);
     rapidjson::Value fd(rapidjson::kObjectType);
     fd.AddMember("name", "local", a);
     fd.AddMember("labels", labels, a);
+    fd.AddMember("attributes", attributes, a);
     rapidjson::Value fds(rapidjson::kArrayType);
     fds.PushBack(fd, a);
     reply.body().AddMember("failureDomains", fds, a);
