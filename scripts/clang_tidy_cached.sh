@@ -20,59 +20,58 @@ tidy_args=(-p "$build" --quiet)
 # The noise clang-tidy prints even when it finds nothing.
 noise='^[0-9]+ warnings? (and [0-9]+ errors? )?generated\.$|^Suppressed [0-9]+ warnings|^Use -header-filter'
 
+normalize() { ROOT=$root perl -pe 's/\Q$ENV{ROOT}\E/\@ROOT\@/g'; }
+
+# Prints the file's cache key; fails when there is nothing to key on (no compile command, or
+# the file does not preprocess: clang-tidy then says why).
+cache_key() {
+  local entries dir command args words i preprocessed key_input=$TIDY_BASE_KEY
+  # Every compile command of the file, each as its directory and then the shell-quoted command.
+  entries=$(jq -r --arg f "$root/$file" '
+    .[] | select((if (.file | startswith("/")) then .file else .directory + "/" + .file end) == $f)
+    | .directory, (.command // (.arguments | map(@sh) | join(" ")))' \
+    "$build/compile_commands.json")
+  [ -n "$entries" ] || return 1
+  while IFS= read -r dir && IFS= read -r command; do
+    eval "args=($command)"  # the database quotes for a POSIX shell
+    words=()
+    for ((i = 0; i < ${#args[@]}; i++)); do
+      case ${args[i]} in
+        -o | -MF | -MT | -MQ) ((i += 1)) ;;  # output paths: not inputs of the check
+        -c | -MD | -MMD) ;;
+        *) words+=("${args[i]}") ;;
+      esac
+    done
+    preprocessed=$(cd "$dir" && "${words[@]}" -E 2>/dev/null | normalize | sha256sum) || return 1
+    key_input+=$'\n'"$(printf '%q ' "$dir" "${words[@]}" | normalize)"$'\n'"$preprocessed"
+  done <<<"$entries"
+  printf '%s' "$key_input" | sha256sum | cut -d' ' -f1
+}
+
+# Runs clang-tidy; a clean result is stored under <key> when the key still holds afterwards
+# (a header edited while clang-tidy ran must not make the older text look checked).
 run_tidy() {  # run_tidy <key or empty>
-  local out status=0
+  local out status=0 shown
   out=$(clang-tidy "${tidy_args[@]}" "$file" 2>&1) || status=$?
-  local shown
   shown=$(grep -v -E "$noise" <<<"$out" || true)
-  if [ "$status" -eq 0 ] && ! grep -q -E '(warning|error): ' <<<"$out"; then
-    if [ -n "$1" ]; then
-      local entry="$TIDY_CACHE_DIR/${1:0:2}/$1"
-      mkdir -p "${entry%/*}"
-      # Written whole under a temporary name: a concurrent run never sees a partial entry.
-      printf '%s\n' "$file" >"$entry.$$" && mv -f "$entry.$$" "$entry"
-    fi
-    [ -n "$shown" ] && printf '%s\n' "$shown"
-    echo "@@tidy ran $file"
-  else
-    [ -n "$shown" ] && printf '%s\n' "$shown"
+  [ -z "$shown" ] || printf '%s\n' "$shown"
+  if [ "$status" -ne 0 ] || grep -q -E '(warning|error): ' <<<"$out"; then
     echo "@@tidy fail $file"
     return 1
   fi
+  if [ -n "$1" ] && [ "$(cache_key || true)" = "$1" ]; then
+    local entry="$TIDY_CACHE_DIR/${1:0:2}/$1"
+    mkdir -p "${entry%/*}"
+    # Written whole under a temporary name: a concurrent run never sees a partial entry.
+    printf '%s\n' "$file" >"$entry.$$" && mv -f "$entry.$$" "$entry"
+  fi
+  echo "@@tidy ran $file"
 }
 
-[ -n "${TIDY_CACHE_DIR:-}" ] || { run_tidy ""; exit; }
-
-# Every compile command of the file, as one shell-quoted line each, preceded by its directory.
-entries=$(jq -r --arg root "$root" --arg f "$root/$file" '
-  .[] | (if (.file | startswith("/")) then .file else .directory + "/" + .file end) as $abs
-  | select($abs == $f)
-  | .directory, (.command // (.arguments | map(@sh) | join(" ")))' "$build/compile_commands.json")
-# No compile command: clang-tidy reports that itself; nothing to key on.
-[ -n "$entries" ] || { run_tidy ""; exit; }
-
-normalize() { ROOT=$root perl -pe 's/\Q$ENV{ROOT}\E/\@ROOT\@/g'; }
-
-key_input=$TIDY_BASE_KEY
-while IFS= read -r dir && IFS= read -r command; do
-  eval "set -- $command"
-  words=()
-  while [ $# -gt 0 ]; do
-    case $1 in
-      -o | -MF | -MT | -MQ) shift 2 ;;  # output paths: not inputs of the check
-      -c | -MD | -MMD) shift ;;
-      *) words+=("$1"); shift ;;
-    esac
-  done
-  # A file that does not preprocess cannot be keyed: clang-tidy says why.
-  if ! preprocessed=$(cd "$dir" && "${words[@]}" -E 2>/dev/null | normalize | sha256sum); then
-    run_tidy ""
-    exit
-  fi
-  key_input+=$'\n'"$(printf '%q ' "$dir" "${words[@]}" | normalize)"$'\n'"$preprocessed"
-done <<<"$entries"
-key=$(printf '%s' "$key_input" | sha256sum | cut -d' ' -f1)
-
+if [ -z "${TIDY_CACHE_DIR:-}" ] || ! key=$(cache_key); then
+  run_tidy ""
+  exit
+fi
 entry="$TIDY_CACHE_DIR/${key:0:2}/$key"
 if [ -f "$entry" ]; then
   touch "$entry"  # recently used entries survive lint.sh's pruning
