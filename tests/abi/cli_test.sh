@@ -31,7 +31,8 @@ expect 0 "name: banlieue-system" -- bootstrap operator --dry-run --plugin-dir /n
 expect 2 "not in range" -- operator --kubeconfig /nonexistent/kubeconfig --workers 0
 expect 2 "not in {raw,qcow2,iso,ova,vmdk}" -- image-import --backend libvirt --provider ns/p --image i --failure-domain fd --artifact /nonexistent --checksum sha256:00 --format floppy
 expect 2 "Directory does not exist" -- plugin check /nonexistent/banlieue-plugins
-expect 2 "The following arguments were not expected: no-such-role" -- no-such-role
+expect 2 "The following argument was not expected: --no-such-flag" -- controller --no-such-flag
+expect 2 "A subcommand is required" -- no-such-role
 expect 2 "Could not convert" -- controller --kubeconfig /nonexistent/kubeconfig --kube-qps fast
 expect 2 "A subcommand is required" --
 expect 0 "Usage: banlieue" -- --help
