@@ -2,7 +2,8 @@
 # Style checks: clang-format on every C/C++ file; clang-tidy (the .clang-tidy allowlist) on the
 # host's and in-tree plugins' sources, and through them the SDK headers, unless --format-only.
 # clang-tidy needs a configured build (compile_commands.json): cmake --preset dev.
-#   TIDY_SINCE=<git ref> scripts/lint.sh   # clang-tidy only on sources changed since <ref>
+#   TIDY_SINCE=<git ref> scripts/lint.sh   # clang-tidy only on sources changed since
+#                                          # the branch left <ref>
 #                                          # (quick runs on a branch; CI always checks all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +19,8 @@ build=${BUILD_DIR:-build/dev}
 [ -f "$build/compile_commands.json" ] || { echo "lint: configure first (cmake --preset dev)" >&2; exit 1; }
 sources=$(git ls-files --cached --others --exclude-standard -- 'host/*.cc' 'plugins/*.cc')
 if [ -n "${TIDY_SINCE:-}" ]; then
-  changed=$( (git diff --name-only "$TIDY_SINCE" -- 'host/*.cc' 'plugins/*.cc';
+  # Against the merge base: what this branch changed, not what <ref> gained since it forked.
+  changed=$( (git diff --name-only "$(git merge-base "$TIDY_SINCE" HEAD)" -- 'host/*.cc' 'plugins/*.cc';
               git ls-files --others --exclude-standard -- 'host/*.cc' 'plugins/*.cc') | sort -u)
   sources=$(comm -12 <(printf '%s\n' $sources | sort) <(printf '%s\n' $changed))
 fi
