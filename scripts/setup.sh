@@ -8,6 +8,8 @@ packages=(
   # toolchain
   build-essential cmake ninja-build pkg-config git ccache binutils
   clang-format clang-tidy
+  # scripts/lint.sh: compile_commands.json lookups for the clang-tidy result cache
+  jq
   # libraries (see DESIGN.md: Boost.DLL, CLI11, spdlog, RapidJSON, OpenSSL)
   libboost-dev libcli11-dev libspdlog-dev libfmt-dev rapidjson-dev libssl-dev
   libcpprest-dev libyaml-cpp-dev

@@ -2,6 +2,7 @@
 
 #include "host/api/codec.h"
 #include "host/api/kinds.h"
+#include "host/common/fnv_hash.h"
 #include "host/roles/operator/workload_names.h"
 
 #include <fmt/format.h>
@@ -463,7 +464,7 @@ StatusOr<Workload> buildWorkload(const api::Provider& provider,
     auto& a = o.body.GetAllocator();
     auto annotations = object();
     put(annotations, kAppliedHashAnnotation,
-        fmt::format("{:016x}", fnv1a64(api::serializeJson(o.body))), a);
+        fmt::format("{:016x}", common::fnv1a64(api::serializeJson(o.body))), a);
     o.body["metadata"].AddMember("annotations", annotations, a);
   }
   return w;
