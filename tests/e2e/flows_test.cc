@@ -17,10 +17,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <map>
+#include <optional>
 #include <set>
 #include <sstream>
-#include <thread>
 
 namespace banlieue::testing {
 namespace {
