@@ -52,13 +52,11 @@ std::string readFile(const fs::path& path) {
 }
 
 // A libvirt test-driver host: one dir pool holding the image's backing volume and one network.
-// `cpus` tells the hosts of two Providers apart in their capabilities.
-std::string nodeXml(int cpus) {
+// Each Provider gets a file of its own, hence a host (a driver state) of its own.
+std::string nodeXml() {
   return "<node>\n"
-         "  <cpu><mhz>2000</mhz><model>i686</model><active>" +
-         std::to_string(cpus) + "</active><nodes>1</nodes><sockets>1</sockets><cores>" +
-         std::to_string(cpus) +
-         "</cores><threads>1</threads></cpu>\n"
+         "  <cpu><mhz>2000</mhz><model>i686</model><active>2</active><nodes>1</nodes>"
+         "<sockets>1</sockets><cores>2</cores><threads>1</threads></cpu>\n"
          "  <memory>8388608</memory>\n"
          "  <network><name>lan</name><bridge name='virbr7'/>"
          "<ip address='192.168.70.1' netmask='255.255.255.0'/></network>\n"
@@ -241,10 +239,9 @@ class FlowsTest : public ::testing::Test {
   }
 
   // A Provider of the bootstrapped `libvirt` class on a test-driver host of its own.
-  void libvirtProvider(const std::string& ns, const std::string& name, const std::string& labels,
-                       int cpus) {
+  void libvirtProvider(const std::string& ns, const std::string& name, const std::string& labels) {
     fs::path node = work_ / (ns + "-" + name + ".xml");
-    std::ofstream(node) << nodeXml(cpus);
+    std::ofstream(node) << nodeXml();
     applyProvider(ns, name, "libvirt", labels, "test://" + node.string(),
                   "    storageClasses: [{name: std, target: {pool: images}}]\n"
                   "    networkClasses: [{name: lan, target: {network: lan}}]\n");
@@ -364,7 +361,7 @@ class FlowsTest : public ::testing::Test {
 TEST_F(FlowsTest, CreateToReadyThenPowerOffAndOn) {
   LocalCluster::TestNamespace scoped(cluster_);
   const std::string ns = useNamespace(scoped);
-  libvirtProvider(ns, "host1", "dc: dc1, env: prod", 2);
+  libvirtProvider(ns, "host1", "dc: dc1, env: prod");
   applyVm(ns, "db-01", "dc: dc1, env: prod");
   ASSERT_TRUE(waitFor(ns, "vm/db-01", "Ready"));
   EXPECT_EQ(condition(ns, "db-01", "Ready"), "True/Reconciled");
@@ -439,7 +436,7 @@ TEST_F(FlowsTest, DeleteLeavesNoBackendObject) {
   LocalCluster::TestNamespace scoped(cluster_);
   const std::string ns = useNamespace(scoped);
   fs::path dir = fileProvider(ns, "files", "tier: files");
-  libvirtProvider(ns, "host1", "tier: libvirt", 2);
+  libvirtProvider(ns, "host1", "tier: libvirt");
   applyVm(ns, "on-files", "tier: files");
   applyVm(ns, "on-libvirt", "tier: libvirt");
   ASSERT_TRUE(waitFor(ns, "vm/on-files", "Ready"));
@@ -471,8 +468,8 @@ TEST_F(FlowsTest, DeleteLeavesNoBackendObject) {
 TEST_F(FlowsTest, SwapBetweenTwoLibvirtProviders) {
   LocalCluster::TestNamespace scoped(cluster_);
   const std::string ns = useNamespace(scoped);
-  libvirtProvider(ns, "host-a", "dc: a", 2);
-  libvirtProvider(ns, "host-b", "dc: b", 4);
+  libvirtProvider(ns, "host-a", "dc: a");
+  libvirtProvider(ns, "host-b", "dc: b");
   applyVm(ns, "web-01", "dc: a");
   ASSERT_TRUE(waitFor(ns, "vm/web-01", "Ready"));
   ASSERT_EQ(get("vm web-01 -n " + ns, "{.status.scheduled.providerName}"), "host-a");
@@ -513,7 +510,7 @@ TEST_F(FlowsTest, SwapBetweenTwoLibvirtProviders) {
 TEST_F(FlowsTest, SwapFromLibvirtToTheThirdPartyFilePlugin) {
   LocalCluster::TestNamespace scoped(cluster_);
   const std::string ns = useNamespace(scoped);
-  libvirtProvider(ns, "host1", "site: lab, backend: libvirt", 2);
+  libvirtProvider(ns, "host1", "site: lab, backend: libvirt");
   fs::path dir = fileProvider(ns, "files", "site: lab, backend: file");
   applyVm(ns, "svc-01", "site: lab, backend: libvirt");
   ASSERT_TRUE(waitFor(ns, "vm/svc-01", "Ready"));
