@@ -186,6 +186,9 @@ TEST(Workload, TheDeploymentRunsTheProviderRuntimeByContract) {
   const auto* d = find(*w, "deployments", "banlieue-provider-file-lab");
   ASSERT_NE(d, nullptr);
   EXPECT_EQ(sdk::json::integer(&d->body, "spec.replicas"), 1);
+  // Only the leader is ready: old pods go first or a rollout never finishes (found by e2e).
+  EXPECT_EQ(sdk::json::integer(&d->body, "spec.strategy.rollingUpdate.maxSurge"), 0);
+  EXPECT_EQ(stringOr(&d->body, "spec.strategy.rollingUpdate.maxUnavailable", ""), "100%");
   const auto* selector = find(&d->body, "spec.selector.matchLabels");
   EXPECT_EQ(selector->MemberCount(), 3U);
   EXPECT_EQ(label(selector, "banlieue.io/provider"), "lab");

@@ -338,6 +338,17 @@ MintedObject deployment(const Context& c) {
   auto deployment_spec = object();
   put(deployment_spec, "replicas", rapidjson::Value(std::max<int32_t>(1, spec.replicas)), a);
   put(deployment_spec, "selector", std::move(selector), a);
+  // The old pods go before new ones start: a pod is ready only while it leads (ADR 0011), so a
+  // new pod never becomes ready beside the old leader and the default rolling update would wait
+  // on it forever. Not type Recreate: applied over a Deployment minted with the default
+  // strategy, it is refused (the defaulted rollingUpdate stays, and Recreate forbids it).
+  auto rolling = object();
+  put(rolling, "maxSurge", rapidjson::Value(0), a);
+  put(rolling, "maxUnavailable", std::string("100%"), a);
+  auto strategy = object();
+  put(strategy, "type", std::string("RollingUpdate"), a);
+  put(strategy, "rollingUpdate", std::move(rolling), a);
+  put(deployment_spec, "strategy", std::move(strategy), a);
   put(deployment_spec, "template", std::move(pod_template), a);
   put(m.body, "spec", std::move(deployment_spec), a);
   return m;
