@@ -8,6 +8,8 @@ packages=(
   # toolchain
   build-essential cmake ninja-build pkg-config git ccache binutils
   clang-format clang-tidy
+  # scripts/lint.sh: compile_commands.json lookups for the clang-tidy result cache
+  jq
   # libraries (see DESIGN.md: Boost.DLL, CLI11, spdlog, RapidJSON, OpenSSL)
   libboost-dev libcli11-dev libspdlog-dev libfmt-dev rapidjson-dev libssl-dev
   libcpprest-dev libyaml-cpp-dev
@@ -21,6 +23,8 @@ packages=(
   # virsh, and qemu-img (dir pools create qcow2 volumes with it)
   libvirt-dev libvirt-clients libvirt-daemon-system libvirt-daemon-driver-qemu qemu-system-x86
   qemu-utils
+  # UEFI firmware for QEMU: VMClass firmware defaults to efi (scripts/dev.sh --real boots with it)
+  ovmf
   # the fake PVE API of the proxmox plugin tests and its cross-check (tests/proxmox)
   python3 python3-proxmoxer python3-requests
   # the proxmox plugin's image and snippet upload (libssh2, SFTP) and its test's sshd on loopback

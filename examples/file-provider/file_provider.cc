@@ -9,6 +9,8 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 namespace {
 
@@ -41,20 +43,33 @@ void writeFile(const fs::path& path, const std::string& content) {
 
 class FileInstance final : public banlieue::sdk::Instance {
  public:
-  FileInstance(fs::path root, int create_seconds)
-      : root_(std::move(root)), create_seconds_(create_seconds) {}
+  FileInstance(fs::path root, int create_seconds, std::vector<std::string> zones)
+      : root_(std::move(root)), create_seconds_(create_seconds), zones_(std::move(zones)) {}
 
-  Status introspect(const Call&, const banlieue::sdk::IntrospectRequest&, Reply& reply) override {
+  // One failure domain per zone of the endpoint (`local` when it names none). A directory
+  // stores any disk and attaches no network, so every storage and network class the Provider
+  // declares is available in each zone: VMClasses written for other backends schedule here.
+  Status introspect(const Call&, const banlieue::sdk::IntrospectRequest& request,
+                    Reply& reply) override {
     auto& a = reply.allocator();
     char host[256] = "localhost";
     gethostname(host, sizeof(host) - 1);
-    rapidjson::Value labels(rapidjson::kObjectType);
-    labels.AddMember("host", json::stringValue(host, a), a);
-    rapidjson::Value fd(rapidjson::kObjectType);
-    fd.AddMember("name", "local", a);
-    fd.AddMember("labels", labels, a);
     rapidjson::Value fds(rapidjson::kArrayType);
-    fds.PushBack(fd, a);
+    for (const auto& zone : zones_) {
+      rapidjson::Value labels(rapidjson::kObjectType);
+      labels.AddMember("host", json::stringValue(host, a), a);
+      labels.AddMember("zone", json::stringValue(zone, a), a);
+      rapidjson::Value attributes(rapidjson::kObjectType);
+      attributes.AddMember("availableStorageClasses",
+                           declaredClasses(request.provider, "storageClasses", a), a);
+      attributes.AddMember("availableNetworkClasses",
+                           declaredClasses(request.provider, "networkClasses", a), a);
+      rapidjson::Value fd(rapidjson::kObjectType);
+      fd.AddMember("name", json::stringValue(zone, a), a);
+      fd.AddMember("labels", labels, a);
+      fd.AddMember("attributes", attributes, a);
+      fds.PushBack(fd, a);
+    }
     reply.body().AddMember("failureDomains", fds, a);
     return Status::ok();
   }
@@ -92,6 +107,7 @@ class FileInstance final : public banlieue::sdk::Instance {
     vm.AddMember("uid", json::stringValue(request.uid, va), va);
     vm.AddMember("cpus", json::integer(request.spec, "cpus").value_or(1), va);
     vm.AddMember("memoryMiB", json::integer(request.spec, "memoryMiB").value_or(512), va);
+    vm.AddMember("failureDomain", json::stringValue(zoneOf(request), va), va);
     vm.AddMember("userData", json::stringValue(json::stringOr(request.spec, "userData"), va), va);
     vm.AddMember("state", json::stringValue(desired == "PoweredOff" ? "stopped" : "running", va),
                  va);
@@ -103,7 +119,7 @@ class FileInstance final : public banlieue::sdk::Instance {
     rapidjson::Value init(rapidjson::kObjectType);
     init.AddMember("provisioned", true, a);
     status.AddMember("initialization", init, a);
-    status.AddMember("failureDomain", "local", a);
+    status.AddMember("failureDomain", json::stringValue(zoneOf(request), a), a);
     status.AddMember("observedPowerState",
                      json::stringValue(desired == "PoweredOff" ? "PoweredOff" : "PoweredOn", a), a);
     rapidjson::Value address(rapidjson::kObjectType);
@@ -148,6 +164,29 @@ class FileInstance final : public banlieue::sdk::Instance {
   }
 
  private:
+  // The names of the Provider's spec.capabilities.<list> entries.
+  static rapidjson::Value declaredClasses(const rapidjson::Value* provider, const char* list,
+                                          rapidjson::Document::AllocatorType& a) {
+    rapidjson::Value names(rapidjson::kArrayType);
+    const auto* capabilities = json::find(provider, "spec.capabilities");
+    const auto* entries = json::member(capabilities, list);
+    if (entries == nullptr || !entries->IsArray()) return names;
+    for (const auto& entry : entries->GetArray()) {
+      std::string name = json::stringOr(&entry, "name");
+      if (!name.empty()) names.PushBack(json::stringValue(name, a), a);
+    }
+    return names;
+  }
+
+  // The zone the controller placed the machine in, when it is one of ours.
+  std::string zoneOf(const banlieue::sdk::ReconcileRequest& request) const {
+    std::string wanted = json::stringOr(request.spec, "failureDomain");
+    for (const auto& zone : zones_) {
+      if (zone == wanted) return zone;
+    }
+    return zones_.front();
+  }
+
   fs::path vmFile(const banlieue::sdk::ReconcileRequest& request) const {
     std::string ns = request.namespace_.empty() ? "default" : request.namespace_;
     return root_ / (ns + "_" + request.name + ".json");
@@ -160,7 +199,24 @@ class FileInstance final : public banlieue::sdk::Instance {
 
   fs::path root_;
   int create_seconds_ = 0;
+  std::vector<std::string> zones_;  // never empty
 };
+
+// Splits `text` at every `separator`.
+std::vector<std::string> split(const std::string& text, char separator) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    size_t end = text.find(separator, start);
+    parts.push_back(text.substr(start, end - start));
+    if (end == std::string::npos) return parts;
+    start = end + 1;
+  }
+}
+
+Error invalidEndpoint(const std::string& message) {
+  return Error(Code::kInvalidArgument, "InvalidEndpoint", message);
+}
 
 class FileProvider final : public banlieue::sdk::Provider {
  public:
@@ -192,27 +248,48 @@ class FileProvider final : public banlieue::sdk::Provider {
     return Status::ok();
   }
 
-  // The Provider's endpoint is file:///absolute/directory, optionally ?createSeconds=N.
+  // The Provider's endpoint is file:///absolute/directory, optionally followed by options:
+  // ?createSeconds=N (a create takes N seconds) and/or zones=a,b (one failure domain each),
+  // joined with '&'.
   std::unique_ptr<banlieue::sdk::Instance> createInstance(
       const Call&, banlieue::sdk::InstanceConfig config) override {
     const std::string prefix = "file://";
     if (config.endpoint.rfind(prefix, 0) != 0) {
-      throw Error(
-          Code::kInvalidArgument, "InvalidEndpoint",
-          "spec.connection.endpoint must be file:///<directory>, got '" + config.endpoint + "'");
+      throw invalidEndpoint("spec.connection.endpoint must be file:///<directory>, got '" +
+                            config.endpoint + "'");
     }
     std::string rest = config.endpoint.substr(prefix.size());
     int create_seconds = 0;
+    std::vector<std::string> zones = {"local"};
     if (auto q = rest.find('?'); q != std::string::npos) {
       std::string query = rest.substr(q + 1);
       rest.resize(q);
-      const std::string key = "createSeconds=";
-      if (query.rfind(key, 0) != 0 || query.size() == key.size() ||
-          query.find_first_not_of("0123456789", key.size()) != std::string::npos) {
-        throw Error(Code::kInvalidArgument, "InvalidEndpoint",
-                    "the only endpoint option is ?createSeconds=<seconds>, got '" + query + "'");
+      for (const auto& option : split(query, '&')) {
+        auto eq = option.find('=');
+        std::string key = option.substr(0, eq);
+        std::string value = eq == std::string::npos ? "" : option.substr(eq + 1);
+        if (key == "createSeconds") {
+          if (value.empty() || value.size() > 6 ||
+              value.find_first_not_of("0123456789") != std::string::npos) {
+            throw invalidEndpoint("createSeconds must be a number of seconds, got '" + value + "'");
+          }
+          create_seconds = std::stoi(value);
+        } else if (key == "zones") {
+          zones = split(value, ',');
+          for (const auto& zone : zones) {
+            if (zone.empty() || zone.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") !=
+                                    std::string::npos) {
+              throw invalidEndpoint(
+                  "zones must be a comma-separated list of lower-case names, got '" + value + "'");
+            }
+          }
+        } else {
+          throw invalidEndpoint(
+              "the endpoint options are createSeconds=<seconds> and "
+              "zones=<a,b,...>, got '" +
+              option + "'");
+        }
       }
-      create_seconds = std::stoi(query.substr(key.size()));
     }
     fs::path root = rest;
     std::error_code ec;
@@ -220,7 +297,7 @@ class FileProvider final : public banlieue::sdk::Provider {
       throw Error(Code::kUnavailable, "BackendUnreachable",
                   root.string() + " is not a writable directory");
     }
-    return std::make_unique<FileInstance>(root, create_seconds);
+    return std::make_unique<FileInstance>(root, create_seconds, std::move(zones));
   }
 };
 

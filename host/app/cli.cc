@@ -53,7 +53,11 @@ int run(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // app.exit prints the message (or the help/version text) and returns CLI11's own code per
+    // error kind (105 validation, 106 required, 109 extras...); the documented contract is one
+    // usage-error code for all of them, so scripts need not know CLI11's table.
+    const int cli11_code = app.exit(e);
+    return cli11_code == static_cast<int>(CLI::ExitCodes::Success) ? kExitOk : kExitUsage;
   }
   auto level = common::parseLogLevel(level_text);
   auto format = common::parseLogFormat(format_text);

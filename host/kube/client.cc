@@ -85,6 +85,21 @@ void observeRequest(const char* verb, int code, std::chrono::steady_clock::time_
       .observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
 }
 
+// Counts one write (create, update, patch, apply, delete) by resource, so a role's writes can be
+// told apart: its own objects' spec and status versus Events and Lease renewals. Attempts are
+// counted whatever the outcome (the code is in banlieue_kube_requests_total): a conflicting
+// write costs the apiserver as much as a successful one.
+void observeWrite(const char* verb, const ResourceType& type, const std::string& subresource) {
+  MetricsRegistry::global()
+      .counter("banlieue_kube_write_requests_total",
+               "Kubernetes API write requests by verb, API group, resource and subresource",
+               {{"verb", verb},
+                {"group", type.group.empty() ? "core" : type.group},
+                {"resource", type.plural},
+                {"subresource", subresource}})
+      .inc();
+}
+
 class HttpKubeClient final : public KubeClient {
  public:
   HttpKubeClient(std::unique_ptr<HttpTransport> transport, const ClientOptions& options)
@@ -113,6 +128,7 @@ class HttpKubeClient final : public KubeClient {
 
   StatusOr<rapidjson::Document> create(const ResourceType& type, const std::string& ns,
                                        const std::string& object_json) override {
+    observeWrite("create", type, "");
     return call("POST", type.path(ns), object_json, "application/json",
                 describe("create", type, ns, ""));
   }
@@ -120,6 +136,7 @@ class HttpKubeClient final : public KubeClient {
   StatusOr<rapidjson::Document> update(const ResourceType& type, const std::string& ns,
                                        const std::string& name, const std::string& object_json,
                                        const std::string& subresource) override {
+    observeWrite("update", type, subresource);
     return call("PUT", type.path(ns, name, subresource), object_json, "application/json",
                 describe("update", type, ns, name));
   }
@@ -132,6 +149,7 @@ class HttpKubeClient final : public KubeClient {
                                : patch_type == PatchType::kJson
                                    ? "application/json-patch+json"
                                    : "application/strategic-merge-patch+json";
+    observeWrite("patch", type, subresource);
     return call("PATCH", type.path(ns, name, subresource), patch_json, content_type,
                 describe("patch", type, ns, name));
   }
@@ -145,6 +163,7 @@ class HttpKubeClient final : public KubeClient {
     }
     Query q;
     q.add("fieldManager", options.field_manager).add("force", options.force ? "true" : "");
+    observeWrite("apply", type, options.subresource);
     return call("PATCH", type.path(ns, name, options.subresource) + q.str(), object_json,
                 "application/apply-patch+yaml", describe("apply", type, ns, name));
   }
@@ -171,6 +190,7 @@ class HttpKubeClient final : public KubeClient {
       }
       body.AddMember("preconditions", pre, a);
     }
+    observeWrite("delete", type, "");
     auto result = call("DELETE", type.path(ns, name), json::serialize(body), "application/json",
                        describe("delete", type, ns, name));
     return result.ok() ? Status::ok() : result.status();

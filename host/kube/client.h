@@ -131,7 +131,9 @@ struct ClientOptions {
 };
 
 // The real client over an HttpTransport. Every request is counted in
-// banlieue_kube_requests_total{verb,code} and timed in banlieue_kube_request_duration_seconds.
+// banlieue_kube_requests_total{verb,code} and timed in banlieue_kube_request_duration_seconds;
+// every write is also counted in banlieue_kube_write_requests_total{verb,group,resource,
+// subresource} (verb: create, update, patch, apply, delete; group "core" for the core API).
 std::unique_ptr<KubeClient> makeKubeClient(std::unique_ptr<HttpTransport> transport,
                                            ClientOptions options = {});
 

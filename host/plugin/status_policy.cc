@@ -22,13 +22,14 @@ StatusPolicy policyFor(banlieue_status code) {
     case BANLIEUE_NOT_FOUND:
     case BANLIEUE_INTERNAL:
     case BANLIEUE_DATA_LOSS: return {Disposition::kRetry, true};
-    // Credentials or permissions: fixed outside the object, so retry slowly.
+    // Credentials or permissions, or the backend's state in the way (a foreign VM holds the
+    // name, a pool is inactive): fixed outside the object, so retry slowly.
     case BANLIEUE_UNAUTHENTICATED:
-    case BANLIEUE_PERMISSION_DENIED: return {Disposition::kTerminal, true, 5min};
+    case BANLIEUE_PERMISSION_DENIED:
+    case BANLIEUE_FAILED_PRECONDITION:
+    case BANLIEUE_ALREADY_EXISTS: return {Disposition::kTerminal, true, 5min};
     // The object asks for something impossible: wait for the user to change it.
     case BANLIEUE_INVALID_ARGUMENT:
-    case BANLIEUE_FAILED_PRECONDITION:
-    case BANLIEUE_ALREADY_EXISTS:
     case BANLIEUE_OUT_OF_RANGE:
     case BANLIEUE_UNIMPLEMENTED: return {Disposition::kTerminal, true, 0s};
     default: return {Disposition::kRetry, true};

@@ -4,6 +4,9 @@
 
 #include <banlieue/sdk/json.h>
 
+#include <algorithm>
+#include <initializer_list>
+#include <string_view>
 #include <thread>
 
 namespace banlieue::runtime {
@@ -15,7 +18,41 @@ EventHandler enqueueWith(const std::function<void(const Object&)>& enqueue) {
   return {enqueue, [enqueue](const Object&, const Object& now) { enqueue(now); }, enqueue};
 }
 
+// Members of `a` other than `skip` equal those of `b`, and `b` has no others.
+bool equalExcept(const rapidjson::Value& a, const rapidjson::Value& b,
+                 std::initializer_list<std::string_view> skip) {
+  if (!a.IsObject() || !b.IsObject()) return a == b;
+  auto skipped = [&](const rapidjson::Value& name) {
+    std::string_view n(name.GetString(), name.GetStringLength());
+    return std::find(skip.begin(), skip.end(), n) != skip.end();
+  };
+  size_t compared = 0;
+  for (const auto& member : a.GetObject()) {
+    if (skipped(member.name)) continue;
+    auto other = b.FindMember(member.name);
+    if (other == b.MemberEnd() || !(other->value == member.value)) return false;
+    ++compared;
+  }
+  size_t others = 0;
+  for (const auto& member : b.GetObject()) others += skipped(member.name) ? 0 : 1;
+  return compared == others;
+}
+
 }  // namespace
+
+bool onlyStatusChanged(const rapidjson::Value& old_object, const rapidjson::Value& new_object) {
+  static const rapidjson::Value kEmpty(rapidjson::kObjectType);
+  auto metadata = [](const rapidjson::Value& o) -> const rapidjson::Value& {
+    if (o.IsObject()) {
+      auto m = o.FindMember("metadata");
+      if (m != o.MemberEnd()) return m->value;
+    }
+    return kEmpty;
+  };
+  return equalExcept(old_object, new_object, {"status", "metadata"}) &&
+         equalExcept(metadata(old_object), metadata(new_object),
+                     {"resourceVersion", "managedFields"});
+}
 
 Request Request::fromKey(const std::string& key) {
   auto slash = key.find('/');
@@ -38,8 +75,14 @@ Controller::Controller(std::string name, Reconciler& reconciler, ControllerOptio
           "banlieue_reconcile_duration_seconds", "Time spent in one reconcile, by controller",
           {{"controller", name_}})) {}
 
-void Controller::watch(Informer& informer) {
-  informer.addHandler(enqueueWith([this](const Object& o) { queue_.add(objectKey(*o)); }));
+void Controller::watch(Informer& informer, Updates updates) {
+  auto handler = enqueueWith([this](const Object& o) { queue_.add(objectKey(*o)); });
+  if (updates == Updates::kIgnoreStatusOnly) {
+    handler.on_update = [this](const Object& old_object, const Object& new_object) {
+      if (!onlyStatusChanged(*old_object, *new_object)) queue_.add(objectKey(*new_object));
+    };
+  }
+  informer.addHandler(std::move(handler));
 }
 
 void Controller::watchOwned(Informer& informer, const std::string& owner_kind) {

@@ -58,6 +58,10 @@ class Result {
   std::chrono::nanoseconds requeue_after_{0};
 };
 
+// True when the two versions of an object differ in nothing but status, resourceVersion and
+// managedFields.
+bool onlyStatusChanged(const rapidjson::Value& old_object, const rapidjson::Value& new_object);
+
 class Reconciler {
  public:
   virtual ~Reconciler() = default;
@@ -79,8 +83,18 @@ class Controller {
   Controller(std::string name, Reconciler& reconciler, ControllerOptions options = {},
              Clock& clock = SteadyClock::instance());
 
+  // Which updates of a watched object enqueue it.
+  enum class Updates {
+    kAll,
+    // Not those that change only status (and resourceVersion/managedFields): for objects whose
+    // status this controller writes itself and never reads as input. Otherwise a status that
+    // changes on every failed attempt (a backend error quoting a timestamp) re-enqueues the key
+    // at once and defeats the rate limiter's backoff.
+    kIgnoreStatusOnly,
+  };
+
   // Reconcile the objects of this informer (their own keys).
-  void watch(Informer& informer);
+  void watch(Informer& informer, Updates updates = Updates::kAll);
   // Reconcile the owner (controller reference of `owner_kind`) when an owned object changes.
   void watchOwned(Informer& informer, const std::string& owner_kind);
   // Reconcile whatever keys `map` returns for a changed object (e.g. a ProviderClass edit ->

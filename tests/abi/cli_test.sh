@@ -17,18 +17,28 @@ expect 1 "cannot connect to the API server" -- controller --kubeconfig /nonexist
 expect 0 "--image-plugin-dir" -- operator --help
 expect 1 "banlieue operator: " -- operator --kubeconfig /nonexistent/kubeconfig --health-port -1 --metrics-port -1
 expect 1 "/nonexistent/kubeconfig" -- imagebuilder --kubeconfig /nonexistent/kubeconfig --health-port -1 --metrics-port -1
-expect 106 "--backend is required" -- image-import
+expect 2 "--backend is required" -- image-import
 # The checksum is refused before anything is read or connected (exit 11: ChecksumUnusable).
 expect 11 "checksum algorithm 'md5' is not supported" -- image-import --backend libvirt --provider ns/p --image i --failure-domain fd --artifact /nonexistent --checksum md5:00
 expect 0 "name: virtualmachines.banlieue.io" -- crdgen
 expect 1 "plugin directory does not exist" -- crdgen --plugin-dir /nonexistent/banlieue-plugins
 expect 2 "--provider must be <namespace>/<name>" -- provider libvirt --provider just-a-name
-expect 106 "--provider is required" -- provider libvirt
+expect 2 "--provider is required" -- provider libvirt
 expect 0 "kind: Namespace" -- bootstrap operator --dry-run --plugin-dir /nonexistent/banlieue-plugins
 expect 0 "name: banlieue-system" -- bootstrap operator --dry-run --plugin-dir /nonexistent/banlieue-plugins
+# Every parse or validation error CLI11 reports is the documented usage error, exit 2 (CLI11's
+# own codes would be 105 validation, 106 required, 109 extras, 102 conversion).
+expect 2 "not in range" -- operator --kubeconfig /nonexistent/kubeconfig --workers 0
+expect 2 "not in {raw,qcow2,iso,ova,vmdk}" -- image-import --backend libvirt --provider ns/p --image i --failure-domain fd --artifact /nonexistent --checksum sha256:00 --format floppy
+expect 2 "Directory does not exist" -- plugin check /nonexistent/banlieue-plugins
+expect 2 "The following argument was not expected: --no-such-flag" -- controller --no-such-flag
+expect 2 "A subcommand is required" -- no-such-role
+expect 2 "Could not convert" -- controller --kubeconfig /nonexistent/kubeconfig --kube-qps fast
+expect 2 "A subcommand is required" --
+expect 0 "Usage: banlieue" -- --help
 expect 2 "--log-level 'loud' is not a level" -- --log-level loud controller
 expect 2 "--log-format 'yaml' must be text or json" -- --log-format yaml controller
-expect 106 "dir is required" -- plugin check
+expect 2 "dir is required" -- plugin check
 # --log-format json writes one JSON object per line.
 line=$("$banlieue" --log-format json --log-level info plugin inspect "$plugins/current" 2>&1 >/dev/null | grep 'loaded plugin' | head -n1)
 if [[ "$line" =~ ^\{\"ts\":\"[0-9T:.-]+Z\",\"level\":\"info\",\"logger\":\"plugin.loader\",\"msg\":\"loaded\ plugin\ testprov ]]; then

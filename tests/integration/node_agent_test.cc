@@ -130,6 +130,9 @@ spec:
   })) << "the agent removes the pod once its process has stopped";
   cluster_.kubectl("delete node " + n + "-inner clusterrole/" + n +
                    "-inner-node clusterrolebinding/" + n + "-inner-node --ignore-not-found");
+  // The nested agent's default state directory (it ran without --state-dir).
+  std::filesystem::remove_all(std::filesystem::temp_directory_path() /
+                              ("banlieue-devnode-" + n + "-inner"));
 }
 
 TEST_F(NodeAgentTest, AJobRunsToSucceededWithEnvFromAConfigMap) {
@@ -168,6 +171,10 @@ spec:
   EXPECT_EQ(
       jsonpath("pods", n, "{.items[0].status.containerStatuses[0].state.terminated.exitCode}"),
       "0");
+  // `kubectl logs` reaches the agent's log endpoint through the apiserver.
+  auto logs = cluster_.kubectl("logs job/version -n " + n);
+  EXPECT_EQ(logs.exit_code, 0) << logs.output;
+  EXPECT_THAT(logs.output, ::testing::HasSubstr(BANLIEUE_VERSION));
 }
 
 TEST_F(NodeAgentTest, AFailingJobReportsItsExitCode) {

@@ -2,6 +2,7 @@
 // Deployment handed to the provider runtime.
 #include "host/roles/operator/workload.h"
 #include "host/api/codec.h"
+#include "host/common/fnv_hash.h"
 #include "host/roles/operator/provider_reconciler.h"
 #include "host/roles/operator/workload_names.h"
 
@@ -74,12 +75,8 @@ TEST(WorkloadNames, LongNamesAreCappedWithAStableHashOfTheFullName) {
   EXPECT_EQ(name, workloadName("vsphere", provider));
   // Same 54-character prefix, different tails: different names.
   EXPECT_NE(name, workloadName("vsphere", provider + "x"));
-  // FNV-1a-32 test vectors.
-  EXPECT_EQ(fnv1a32(""), 0x811c9dc5U);
-  EXPECT_EQ(fnv1a32("a"), 0xe40c292cU);
-  EXPECT_EQ(fnv1a32("foobar"), 0xbf9cf968U);
   char hex[9];
-  std::snprintf(hex, sizeof(hex), "%08x", fnv1a32(full));
+  std::snprintf(hex, sizeof(hex), "%08x", common::fnv1a32(full));
   EXPECT_EQ(name.substr(54), std::string("-") + hex);
 }
 
@@ -204,6 +201,9 @@ TEST(Workload, TheDeploymentRunsTheProviderRuntimeByContract) {
   const auto* d = find(*w, "deployments", "banlieue-provider-file-lab");
   ASSERT_NE(d, nullptr);
   EXPECT_EQ(sdk::json::integer(&d->body, "spec.replicas"), 1);
+  // Only the leader is ready: old pods go first or a rollout never finishes (found by e2e).
+  EXPECT_EQ(sdk::json::integer(&d->body, "spec.strategy.rollingUpdate.maxSurge"), 0);
+  EXPECT_EQ(stringOr(&d->body, "spec.strategy.rollingUpdate.maxUnavailable", ""), "100%");
   const auto* selector = find(&d->body, "spec.selector.matchLabels");
   EXPECT_EQ(selector->MemberCount(), 3U);
   EXPECT_EQ(label(selector, "banlieue.io/provider"), "lab");

@@ -2,6 +2,8 @@
 // free loopback port for one test process, and talks to its test-only /_fake endpoints.
 #pragma once
 
+#include "tests/support/json_escape.h"
+
 #include <banlieue/sdk/json.h>
 
 #include <sys/types.h>
@@ -51,6 +53,6 @@ class FakePve {
   std::string dir_;
 };
 
-std::string jsonEscape(const std::string& s);
+using ::banlieue::testing::jsonEscape;
 
 }  // namespace banlieue::proxmox::testing

@@ -224,6 +224,9 @@ TEST(BootstrapManifestsTest, OrderAndContents) {
   const auto& container = (*deployment)["spec"]["template"]["spec"]["containers"][0];
   EXPECT_EQ(json::stringOr(&container, "image"), "localhost/banlieue:9.9.9");
   EXPECT_STREQ(container["args"][0].GetString(), "operator");
+  // Only the Lease holder is ready: the old pod goes first or a rollout never finishes.
+  EXPECT_EQ(json::integer(deployment, "spec.strategy.rollingUpdate.maxSurge"), 0);
+  EXPECT_EQ(json::stringOr(deployment, "spec.strategy.rollingUpdate.maxUnavailable"), "100%");
 
   // The image pipeline: the imagebuilder runs in the install namespace, not the build one (a
   // provider may run Jobs there, and a Job may use any ServiceAccount of its namespace).

@@ -91,6 +91,9 @@ TEST(StatusMirrorTest, CopiesTheInfraReportAndItsReadyCondition) {
   EXPECT_EQ(infra_ready.message, "task 3");
   EXPECT_EQ(infra_ready.observed_generation, 2);
   EXPECT_EQ(condition(status, "GuestReady").status, "True");
+  // The top-level Ready says why the infrastructure is not ready, in the backend's words.
+  EXPECT_EQ(condition(status, "Ready").reason, "InfrastructureNotReady");
+  EXPECT_THAT(condition(status, "Ready").message, HasSubstr("(Cloning: task 3)"));
 
   // No infra CR any more: mirrored fields are cleared (initialization to provisioned=false),
   // GuestReady disappears.

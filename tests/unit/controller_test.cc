@@ -144,3 +144,36 @@ TEST(ControllerTest, StopWaitsForInFlightReconciles) {
 
 }  // namespace
 }  // namespace banlieue::runtime
+
+namespace banlieue::runtime {
+namespace {
+
+rapidjson::Document parseJson(const char* text) {
+  rapidjson::Document d;
+  d.Parse(text);
+  return d;
+}
+
+TEST(ControllerTest, StatusOnlyUpdatesAreToldApartFromEveryOtherChange) {
+  auto base = parseJson(
+      R"({"metadata":{"name":"m","resourceVersion":"1","finalizers":["f"]},"spec":{"cpus":2},
+          "status":{"message":"t1"}})");
+  // Status, resourceVersion and managedFields only: what a writer of status causes.
+  EXPECT_TRUE(onlyStatusChanged(base, parseJson(R"({"metadata":{"name":"m","resourceVersion":"2",
+      "finalizers":["f"],"managedFields":[{"manager":"x"}]},"spec":{"cpus":2},
+      "status":{"message":"t2"}})")));
+  EXPECT_TRUE(onlyStatusChanged(base, parseJson(R"({"metadata":{"name":"m","resourceVersion":"2",
+      "finalizers":["f"]},"spec":{"cpus":2}})")));
+  // Anything else is a change the reconciler must see.
+  EXPECT_FALSE(onlyStatusChanged(base, parseJson(R"({"metadata":{"name":"m",
+      "resourceVersion":"2","finalizers":["f"]},"spec":{"cpus":4},"status":{"message":"t1"}})")));
+  EXPECT_FALSE(onlyStatusChanged(base, parseJson(R"({"metadata":{"name":"m",
+      "resourceVersion":"2","finalizers":["f"],"deletionTimestamp":"now"},"spec":{"cpus":2}})")));
+  EXPECT_FALSE(onlyStatusChanged(base, parseJson(R"({"metadata":{"name":"m",
+      "resourceVersion":"2"},"spec":{"cpus":2},"status":{"message":"t1"}})")));
+  EXPECT_FALSE(onlyStatusChanged(base, parseJson(R"({"metadata":{"name":"m",
+      "resourceVersion":"2","finalizers":["f"]},"spec":{"cpus":2},"extra":1})")));
+}
+
+}  // namespace
+}  // namespace banlieue::runtime

@@ -172,5 +172,44 @@ TEST(KubeClientTest, RequestsBeyondTheBurstWaitAndAreCounted) {
   EXPECT_EQ(ok_gets.value(), gets_before + 3);
 }
 
+TEST(KubeClientTest, WritesAreCountedByVerbResourceAndSubresourceReadsAreNot) {
+  auto f = make();
+  for (int i = 0; i < 6; ++i) f.transport->responses.push_back({200, {}, "{}"});
+  auto writes = [](const std::string& verb, const std::string& group, const std::string& resource,
+                   const std::string& subresource) {
+    return MetricsRegistry::global()
+        .counter("banlieue_kube_write_requests_total",
+                 "Kubernetes API write requests by verb, API group, resource and subresource",
+                 {{"verb", verb},
+                  {"group", group},
+                  {"resource", resource},
+                  {"subresource", subresource}})
+        .value();
+  };
+  const ResourceType vms{"banlieue.io", "v1alpha1", "virtualmachines", true};
+  double status_applies = writes("apply", "banlieue.io", "virtualmachines", "status");
+  double spec_applies = writes("apply", "banlieue.io", "virtualmachines", "");
+  double creates = writes("create", "core", "configmaps", "");
+  double lease_updates = writes("update", "coordination.k8s.io", "leases", "");
+  double deletes = writes("delete", "core", "configmaps", "");
+
+  ASSERT_TRUE(f.client->get(vms, "a", "b").ok());
+  ASSERT_TRUE(
+      f.client->apply(vms, "a", "b", "{}", {.field_manager = "m", .subresource = "status"}).ok());
+  ASSERT_TRUE(f.client->create(resources::kConfigMap, "a", "{}").ok());
+  ASSERT_TRUE(f.client->update(resources::kLease, "a", "l", "{}", "").ok());
+  ASSERT_TRUE(f.client->remove(resources::kConfigMap, "a", "c", {}).isOk());
+
+  EXPECT_EQ(writes("apply", "banlieue.io", "virtualmachines", "status"), status_applies + 1);
+  EXPECT_EQ(writes("apply", "banlieue.io", "virtualmachines", ""), spec_applies)
+      << "a status apply is not a spec apply";
+  EXPECT_EQ(writes("create", "core", "configmaps", ""), creates + 1);
+  EXPECT_EQ(writes("update", "coordination.k8s.io", "leases", ""), lease_updates + 1);
+  EXPECT_EQ(writes("delete", "core", "configmaps", ""), deletes + 1);
+  EXPECT_THAT(MetricsRegistry::global().render(),
+              HasSubstr("banlieue_kube_write_requests_total{verb=\"apply\",group=\"banlieue.io\","
+                        "resource=\"virtualmachines\",subresource=\"status\"}"));
+}
+
 }  // namespace
 }  // namespace banlieue::kube

@@ -15,14 +15,17 @@ TEST(StatusPolicyTest, EveryCanonicalCodeHasADeliberateDisposition) {
     EXPECT_EQ(policyFor(code).disposition, Disposition::kRetry) << sdk::codeName(code);
     EXPECT_FALSE(policyFor(code).warning_event) << sdk::codeName(code);
   }
-  for (auto code : {BANLIEUE_INVALID_ARGUMENT, BANLIEUE_FAILED_PRECONDITION,
-                    BANLIEUE_ALREADY_EXISTS, BANLIEUE_UNIMPLEMENTED}) {
+  for (auto code : {BANLIEUE_INVALID_ARGUMENT, BANLIEUE_OUT_OF_RANGE, BANLIEUE_UNIMPLEMENTED}) {
     EXPECT_EQ(policyFor(code).disposition, Disposition::kTerminal) << sdk::codeName(code);
     EXPECT_EQ(policyFor(code).slow_retry.count(), 0) << sdk::codeName(code);
   }
-  // Credentials are fixed outside the object: terminal, but retried slowly.
-  EXPECT_EQ(policyFor(BANLIEUE_UNAUTHENTICATED).disposition, Disposition::kTerminal);
-  EXPECT_GT(policyFor(BANLIEUE_UNAUTHENTICATED).slow_retry.count(), 0);
+  // Credentials, permissions and the backend's own state are fixed outside the object:
+  // terminal, but retried slowly.
+  for (auto code : {BANLIEUE_UNAUTHENTICATED, BANLIEUE_PERMISSION_DENIED,
+                    BANLIEUE_FAILED_PRECONDITION, BANLIEUE_ALREADY_EXISTS}) {
+    EXPECT_EQ(policyFor(code).disposition, Disposition::kTerminal) << sdk::codeName(code);
+    EXPECT_GT(policyFor(code).slow_retry.count(), 0) << sdk::codeName(code);
+  }
   EXPECT_TRUE(policyFor(BANLIEUE_INTERNAL).warning_event);
   EXPECT_EQ(policyFor(4242).disposition, Disposition::kRetry)
       << "unknown codes never stop retrying";

@@ -1,5 +1,7 @@
 #include "tests/vsphere/vcsim.h"
 
+#include "tests/support/json_escape.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -41,20 +43,7 @@ pid_t spawn(const std::vector<std::string>& argv, int stdout_fd, int stderr_fd) 
   return pid;
 }
 
-std::string jsonEscape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
+using ::banlieue::testing::jsonEscape;
 
 }  // namespace
 

@@ -235,9 +235,13 @@ std::string deployment(const std::string& name, const std::string& ns, const std
   std::string liveness = R"({"httpGet":{"path":"/healthz","port":"health"},)"
                          R"("initialDelaySeconds":10,"periodSeconds":30,"timeoutSeconds":3,)"
                          R"("failureThreshold":3})";
+  // The old pod goes before the new one starts: a pod is ready only while it leads, so the
+  // default rolling update would wait forever for the new pod beside the old leader. Not type
+  // Recreate, which an apply over an earlier install's defaulted rollingUpdate cannot switch to.
   return R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":)" + meta(name, ns, component) +
-         R"(,"spec":{"replicas":1,"selector":{"matchLabels":)" + selector +
-         R"(},"template":{"metadata":{"labels":)" + labels(component) +
+         R"(,"spec":{"replicas":1,"strategy":{"type":"RollingUpdate",)"
+         R"("rollingUpdate":{"maxSurge":0,"maxUnavailable":"100%"}},"selector":{"matchLabels":)" +
+         selector + R"(},"template":{"metadata":{"labels":)" + labels(component) +
          R"(},"spec":{"serviceAccountName":)" + q(name) +
          R"(,"terminationGracePeriodSeconds":30,)"
          R"("securityContext":{"runAsNonRoot":true,"runAsUser":65532,"runAsGroup":65532,)"

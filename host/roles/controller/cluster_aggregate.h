@@ -8,9 +8,9 @@
 #include "host/api/provider.h"
 #include "host/api/vsphere.h"
 #include "host/kube/client.h"
-#include "host/roles/controller/write_expectations.h"
 #include "host/runtime/controller.h"
 #include "host/runtime/informer.h"
+#include "host/runtime/write_expectations.h"
 
 #include <string>
 #include <vector>
@@ -34,7 +34,7 @@ class ClusterReconciler final : public runtime::Reconciler {
   kube::ResourceType type_;
   runtime::Informer& clusters_;
   runtime::Informer& providers_;
-  WriteExpectations expectations_;
+  runtime::WriteExpectations expectations_;
 };
 
 }  // namespace banlieue::controller

@@ -4,6 +4,7 @@
 #include "host/api/libvirt.h"
 #include "host/api/proxmox.h"
 #include "host/api/vsphere.h"
+#include "host/common/fnv_hash.h"
 
 #include <banlieue/sdk/json.h>
 
@@ -363,15 +364,6 @@ StatusOr<rapidjson::Document> buildGeneric(const InfraBuildInput& in) {
   return doc;
 }
 
-uint64_t fnv1a(const std::string& text) {
-  uint64_t hash = 1469598103934665603ULL;
-  for (unsigned char c : text) {
-    hash ^= c;
-    hash *= 1099511628211ULL;
-  }
-  return hash;
-}
-
 }  // namespace
 
 std::string MachineKind::group() const {
@@ -418,7 +410,8 @@ StatusOr<rapidjson::Document> buildInfraObject(const InfraBuildInput& in) {
   metadata.AddMember("ownerReferences", owners, a);
   // The hash covers everything above and the spec; it is added last so it does not hash itself.
   doc.AddMember("metadata", metadata, a);
-  std::string hash = std::to_string(fnv1a(json::serialize(doc)));
+  std::string hash =
+      std::to_string(common::fnv1a64(json::serialize(doc), common::kFnv1a64TruncatedBasis));
   rapidjson::Value annotations(rapidjson::kObjectType);
   annotations.AddMember(rapidjson::StringRef(kAppliedHashAnnotation), json::stringValue(hash, a),
                         a);

@@ -8,9 +8,9 @@
 #pragma once
 
 #include "host/kube/client.h"
-#include "host/roles/controller/write_expectations.h"
 #include "host/runtime/controller.h"
 #include "host/runtime/informer.h"
+#include "host/runtime/write_expectations.h"
 
 namespace banlieue::controller {
 
@@ -27,7 +27,7 @@ class PoolReconciler final : public runtime::Reconciler {
   kube::KubeClient& client_;
   runtime::Informer& pools_;
   runtime::Informer& vms_;
-  WriteExpectations expectations_;
+  runtime::WriteExpectations expectations_;
 };
 
 }  // namespace banlieue::controller

@@ -140,8 +140,14 @@ void setAggregateReady(api::VirtualMachineStatus& status, int64_t generation,
                  findCondition(status.conditions, conditions::kPlacementValid)->message, generation,
                  now);
   } else if (!is(conditions::kInfrastructureReady, "True")) {
-    setCondition(status.conditions, conditions::kReady, "False", "InfrastructureNotReady",
-                 "waiting for the infrastructure CR to report Ready", generation, now);
+    // The backend's own reason travels up, so `kubectl get vm` / `kubectl wait` say why.
+    std::string message = "waiting for the infrastructure CR to report Ready";
+    const auto* infra = findCondition(status.conditions, conditions::kInfrastructureReady);
+    if (infra != nullptr && !infra->message.empty()) {
+      message += " (" + infra->reason + ": " + infra->message + ")";
+    }
+    setCondition(status.conditions, conditions::kReady, "False", "InfrastructureNotReady", message,
+                 generation, now);
   } else {
     setCondition(status.conditions, conditions::kReady, "True", "Reconciled",
                  "VirtualMachine reconciled successfully", generation, now);

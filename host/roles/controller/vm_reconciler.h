@@ -9,10 +9,10 @@
 #include "host/kube/client.h"
 #include "host/roles/controller/infra_kinds.h"
 #include "host/roles/controller/scheduler.h"
-#include "host/roles/controller/write_expectations.h"
 #include "host/runtime/controller.h"
 #include "host/runtime/events.h"
 #include "host/runtime/informer.h"
+#include "host/runtime/write_expectations.h"
 
 #include <chrono>
 #include <string>
@@ -63,7 +63,7 @@ class VmReconciler final : public runtime::Reconciler {
   VmCaches caches_;
   InfraKinds& infra_;
   runtime::EventRecorder* events_;
-  WriteExpectations expectations_;
+  runtime::WriteExpectations expectations_;
 };
 
 }  // namespace banlieue::controller

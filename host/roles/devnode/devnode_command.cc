@@ -5,6 +5,7 @@
 #include "host/kube/config.h"
 #include "host/kube/http_transport.h"
 #include "host/roles/devnode/container_process.h"
+#include "host/roles/devnode/log_server.h"
 #include "host/roles/devnode/node_registration.h"
 #include "host/roles/devnode/pod_supervisor.h"
 #include "host/runtime/controller.h"
@@ -20,6 +21,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 namespace banlieue::roles::devnode {
@@ -34,6 +36,11 @@ struct Options {
   int health_port = -1;
   bool unschedulable = false;
   int heartbeat_seconds = 10;
+  // The container log endpoint (`kubectl logs`): on when a certificate is given.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string client_ca_file;
+  int kubelet_port = 0;
 };
 
 // "https://127.0.0.1:6443" -> {"127.0.0.1", "6443"}
@@ -92,7 +99,18 @@ int runDevnode(const Options& o) {
     return app::kExitFailure;
   }
 
+  // Before the Node's first status, which tells the apiserver where to fetch logs.
+  std::optional<LogServer> logs;
   NodeOptions node{o.node_name, o.unschedulable};
+  if (!o.tls_cert_file.empty()) {
+    logs.emplace(LogServerOptions{"127.0.0.1", o.kubelet_port, o.tls_cert_file, o.tls_key_file,
+                                  o.client_ca_file, state_dir / "pods"});
+    if (auto s = logs->start(); !s.isOk()) {
+      std::cerr << "banlieue devnode: " << s.message() << "\n";
+      return app::kExitFailure;
+    }
+    node.kubelet_port = logs->port();
+  }
   if (auto s = registerNode(*client, node); !s.isOk()) {
     std::cerr << "banlieue devnode: cannot register node " << o.node_name << ": " << s.message()
               << "\n";
@@ -167,6 +185,7 @@ int runDevnode(const Options& o) {
   controller_thread.join();
   heartbeat_thread.join();
   supervisor.stopAll(std::chrono::seconds(10));
+  if (logs) logs->stop();
   health.stop();
   signal_thread.join();
   return app::kExitOk;
@@ -206,7 +225,30 @@ void registerDevnodeCommand(CLI::App& app, app::Action& action) {
                   "How often the Node's Ready heartbeat is renewed")
       ->capture_default_str()
       ->check(CLI::Range(1, 3600));
-  sub->callback([options, &action] { action = [options] { return runDevnode(*options); }; });
+  sub->add_option("--tls-cert-file", options->tls_cert_file,
+                  "Serve container logs (`kubectl logs`) over HTTPS with this certificate, as a "
+                  "kubelet does; needs --tls-private-key-file and --client-ca-file");
+  sub->add_option("--tls-private-key-file", options->tls_key_file,
+                  "Private key of --tls-cert-file");
+  sub->add_option("--client-ca-file", options->client_ca_file,
+                  "Only clients with a certificate from this CA (the apiserver's kubelet client "
+                  "certificate) may read logs");
+  sub->add_option("--kubelet-port", options->kubelet_port,
+                  "Port of the log endpoint on 127.0.0.1 (0: any free port), published in the "
+                  "Node's status.daemonEndpoints")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  sub->callback([options, &action] {
+    bool any = !options->tls_cert_file.empty() || !options->tls_key_file.empty() ||
+               !options->client_ca_file.empty();
+    bool all = !options->tls_cert_file.empty() && !options->tls_key_file.empty() &&
+               !options->client_ca_file.empty();
+    if (any && !all) {
+      throw CLI::ValidationError("--tls-cert-file, --tls-private-key-file and --client-ca-file",
+                                 "give all three or none");
+    }
+    action = [options] { return runDevnode(*options); };
+  });
 }
 
 }  // namespace banlieue::roles::devnode

@@ -61,6 +61,7 @@ Status postNodeStatus(kube::KubeClient& client, const NodeOptions& options) {
   std::string patch = fmt::format(
       R"({{"status":{{"capacity":{0},"allocatable":{0},)"
       R"("addresses":[{{"type":"InternalIP","address":"127.0.0.1"}},{{"type":"Hostname","address":"{1}"}}],)"
+      R"("daemonEndpoints":{{"kubeletEndpoint":{{"Port":{8}}}}},)"
       R"("conditions":[{{"type":"Ready","status":"True","reason":"KubeletReady",)"
       R"("message":"banlieue node agent is posting ready status","lastHeartbeatTime":"{2}",)"
       R"("lastTransitionTime":"{7}"}}],)"
@@ -70,7 +71,7 @@ Status postNodeStatus(kube::KubeClient& client, const NodeOptions& options) {
       R"("architecture":"amd64"}}}}}})",
       resources, options.name, now, firstLine("/etc/machine-id"),
       firstLine("/proc/sys/kernel/random/boot_id"), common::jsonEscape(uts.release), kVersion,
-      ready_since);
+      ready_since, options.kubelet_port);
   auto written = client.patch(kube::resources::kNode, "", options.name, kube::PatchType::kMerge,
                               patch, "status");
   return written.ok() ? Status::ok() : written.status();

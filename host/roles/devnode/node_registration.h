@@ -14,6 +14,7 @@ struct NodeOptions {
   std::string name;
   bool unschedulable = false;  // for nested agents in tests: nothing lands here by accident
   int max_pods = 110;
+  int kubelet_port = 0;  // the log endpoint's port; 0: none served
 };
 
 // Creates the Node when missing. OK when it exists already (a restarted agent).

@@ -1,5 +1,6 @@
 #include "host/roles/images/import_job.h"
 
+#include "host/common/fnv_hash.h"
 #include "host/roles/images/import_exit.h"
 
 #include <banlieue/sdk/json.h>
@@ -14,13 +15,8 @@ namespace {
 namespace json = sdk::json;
 using rapidjson::Value;
 
-// FNV-1a: stable across builds and platforms, unlike std::hash.
 std::string shortHash(const std::string& text) {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
+  const uint64_t h = common::fnv1a64(text, common::kFnv1a64TruncatedBasis);
   char buf[17];
   std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(h));
   return std::string(buf, 10);

@@ -1,6 +1,7 @@
 #include "host/roles/images/os_artifact.h"
 
 #include "host/common/base64.h"
+#include "host/common/fnv_hash.h"
 
 #include <banlieue/sdk/json.h>
 #include <rapidjson/document.h>
@@ -14,11 +15,7 @@ namespace json = sdk::json;
 using rapidjson::Value;
 
 std::string fnvHex(const std::string& text) {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
+  const uint64_t h = common::fnv1a64(text, common::kFnv1a64TruncatedBasis);
   char buf[17];
   std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(h));
   return buf;

@@ -2,6 +2,7 @@
 
 #include "host/api/codec.h"
 #include "host/api/kinds.h"
+#include "host/common/fnv_hash.h"
 #include "host/roles/operator/workload_names.h"
 
 #include <fmt/format.h>
@@ -337,6 +338,17 @@ MintedObject deployment(const Context& c) {
   auto deployment_spec = object();
   put(deployment_spec, "replicas", rapidjson::Value(std::max<int32_t>(1, spec.replicas)), a);
   put(deployment_spec, "selector", std::move(selector), a);
+  // The old pods go before new ones start: a pod is ready only while it leads (ADR 0011), so a
+  // new pod never becomes ready beside the old leader and the default rolling update would wait
+  // on it forever. Not type Recreate: applied over a Deployment minted with the default
+  // strategy, it is refused (the defaulted rollingUpdate stays, and Recreate forbids it).
+  auto rolling = object();
+  put(rolling, "maxSurge", rapidjson::Value(0), a);
+  put(rolling, "maxUnavailable", std::string("100%"), a);
+  auto strategy = object();
+  put(strategy, "type", std::string("RollingUpdate"), a);
+  put(strategy, "rollingUpdate", std::move(rolling), a);
+  put(deployment_spec, "strategy", std::move(strategy), a);
   put(deployment_spec, "template", std::move(pod_template), a);
   put(m.body, "spec", std::move(deployment_spec), a);
   return m;
@@ -468,7 +480,7 @@ StatusOr<Workload> buildWorkload(const api::Provider& provider,
     auto& a = o.body.GetAllocator();
     auto annotations = object();
     put(annotations, kAppliedHashAnnotation,
-        fmt::format("{:016x}", fnv1a64(api::serializeJson(o.body))), a);
+        fmt::format("{:016x}", common::fnv1a64(api::serializeJson(o.body))), a);
     o.body["metadata"].AddMember("annotations", annotations, a);
   }
   return w;

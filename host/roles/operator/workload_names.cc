@@ -1,33 +1,17 @@
 #include "host/roles/operator/workload_names.h"
 
+#include "host/common/fnv_hash.h"
+
 #include <fmt/format.h>
 
 namespace banlieue::roles::provider_operator {
-
-uint32_t fnv1a32(const std::string& text) {
-  uint32_t hash = 2166136261U;
-  for (unsigned char c : text) {
-    hash ^= c;
-    hash *= 16777619U;
-  }
-  return hash;
-}
-
-uint64_t fnv1a64(const std::string& text) {
-  uint64_t hash = 14695981039346656037ULL;
-  for (unsigned char c : text) {
-    hash ^= c;
-    hash *= 1099511628211ULL;
-  }
-  return hash;
-}
 
 std::string capName(const std::string& name) {
   if (name.size() <= kMaxNameLength) return name;
   constexpr size_t kKeep = kMaxNameLength - 9;  // '-' and 8 hex digits
   std::string head = name.substr(0, kKeep);
   while (!head.empty() && head.back() == '-') head.pop_back();
-  return fmt::format("{}-{:08x}", head, fnv1a32(name));
+  return fmt::format("{}-{:08x}", head, common::fnv1a32(name));
 }
 
 std::string workloadName(const std::string& provider_class, const std::string& provider) {

@@ -23,9 +23,6 @@ inline constexpr const char* kManagedBy = "banlieue-operator";
 inline constexpr size_t kMaxNameLength = 63;
 std::string capName(const std::string& name);
 
-uint32_t fnv1a32(const std::string& text);
-uint64_t fnv1a64(const std::string& text);
-
 // Annotation on every minted object: a hash of what the operator applied, so a pass whose
 // desired state is unchanged can skip the write (see ProviderReconciler::applyObject).
 inline constexpr const char* kAppliedHashAnnotation = "banlieue.io/applied-hash";

@@ -65,6 +65,10 @@ std::string MachineReconciler::callRequest(const rapidjson::Value& object) const
 }
 
 runtime::Result MachineReconciler::reconcile(const runtime::Request& request) {
+  // The cache's update event brings the key back once our write arrives; the requeue covers an
+  // event that never comes (an expectation lapses after 10 s).
+  if (!expectations_.satisfied(request.key()))
+    return runtime::Result::requeueAfter(std::chrono::milliseconds(250));
   auto object = machines_.get(request.key());
   if (!object) return runtime::Result::done();
   const rapidjson::Value& o = *object;
@@ -128,6 +132,9 @@ runtime::Result MachineReconciler::reconcile(const runtime::Request& request) {
   // the 1.20 apiserver keeps one applied field set per manager for the object and its status
   // together, so an apply of spec alone by this manager would disown its status fields (a
   // later status apply could then no longer remove operationToken).
+  // A spec write moves metadata.generation: the status below then reports the new one, or the
+  // next pass would write the status a second time only to catch observedGeneration up.
+  int64_t generation = json::integer(&o, "metadata.generation").value_or(0);
   if (!provider_id.empty() && provider_id != json::stringOr(&o, "spec.providerID")) {
     rapidjson::Document body(rapidjson::kObjectType);
     auto& ba = body.GetAllocator();
@@ -137,9 +144,11 @@ runtime::Result MachineReconciler::reconcile(const runtime::Request& request) {
     auto patched = context_.client.patch(type_, request.ns, request.name, kube::PatchType::kMerge,
                                          json::serialize(body));
     if (!patched.ok()) return runtime::Result::retry(patched.status());
+    generation = json::integer(&*patched, "metadata.generation").value_or(generation);
+    expectations_.expect(request.key(), &machines_, request.key(),
+                         json::stringOr(&*patched, "metadata.resourceVersion"));
   }
 
-  int64_t generation = json::integer(&o, "metadata.generation").value_or(0);
   if (std::string token = in_progress ? json::stringOr(&reply, "operation.token") : "";
       token.empty()) {
     status.RemoveMember("operationToken");
@@ -222,9 +231,14 @@ runtime::Result MachineReconciler::writeStatus(const rapidjson::Value& object,
       if (json::stringOr(&c, "type") == "Ready") was_ready = json::stringOr(&c, "status") == "True";
     }
   }
+  std::string version;
   auto written = applyStatusIfChanged(context_.client, type_, object, status,
-                                      context_.fieldManager(), /*whole_status=*/true);
+                                      context_.fieldManager(), /*whole_status=*/true, &version);
   if (!written.ok()) return runtime::Result::retry(written.status());
+  if (*written) {
+    std::string key = runtime::objectKey(object);
+    expectations_.expect(key, &machines_, key, version);
+  }
   bool ready = false;
   for (const auto& c : status["conditions"].GetArray()) {
     if (json::stringOr(&c, "type") == "Ready") ready = json::stringOr(&c, "status") == "True";

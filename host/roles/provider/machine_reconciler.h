@@ -9,6 +9,7 @@
 #include "host/roles/provider/runtime_context.h"
 #include "host/runtime/controller.h"
 #include "host/runtime/informer.h"
+#include "host/runtime/write_expectations.h"
 
 #include <chrono>
 #include <string>
@@ -35,6 +36,9 @@ class MachineReconciler final : public runtime::Reconciler {
   runtime::Result finalize(const rapidjson::Value& object);
   runtime::Result writeStatus(const rapidjson::Value& object, rapidjson::Document& status,
                               runtime::Result next);
+  // Our last write of `object` is not in the cache yet when false: acting on the older copy
+  // would write the same status again.
+  bool cacheHasOurWrites(const std::string& key);
   // Ready=False with the failure's reason; the plugin's last reported fields are kept.
   runtime::Result failed(const rapidjson::Value& object, const Status& failure, bool deleting);
 
@@ -44,6 +48,7 @@ class MachineReconciler final : public runtime::Reconciler {
   runtime::Informer& machines_;
   runtime::Informer& providers_;
   MachineReconcilerOptions options_;
+  runtime::WriteExpectations expectations_;
 };
 
 }  // namespace banlieue::roles::provider

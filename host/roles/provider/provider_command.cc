@@ -211,7 +211,8 @@ int runProvider(const Options& o) {
       std::make_unique<ProviderReconciler>(context, providers, provider_reconciler_options);
   runtime::Controller provider_controller("provider", *provider_reconciler,
                                           runtime::ControllerOptions{1});
-  provider_controller.watch(providers);
+  // Its status is written here (conditions, failure domains) and by the operator (workload).
+  provider_controller.watch(providers, runtime::Controller::Updates::kIgnoreStatusOnly);
 
   // This Provider's row of every VMImage (cluster-scoped, so all of them are watched); a change
   // of the Provider's failure domains revisits every image.
@@ -270,7 +271,8 @@ int runProvider(const Options& o) {
                                                        providers, machine_options);
     k.controller = std::make_unique<runtime::Controller>(gvk.kind, *k.reconciler,
                                                          runtime::ControllerOptions{o.workers});
-    k.controller->watch(*k.informer);
+    // The runtime writes these objects' status itself; the controller writes their spec.
+    k.controller->watch(*k.informer, runtime::Controller::Updates::kIgnoreStatusOnly);
     machine_kinds.push_back(std::move(k));
   }
 

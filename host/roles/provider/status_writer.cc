@@ -18,7 +18,8 @@ bool sameJson(const rapidjson::Value& a, const rapidjson::Value& b) {
 
 StatusOr<bool> applyStatusIfChanged(kube::KubeClient& client, const kube::ResourceType& type,
                                     const rapidjson::Value& object, const rapidjson::Value& status,
-                                    const std::string& field_manager, bool whole_status) {
+                                    const std::string& field_manager, bool whole_status,
+                                    std::string* written_version) {
   const auto* current = json::member(&object, "status");
   bool changed = current == nullptr || !current->IsObject();
   if (!changed && whole_status) {
@@ -58,6 +59,9 @@ StatusOr<bool> applyStatusIfChanged(kube::KubeClient& client, const kube::Resour
   options.subresource = "status";
   auto applied = client.apply(type, ns, name, json::serialize(body), options);
   if (!applied.ok()) return applied.status();
+  if (written_version != nullptr) {
+    *written_version = json::stringOr(&*applied, "metadata.resourceVersion");
+  }
   return true;
 }
 

@@ -18,10 +18,12 @@ namespace banlieue::roles::provider {
 // removed by the apply, which is how a field is cleared (an empty string would not do: the
 // 1.20 apiserver stores "" in a custom resource as null). Skipped, and false returned, when
 // each field of `status` already equals the object's and — with `whole_status`, for a manager
-// that owns the entire status — the object has no field `status` lacks.
+// that owns the entire status — the object has no field `status` lacks. After a write,
+// `written_version` (when given) receives the resourceVersion the apiserver answered with.
 StatusOr<bool> applyStatusIfChanged(kube::KubeClient& client, const kube::ResourceType& type,
                                     const rapidjson::Value& object, const rapidjson::Value& status,
-                                    const std::string& field_manager, bool whole_status = false);
+                                    const std::string& field_manager, bool whole_status = false,
+                                    std::string* written_version = nullptr);
 
 // Copies conditions of the given types from `current` (an object's status.conditions) into a
 // fresh array, then sets each of `updates`, so lastTransitionTime moves only on a change.

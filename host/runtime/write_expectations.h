@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace banlieue::controller {
+namespace banlieue::runtime {
 
 class WriteExpectations {
  public:
@@ -21,14 +21,14 @@ class WriteExpectations {
       : ttl_(ttl) {}
 
   // `owner` (the reconcile key) expects `object_key` in `cache` at `resource_version` or later.
-  void expect(const std::string& owner, runtime::Informer* cache, const std::string& object_key,
+  void expect(const std::string& owner, Informer* cache, const std::string& object_key,
               const std::string& resource_version);
   // True when every expectation of `owner` is met (met and lapsed ones are dropped).
   bool satisfied(const std::string& owner);
 
  private:
   struct Expectation {
-    runtime::Informer* cache;
+    Informer* cache;
     std::string object_key;
     uint64_t resource_version;
     std::chrono::steady_clock::time_point deadline;
@@ -38,4 +38,4 @@ class WriteExpectations {
   std::map<std::string, std::vector<Expectation>> by_owner_;
 };
 
-}  // namespace banlieue::controller
+}  // namespace banlieue::runtime

@@ -1,4 +1,4 @@
-#include "host/roles/controller/write_expectations.h"
+#include "host/runtime/write_expectations.h"
 
 #include <banlieue/sdk/json.h>
 
@@ -6,7 +6,7 @@
 #include <charconv>
 #include <optional>
 
-namespace banlieue::controller {
+namespace banlieue::runtime {
 namespace {
 
 // resourceVersions are opaque to clients, but the API server's are etcd revisions: decimal and
@@ -20,7 +20,7 @@ std::optional<uint64_t> parseVersion(std::string_view text) {
 
 }  // namespace
 
-void WriteExpectations::expect(const std::string& owner, runtime::Informer* cache,
+void WriteExpectations::expect(const std::string& owner, Informer* cache,
                                const std::string& object_key, const std::string& resource_version) {
   auto version = parseVersion(resource_version);
   if (!version || cache == nullptr) return;
@@ -50,4 +50,4 @@ bool WriteExpectations::satisfied(const std::string& owner) {
   return met;
 }
 
-}  // namespace banlieue::controller
+}  // namespace banlieue::runtime

@@ -1,0 +1,240 @@
+#!/usr/bin/env bash
+# The quickstart: banlieue on a local Kubernetes control plane, with one example VM Ready.
+#
+#   scripts/dev.sh [up] [--real]   install, build, start, bootstrap, create the walkthrough VM
+#   scripts/dev.sh status          what runs, and the objects the quickstart created
+#   scripts/dev.sh down            stop everything `up` started and forget the cluster's state
+#
+# `up` installs the Debian packages (scripts/setup.sh), builds the control plane once
+# (deploy/local/build, cached) and banlieue with its plugins, starts the control plane and the
+# node agent (deploy/local/up), runs `banlieue bootstrap operator` with the plugins just built,
+# creates two libvirt Providers, a VMClass and a VMImage, applies the walkthrough
+# VirtualMachine (examples/01-walkthrough.yaml, unchanged) and waits until it is Ready.
+# The Providers' libvirt is the test driver (nothing boots; state lives in the provider pods);
+# with --real they use a real libvirtd that dev.sh starts, and the VM runs under QEMU.
+# Re-running `up` is safe and fast: every step skips what is already there.
+#
+# Needs root (the node agent runs pods as local processes; setup uses apt).
+# Environment: BANLIEUE_LOCAL_STATE (state directory, default /tmp/banlieue-local-<uid>),
+# JOBS (build parallelism, default nproc).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
+
+command=up
+real=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    up | down | status) command=$1 ;;
+    --real) real=1 ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "dev.sh: unknown argument: $1" >&2; usage >&2; exit 2 ;;
+  esac
+  shift
+done
+
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null; then exec sudo --preserve-env=BANLIEUE_LOCAL_STATE,JOBS "$0" "$@"; fi
+  echo "dev.sh: needs root (the node agent runs pods as local processes; setup installs packages)" >&2
+  exit 1
+fi
+
+preset=dev
+build=build/$preset
+banlieue=$repo/$build/host/banlieue
+plugins=$repo/$build/plugins-dir
+STATE=${BANLIEUE_LOCAL_STATE:-/tmp/banlieue-local-$(id -u)}
+export KUBECONFIG=$STATE/kubeconfig
+dev_dir=$STATE/dev  # what dev.sh itself keeps: the libvirt node files, a real libvirtd's state
+kubectl=/usr/lib/google-cloud-sdk/bin/kubectl.1.32
+[ -x "$kubectl" ] || kubectl=kubectl
+k() { "$kubectl" "$@"; }
+
+started=$SECONDS
+step() { printf '\n[dev %4ss] %s\n' "$((SECONDS - started))" "$*"; }
+fail() {
+  echo "dev.sh: $*" >&2
+  echo "  control plane logs: $STATE/logs/   pods: kubectl logs -n <namespace> <pod>" >&2
+  exit 1
+}
+
+# --- a real libvirtd, only with --real ------------------------------------------------------
+libvirt_socket=$dev_dir/libvirt/sock/libvirt-sock
+libvirt_uri="qemu:///system?socket=$libvirt_socket"
+virsh_() { virsh -q -c "$libvirt_uri" "$@"; }
+
+libvirtd_pid() {
+  local pid
+  pid=$(cat "$dev_dir/libvirt/libvirtd.pid" 2>/dev/null) || return 1
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && echo "$pid"
+}
+
+# libvirtd owns QEMU's machine-wide state (/run/libvirt): dev.sh starts its own only when no
+# other runs, with its socket in the state directory, and defines a transient pool and an
+# isolated network (a bridge without addresses: no dnsmasq, no firewall rules).
+start_real_libvirt() {
+  local d=$dev_dir/libvirt
+  if ! libvirtd_pid >/dev/null; then
+    if pgrep -x libvirtd >/dev/null; then
+      fail "--real: a libvirtd dev.sh did not start is running; stop it first (it owns the QEMU driver)"
+    fi
+    mkdir -p "$d/sock" "$d/pool"
+    # QEMU runs as libvirt-qemu and must reach the image through these directories.
+    chmod 0711 "$STATE" "$dev_dir" "$d" "$d/pool"
+    cat >"$d/libvirtd.conf" <<EOF
+listen_tls = 0
+listen_tcp = 0
+unix_sock_dir = "$d/sock"
+log_outputs = "3:file:$d/libvirtd.log"
+EOF
+    [ -S /run/libvirt/virtlogd-sock ] || /usr/sbin/virtlogd -d -p "$d/virtlogd.pid"
+    /usr/sbin/libvirtd -d -f "$d/libvirtd.conf" -p "$d/libvirtd.pid" || fail "libvirtd did not start: see $d/libvirtd.log"
+    for _ in $(seq 1 60); do [ -S "$libvirt_socket" ] && break; sleep 0.5; done
+    [ -S "$libvirt_socket" ] || fail "libvirtd did not open $libvirt_socket: see $d/libvirtd.log"
+  fi
+  virsh_ pool-info banlieue-dev >/dev/null 2>&1 ||
+    virsh_ pool-create-as banlieue-dev dir --target "$d/pool" >/dev/null
+  virsh_ net-info banlieue-dev >/dev/null 2>&1 ||
+    virsh_ net-create <(echo "<network><name>banlieue-dev</name><bridge name='bnldev0'/></network>") >/dev/null
+  # A blank disk stands in for the image: the VM boots to its firmware, which is enough to
+  # show the lifecycle. A real OS comes from a VMImage with a Url source (docs/adr/0013).
+  if [ ! -f "$d/pool/ubuntu-22.04.qcow2" ]; then
+    qemu-img create -q -f qcow2 "$d/pool/ubuntu-22.04.qcow2" 1G
+    chmod 0644 "$d/pool/ubuntu-22.04.qcow2"
+    virsh_ pool-refresh banlieue-dev >/dev/null
+  fi
+}
+
+stop_real_libvirt() {
+  local pid
+  pid=$(libvirtd_pid) || return 0
+  # Domains the provider pods created: the pods are gone by now, so nothing else removes them.
+  for domain in $(virsh_ list --all --name 2>/dev/null); do
+    virsh_ destroy "$domain" >/dev/null 2>&1 || true
+    virsh_ undefine --nvram "$domain" >/dev/null 2>&1 || virsh_ undefine "$domain" >/dev/null 2>&1 || true
+  done
+  virsh_ net-destroy banlieue-dev >/dev/null 2>&1 || true
+  virsh_ pool-destroy banlieue-dev >/dev/null 2>&1 || true
+  kill -TERM "$pid"
+  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  if pid=$(cat "$dev_dir/libvirt/virtlogd.pid" 2>/dev/null); then kill -TERM "$pid" 2>/dev/null || true; fi
+  echo "stopped the libvirtd dev.sh started"
+}
+
+# --- the objects a platform team would write -----------------------------------------------
+provider() {  # provider <name> <labels> <endpoint> <pool> <network>
+  local annotations="{}"
+  # QEMU without KVM (TCG): slower, but it runs everywhere, including nested virtualisation
+  # where KVM refuses the guest's CPU model.
+  [ "$real" -eq 1 ] && annotations="{ libvirt.banlieue.io/domain-type: qemu }"
+  sed -e "s|@NAME@|$1|; s|@LABELS@|$2|; s|@ANNOTATIONS@|$annotations|; s|@ENDPOINT@|$3|" \
+    -e "s|@POOL@|$4|; s|@NETWORK@|$5|" deploy/dev/provider.yaml.in
+}
+
+apply_platform() {
+  local endpoint1 endpoint2 pool network image
+  if [ "$real" -eq 1 ]; then
+    endpoint1=$libvirt_uri endpoint2=$libvirt_uri pool=banlieue-dev network=banlieue-dev
+    image=$dev_dir/libvirt/pool/ubuntu-22.04.qcow2
+  else
+    # One file per Provider: each provider pod's test driver holds its own host.
+    mkdir -p "$dev_dir"
+    cp deploy/dev/libvirt-test-node.xml "$dev_dir/libvirt-host1.xml"
+    cp deploy/dev/libvirt-test-node.xml "$dev_dir/libvirt-host2.xml"
+    endpoint1=test://$dev_dir/libvirt-host1.xml endpoint2=test://$dev_dir/libvirt-host2.xml
+    pool=default network=default image=/var/lib/libvirt/images/ubuntu-22.04.qcow2
+  fi
+  {
+    provider libvirt-host1 "{ dc: dc1, env: prod }" "$endpoint1" "$pool" "$network"
+    echo "---"
+    provider libvirt-host2 "{ dc: dc1, env: staging }" "$endpoint2" "$pool" "$network"
+    echo "---"
+    sed -e "s|@IMAGE_PATH@|$image|" deploy/dev/class-and-image.yaml.in
+  } | k apply -f - | sed 's/^/  /'
+}
+
+wait_for() {  # wait_for <what> <seconds> <kubectl wait args...>
+  local what=$1 timeout=$2
+  shift 2
+  if ! k wait --for=condition=Ready --timeout="${timeout}s" "$@" >/dev/null; then
+    k describe "$@" | sed -n '/^Status:/,$p' | sed 's/^/  /' >&2
+    fail "$what did not become Ready within ${timeout}s"
+  fi
+}
+
+up() {
+  step "install dependencies (scripts/setup.sh)"
+  scripts/setup.sh
+
+  step "control plane binaries (deploy/local/build; built once, then cached)"
+  deploy/local/build
+
+  step "build banlieue and its plugins ($build)"
+  cmake --preset "$preset" >/dev/null
+  cmake --build --preset "$preset" -j "${JOBS:-$(nproc)}" --target banlieue \
+    banlieue-provider-libvirt banlieue-provider-vsphere banlieue-provider-proxmox banlieue-provider-file
+
+  step "local control plane and node agent (deploy/local/up)"
+  deploy/local/up --state-dir "$STATE" --node-agent "$banlieue"
+
+  step "banlieue bootstrap operator (CRDs, RBAC, controller, operator, one ProviderClass per plugin)"
+  # On the dev node a pod of image localhost/banlieue runs this build, so the image's plugin
+  # directory is the build's.
+  "$banlieue" --log-level warn bootstrap operator --plugin-dir "$plugins" --image-plugin-dir "$plugins"
+  k -n banlieue-system rollout status deploy/banlieue-controller deploy/banlieue-operator --timeout=120s |
+    sed 's/^/  /'
+
+  if [ "$real" -eq 1 ]; then
+    step "a real libvirtd (its socket, pool and network under $dev_dir/libvirt)"
+    start_real_libvirt
+  fi
+
+  step "Providers, VMClass and VMImage (what a platform team writes)"
+  apply_platform
+  echo "  the operator gives each Provider its own pod; waiting for them to report Ready"
+  wait_for "Provider libvirt-host1" 120 provider/libvirt-host1
+  wait_for "Provider libvirt-host2" 120 provider/libvirt-host2
+  wait_for "VMImage ubuntu-22-04" 60 vmimage/ubuntu-22-04
+
+  step "the walkthrough VirtualMachine (examples/01-walkthrough.yaml, what a consumer writes)"
+  # Created once: a re-run must not undo what the user did to it since (a swap, a power-off).
+  if k get vm db-prod-01 >/dev/null 2>&1; then
+    echo "  db-prod-01 exists; left as it is (kubectl delete vm db-prod-01 to start it afresh)"
+  else
+    k create -f examples/01-walkthrough.yaml | sed 's/^/  /'
+  fi
+  wait_for "VirtualMachine db-prod-01" 180 vm/db-prod-01
+  k get vm | sed 's/^/  /'
+
+  step "ready in ${SECONDS}s"
+  cat <<EOF
+  export KUBECONFIG=$KUBECONFIG
+  kubectl get vm -w                   # watch status (another terminal)
+  kubectl get providers,libvirtmachines,vmimages
+  # swap backends: only the placement changes; the VM moves to libvirt-host2
+  kubectl patch vm db-prod-01 --type merge -p '{"spec":{"placement":{"providerSelector":{"matchLabels":{"env":"staging"}}}}}'
+  kubectl patch vm db-prod-01 --type merge -p '{"spec":{"desiredPowerState":"PoweredOff"}}'
+  kubectl delete vm db-prod-01        # the backend VM goes first, then the object
+  kubectl logs -n banlieue-system deploy/banlieue-controller
+  kubectl logs deploy/banlieue-provider-libvirt-libvirt-host1   # a Provider's own pod
+  more examples: examples/*.yaml
+  stop everything: scripts/dev.sh down
+EOF
+}
+
+status() {
+  deploy/local/status --state-dir "$STATE" || true
+  if libvirtd_pid >/dev/null; then echo "libvirtd (dev.sh's)        running (pid $(libvirtd_pid))"; fi
+  if [ -f "$KUBECONFIG" ] && k get --request-timeout=5s providers,vm -A 2>/dev/null; then :; fi
+}
+
+down() {
+  # The node agent stops its pods' processes first; the control plane's state goes with it, so
+  # the next `up` starts clean (a test-driver host would not survive a restart anyway).
+  deploy/local/down --state-dir "$STATE"
+  stop_real_libvirt  # after the pods (nothing recreates its domains), before its pid file goes
+  deploy/local/down --state-dir "$STATE" --purge >/dev/null
+}
+
+"$command"

@@ -1,0 +1,744 @@
+// The seed's flows end to end, the way a user runs them: `banlieue bootstrap operator` installs
+// the controller and the operator (Deployments the node agent runs), the operator mints each
+// Provider's pod, and from then on the tests only kubectl apply/get/wait/patch/delete user
+// objects. Backends: the libvirt plugin on libvirt's test driver (a node XML per Provider; the
+// driver's state lives in the provider process) and the third-party example file plugin (a VM
+// is a JSON file the test can read, so leaks and rendered userData are checked on disk).
+//
+// The system is set up once by the first test and shared; every test has its own namespace,
+// Providers and VMs, and removes them before the next test starts.
+#include "tests/support/local_cluster.h"
+
+#include <banlieue/sdk/json.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <set>
+#include <sstream>
+
+namespace banlieue::testing {
+namespace {
+
+namespace fs = std::filesystem;
+namespace json = sdk::json;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using namespace std::chrono_literals;
+
+const char* const kPluginDir = PLUGIN_DIR;
+constexpr const char* kSystem = "banlieue-system";
+constexpr const char* kRoles[] = {"banlieue-controller", "banlieue-operator"};
+// Provider pods start on the node agent, load their plugin and introspect their backend.
+constexpr auto kConverge = std::chrono::seconds(90);
+
+// Space-separated words (kubectl's jsonpath output for a list).
+std::multiset<std::string> words(const std::string& text) {
+  std::multiset<std::string> out;
+  std::istringstream in(text);
+  for (std::string word; in >> word;) out.insert(word);
+  return out;
+}
+
+std::string readFile(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// A libvirt test-driver host: one dir pool holding the image's backing volume and one network.
+// Each Provider gets a file of its own, hence a host (a driver state) of its own.
+std::string nodeXml() {
+  return "<node>\n"
+         "  <cpu><mhz>2000</mhz><model>i686</model><active>2</active><nodes>1</nodes>"
+         "<sockets>1</sockets><cores>2</cores><threads>1</threads></cpu>\n"
+         "  <memory>8388608</memory>\n"
+         "  <network><name>lan</name><bridge name='virbr7'/>"
+         "<ip address='192.168.70.1' netmask='255.255.255.0'/></network>\n"
+         "  <pool type='dir'>\n"
+         "    <name>images</name>\n"
+         "    <capacity unit='GiB'>100</capacity><allocation>0</allocation>"
+         "<available unit='GiB'>100</available>\n"
+         "    <target><path>/images</path></target>\n"
+         "    <volume type='file'><name>debian.qcow2</name><capacity unit='GiB'>1</capacity>"
+         "<allocation>0</allocation><target><format type='qcow2'/></target></volume>\n"
+         "  </pool>\n"
+         "</node>\n";
+}
+
+class FlowsTest : public ::testing::Test {
+ protected:
+  // Started by the first test's SetUp, not SetUpTestSuite: gtest turns a failure there into
+  // skipped tests, which CTest would report as passed.
+  void SetUp() override {
+    if (!attempted_) {
+      attempted_ = true;
+      installSystem();
+    }
+    ASSERT_TRUE(ready_) << "banlieue was not installed; see the first test's failures";
+  }
+
+  static void installSystem() {
+    auto& cluster = LocalCluster::shared();
+    work_ = fs::temp_directory_path() / ("banlieue-e2e-" + std::to_string(::getpid()));
+    fs::remove_all(work_);
+    fs::create_directories(work_);
+    suffix_ = std::to_string(::getpid());
+
+    // What a user runs: the image's plugin directory is the build's on the dev node.
+    auto bootstrap = bootstrapCommand({});
+    ASSERT_EQ(bootstrap.exit_code, 0) << bootstrap.output;
+    // Rolled out, not merely Available: a Deployment left by an earlier bootstrap with other
+    // arguments is Available while its old pod still runs.
+    for (const auto* role : kRoles) {
+      auto rolled = cluster.kubectl(
+          std::string("rollout status --timeout=120s deployment/") + role + " -n " + kSystem,
+          std::chrono::seconds(150));
+      ASSERT_EQ(rolled.exit_code, 0) << rolled.output << systemState();
+    }
+    // The operator publishes each class's machine kind from the plugin's provider.json.
+    ASSERT_TRUE(LocalCluster::eventually(
+        [&] {
+          return jsonpath(cluster, "providerclass file", "{.status.machineKind.kind}") ==
+                     "FileMachine" &&
+                 jsonpath(cluster, "providerclass libvirt", "{.status.machineKind.kind}") ==
+                     "LibvirtMachine";
+        },
+        kConverge))
+        << systemState();
+
+    // One machine shape and one image for every test, written for libvirt; the file backend
+    // accepts the same classes (the manifest never changes across a backend swap).
+    auto shapes = cluster.apply(
+        "apiVersion: banlieue.io/v1alpha1\nkind: VMClass\n"
+        "metadata: {name: " +
+        vmClass() +
+        "}\n"
+        "spec:\n"
+        "  hardware:\n"
+        "    cpus: 1\n"
+        "    memoryMiB: 256\n"
+        "    disks: [{name: root, sizeGiB: 1, storageClass: std}]\n"
+        "  network:\n"
+        "    interfaces: [{name: eth0, networkClass: lan}]\n"
+        "---\n"
+        "apiVersion: banlieue.io/v1alpha1\nkind: VMImage\n"
+        "metadata: {name: " +
+        vmImage() +
+        "}\n"
+        "spec:\n"
+        "  osFamily: linux\n"
+        "  sources:\n"
+        "    - {providerClass: libvirt, kind: BackingFile, ref: "
+        "debian.qcow2}\n"
+        "    - {providerClass: file, kind: BackingFile, ref: base.img}\n");
+    ASSERT_EQ(shapes.exit_code, 0) << shapes.output;
+    ready_ = true;
+  }
+
+  // Removes what installSystem() created, so the integration tests that run later find
+  // banlieue-system as they expect it (no controller or operator competing for their Leases).
+  static void TearDownTestSuite() {
+    auto& cluster = LocalCluster::shared();
+    cluster.kubectl("delete vmclass " + vmClass() + " --ignore-not-found");
+    cluster.kubectl("delete vmimage " + vmImage() + " --ignore-not-found");
+    for (const auto* role : kRoles) {
+      cluster.kubectl(std::string("delete deployment ") + role + " --ignore-not-found -n " +
+                      kSystem + " --wait=true --timeout=60s");
+    }
+    // Backend files and node XMLs stay for a failed run's post-mortem.
+    if (::testing::UnitTest::GetInstance()->failed_test_count() > 0) {
+      std::cerr << "e2e: backends kept in " << work_ << "\n";
+    } else if (!work_.empty()) {
+      fs::remove_all(work_);
+    }
+  }
+
+  // Deletes the test's VMs and pools while the controller and the Providers' pods still run
+  // (their finalizers remove the backend objects), then the Providers (the operator's
+  // finalizer), then the namespace.
+  void TearDown() override {
+    for (const auto& ns : namespaces_) {
+      // Pools first: members deleted with them would otherwise race the Providers' removal.
+      cluster_.kubectl("delete virtualmachinepools --all --wait=true --timeout=60s -n " + ns,
+                       std::chrono::seconds(90));
+      cluster_.kubectl("delete virtualmachines --all --wait=true --timeout=90s -n " + ns,
+                       std::chrono::seconds(120));
+      cluster_.kubectl("delete providers --all --wait=true --timeout=60s -n " + ns,
+                       std::chrono::seconds(90));
+    }
+    for (const auto& c : classes_) cluster_.kubectl("delete providerclass " + c + " --wait=false");
+    if (HasFailure()) {
+      for (const auto& ns : namespaces_) std::cerr << namespaceState(ns);
+      std::cerr << systemState();
+    }
+  }
+
+  static CommandResult bootstrapCommand(const std::vector<std::string>& extra) {
+    std::string command = shellQuote(BANLIEUE_BINARY) + " bootstrap operator --kubeconfig " +
+                          shellQuote(LocalCluster::shared().kubeconfig().string()) +
+                          " --plugin-dir " + shellQuote(kPluginDir) + " --image-plugin-dir " +
+                          shellQuote(kPluginDir);
+    for (const auto& arg : extra) command += " " + shellQuote(arg);
+    return runCommand(command, std::chrono::seconds(120));
+  }
+
+  static std::string vmClass() { return "e2e-" + suffix_; }
+  static std::string vmImage() { return "e2e-" + suffix_; }
+
+  static std::string jsonpath(const LocalCluster& cluster, const std::string& what,
+                              const std::string& path) {
+    auto r = cluster.kubectl("get " + what + " -o jsonpath='" + path + "'");
+    return r.exit_code == 0 ? r.output : "<error: " + r.output + ">";
+  }
+  std::string get(const std::string& what, const std::string& path) const {
+    return jsonpath(cluster_, what, path);
+  }
+  bool exists(const std::string& what) const {
+    return cluster_.kubectl("get " + what + " -o name").exit_code == 0;
+  }
+
+  static std::string systemState() {
+    auto& cluster = LocalCluster::shared();
+    return "\n--- banlieue-system:\n" +
+           cluster.kubectl(std::string("get deployments,pods -o wide -n ") + kSystem).output +
+           cluster.kubectl("get providerclasses").output;
+  }
+  std::string namespaceState(const std::string& ns) const {
+    return "\n--- namespace " + ns + ":\n" +
+           cluster_
+               .kubectl(
+                   "get providers,virtualmachines,virtualmachinepools,filemachines,"
+                   "libvirtmachines,pods -o yaml "
+                   "-n " +
+                   ns)
+               .output +
+           cluster_.kubectl("get events -n " + ns).output;
+  }
+
+  // A namespace of this test, cleaned up by TearDown.
+  std::string useNamespace(const LocalCluster::TestNamespace& ns) {
+    namespaces_.push_back(ns.name());
+    return ns.name();
+  }
+
+  // A Provider of the bootstrapped `file` class; its backend directory is returned.
+  fs::path fileProvider(const std::string& ns, const std::string& name, const std::string& labels,
+                        const std::string& options = "?createSeconds=0") {
+    fs::path dir = work_ / (ns + "-" + name);
+    fs::create_directories(dir);
+    applyProvider(ns, name, "file", labels, "file://" + dir.string() + options,
+                  "    storageClasses: [{name: std}]\n"
+                  "    networkClasses: [{name: lan}]\n");
+    return dir;
+  }
+
+  // A Provider of the bootstrapped `libvirt` class on a test-driver host of its own.
+  void libvirtProvider(const std::string& ns, const std::string& name, const std::string& labels) {
+    fs::path node = work_ / (ns + "-" + name + ".xml");
+    std::ofstream(node) << nodeXml();
+    applyProvider(ns, name, "libvirt", labels, "test://" + node.string(),
+                  "    storageClasses: [{name: std, target: {pool: images}}]\n"
+                  "    networkClasses: [{name: lan, target: {network: lan}}]\n");
+  }
+
+  void applyProvider(const std::string& ns, const std::string& name, const std::string& cls,
+                     const std::string& labels, const std::string& endpoint,
+                     const std::string& capabilities) {
+    auto r = cluster_.apply(
+        "apiVersion: banlieue.io/v1alpha1\nkind: Provider\n"
+        "metadata: {name: " +
+        name + ", namespace: " + ns + ", labels: {" + labels +
+        "}}\n"
+        "spec:\n"
+        "  providerClassRef: {name: " +
+        cls +
+        "}\n"
+        "  connection: {endpoint: \"" +
+        endpoint +
+        "\"}\n"
+        "  capabilities:\n" +
+        capabilities);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+
+  // kubectl wait for a condition; true when it held within `seconds`.
+  bool waitFor(const std::string& ns, const std::string& what, const std::string& condition,
+               int seconds = 90) {
+    auto r = cluster_.kubectl("wait --for=condition=" + condition + " --timeout=" +
+                                  std::to_string(seconds) + "s " + what + " -n " + ns,
+                              std::chrono::seconds(seconds + 30));
+    if (r.exit_code != 0) std::cerr << "kubectl wait " << what << ": " << r.output << "\n";
+    return r.exit_code == 0;
+  }
+
+  // The user's VirtualMachine: the shared class and image, placed by a provider selector.
+  void applyVm(const std::string& ns, const std::string& name, const std::string& match_labels,
+               const std::string& extra_spec = "", const std::string& class_name = "") {
+    auto r = cluster_.apply(
+        "apiVersion: banlieue.io/v1alpha1\nkind: VirtualMachine\n"
+        "metadata: {name: " +
+        name + ", namespace: " + ns +
+        "}\n"
+        "spec:\n"
+        "  classRef: {name: " +
+        (class_name.empty() ? vmClass() : class_name) +
+        "}\n"
+        "  imageRef: {name: " +
+        vmImage() +
+        "}\n"
+        "  placement:\n"
+        "    providerSelector:\n"
+        "      matchLabels: {" +
+        match_labels + "}\n" + extra_spec);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+
+  // The VM's condition `type` as "status/reason".
+  std::string condition(const std::string& ns, const std::string& vm, const std::string& type) {
+    return get("vm " + vm + " -n " + ns, "{.status.conditions[?(@.type==\"" + type +
+                                             "\")].status}/"
+                                             "{.status.conditions[?(@.type==\"" +
+                                             type + "\")].reason}");
+  }
+
+  // The backend file of a VM on a file Provider, parsed; null when absent.
+  static std::optional<rapidjson::Document> backendFile(const fs::path& dir, const std::string& ns,
+                                                        const std::string& vm) {
+    fs::path file = dir / (ns + "_" + vm + ".json");
+    if (!fs::exists(file)) return std::nullopt;
+    try {
+      return json::parse(readFile(file), file.string());
+    } catch (const std::exception&) {
+      return std::nullopt;  // replaced while being read: the caller polls again
+    }
+  }
+
+  // The VM's spec without its placement: what a backend swap must leave as it was.
+  std::string specWithoutPlacement(const std::string& ns, const std::string& vm) {
+    auto r = cluster_.kubectl("get vm " + vm + " -n " + ns + " -o json");
+    if (r.exit_code != 0) return "<error: " + r.output + ">";
+    auto doc = json::parse(r.output, "vm");
+    auto& spec = doc["spec"];
+    spec.RemoveMember("placement");
+    return json::serialize(spec);
+  }
+
+  // Every pod of banlieue's roles (and of `ns`'s Providers) Running and never restarted.
+  void expectNoCrash(const std::string& ns) {
+    for (const std::string& where : {std::string(kSystem), ns}) {
+      auto pods = get("pods -n " + where,
+                      "{range .items[*]}{.metadata.name} {.status.phase} "
+                      "{.status.containerStatuses[0].restartCount}{\"\\n\"}{end}");
+      std::istringstream lines(pods);
+      int seen = 0;
+      for (std::string line; std::getline(lines, line);) {
+        if (line.empty()) continue;
+        ++seen;
+        EXPECT_THAT(line, ::testing::EndsWith(" Running 0")) << where;
+      }
+      EXPECT_GT(seen, 0) << "no pods in " << where << ": " << pods;
+    }
+  }
+
+  LocalCluster& cluster_ = LocalCluster::shared();
+  std::vector<std::string> namespaces_;
+  std::vector<std::string> classes_;
+
+  static inline fs::path work_;
+  static inline std::string suffix_;
+  static inline bool attempted_ = false;
+  static inline bool ready_ = false;
+};
+
+// Create → Ready on libvirt, then power off and on: the VM's desiredPowerState reaches the
+// infra CR and the test-driver domain, whose state comes back as observedPowerState.
+TEST_F(FlowsTest, CreateToReadyThenPowerOffAndOn) {
+  LocalCluster::TestNamespace scoped(cluster_);
+  const std::string ns = useNamespace(scoped);
+  libvirtProvider(ns, "host1", "dc: dc1, env: prod");
+  applyVm(ns, "db-01", "dc: dc1, env: prod");
+  ASSERT_TRUE(waitFor(ns, "vm/db-01", "Ready"));
+  EXPECT_EQ(condition(ns, "db-01", "Ready"), "True/Reconciled");
+  EXPECT_EQ(get("vm db-01 -n " + ns,
+                "{.status.scheduled.providerName}/{.status.infrastructureRef.kind}/"
+                "{.status.observedPowerState}"),
+            "host1/LibvirtMachine/PoweredOn");
+  // The infra CR the controller wrote and the provider runtime reports on.
+  EXPECT_EQ(get("libvirtmachine db-01 -n " + ns,
+                "{.metadata.labels.banlieue\\.io/provider}/"
+                "{.metadata.labels.banlieue\\.io/owned-by}/{.spec.domainName}/"
+                "{.spec.bootSource.volume}/{.spec.pool}/{.metadata.finalizers}"),
+            "host1/db-01/" + ns + "-db-01/debian.qcow2/images/[\"banlieue.io/provider-libvirt\"]");
+  std::string provider_id = get("libvirtmachine db-01 -n " + ns, "{.spec.providerID}");
+  EXPECT_THAT(provider_id, ::testing::StartsWith("libvirt://"));
+
+  auto power = [&](const std::string& state) {
+    return cluster_
+        .kubectl("patch vm db-01 -n " + ns +
+                 " --type=merge -p '{\"spec\":{\"desiredPowerState\":\"" + state + "\"}}'")
+        .exit_code;
+  };
+  ASSERT_EQ(power("PoweredOff"), 0);
+  EXPECT_TRUE(LocalCluster::eventually(
+      [&] {
+        return get("libvirtmachine db-01 -n " + ns,
+                   "{.spec.desiredPowerState}/{.status.observedPowerState}") ==
+                   "PoweredOff/PoweredOff" &&
+               get("vm db-01 -n " + ns, "{.status.observedPowerState}") == "PoweredOff";
+      },
+      kConverge));
+  // The same domain (not a new one) was stopped.
+  EXPECT_EQ(get("libvirtmachine db-01 -n " + ns, "{.spec.providerID}"), provider_id);
+  ASSERT_EQ(power("PoweredOn"), 0);
+  EXPECT_TRUE(LocalCluster::eventually(
+      [&] {
+        return get("libvirtmachine db-01 -n " + ns, "{.status.observedPowerState}") ==
+                   "PoweredOn" &&
+               get("vm db-01 -n " + ns, "{.status.observedPowerState}") == "PoweredOn";
+      },
+      kConverge));
+  EXPECT_TRUE(waitFor(ns, "vm/db-01", "Ready"));
+  EXPECT_EQ(get("libvirtmachine db-01 -n " + ns, "{.spec.providerID}"), provider_id);
+}
+
+// Power state on the file backend, where the backend's own record can be read.
+TEST_F(FlowsTest, PowerStateReachesTheBackend) {
+  LocalCluster::TestNamespace scoped(cluster_);
+  const std::string ns = useNamespace(scoped);
+  fs::path dir = fileProvider(ns, "files", "tier: files");
+  applyVm(ns, "app-01", "tier: files", "  desiredPowerState: PoweredOff\n");
+  ASSERT_TRUE(waitFor(ns, "vm/app-01", "Ready"));
+  auto state = [&] {
+    auto vm = backendFile(dir, ns, "app-01");
+    return vm ? json::stringOr(&*vm, "state") : std::string("<no backend file>");
+  };
+  EXPECT_EQ(state(), "stopped");
+  EXPECT_EQ(get("vm app-01 -n " + ns, "{.status.observedPowerState}"), "PoweredOff");
+  cluster_.kubectl("patch vm app-01 -n " + ns +
+                   " --type=merge -p '{\"spec\":{\"desiredPowerState\":\"PoweredOn\"}}'");
+  EXPECT_TRUE(LocalCluster::eventually(
+      [&] {
+        return state() == "running" &&
+               get("vm app-01 -n " + ns, "{.status.observedPowerState}") == "PoweredOn";
+      },
+      kConverge))
+      << state();
+}
+
+// Delete: the VM waits for the provider's finalizer, which removes the backend object first.
+TEST_F(FlowsTest, DeleteLeavesNoBackendObject) {
+  LocalCluster::TestNamespace scoped(cluster_);
+  const std::string ns = useNamespace(scoped);
+  fs::path dir = fileProvider(ns, "files", "tier: files");
+  libvirtProvider(ns, "host1", "tier: libvirt");
+  applyVm(ns, "on-files", "tier: files");
+  applyVm(ns, "on-libvirt", "tier: libvirt");
+  ASSERT_TRUE(waitFor(ns, "vm/on-files", "Ready"));
+  ASSERT_TRUE(waitFor(ns, "vm/on-libvirt", "Ready"));
+  ASSERT_TRUE(backendFile(dir, ns, "on-files").has_value());
+  EXPECT_EQ(get("vm on-files -n " + ns, "{.metadata.finalizers}"),
+            "[\"banlieue.io/virtualmachine\"]");
+  EXPECT_EQ(get("filemachine on-files -n " + ns, "{.metadata.finalizers}"),
+            "[\"banlieue.io/provider-file\"]");
+
+  auto deleted = cluster_.kubectl("delete vm on-files on-libvirt --timeout=90s -n " + ns,
+                                  std::chrono::seconds(120));
+  ASSERT_EQ(deleted.exit_code, 0) << deleted.output;
+  // `kubectl delete` returned once the VMs were gone: their infra CRs went first.
+  EXPECT_FALSE(backendFile(dir, ns, "on-files").has_value());
+  EXPECT_FALSE(fs::exists(dir / (ns + "_on-files.json.creating")));
+  EXPECT_EQ(get("filemachines,libvirtmachines -n " + ns, "{.items[*].metadata.name}"), "");
+
+  // The test-driver domain lives in the provider process: a new VM of the same name (a new
+  // infra CR, so a new domain uuid) would collide with a leftover domain of that name.
+  applyVm(ns, "on-libvirt", "tier: libvirt");
+  EXPECT_TRUE(waitFor(ns, "vm/on-libvirt", "Ready")) << namespaceState(ns);
+  EXPECT_THAT(get("libvirtmachine on-libvirt -n " + ns, "{.status.conditions}"),
+              Not(HasSubstr("DomainNameConflict")));
+}
+
+// Backend swap between two libvirt hosts: only the selector changes, the VM converges on the
+// other Provider and the first host's domain is gone (swapping back creates it anew).
+TEST_F(FlowsTest, SwapBetweenTwoLibvirtProviders) {
+  LocalCluster::TestNamespace scoped(cluster_);
+  const std::string ns = useNamespace(scoped);
+  libvirtProvider(ns, "host-a", "dc: a");
+  libvirtProvider(ns, "host-b", "dc: b");
+  applyVm(ns, "web-01", "dc: a");
+  ASSERT_TRUE(waitFor(ns, "vm/web-01", "Ready"));
+  ASSERT_EQ(get("vm web-01 -n " + ns, "{.status.scheduled.providerName}"), "host-a");
+  std::string first_id = get("libvirtmachine web-01 -n " + ns, "{.spec.providerID}");
+  const std::string spec_before = specWithoutPlacement(ns, "web-01");
+
+  auto swapTo = [&](const std::string& dc) {
+    auto r = cluster_.kubectl(
+        "patch vm web-01 -n " + ns +
+        " --type=merge -p '{\"spec\":{\"placement\":{\"providerSelector\":{\"matchLabels\":{"
+        "\"dc\":\"" +
+        dc + "\"}}}}}'");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  };
+  auto convergedOn = [&](const std::string& provider) {
+    return get("vm web-01 -n " + ns,
+               "{.status.scheduled.providerName}/"
+               "{.status.conditions[?(@.type==\"Ready\")].status}") == provider + "/True" &&
+           get("libvirtmachine web-01 -n " + ns, "{.spec.providerRef.name}") == provider;
+  };
+  swapTo("b");
+  EXPECT_TRUE(LocalCluster::eventually([&] { return convergedOn("host-b"); }, kConverge));
+  std::string second_id = get("libvirtmachine web-01 -n " + ns, "{.spec.providerID}");
+  EXPECT_NE(second_id, first_id);
+  EXPECT_EQ(specWithoutPlacement(ns, "web-01"), spec_before);
+  EXPECT_EQ(get("vm web-01 -n " + ns, "{.status.conditions[?(@.type==\"PlacementValid\")].reason}"),
+            "PlacementValid");
+
+  // Back to host-a: its old domain (same name, the first infra CR's uuid) must be gone, or the
+  // new infra CR would fail with DomainNameConflict.
+  swapTo("a");
+  EXPECT_TRUE(LocalCluster::eventually([&] { return convergedOn("host-a"); }, kConverge));
+  EXPECT_NE(get("libvirtmachine web-01 -n " + ns, "{.spec.providerID}"), first_id);
+  EXPECT_EQ(specWithoutPlacement(ns, "web-01"), spec_before);
+}
+
+// Swap from libvirt to the third-party example plugin: handled exactly like an in-tree backend.
+TEST_F(FlowsTest, SwapFromLibvirtToTheThirdPartyFilePlugin) {
+  LocalCluster::TestNamespace scoped(cluster_);
+  const std::string ns = useNamespace(scoped);
+  libvirtProvider(ns, "host1", "site: lab, backend: libvirt");
+  fs::path dir = fileProvider(ns, "files", "site: lab, backend: file");
+  applyVm(ns, "svc-01", "site: lab, backend: libvirt");
+  ASSERT_TRUE(waitFor(ns, "vm/svc-01", "Ready"));
+  EXPECT_EQ(get("vm svc-01 -n " + ns, "{.status.infrastructureRef.kind}"), "LibvirtMachine");
+  const std::string spec_before = specWithoutPlacement(ns, "svc-01");
+
+  auto r = cluster_.kubectl("patch vm svc-01 -n " + ns +
+                            " --type=merge -p '{\"spec\":{\"placement\":{\"providerSelector\":{"
+                            "\"matchLabels\":{\"backend\":\"file\"}}}}}'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(LocalCluster::eventually(
+      [&] {
+        return get("vm svc-01 -n " + ns,
+                   "{.status.scheduled.providerName}/{.status.infrastructureRef.kind}/"
+                   "{.status.conditions[?(@.type==\"Ready\")].status}") ==
+                   "files/FileMachine/True" &&
+               !exists("libvirtmachine svc-01 -n " + ns);
+      },
+      kConverge));
+  EXPECT_EQ(specWithoutPlacement(ns, "svc-01"), spec_before);
+  auto vm = backendFile(dir, ns, "svc-01");
+  ASSERT_TRUE(vm.has_value());
+  EXPECT_EQ(json::stringOr(&*vm, "state"), "running");
+  EXPECT_EQ(json::integer(&*vm, "cpus").value_or(0), 1);
+  EXPECT_EQ(json::integer(&*vm, "memoryMiB").value_or(0), 256);
+  // The same labels and ownership as an in-tree infra CR.
+  EXPECT_EQ(get("filemachine svc-01 -n " + ns,
+                "{.metadata.labels.banlieue\\.io/provider}/"
+                "{.metadata.labels.banlieue\\.io/owned-by}/{.metadata.ownerReferences[0].kind}/"
+                "{.spec.image.ref}"),
+            "files/svc-01/VirtualMachine/base.img");
+}
+
+// Registration: each Provider of a class gets its own workload and reports Ready with its
+// failure domains; one edit of the class's image tag rolls every Provider's Deployment.
+TEST_F(FlowsTest, ProviderRegistrationAndClassUpgradeFanOut) {
+  LocalCluster::TestNamespace scoped(cluster_);
+  const std::string ns = useNamespace(scoped);
+  const std::string cls = "e2e-fleet-" + suffix_;
+  classes_.push_back(cls);
+  auto created = cluster_.apply(
+      "apiVersion: banlieue.io/v1alpha1\nkind: ProviderClass\n"
+      "metadata: {name: " +
+      cls +
+      "}\n"
+      "spec:\n"
+      "  backend: file\n"
+      "  plugin: {path: " +
+      std::string(kPluginDir) +
+      "/file}\n"
+      "  image: {repository: localhost/banlieue, tag: \"1.0.0\"}\n");
+  ASSERT_EQ(created.exit_code, 0) << created.output;
+  std::vector<std::string> providers = {"east", "west"};
+  for (const auto& p : providers) {
+    fs::path dir = work_ / (ns + "-" + p);
+    fs::create_directories(dir);
+    applyProvider(ns, p, cls, "fleet: one", "file://" + dir.string(),
+                  "    storageClasses: [{name: std}]\n");
+  }
+  auto image = [&](const std::string& p) {
+    return get("deployment banlieue-provider-" + cls + "-" + p + " -n " + ns,
+               "{.spec.template.spec.containers[0].image}");
+  };
+  for (const auto& p : providers) {
+    EXPECT_TRUE(waitFor(ns, "provider/" + p, "Ready"));
+    // The operator mirrors the pod's readiness once the Deployment reports it.
+    EXPECT_TRUE(LocalCluster::eventually(
+        [&] {
+          return get("provider " + p + " -n " + ns,
+                     "{.status.failureDomains[*].name}/{.status.workload.mode}/"
+                     "{.status.workload.readyReplicas}") == "local/Managed/1";
+        },
+        kConverge))
+        << get("provider " + p + " -n " + ns, "{.status}");
+    EXPECT_EQ(image(p), "localhost/banlieue:1.0.0");
+  }
+  EXPECT_TRUE(LocalCluster::eventually(
+      [&] { return get("providerclass " + cls, "{.status.providers}") == "2"; }, kConverge));
+
+  auto patched = cluster_.kubectl("patch providerclass " + cls +
+                                  " --type=merge -p '{\"spec\":{\"image\":{\"tag\":\"1.1.0\"}}}'");
+  ASSERT_EQ(patched.exit_code, 0) << patched.output;
+  EXPECT_TRUE(LocalCluster::eventually(
+      [&] {
+        return image("east") == "localhost/banlieue:1.1.0" &&
+               image("west") == "localhost/banlieue:1.1.0";
+      },
+      kConverge))
+      << image("east") << " " << image("west");
+  // The rolled pods run the new template and the Providers are Ready again.
+  for (const auto& p : providers) {
+    auto rolled = cluster_.kubectl(
+        "rollout status --timeout=90s deployment/banlieue-provider-" + cls + "-" + p + " -n " + ns,
+        std::chrono::seconds(120));
+    EXPECT_EQ(rolled.exit_code, 0) << rolled.output;
+    EXPECT_TRUE(waitFor(ns, "provider/" + p, "Ready"));
+  }
+}
+
+// A pool's members spread over the failure domains of a Provider through the template's
+// anti-affinity: three zones, three warm members, one in each.
+TEST_F(FlowsTest, PoolSpreadsOverFailureDomains) {
+  LocalCluster::TestNamespace scoped(cluster_);
+  const std::string ns = useNamespace(scoped);
+  fileProvider(ns, "zones", "tier: pool", "?createSeconds=0&zones=za,zb,zc");
+  ASSERT_TRUE(waitFor(ns, "provider/zones", "Ready"));
+  EXPECT_EQ(get("provider zones -n " + ns, "{.status.failureDomains[*].name}"), "za zb zc");
+  auto r = cluster_.apply(
+      "apiVersion: banlieue.io/v1alpha1\nkind: VirtualMachinePool\n"
+      "metadata: {name: sandboxes, namespace: " +
+      ns +
+      "}\n"
+      "spec:\n"
+      "  warmReplicas: 3\n"
+      "  maxReplicas: 5\n"
+      "  readiness: InfrastructureReady\n"
+      "  template:\n"
+      "    labels: {app: sandbox}\n"
+      "    spec:\n"
+      "      classRef: {name: " +
+      vmClass() +
+      "}\n"
+      "      imageRef: {name: " +
+      vmImage() +
+      "}\n"
+      "      placement:\n"
+      "        providerSelector: {matchLabels: {tier: pool}}\n"
+      "        antiAffinity:\n"
+      "          - topologyKey: zone\n"
+      "            mode: preferred\n"
+      "            labelSelector: {matchLabels: {app: sandbox}}\n");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_TRUE(waitFor(ns, "vmpool/sandboxes", "Warm", 120));
+  EXPECT_EQ(get("vmpool sandboxes -n " + ns, "{.status.available}/{.status.replicas}"), "3/3");
+  const std::multiset<std::string> one_each = {"za", "zb", "zc"};
+  EXPECT_EQ(words(get("virtualmachines -n " + ns + " -l banlieue.io/pool=sandboxes",
+                      "{.items[*].status.scheduled.failureDomain}")),
+            one_each);
+  // The backend agrees with the placement.
+  EXPECT_EQ(words(get("filemachines -n " + ns, "{.items[*].status.failureDomain}")), one_each);
+}
+
+// userData from a Secret, with placeholders rendered by the controller, lands in the backend.
+TEST_F(FlowsTest, UserDataIsRenderedIntoTheBackend) {
+  LocalCluster::TestNamespace scoped(cluster_);
+  const std::string ns = useNamespace(scoped);
+  // The controller reads userData only in namespaces bootstrap was told about: re-running
+  // bootstrap with this one is how a user grants it.
+  auto granted = bootstrapCommand({"--userdata-namespace", ns});
+  ASSERT_EQ(granted.exit_code, 0) << granted.output;
+  fs::path dir = fileProvider(ns, "files", "tier: files");
+  auto secret = cluster_.apply(
+      "apiVersion: v1\nkind: Secret\n"
+      "metadata: {name: web-user-data, namespace: " +
+      ns +
+      "}\n"
+      "stringData:\n"
+      "  user-data: |\n"
+      "    #cloud-config\n"
+      "    hostname: ${VM_NAME}\n"
+      "    fqdn: ${FQDN}\n"
+      "    write_files: [{path: /etc/motd, content: \"${UNKNOWN}\"}]\n");
+  ASSERT_EQ(secret.exit_code, 0) << secret.output;
+  applyVm(ns, "web-01", "tier: files",
+          "  userData:\n    secretRef: {name: web-user-data, key: user-data}\n");
+  ASSERT_TRUE(waitFor(ns, "vm/web-01", "Ready"));
+  auto vm = backendFile(dir, ns, "web-01");
+  ASSERT_TRUE(vm.has_value());
+  std::string user_data = json::stringOr(&*vm, "userData");
+  EXPECT_THAT(user_data, HasSubstr("#cloud-config\n"));
+  EXPECT_THAT(user_data, HasSubstr("hostname: web-01\n"));
+  EXPECT_THAT(user_data, HasSubstr("fqdn: web-01\n"));
+  EXPECT_THAT(user_data, Not(HasSubstr("${VM_NAME}")));
+  // Placeholders outside the fixed set are left as written.
+  EXPECT_THAT(user_data, HasSubstr("${UNKNOWN}"));
+}
+
+// Bad input: a clear condition reason on the VM, nothing crashes, nothing is created.
+TEST_F(FlowsTest, BadInputGivesAClearConditionAndNoCrash) {
+  LocalCluster::TestNamespace scoped(cluster_);
+  const std::string ns = useNamespace(scoped);
+  fs::path dir = fileProvider(ns, "files", "tier: files");
+  ASSERT_TRUE(waitFor(ns, "provider/files", "Ready"));
+
+  applyVm(ns, "no-class", "tier: files", "", "no-such-class-" + suffix_);
+  applyVm(ns, "no-provider", "tier: nowhere");
+  applyVm(ns, "two-sources", "tier: files",
+          "  userData:\n"
+          "    secretRef: {name: some-secret}\n"
+          "    configMapRef: {name: some-config-map}\n");
+  applyVm(ns, "missing-secret", "tier: files",
+          "  userData:\n    secretRef: {name: not-there, key: user-data}\n");
+
+  auto settled = [&](const std::string& vm, const std::string& want) {
+    return LocalCluster::eventually([&] { return condition(ns, vm, "Ready") == want; }, kConverge);
+  };
+  EXPECT_TRUE(settled("no-class", "False/ClassNotFound")) << condition(ns, "no-class", "Ready");
+  EXPECT_THAT(get("vm no-class -n " + ns, "{.status.conditions[?(@.type==\"Ready\")].message}"),
+              HasSubstr("VMClass no-such-class-" + suffix_ + " not found"));
+  EXPECT_TRUE(settled("no-provider", "False/Scheduling"));
+  EXPECT_EQ(condition(ns, "no-provider", "Scheduled"), "False/NoProviderMatched");
+  EXPECT_THAT(get("vm no-provider -n " + ns, "{.status.conditions[?(@.type==\"Ready\")].message}"),
+              HasSubstr("no providers matched providerSelector"));
+  EXPECT_TRUE(settled("two-sources", "False/InfraBuildFailed"));
+  EXPECT_THAT(get("vm two-sources -n " + ns, "{.status.conditions[?(@.type==\"Ready\")].message}"),
+              HasSubstr("exactly one of secretRef, configMapRef"));
+  EXPECT_TRUE(settled("missing-secret", "False/InfraBuildFailed"));
+  EXPECT_THAT(
+      get("vm missing-secret -n " + ns, "{.status.conditions[?(@.type==\"Ready\")].message}"),
+      HasSubstr("not-there"));
+  // A Warning event tells the user too.
+  EXPECT_THAT(cluster_
+                  .kubectl("get events -n " + ns +
+                           " --field-selector involvedObject.name=no-provider,type=Warning "
+                           "-o jsonpath='{.items[*].reason}'")
+                  .output,
+              HasSubstr("NoProviderMatched"));
+
+  // Nothing reached the backend, nothing crashed.
+  EXPECT_EQ(get("filemachines -n " + ns, "{.items[*].metadata.name}"), "");
+  EXPECT_TRUE(fs::is_empty(dir));
+  expectNoCrash(ns);
+
+  // Fixing the input is enough: the VM converges without a restart of anything.
+  applyVm(ns, "no-class", "tier: files");
+  EXPECT_TRUE(waitFor(ns, "vm/no-class", "Ready"));
+  expectNoCrash(ns);
+}
+
+}  // namespace
+}  // namespace banlieue::testing
