@@ -33,6 +33,9 @@ using namespace std::chrono_literals;
 const char* const kPluginDir = PLUGIN_DIR;
 constexpr const char* kSystem = "banlieue-system";
 constexpr const char* kRoles[] = {"banlieue-controller", "banlieue-operator"};
+// Bootstrap also installs the imagebuilder; it stays unready without kairos-operator's CRD, so
+// the suite does not wait for it, but removes it with the rest.
+constexpr const char* kAlsoInstalled[] = {"banlieue-imagebuilder"};
 // Provider pods start on the node agent, load their plugin and introspect their backend.
 constexpr auto kConverge = std::chrono::seconds(90);
 
@@ -147,7 +150,7 @@ class FlowsTest : public ::testing::Test {
     auto& cluster = LocalCluster::shared();
     cluster.kubectl("delete vmclass " + vmClass() + " --ignore-not-found");
     cluster.kubectl("delete vmimage " + vmImage() + " --ignore-not-found");
-    for (const auto* role : kRoles) {
+    for (const char* role : {kRoles[0], kRoles[1], kAlsoInstalled[0]}) {
       cluster.kubectl(std::string("delete deployment ") + role + " --ignore-not-found -n " +
                       kSystem + " --wait=true --timeout=60s");
     }
