@@ -41,7 +41,7 @@ for tier in unit abi integration e2e; do
   # tier leaves out tests that belong to another tier.
   select=(-L "^${tier}\$")
   [ "$tier" = abi ] && select+=(-LE '^(unit|integration|e2e)$')
-  if ! ctest --preset "$preset" "${select[@]}" -j "$jobs" --no-tests=ignore 2>&1 | tee "$log"; then
+  if ! ctest --preset "$preset" "${select[@]}" -j "$jobs" --no-tests=ignore --output-on-failure 2>&1 | tee "$log"; then
     failed=1
   fi
   counts[$tier]=$(grep -Eo '[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -n1 || true)
