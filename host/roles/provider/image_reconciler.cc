@@ -82,13 +82,16 @@ Status ImageReconciler::removeImportJobs(const std::string& image_name) {
   if (imports_ == nullptr) return Status::ok();
   std::vector<runtime::Object> keep_alive;
   for (const auto& j : importJobsOf(image_name, keep_alive)) {
-    kube::DeleteOptions options;
-    options.propagation_policy = "Background";
-    auto s = context_.client.remove(kJobType, imports_->settings.job_namespace,
-                                    json::stringOr(j.job, "metadata.name"), options);
-    if (!s.isOk() && !kube::isNotFound(s)) return s;
+    if (auto s = deleteImportJob(json::stringOr(j.job, "metadata.name")); !s.isOk()) return s;
   }
   return Status::ok();
+}
+
+Status ImageReconciler::deleteImportJob(const std::string& name) {
+  kube::DeleteOptions options;
+  options.propagation_policy = "Background";  // its pods go with it
+  auto s = context_.client.remove(kJobType, imports_->settings.job_namespace, name, options);
+  return s.isOk() || kube::isNotFound(s) ? Status::ok() : s;
 }
 
 runtime::Result ImageReconciler::runImports(const rapidjson::Value& image,
@@ -101,10 +104,7 @@ runtime::Result ImageReconciler::runImports(const rapidjson::Value& image,
   const std::string& ns = imports_->settings.job_namespace;
   bool retry_soon = false;
   for (const auto& name : plan.remove) {
-    kube::DeleteOptions options;
-    options.propagation_policy = "Background";
-    auto s = context_.client.remove(kJobType, ns, name, options);
-    if (!s.isOk() && !kube::isNotFound(s)) return runtime::Result::retry(s);
+    if (auto s = deleteImportJob(name); !s.isOk()) return runtime::Result::retry(s);
     retry_soon = true;  // a retried Job is made again once the old one is gone
   }
   for (const auto& manifest : plan.create) {

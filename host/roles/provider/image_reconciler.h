@@ -48,6 +48,8 @@ class ImageReconciler final : public runtime::Reconciler {
                              rapidjson::Document& row);
   // Deletes every import Job of this Provider for `image_name` (source gone, not built).
   Status removeImportJobs(const std::string& image_name);
+  // Deletes one import Job by name (already gone counts as done).
+  Status deleteImportJob(const std::string& name);
   std::vector<ExistingImportJob> importJobsOf(const std::string& image_name,
                                               std::vector<runtime::Object>& keep_alive) const;
 
