@@ -16,13 +16,11 @@
 #include "host/roles/images/import_exit.h"
 #include "host/roles/images/import_job.h"
 #include "tests/support/local_cluster.h"
+#include "tests/support/private_libvirtd.h"
 
 #include <banlieue/sdk/json.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <libvirt/libvirt.h>
-#include <libvirt/virterror.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -50,43 +48,15 @@ std::string slurp(const fs::path& p) {
 class ImageImportLibvirtTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a system libvirtd";
-    if (!fs::exists("/usr/sbin/libvirtd")) {
-      GTEST_SKIP() << "/usr/sbin/libvirtd is missing: run scripts/setup.sh";
-    }
-    for (const auto& proc : fs::directory_iterator("/proc")) {
-      if (slurp(proc.path() / "comm") == "libvirtd\n") {
-        GTEST_SKIP() << "a libvirtd this test did not start is running (pid "
-                     << proc.path().filename().string() << ")";
-      }
-    }
+    if (auto why = testing::PrivateLibvirtd::unavailableReason(); !why.empty()) GTEST_SKIP() << why;
     char tmpl[] = "/tmp/banlieue-image-import-XXXXXX";
     ASSERT_NE(::mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
     fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
-    fs::create_directories(dir_ / "sock");
-    fs::create_directories(dir_ / "pool");
-    std::ofstream(dir_ / "libvirtd.conf")
-        << "listen_tls = 0\nlisten_tcp = 0\n"
-        << "unix_sock_dir = \"" << (dir_ / "sock").string() << "\"\n"
-        << "log_outputs = \"3:file:" << (dir_ / "libvirtd.log").string() << "\"\n";
-    auto started =
-        runCommand("/usr/sbin/libvirtd -d -f " + shellQuote((dir_ / "libvirtd.conf").string()) +
-                   " -p " + shellQuote((dir_ / "libvirtd.pid").string()));
-    ASSERT_EQ(started.exit_code, 0) << started.output;
-    started_ = true;
-    ASSERT_TRUE(testing::LocalCluster::eventually(
-        [&] { return fs::exists(dir_ / "sock/libvirt-sock"); }, std::chrono::seconds(30)))
-        << slurp(dir_ / "libvirtd.log");
-    uri_ = "qemu:///system?socket=" + (dir_ / "sock/libvirt-sock").string();
-    conn_ = virConnectOpen(uri_.c_str());
-    ASSERT_NE(conn_, nullptr) << virGetLastErrorMessage();
-    pool_ = "bnl-import-" + std::to_string(::getpid());
-    std::string xml = "<pool type='dir'><name>" + pool_ + "</name><target><path>" +
-                      (dir_ / "pool").string() + "</path></target></pool>";
-    virStoragePoolPtr p = virStoragePoolCreateXML(conn_, xml.c_str(), 0);
-    ASSERT_NE(p, nullptr) << virGetLastErrorMessage();
-    virStoragePoolFree(p);
+    std::string error;
+    ASSERT_TRUE(libvirtd_.start(dir_, "bnl-import-" + std::to_string(::getpid()), &error)) << error;
+    uri_ = libvirtd_.uri();
+    pool_ = libvirtd_.pool();
 
     std::ofstream(dir_ / "provider.json")
         << R"({"apiVersion":"banlieue.io/v1alpha1","kind":"Provider",
@@ -115,22 +85,7 @@ status:
   }
 
   void TearDown() override {
-    if (conn_ != nullptr) {
-      if (virStoragePoolPtr p = virStoragePoolLookupByName(conn_, pool_.c_str())) {
-        virStoragePoolDestroy(p);
-        virStoragePoolFree(p);
-      }
-      virConnectClose(conn_);
-    }
-    if (started_) {
-      std::string pid = slurp(dir_ / "libvirtd.pid");
-      if (!pid.empty()) {
-        pid_t p = static_cast<pid_t>(std::stol(pid));
-        ::kill(p, SIGTERM);
-        testing::LocalCluster::eventually([p] { return ::kill(p, 0) != 0; },
-                                          std::chrono::seconds(15));
-      }
-    }
+    libvirtd_.stop();  // before the directory holding its socket goes
     if (!dir_.empty() && !HasFailure()) fs::remove_all(dir_);
     if (HasFailure() && !dir_.empty()) std::cerr << "kept " << dir_ << "\n";
   }
@@ -156,28 +111,14 @@ status:
     return {r.exit_code, r.output, slurp(term)};
   }
 
-  std::set<std::string> volumes() {
-    std::set<std::string> names;
-    virStoragePoolPtr p = virStoragePoolLookupByName(conn_, pool_.c_str());
-    if (p == nullptr) return names;
-    virStoragePoolRefresh(p, 0);
-    char* list[64];
-    int n = virStoragePoolListVolumes(p, list, 64);
-    for (int i = 0; i < n; ++i) {
-      names.insert(list[i]);
-      free(list[i]);  // NOLINT(cppcoreguidelines-no-malloc): libvirt's allocation
-    }
-    virStoragePoolFree(p);
-    return names;
-  }
+  std::set<std::string> volumes() { return libvirtd_.volumes(); }
 
   fs::path dir_;
   fs::path artifact_;
   std::string uri_;
   std::string pool_;
   std::string sha256_;
-  bool started_ = false;
-  virConnectPtr conn_ = nullptr;
+  testing::PrivateLibvirtd libvirtd_;
 };
 
 TEST_F(ImageImportLibvirtTest, VerifiedArtifactLandsAndCorruptOnesWriteNothing) {
@@ -211,7 +152,7 @@ TEST_F(ImageImportLibvirtTest, VerifiedArtifactLandsAndCorruptOnesWriteNothing) 
   auto sha512 = fileDigest(artifact_, "sha512");
   ASSERT_TRUE(sha512.ok());
   auto ok = import(artifact_, "sha512:" + *sha512);
-  ASSERT_EQ(ok.exit_code, kImportOk) << ok.output << "\n" << slurp(dir_ / "libvirtd.log");
+  ASSERT_EQ(ok.exit_code, kImportOk) << ok.output << "\n" << libvirtd_.log();
   EXPECT_THAT(ok.output, HasSubstr("verified"));
   std::string volume = "kairos-tiny-" + sha256_.substr(0, 12) + ".raw";
   EXPECT_THAT(ok.termination, HasSubstr(R"("resolvedRef":")" + volume + "\""));

@@ -1,24 +1,33 @@
-// The provider runtime's half of the image pipeline on the local control plane: `banlieue
-// provider file` (the example plugin, which imports by copying the artifact into its backend
-// directory) sees a Url VMImage whose status.buildArtifact the test writes as the imagebuilder
-// would (standing in for kairos-operator and the imagebuilder: the artifact sits in a
-// directory per artifacts PVC), creates one import Job per failure domain, the node agent runs
-// `banlieue image-import` under ServiceAccount banlieue-image-import with the operator's import
-// Role (it reads the Provider and its credentials Secret through the API), and the Provider's
-// row becomes Ready with an Imported zone. A one-byte-flipped artifact fails with
-// ChecksumMismatch on the row and writes nothing to the backend; banlieue.io/force-reimport
-// makes exactly one new Job per token. Labels: integration;images.
+// The provider runtime's half of the image pipeline on the local control plane, for three
+// plugins. The test stands in for kairos-operator and the imagebuilder: it writes the artifact
+// into a directory per artifacts PVC and the VMImage's status.buildArtifact. `banlieue provider
+// <backend>` then creates one import Job per failure domain, the node agent runs `banlieue
+// image-import` under ServiceAccount banlieue-image-import with the operator's import Role (it
+// reads the Provider and its credentials Secret through the API), and the Provider's row
+// becomes Ready with the zone's resolvedRef, read from the Job's termination message.
+//   - file (the example plugin, which imports by copying): byte-identical copy; a
+//     one-byte-flipped artifact fails with ChecksumMismatch and writes nothing;
+//     banlieue.io/force-reimport makes exactly one new Job per token;
+//   - libvirt: a private libvirtd on a unix socket; the volume lands in its dir pool;
+//   - vSphere: vcsim with TLS and a login; the ISO reaches a datastore and becomes a template.
+// Labels: integration;images.
 #include "host/api/codec.h"
 #include "host/roles/images/artifact_checksum.h"
 #include "host/roles/operator/workload.h"
 #include "tests/support/background_process.h"
 #include "tests/support/local_cluster.h"
+#include "tests/support/private_libvirtd.h"
+#include "tests/vsphere/plugin_driver.h"
+#include "tests/vsphere/vcsim.h"
 
 #include <banlieue/sdk/json.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 
 namespace banlieue::testing {
@@ -51,7 +60,6 @@ class ProviderImportTest : public ::testing::Test {
     client_ = cluster_.client();
     ASSERT_NE(client_, nullptr);
     ns_ = std::make_unique<LocalCluster::TestNamespace>(cluster_);
-    class_ = "file-" + ns_->name();
     dir_ = fs::temp_directory_path() / ("banlieue-import-" + ns_->name());
     fs::create_directories(dir_ / "backend");
     fs::create_directories(dir_ / "artifacts");
@@ -62,45 +70,63 @@ class ProviderImportTest : public ::testing::Test {
   void TearDown() override {
     provider_.reset();
     controller_.reset();
+    libvirtd_.reset();  // after the provider, whose plugin holds a connection to it
     for (const auto& image : images_) {
       cluster_.kubectl("delete vmimage " + image + " --ignore-not-found --wait=false");
     }
-    cluster_.kubectl("delete providerclass " + class_ + " --ignore-not-found");
+    if (!class_.empty()) cluster_.kubectl("delete providerclass " + class_ + " --ignore-not-found");
     cluster_.kubectl("delete clusterrolebinding,clusterrole " + ns_->name() +
                      "-image-import --ignore-not-found");
     std::error_code ec;
     if (!HasFailure()) fs::remove_all(dir_, ec);
   }
 
-  // The class, a Provider with a credentials Secret, the import identity (as bootstrap makes
-  // it, in this test's namespace) and the operator's import Role for the Provider.
-  void applyProviderAndIdentity() {
+  // What differs between the backends under test.
+  struct Backend {
+    std::string name;                // the backend, and the plugin's path in the plugin directory
+    std::string connection;          // spec.connection, JSON
+    std::string capabilities;        // spec.capabilities, JSON ("{}" for none)
+    std::string credentials_secret;  // empty: no Secret
+    std::map<std::string, std::string> credentials;  // its stringData
+  };
+
+  // The class, the Provider (with its credentials Secret), the import identity (as bootstrap
+  // makes it, in this test's namespace) and the operator's import Role for the Provider.
+  void applyProviderAndIdentity(const Backend& backend) {
     std::string ns = ns_->name();
-    auto applied = cluster_.apply(R"(apiVersion: banlieue.io/v1alpha1
+    backend_ = backend.name;
+    // Cluster-scoped and labelled onto workloads (at most 63 characters): one per test process.
+    class_ = "import-" + backend.name + "-" + std::to_string(::getpid());
+    std::string secret;
+    if (!backend.credentials_secret.empty()) {
+      rapidjson::Document data(rapidjson::kObjectType);
+      for (const auto& [k, v] : backend.credentials) {
+        data.AddMember(rapidjson::Value(k.c_str(), data.GetAllocator()),
+                       rapidjson::Value(v.c_str(), data.GetAllocator()), data.GetAllocator());
+      }
+      secret = "apiVersion: v1\nkind: Secret\nmetadata: {name: " + backend.credentials_secret +
+               ", namespace: " + ns + "}\nstringData: " + json::serialize(data) + "\n---\n";
+    }
+    auto applied = cluster_.apply(secret + R"(apiVersion: banlieue.io/v1alpha1
 kind: ProviderClass
 metadata: {name: )" + class_ + R"(}
 spec:
-  backend: file
-  plugin: {path: file}
+  backend: )" + backend.name + R"(
+  plugin: {path: )" + backend.name +
+                                  R"(}
   image: {repository: localhost/banlieue, tag: test}
----
-apiVersion: v1
-kind: Secret
-metadata: {name: files-credentials, namespace: )" +
-                                  ns + R"(}
-stringData: {token: not-used-by-the-file-plugin}
 ---
 apiVersion: banlieue.io/v1alpha1
 kind: Provider
-metadata: {name: files, namespace: )" +
-                                  ns + R"(}
+metadata: {name: )" + provider_name_ +
+                                  ", namespace: " + ns + R"(}
 spec:
   providerClassRef: {name: )" + class_ +
                                   R"(}
-  connection:
-    endpoint: "file://)" + (dir_ / "backend").string() +
-                                  R"("
-    credentialsRef: {name: files-credentials}
+  connection: )" + backend.connection +
+                                  R"(
+  capabilities: )" + backend.capabilities +
+                                  R"(
 ---
 apiVersion: v1
 kind: ServiceAccount
@@ -126,7 +152,7 @@ subjects:
     ASSERT_EQ(applied.exit_code, 0) << applied.output;
 
     // The operator's import Role and RoleBinding, from its own builder.
-    auto provider_doc = client_->get(roles::provider_operator::kProviderType, ns, "files");
+    auto provider_doc = client_->get(roles::provider_operator::kProviderType, ns, provider_name_);
     ASSERT_TRUE(provider_doc.ok()) << provider_doc.status().message();
     auto class_doc = client_->get(roles::provider_operator::kProviderClassType, "", class_);
     ASSERT_TRUE(class_doc.ok()) << class_doc.status().message();
@@ -154,9 +180,9 @@ subjects:
                                  "--log-level",
                                  "debug",
                                  "provider",
-                                 "file",
+                                 backend_,
                                  "--provider",
-                                 ns_->name() + "/files",
+                                 ns_->name() + "/" + provider_name_,
                                  "--plugin-dir",
                                  PLUGIN_DIR,
                                  "--kubeconfig",
@@ -185,9 +211,11 @@ subjects:
   }
 
   // A Url VMImage for the class whose artifact `file` (under PVC directory `pvc`) is Ready
-  // with `checksum`, written as the imagebuilder writes it.
+  // with `checksum`, written as the imagebuilder writes it. `spec_extra`: more of the spec
+  // (YAML lines indented by two), `kind`: the artifact's kind (cloudImage or iso).
   void applyBuiltImage(const std::string& name, const std::string& pvc, const std::string& file,
-                       const std::string& checksum) {
+                       const std::string& checksum, const std::string& kind = "cloudImage",
+                       const std::string& spec_extra = {}) {
     images_.push_back(name);
     auto applied = cluster_.apply(R"(apiVersion: banlieue.io/v1alpha1
 kind: VMImage
@@ -195,12 +223,12 @@ metadata: {name: )" + name + R"(}
 spec:
   sources:
   - {providerClass: )" + class_ + R"(, kind: Url, ref: unused, importFrom: quay.io/kairos/x:1}
-)");
+)" + spec_extra);
     ASSERT_EQ(applied.exit_code, 0) << applied.output;
     std::string status = R"({"apiVersion":"banlieue.io/v1alpha1","kind":"VMImage",)"
                          R"("metadata":{"name":")" +
-                         name +
-                         R"("},"status":{"buildArtifact":{"kind":"cloudImage","phase":"Ready",)"
+                         name + R"("},"status":{"buildArtifact":{"kind":")" + kind +
+                         R"(","phase":"Ready",)"
                          R"("pvcRef":")" +
                          pvc + R"(","file":")" + file + R"(","checksum":")" + checksum + "\"}}}";
     auto written =
@@ -216,7 +244,7 @@ spec:
     const auto* rows = json::find(&*doc, "status.perProvider");
     if (rows == nullptr || !rows->IsArray()) return nullptr;
     for (const auto& r : rows->GetArray()) {
-      if (json::stringOr(&r, "providerName") == "files" &&
+      if (json::stringOr(&r, "providerName") == provider_name_ &&
           json::stringOr(&r, "providerNamespace") == ns_->name()) {
         auto out = std::make_unique<rapidjson::Document>();
         out->CopyFrom(r, out->GetAllocator());
@@ -262,19 +290,36 @@ spec:
   std::unique_ptr<LocalCluster::TestNamespace> ns_;
   std::unique_ptr<BackgroundProcess> provider_;
   std::unique_ptr<BackgroundProcess> controller_;
+  std::string provider_name_ = "under-test";
+  std::string backend_;
   std::string class_;
   fs::path dir_;
   std::vector<std::string> images_;
+  std::unique_ptr<PrivateLibvirtd> libvirtd_;
 };
 
+// An artifact of `size` bytes at <dir>/artifacts/<pvc>/<file> (one directory per artifacts
+// PVC, as kairos-operator leaves it); returns the bytes.
+std::string writeArtifact(const fs::path& dir, const std::string& pvc, const std::string& file,
+                          size_t size) {
+  fs::create_directories(dir / "artifacts" / pvc);
+  std::string bytes(size, '\0');
+  for (size_t i = 0; i < bytes.size(); i += 512) bytes[i] = static_cast<char>(i / 512);
+  std::ofstream(dir / "artifacts" / pvc / file, std::ios::binary) << bytes;
+  return bytes;
+}
+
 TEST_F(ProviderImportTest, ImportJobsRunOnTheNodeAgentAndFillTheRow) {
-  applyProviderAndIdentity();
+  applyProviderAndIdentity({.name = "file",
+                            .connection = R"({"endpoint":"file://)" + (dir_ / "backend").string() +
+                                          R"(","credentialsRef":{"name":"files-credentials"}})",
+                            .capabilities = "{}",
+                            .credentials_secret = "files-credentials",
+                            .credentials = {{"token", "not-used-by-the-file-plugin"}}});
   if (HasFatalFailure()) return;
   // The artifact as kairos-operator leaves it: one directory per artifacts PVC.
-  fs::create_directories(dir_ / "artifacts/tiny-build-artifacts");
-  std::string bytes(size_t{1} << 20, '\0');
-  for (size_t i = 0; i < bytes.size(); i += 512) bytes[i] = static_cast<char>(i / 512);
-  std::ofstream(dir_ / "artifacts/tiny-build-artifacts/tiny-build.raw", std::ios::binary) << bytes;
+  std::string bytes =
+      writeArtifact(dir_, "tiny-build-artifacts", "tiny-build.raw", size_t{1} << 20);
   auto sha =
       roles::images::fileDigest(dir_ / "artifacts/tiny-build-artifacts/tiny-build.raw", "sha256");
   ASSERT_TRUE(sha.ok());
@@ -335,6 +380,127 @@ TEST_F(ProviderImportTest, ImportJobsRunOnTheNodeAgentAndFillTheRow) {
   cluster_.kubectl("annotate vmimage " + good + " banlieue.io/force-reimport-");
   std::this_thread::sleep_for(3s);  // no event to wait for: nothing must happen
   EXPECT_EQ(jobsOf(good), settled);
+}
+
+// The same pipeline into a real libvirtd's directory pool: a libvirt Provider whose endpoint is
+// a daemon this test starts on a unix socket of its own; the node agent's Job (a host process
+// as root) connects to it through the Provider's URI and writes the verified artifact as a
+// volume. Skips, saying why, when the machine cannot run a private libvirtd.
+TEST_F(ProviderImportTest, LibvirtImportJobWritesTheArtifactIntoARealDirPool) {
+  if (auto why = PrivateLibvirtd::unavailableReason(); !why.empty()) GTEST_SKIP() << why;
+  // A short directory of its own: the socket path must fit a sockaddr_un.
+  char tmpl[] = "/tmp/bnl-lv-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  fs::path lv_dir = tmpl;
+  fs::permissions(lv_dir, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+  libvirtd_ = std::make_unique<PrivateLibvirtd>();
+  std::string error;
+  std::string pool = "bnl-pi-" + std::to_string(::getpid());
+  ASSERT_TRUE(libvirtd_->start(lv_dir, pool, &error)) << error;
+  struct RemoveDir {
+    fs::path dir;
+    ~RemoveDir() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  } remove_lv_dir{lv_dir};
+
+  applyProviderAndIdentity(
+      {.name = "libvirt",
+       .connection = R"({"endpoint":")" + libvirtd_->uri() + R"("})",
+       .capabilities =
+           R"({"storageClasses":[{"name":"local","target":{"pool":")" + pool + R"("}}]})"});
+  if (HasFatalFailure()) return;
+  std::string bytes = writeArtifact(dir_, "lv-build-artifacts", "lv-build.raw", size_t{2} << 20);
+  auto sha =
+      roles::images::fileDigest(dir_ / "artifacts/lv-build-artifacts/lv-build.raw", "sha256");
+  ASSERT_TRUE(sha.ok());
+
+  startProvider();
+  startController();
+  std::string image = ns_->name() + "-lv";
+  applyBuiltImage(image, "lv-build-artifacts", "lv-build.raw", "sha256:" + *sha);
+
+  std::string last;
+  ASSERT_TRUE(waitForRow(image, "Imported", &last))
+      << last << diagnostics() << "\n--- libvirtd ---\n"
+      << libvirtd_->log();
+  auto r = row(image);
+  EXPECT_TRUE(json::boolean(r.get(), "ready"));
+  ASSERT_GE((*r)["zones"].Size(), 1u);
+  for (const auto& zone : (*r)["zones"].GetArray()) {
+    EXPECT_TRUE(json::boolean(&zone, "ready")) << json::serialize(zone);
+  }
+  // One volume, named after the image and the artifact's digest, holding exactly its bytes:
+  // read from the pool's directory, not through the plugin.
+  std::string volume = image + "-" + sha->substr(0, 12) + ".raw";
+  EXPECT_EQ(json::stringOr(r.get(), "resolvedRef"), volume);
+  EXPECT_EQ(libvirtd_->volumes(), std::set<std::string>{volume});
+  EXPECT_EQ(slurp(libvirtd_->poolPath() / volume), bytes);
+  auto waited = cluster_.kubectl("wait --for=condition=Ready --timeout=90s vmi/" + image, 120s);
+  EXPECT_EQ(waited.exit_code, 0) << waited.output << diagnostics();
+}
+
+// An ISO into vcsim through the vSphere plugin: a vSphere Provider with its credentials Secret
+// and inline CA bundle (TLS verified), one Job per failure domain of the simulator; the ISO
+// reaches a datastore and becomes a template named after the image (deferred install, so no
+// installer has to run in the simulator).
+TEST_F(ProviderImportTest, VsphereImportJobMakesATemplateFromAnIsoInVcsim) {
+  vsphere::testing::Vcsim vcsim;
+  // The Provider as a user writes it: the CA inline (the host hands it to the plugin resolved).
+  rapidjson::Document connection(rapidjson::kObjectType);
+  auto& a = connection.GetAllocator();
+  connection.AddMember("endpoint", rapidjson::Value(vcsim.url().c_str(), a), a);
+  connection.AddMember("credentialsRef", rapidjson::Value(rapidjson::kObjectType), a);
+  connection["credentialsRef"].AddMember("name", "vc-creds", a);
+  connection.AddMember("caBundle", rapidjson::Value(rapidjson::kObjectType), a);
+  connection["caBundle"].AddMember("inline", rapidjson::Value(vcsim.caPem().c_str(), a), a);
+  Backend backend{.name = "vsphere",
+                  .connection = json::serialize(connection),
+                  .capabilities = "{}",
+                  .credentials_secret = "vc-creds",
+                  .credentials = {{"username", vsphere::testing::Vcsim::kUser},
+                                  {"password", vsphere::testing::Vcsim::kPassword}}};
+  applyProviderAndIdentity(backend);
+  if (HasFatalFailure()) return;
+  std::string bytes =
+      writeArtifact(dir_, "iso-build-artifacts", "iso-build.iso", size_t{512} << 10);
+  auto sha =
+      roles::images::fileDigest(dir_ / "artifacts/iso-build-artifacts/iso-build.iso", "sha256");
+  ASSERT_TRUE(sha.ok());
+
+  startProvider();
+  startController();
+  std::string image = ns_->name() + "-iso";
+  applyBuiltImage(image, "iso-build-artifacts", "iso-build.iso", "sha256:" + *sha, "iso",
+                  R"(  osFamily: linux
+  template:
+    rootFolder: banlieue-templates
+    installMode: deferred
+    cpus: 1
+    memoryMib: 512
+    disk: {size: 1}
+    network:
+    - {network: VM Network}
+)");
+
+  std::string last;
+  ASSERT_TRUE(waitForRow(image, "Imported", &last)) << last << diagnostics();
+  auto r = row(image);
+  EXPECT_TRUE(json::boolean(r.get(), "ready"));
+  ASSERT_GE((*r)["zones"].Size(), 1u);
+  EXPECT_EQ(json::stringOr(r.get(), "resolvedRef"), image);
+  // Seen from vCenter's side with a client of the test's own.
+  vsphere::testing::Backend vc(vcsim);
+  EXPECT_TRUE(vc.vmNames().count(image)) << ::testing::PrintToString(vc.vmNames());
+  bool iso_on_datastore = false;
+  for (const auto& f : vc.datastoreFiles()) {
+    if (f.size() >= 4 && f.compare(f.size() - 4, 4, ".iso") == 0) iso_on_datastore = true;
+  }
+  EXPECT_TRUE(iso_on_datastore) << ::testing::PrintToString(vc.datastoreFiles());
+  auto waited = cluster_.kubectl("wait --for=condition=Ready --timeout=90s vmi/" + image, 120s);
+  EXPECT_EQ(waited.exit_code, 0) << waited.output << diagnostics();
+  provider_.reset();  // before vcsim stops, so the provider does not spend its exit retrying
 }
 
 }  // namespace

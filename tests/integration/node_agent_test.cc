@@ -193,6 +193,7 @@ spec:
       - name: main
         image: localhost/banlieue:dev
         args: [--log-level, nonsense, devnode]
+        terminationMessagePolicy: FallbackToLogsOnError
 )");
   ASSERT_EQ(applied.exit_code, 0) << applied.output;
   auto failed = cluster_.kubectl("wait --for=condition=failed job/bad -n " + n + " --timeout=60s",
@@ -202,6 +203,44 @@ spec:
   EXPECT_EQ(
       jsonpath("pods", n, "{.items[0].status.containerStatuses[0].state.terminated.exitCode}"),
       "2");
+  // Nothing was written to the termination file: the message is the log's tail.
+  EXPECT_THAT(
+      jsonpath("pods", n, "{.items[0].status.containerStatuses[0].state.terminated.message}"),
+      HasSubstr("nonsense"));
+}
+
+// A container's termination message file, as a kubelet offers it: image-import writes its
+// outcome to /dev/termination-log, the agent reports it as the terminated state's message,
+// and the node's own /dev is left alone (the file lives in the container's private /dev).
+TEST_F(NodeAgentTest, TheTerminationMessageFileReachesThePodStatus) {
+  if (geteuid() != 0) GTEST_SKIP() << "the node agent offers termination files only as root";
+  LocalCluster::TestNamespace ns(cluster_);
+  const std::string n = ns.name();
+  auto applied = cluster_.apply(R"(apiVersion: batch/v1
+kind: Job
+metadata: {name: outcome, namespace: )" +
+                                n + R"(}
+spec:
+  backoffLimit: 0
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: main
+        image: localhost/banlieue:dev
+        args: [image-import, --backend, file, --provider-file, /etc/hostname, --image-file,
+               /etc/hostname, --failure-domain, a, --artifact, /etc/hostname, --format, raw,
+               --checksum, "sha256:00"]
+)");
+  ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  auto failed =
+      cluster_.kubectl("wait --for=condition=failed job/outcome -n " + n + " --timeout=60s",
+                       std::chrono::seconds(70));
+  EXPECT_EQ(failed.exit_code, 0) << failed.output;
+  std::string message =
+      jsonpath("pods", n, "{.items[0].status.containerStatuses[0].state.terminated.message}");
+  EXPECT_THAT(message, HasSubstr(R"("reason":"ChecksumMalformed")")) << message;
+  EXPECT_FALSE(std::filesystem::exists("/dev/termination-log"));
 }
 
 TEST_F(NodeAgentTest, ACrashingContainerIsRestartedWithBackOff) {

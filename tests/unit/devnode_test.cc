@@ -1,10 +1,15 @@
 #include "host/roles/devnode/pod_launch.h"
+#include "host/roles/devnode/termination_message.h"
 #include "tests/support/fake_kube_client.h"
 
 #include <banlieue/sdk/json.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 namespace banlieue::roles::devnode {
 namespace {
@@ -87,6 +92,41 @@ TEST(DevnodeTest, RefusesWhatIsNotInTheImageAndMissingReferences) {
   EXPECT_TRUE(buildLaunchSpec(client, node(), pod, c[3], volumes, "/l").ok());
   auto esc = buildLaunchSpec(client, node(), pod, c[4], volumes, "/l");
   EXPECT_EQ(esc.status().reason(), "CreateContainerConfigError");
+}
+
+// A kubelet's rules for a terminated container's message: the file wins (cut at 4 KiB); the
+// log tail (80 lines, 2 KiB) only with FallbackToLogsOnError and a failure.
+TEST(DevnodeTest, TerminationMessageIsTheFileOrTheLogTailOnFailure) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("devnode-term-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  fs::path file = dir / "main.termination-log";
+  fs::path log = dir / "main.log";
+  {
+    std::ofstream out(log);
+    for (int i = 1; i <= 200; ++i) out << "line " << i << "\n";
+  }
+  std::ofstream(file, std::ios::trunc);
+  EXPECT_EQ(readTerminationMessage(file, log, "File", 1), "");
+  EXPECT_EQ(readTerminationMessage(file, log, "FallbackToLogsOnError", 0), "");
+  std::string tail = readTerminationMessage(file, log, "FallbackToLogsOnError", 3);
+  EXPECT_TRUE(tail.ends_with("line 200\n")) << tail;
+  EXPECT_TRUE(tail.starts_with("line 121\n")) << tail;  // the last 80 lines
+  // A long log: cut at 2 KiB, not 80 lines.
+  {
+    std::ofstream out(log, std::ios::app);
+    out << std::string(5000, 'x') << "\n";
+  }
+  tail = readTerminationMessage(file, log, "FallbackToLogsOnError", 3);
+  EXPECT_EQ(tail.size(), 2048u);
+  std::ofstream(file) << R"({"reason":"ChecksumMismatch"})";
+  EXPECT_EQ(readTerminationMessage(file, log, "FallbackToLogsOnError", 3),
+            R"({"reason":"ChecksumMismatch"})");
+  std::ofstream(file) << std::string(10000, 'm');
+  EXPECT_EQ(readTerminationMessage(file, log, "File", 0).size(), 4096u);
+  EXPECT_EQ(
+      readTerminationMessage(dir / "missing", dir / "missing.log", "FallbackToLogsOnError", 1), "");
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "host/roles/devnode/container_process.h"
 
+#include "host/roles/devnode/private_dev.h"
+
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -11,6 +13,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 namespace banlieue::roles::devnode {
 namespace {
@@ -47,10 +50,10 @@ bool isDirectory(const std::string& path) {
 }  // namespace
 
 StatusOr<pid_t> launchContainer(const LaunchSpec& spec) {
-  if (!spec.mounts.empty() && geteuid() != 0) {
+  if ((!spec.mounts.empty() || !spec.termination_path.empty()) && geteuid() != 0) {
     return error(Code::kFailedPrecondition, "MountNamespaceUnavailable",
-                 "the container mounts volumes, and the node agent needs root to create a "
-                 "mount namespace for them");
+                 "the container mounts volumes or a termination message file, and the node agent "
+                 "needs root to create a mount namespace for them");
   }
   // Everything the child needs, built before fork().
   std::vector<char*> argv;
@@ -67,7 +70,22 @@ StatusOr<pid_t> launchContainer(const LaunchSpec& spec) {
     bool read_only = false;
   };
   std::vector<PreparedMount> mounts;
-  for (const auto& m : spec.mounts) {
+  // The termination file: in a private /dev when it lives there (the node's /dev is left
+  // alone), otherwise mounted like a volume's file.
+  std::vector<BindMount> bind_mounts = spec.mounts;
+  std::optional<PrivateDevPlan> private_dev;
+  if (!spec.termination_path.empty()) {
+    std::filesystem::path target(spec.termination_path);
+    if (target.parent_path() == "/dev") {
+      auto plan = planPrivateDev(spec.termination_file.string() + ".dev", spec.termination_file,
+                                 target.filename().string());
+      if (!plan.ok()) return plan.status();
+      private_dev = std::move(*plan);
+    } else {
+      bind_mounts.push_back({spec.termination_file.string(), spec.termination_path, false});
+    }
+  }
+  for (const auto& m : bind_mounts) {
     PreparedMount p;
     p.source = m.source;
     p.target.assign(m.target.begin(), m.target.end());
@@ -103,7 +121,7 @@ StatusOr<pid_t> launchContainer(const LaunchSpec& spec) {
     if (syscall(SYS_close_range, 3U, ~0U, 0U) != 0) {
       for (int fd = 3; fd < 4096; ++fd) close(fd);
     }
-    if (!mounts.empty()) {
+    if (!mounts.empty() || private_dev) {
       if (unshare(CLONE_NEWNS) != 0) childFail("unshare(CLONE_NEWNS)");
       if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
         childFail("making / private");
@@ -123,6 +141,9 @@ StatusOr<pid_t> launchContainer(const LaunchSpec& spec) {
                                  MS_BIND | MS_REMOUNT | MS_RDONLY, nullptr) != 0) {
           childFail(m.target.data());
         }
+      }
+      if (private_dev) {
+        if (const char* failed = applyPrivateDev(*private_dev)) childFail(failed);
       }
     }
     if (chdir(spec.working_dir.c_str()) != 0) childFail(spec.working_dir.c_str());

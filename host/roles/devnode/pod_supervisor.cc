@@ -2,6 +2,7 @@
 
 #include "host/common/logging.h"
 #include "host/kube/api_error.h"
+#include "host/roles/devnode/termination_message.h"
 #include "host/runtime/object_helpers.h"
 
 #include <arpa/inet.h>
@@ -13,6 +14,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <fstream>
 #include <system_error>
 
 namespace banlieue::roles::devnode {
@@ -91,6 +93,12 @@ int probePort(const rapidjson::Value& container, const rapidjson::Value& port) {
   return -1;
 }
 
+// The node file behind a container's terminationMessagePath.
+std::filesystem::path terminationFile(const std::filesystem::path& pod_dir,
+                                      const std::string& container) {
+  return pod_dir / (container + ".termination-log");
+}
+
 const rapidjson::Value* containerSpec(const rapidjson::Value& pod, const std::string& name) {
   const auto* containers = json::find(&pod, "spec.containers");
   if (containers == nullptr || !containers->IsArray()) return nullptr;
@@ -167,6 +175,11 @@ bool PodSupervisor::reapAndStart(PodRun& run, const rapidjson::Value& pod) {
         c.pid = 0;
         c.exit_code = *code;
         c.ready = false;
+        if (const auto* spec = containerSpec(pod, c.name)) {
+          c.termination_message = readTerminationMessage(
+              terminationFile(run.dir, c.name), run.dir / (c.name + ".log"),
+              json::stringOr(spec, "terminationMessagePolicy", "File"), *code);
+        }
         c.finished_at = runtime::rfc3339Now();
         auto backoff = std::min<std::chrono::seconds>(kBackoffBase * (1 << std::min(c.restarts, 5)),
                                                       kBackoffMax);
@@ -194,6 +207,13 @@ bool PodSupervisor::reapAndStart(PodRun& run, const rapidjson::Value& pod) {
         buildLaunchSpec(client_, node_, pod, *spec, *run.volumes, run.dir / (c.name + ".log"));
     if (launch.ok()) {
       launch->env.insert(launch->env.end(), c.port_env.begin(), c.port_env.end());
+      // Termination messages need a mount namespace: an agent that is not root offers none.
+      if (geteuid() == 0) {
+        launch->termination_path =
+            json::stringOr(spec, "terminationMessagePath", kDefaultTerminationMessagePath);
+        launch->termination_file = terminationFile(run.dir, c.name);
+        std::ofstream(launch->termination_file, std::ios::trunc);  // empty for this run
+      }
       auto pid = launchContainer(*launch);
       if (pid.ok()) {
         c.pid = *pid;
@@ -290,6 +310,9 @@ std::string PodSupervisor::statusPatch(const PodRun& run, const rapidjson::Value
                            rapidjson::StringRef(*c.exit_code == 0 ? "Completed" : "Error"), a);
       terminated.AddMember("startedAt", str(c.started_at), a);
       terminated.AddMember("finishedAt", str(c.finished_at), a);
+      if (!c.termination_message.empty()) {
+        terminated.AddMember("message", str(c.termination_message), a);
+      }
       state.AddMember("terminated", terminated, a);
       if (*c.exit_code != 0) any_failed = true;
       bool will_restart = policy == "Always" || (policy == "OnFailure" && *c.exit_code != 0);

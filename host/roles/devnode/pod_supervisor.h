@@ -41,7 +41,8 @@ class PodSupervisor final : public runtime::Reconciler {
     std::string image;
     pid_t pid = 0;
     int restarts = 0;
-    std::optional<int> exit_code;  // of the last run
+    std::optional<int> exit_code;     // of the last run
+    std::string termination_message;  // of the last run
     std::string started_at, finished_at;
     TimePoint next_start{};
     bool ready = false;
