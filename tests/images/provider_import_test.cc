@@ -1,6 +1,7 @@
 // The provider runtime's half of the image pipeline on the local control plane, for three
-// plugins. The test stands in for kairos-operator and the imagebuilder: it writes the artifact
-// into a directory per artifacts PVC and the VMImage's status.buildArtifact. `banlieue provider
+// plugins. The test stands in for kairos-operator (and, but for libvirt, the imagebuilder): it
+// writes the artifact into a directory per artifacts PVC (and the VMImage's
+// status.buildArtifact). `banlieue provider
 // <backend>` then creates one import Job per failure domain, the node agent runs `banlieue
 // image-import` under ServiceAccount banlieue-image-import with the operator's import Role (it
 // reads the Provider and its credentials Secret through the API), and the Provider's row
@@ -8,7 +9,8 @@
 //   - file (the example plugin, which imports by copying): byte-identical copy; a
 //     one-byte-flipped artifact fails with ChecksumMismatch and writes nothing;
 //     banlieue.io/force-reimport makes exactly one new Job per token;
-//   - libvirt: a private libvirtd on a unix socket; the volume lands in its dir pool;
+//   - libvirt, the whole pipeline: `banlieue imagebuilder` requests the OSArtifact, the test
+//     makes it Ready with its file, and the volume lands in a private libvirtd's dir pool;
 //   - vSphere: vcsim with TLS and a login; the ISO reaches a datastore and becomes a template.
 // Labels: integration;images.
 #include "host/api/codec.h"
@@ -39,6 +41,7 @@ using namespace std::chrono_literals;
 
 const kube::ResourceType kVMImages{"banlieue.io", "v1alpha1", "vmimages", false};
 const kube::ResourceType kJobs{"batch", "v1", "jobs", true};
+const kube::ResourceType kOsArtifacts{"build.kairos.io", "v1alpha2", "osartifacts", true};
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -54,6 +57,12 @@ class ProviderImportTest : public ::testing::Test {
     auto crd =
         cluster.kubectl(std::string("apply -f ") + PLUGIN_DIR + "/file/crds/filemachines.yaml");
     ASSERT_EQ(crd.exit_code, 0) << crd.output;
+    // kairos-operator's OSArtifact, which the imagebuilder requests builds with.
+    auto osa = cluster.kubectl(std::string("apply -f ") + IMAGES_TEST_DIR + "/osartifact-crd.yaml");
+    ASSERT_EQ(osa.exit_code, 0) << osa.output;
+    ASSERT_TRUE(LocalCluster::eventually([&] {
+      return cluster.kubectl("get osartifacts -A").exit_code == 0;
+    })) << "the OSArtifact CRD was not served";
   }
 
   void SetUp() override {
@@ -68,6 +77,7 @@ class ProviderImportTest : public ::testing::Test {
   }
 
   void TearDown() override {
+    builder_.reset();
     provider_.reset();
     controller_.reset();
     libvirtd_.reset();  // after the provider, whose plugin holds a connection to it
@@ -174,6 +184,16 @@ subjects:
     EXPECT_EQ(applied_import, 2);  // the Role and its RoleBinding
   }
 
+  // The imagebuilder, building into this test's namespace, with artifacts under dir_.
+  void startImageBuilder() {
+    builder_ = std::make_unique<BackgroundProcess>(std::vector<std::string>{
+        BANLIEUE_BINARY, "--log-level", "debug", "imagebuilder", "--kubeconfig",
+        cluster_.kubeconfig().string(), "--health-port", "-1", "--metrics-port", "-1",
+        "--build-namespace", ns_->name(), "--leader-election-namespace", ns_->name(),
+        "--artifacts-root", (dir_ / "artifacts").string()});
+    ASSERT_TRUE(builder_->started());
+  }
+
   void startProvider() {
     provider_ = std::make_unique<BackgroundProcess>(
         std::vector<std::string>{BANLIEUE_BINARY,
@@ -210,12 +230,8 @@ subjects:
     ASSERT_TRUE(controller_->started());
   }
 
-  // A Url VMImage for the class whose artifact `file` (under PVC directory `pvc`) is Ready
-  // with `checksum`, written as the imagebuilder writes it. `spec_extra`: more of the spec
-  // (YAML lines indented by two), `kind`: the artifact's kind (cloudImage or iso).
-  void applyBuiltImage(const std::string& name, const std::string& pvc, const std::string& file,
-                       const std::string& checksum, const std::string& kind = "cloudImage",
-                       const std::string& spec_extra = {}) {
+  // A Url VMImage for the class. `spec_extra`: more of the spec (YAML lines indented by two).
+  void applyUrlImage(const std::string& name, const std::string& spec_extra = {}) {
     images_.push_back(name);
     auto applied = cluster_.apply(R"(apiVersion: banlieue.io/v1alpha1
 kind: VMImage
@@ -225,6 +241,15 @@ spec:
   - {providerClass: )" + class_ + R"(, kind: Url, ref: unused, importFrom: quay.io/kairos/x:1}
 )" + spec_extra);
     ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  }
+
+  // applyUrlImage, then its artifact `file` (under PVC directory `pvc`) Ready with `checksum`,
+  // written as the imagebuilder writes it. `kind`: the artifact's kind (cloudImage or iso).
+  void applyBuiltImage(const std::string& name, const std::string& pvc, const std::string& file,
+                       const std::string& checksum, const std::string& kind = "cloudImage",
+                       const std::string& spec_extra = {}) {
+    applyUrlImage(name, spec_extra);
+    if (HasFatalFailure()) return;
     std::string status = R"({"apiVersion":"banlieue.io/v1alpha1","kind":"VMImage",)"
                          R"("metadata":{"name":")" +
                          name + R"("},"status":{"buildArtifact":{"kind":")" + kind +
@@ -278,7 +303,8 @@ spec:
   }
 
   std::string diagnostics() {
-    return "\n--- provider ---\n" + (provider_ ? provider_->output() : "") +
+    return "\n--- imagebuilder ---\n" + (builder_ ? builder_->output() : "") +
+           "\n--- provider ---\n" + (provider_ ? provider_->output() : "") +
            "\n--- controller ---\n" + (controller_ ? controller_->output() : "") +
            "\n--- objects ---\n" +
            cluster_.kubectl("get jobs,pods -o wide -n " + ns_->name()).output +
@@ -290,6 +316,7 @@ spec:
   std::unique_ptr<LocalCluster::TestNamespace> ns_;
   std::unique_ptr<BackgroundProcess> provider_;
   std::unique_ptr<BackgroundProcess> controller_;
+  std::unique_ptr<BackgroundProcess> builder_;
   std::string provider_name_ = "under-test";
   std::string backend_;
   std::string class_;
@@ -411,15 +438,23 @@ TEST_F(ProviderImportTest, LibvirtImportJobWritesTheArtifactIntoARealDirPool) {
        .capabilities =
            R"({"storageClasses":[{"name":"local","target":{"pool":")" + pool + R"("}}]})"});
   if (HasFatalFailure()) return;
-  std::string bytes = writeArtifact(dir_, "lv-build-artifacts", "lv-build.raw", size_t{2} << 20);
-  auto sha =
-      roles::images::fileDigest(dir_ / "artifacts/lv-build-artifacts/lv-build.raw", "sha256");
-  ASSERT_TRUE(sha.ok());
-
+  // The whole pipeline: the imagebuilder requests the build, the test plays kairos-operator.
+  startImageBuilder();
   startProvider();
   startController();
   std::string image = ns_->name() + "-lv";
-  applyBuiltImage(image, "lv-build-artifacts", "lv-build.raw", "sha256:" + *sha);
+  applyUrlImage(image);
+  std::string osa = image + "-build";
+  ASSERT_TRUE(LocalCluster::eventually(
+      [&] { return client_->get(kOsArtifacts, ns_->name(), osa).ok(); }, 60s))
+      << diagnostics();
+  std::string bytes = writeArtifact(dir_, osa + "-artifacts", osa + ".raw", size_t{2} << 20);
+  auto sha = roles::images::fileDigest(dir_ / "artifacts" / (osa + "-artifacts") / (osa + ".raw"),
+                                       "sha256");
+  ASSERT_TRUE(sha.ok());
+  auto ready = client_->patch(kOsArtifacts, ns_->name(), osa, kube::PatchType::kMerge,
+                              R"({"status":{"phase":"Ready"}})", "status");
+  ASSERT_TRUE(ready.ok()) << ready.status().message();
 
   std::string last;
   ASSERT_TRUE(waitForRow(image, "Imported", &last))
