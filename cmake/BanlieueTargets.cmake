@@ -35,11 +35,13 @@ function(banlieue_cc_binary name)
 endfunction()
 
 # banlieue_cc_test(NAME SRCS ... [DEPS ...] LABELS unit|abi|integration|e2e ...
-#                  [ENVIRONMENT VAR=value ...] [FIXTURES <ctest fixture> ...])
+#                  [ENVIRONMENT VAR=value ...] [FIXTURES <ctest fixture> ...]
+#                  [RESOURCE_LOCK <lock> ...])
 # Every test carries its tier label first; tests of one issue may carry an extra label (abi,
-# local-cluster). FIXTURES names CTest fixtures (e.g. local_cluster) each test requires.
+# local-cluster). FIXTURES names CTest fixtures (e.g. local_cluster) each test requires;
+# RESOURCE_LOCK names what the test must hold alone (several locks: several words).
 function(banlieue_cc_test name)
-  cmake_parse_arguments(ARG "" "TIMEOUT;RESOURCE_LOCK" "SRCS;DEPS;LABELS;ENVIRONMENT;FIXTURES"
+  cmake_parse_arguments(ARG "" "TIMEOUT" "SRCS;DEPS;LABELS;ENVIRONMENT;FIXTURES;RESOURCE_LOCK"
     ${ARGN})
   if(NOT ARG_LABELS)
     message(FATAL_ERROR "banlieue_cc_test(${name}) needs LABELS (unit, abi, integration or e2e)")

@@ -160,6 +160,10 @@ struct Codec<std::vector<T>> {
   static void schema(Json& out, Alloc& a) {
     out.SetObject();
     out.AddMember("type", "array", a);
+    // A kube-apiserver of 1.20 (the local control plane's) stores a list whose last item a
+    // server-side apply removed as null, then refuses the object as "must be of type array":
+    // a status row whose zones empty again could never be written. null decodes as absent.
+    out.AddMember("nullable", true, a);
     Json items;
     Codec<T>::schema(items, a);
     out.AddMember("items", items, a);

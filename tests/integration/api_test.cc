@@ -287,6 +287,43 @@ TEST_F(BootstrapTest, DryRunAndApplyGiveTheSameStateAndRerunsChangeNothing) {
   fs::remove(rendered);
 }
 
+// A status list a writer empties again by server-side apply (a Provider's image row going back
+// to BuildPending: its zones) is accepted. The local control plane's kube-apiserver (1.20)
+// stores such a list as null, which a non-nullable array schema refuses.
+TEST(ApiIntegrationTest, AStatusListEmptiedByServerSideApplyIsAccepted) {
+  auto& cluster = LocalCluster::shared();
+  auto client = cluster.client();
+  ASSERT_NE(client, nullptr);
+  const kube::ResourceType images{"banlieue.io", "v1alpha1", "vmimages", false};
+  const std::string name = "api-test-emptied-" + std::to_string(::getpid());
+  auto created = cluster.apply(
+      "apiVersion: banlieue.io/v1alpha1\nkind: VMImage\nmetadata: {name: " + name +
+      "}\nspec: {sources: [{providerClass: x, kind: Url, ref: unused, importFrom: q/x:1}]}\n");
+  ASSERT_EQ(created.exit_code, 0) << created.output;
+  auto row = [&](const std::string& zones) {
+    return client->apply(
+        images, "", name,
+        R"({"apiVersion":"banlieue.io/v1alpha1","kind":"VMImage","metadata":{"name":")" + name +
+            R"("},"status":{"perProvider":[{"providerName":"p","providerNamespace":"n",)"
+            R"("ready":false,"reason":"BuildPending","zones":)" +
+            zones + "}]}}",
+        {.field_manager = "banlieue.io/provider-x/n/p", .subresource = "status"});
+  };
+  auto first = row(R"([{"name":"a","ready":false}])");
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  auto emptied = row("[]");
+  EXPECT_TRUE(emptied.ok()) << emptied.status().message();
+  // Another writer's apply of the same object still validates.
+  auto condition = client->apply(
+      images, "", name,
+      R"({"apiVersion":"banlieue.io/v1alpha1","kind":"VMImage","metadata":{"name":")" + name +
+          R"("},"status":{"conditions":[{"type":"Ready","status":"False","reason":"Waiting",)"
+          R"("message":"m","lastTransitionTime":"2026-01-01T00:00:00Z"}]}})",
+      {.field_manager = "banlieue.io/controller", .subresource = "status"});
+  EXPECT_TRUE(condition.ok()) << condition.status().message();
+  cluster.kubectl("delete vmimage " + name + " --ignore-not-found");
+}
+
 struct Access {
   bool controller;
   bool operator_;

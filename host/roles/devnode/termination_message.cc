@@ -1,5 +1,7 @@
 #include "host/roles/devnode/termination_message.h"
 
+#include "host/roles/devnode/log_server.h"
+
 #include <algorithm>
 #include <fstream>
 
@@ -18,14 +20,7 @@ std::string logTail(const std::filesystem::path& log_file) {
   in.seekg(start);
   std::string tail(static_cast<size_t>(size - start), '\0');
   in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
-  // The last 80 lines of what is left (a final newline does not start a line).
-  size_t end = tail.size();
-  if (end > 0 && tail[end - 1] == '\n') --end;
-  size_t cut = end;
-  for (int lines = 0; cut > 0; --cut) {
-    if (tail[cut - 1] == '\n' && ++lines == kMaxLogTailLines) break;
-  }
-  return tail.substr(cut);
+  return std::string(lastLines(tail, kMaxLogTailLines));
 }
 
 }  // namespace
