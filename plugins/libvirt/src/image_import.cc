@@ -9,7 +9,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
-#include <random>
+#include <mutex>
 #include <thread>
 
 namespace banlieue::libvirt {
@@ -86,26 +86,13 @@ ImageImporter::~ImageImporter() {
 }
 
 void ImageImporter::shutdown() {
-  std::map<std::string, std::shared_ptr<Job>> jobs;
-  {
-    std::lock_guard lock(mutex_);
-    jobs.swap(jobs_);
-  }
-  for (auto& [token, job] : jobs) job->stop = true;
-  for (auto& [token, job] : jobs) {
-    if (job->thread.joinable()) job->thread.join();
-  }
+  jobs_.stopAll();
 }
 
 Status ImageImporter::importImage(const sdk::Call& call, const sdk::ImportImageRequest& request,
                                   sdk::Reply& reply) {
   if (request.operation_token) {
-    std::shared_ptr<Job> job;
-    {
-      std::lock_guard lock(mutex_);
-      auto it = jobs_.find(*request.operation_token);
-      if (it != jobs_.end()) job = it->second;
-    }
+    std::shared_ptr<Job> job = jobs_.find(*request.operation_token);
     // An unknown token (minted before a restart) is treated as absent: start over.
     if (job) return report(call, *request.operation_token, *job, reply);
   }
@@ -171,13 +158,7 @@ Status ImageImporter::importImage(const sdk::Call& call, const sdk::ImportImageR
   auto job = std::make_shared<Job>();
   job->volume_name = volume;
   job->failure_domain = request.failure_domain;
-  std::string token;
-  {
-    std::lock_guard lock(mutex_);
-    std::random_device rd;
-    token = "import:" + std::to_string(++next_id_) + ":" + std::to_string(rd());
-    jobs_[token] = job;
-  }
+  std::string token = jobs_.add(job, "import");
   std::string path = request.artifact_path;
   int64_t declared_size = request.artifact_size_bytes;
   std::vector<std::string> pools = pools_;
@@ -283,11 +264,7 @@ Status ImageImporter::report(const sdk::Call& call, const std::string& token, Jo
                                                std::to_string(job.bytes_done.load()) + "/" +
                                                std::to_string(job.bytes_total.load()) + " bytes");
   }
-  if (job.thread.joinable()) job.thread.join();
-  {
-    std::lock_guard lock(mutex_);
-    jobs_.erase(token);
-  }
+  jobs_.finish(token, job);
   // No "operation" in the body: OK clears the stored token, and after a failure the token is
   // unknown to us, so the next call starts over (the schema has no null operation).
   std::lock_guard lock(job.mutex);

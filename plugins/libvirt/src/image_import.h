@@ -6,11 +6,10 @@
 
 #include "plugins/libvirt/src/connection.h"
 
+#include <banlieue/sdk/background_operations.h>
 #include <banlieue/sdk/provider.h>
 
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -40,9 +39,7 @@ class ImageImporter {
   Connection& connection_;
   std::string provider_class_;
   std::vector<std::string> pools_;
-  std::mutex mutex_;
-  std::map<std::string, std::shared_ptr<Job>> jobs_;  // guarded by mutex_
-  uint64_t next_id_ = 0;                              // guarded by mutex_
+  sdk::BackgroundOperations<Job> jobs_;
 };
 
 }  // namespace banlieue::libvirt

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
-#include <random>
+#include <mutex>
 #include <thread>
 #include <utility>
 
@@ -79,25 +79,13 @@ ImageImporter::~ImageImporter() {
 }
 
 void ImageImporter::shutdown() {
-  std::map<std::string, std::shared_ptr<Job>> jobs;
-  {
-    std::lock_guard lock(mutex_);
-    jobs.swap(jobs_);
-  }
-  for (auto& [token, job] : jobs) job->stop = true;
-  for (auto& [token, job] : jobs) {
-    if (job->thread.joinable()) job->thread.join();
-  }
+  jobs_.stopAll();
 }
 
 Status ImageImporter::importImage(const sdk::Call& call, const sdk::ImportImageRequest& request,
                                   sdk::Reply& reply) {
   if (request.operation_token) {
-    std::shared_ptr<Job> job;
-    {
-      std::lock_guard lock(mutex_);
-      if (auto it = jobs_.find(*request.operation_token); it != jobs_.end()) job = it->second;
-    }
+    std::shared_ptr<Job> job = jobs_.find(*request.operation_token);
     // A token from before a restart names no job: start over (the template name makes the
     // new attempt find whatever the old one finished).
     if (job) return report(*request.operation_token, job, call, reply);
@@ -145,12 +133,7 @@ Status ImageImporter::importImage(const sdk::Call& call, const sdk::ImportImageR
                 job->artifact_path + " is " + std::to_string(job->bytes_total.load()) +
                     " bytes, the request says " + std::to_string(request.artifact_size_bytes));
   }
-  std::string token;
-  {
-    std::lock_guard lock(mutex_);
-    token = "import:" + std::to_string(++next_id_) + ":" + std::to_string(std::random_device{}());
-    jobs_[token] = job;
-  }
+  std::string token = jobs_.add(job, "import");
   job->thread = std::thread([this, job] { run(*job); });
   BANLIEUE_LOG(kInfo, "importing image " + job->image + " onto node " + job->node + " as " +
                           job->template_name);
@@ -358,11 +341,7 @@ Status ImageImporter::report(const std::string& token, const std::shared_ptr<Job
                                                  std::to_string(job->bytes_total.load()) +
                                                  " bytes");
   }
-  if (job->thread.joinable()) job->thread.join();
-  {
-    std::lock_guard lock(mutex_);
-    jobs_.erase(token);
-  }
+  jobs_.finish(token, *job);
   std::lock_guard lock(job->mutex);
   if (phase == Job::kFailed) {
     call.event(BANLIEUE_EVENT_WARNING, job->result.reason(), job->result.message());

@@ -10,11 +10,10 @@
 #include "plugins/proxmox/src/node_files.h"
 #include "plugins/proxmox/src/pve_client.h"
 
+#include <banlieue/sdk/background_operations.h>
 #include <banlieue/sdk/provider.h>
 
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -45,9 +44,7 @@ class ImageImporter {
   const NodeFiles& files_;
   std::string provider_class_;
   std::vector<std::string> storages_;
-  std::mutex mutex_;
-  std::map<std::string, std::shared_ptr<Job>> jobs_;  // guarded by mutex_
-  uint64_t next_id_ = 0;                              // guarded by mutex_
+  sdk::BackgroundOperations<Job> jobs_;
 };
 
 // The template's name for an image and the sha256 of its artifact.
