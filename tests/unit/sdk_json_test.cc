@@ -46,5 +46,13 @@ TEST(SdkJsonTest, RequireStringNamesTheField) {
   }
 }
 
+TEST(SdkJsonTest, StringArrayKeepsOrderAndEscapes) {
+  rapidjson::Document doc(rapidjson::kObjectType);
+  doc.AddMember("features", stringArray({"tpm", "secure \"boot\"", ""}, doc.GetAllocator()),
+                doc.GetAllocator());
+  doc.AddMember("none", stringArray({}, doc.GetAllocator()), doc.GetAllocator());
+  EXPECT_EQ(serialize(doc), R"({"features":["tpm","secure \"boot\"",""],"none":[]})");
+}
+
 }  // namespace
 }  // namespace banlieue::sdk::json

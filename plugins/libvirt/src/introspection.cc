@@ -147,15 +147,10 @@ Status introspectHost(Connection& connection, const sdk::Call& call,
   }
 
   std::vector<std::string> features = hostFeatures(conn.get(), caps.get());
-  auto feature_list = [&]() {
-    rapidjson::Value list(rapidjson::kArrayType);
-    for (const auto& f : features) list.PushBack(json::stringValue(f, a), a);
-    return list;
-  };
   rapidjson::Value attributes(rapidjson::kObjectType);
   attributes.AddMember("availableStorageClasses", storage, a);
   attributes.AddMember("availableNetworkClasses", networks, a);
-  attributes.AddMember("features", feature_list(), a);
+  attributes.AddMember("features", json::stringArray(features, a), a);
   attributes.AddMember("raw", raw, a);
   rapidjson::Value labels(rapidjson::kObjectType);
   labels.AddMember("host", json::stringValue(hostname.get(), a), a);
@@ -167,7 +162,7 @@ Status introspectHost(Connection& connection, const sdk::Call& call,
   rapidjson::Value fds(rapidjson::kArrayType);
   fds.PushBack(fd, a);
   reply.body().AddMember("failureDomains", fds, a);
-  reply.body().AddMember("features", feature_list(), a);
+  reply.body().AddMember("features", json::stringArray(features, a), a);
   return Status::ok();
 }
 

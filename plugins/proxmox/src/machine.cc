@@ -25,10 +25,6 @@ constexpr int kCloneAttempts = 6;
 // A shutdown that PVE turns into a hard stop after this many seconds (forceStop=1).
 constexpr int kShutdownTimeoutSeconds = 120;
 
-Deadline deadlineOf(const sdk::Call& call) {
-  return std::chrono::steady_clock::now() + call.remaining();
-}
-
 std::string who(const sdk::ReconcileRequest& r) {
   return (r.namespace_.empty() ? std::string() : r.namespace_ + "/") + r.name;
 }
@@ -444,7 +440,7 @@ std::string ownerTag(const std::string& uid) {
 Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileRequest& request,
                                     sdk::Reply& reply) {
   const std::string name = who(request);
-  const Deadline deadline = deadlineOf(call);
+  const Deadline deadline = call.deadline();
   return withPveErrors("reconcile of ProxmoxMachine " + name, [&]() -> Status {
     if (request.uid.empty()) throw std::invalid_argument("metadata.uid is required");
     const MachineSpec spec = MachineSpec::parse(request.spec);
@@ -525,7 +521,7 @@ Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileR
 Status MachineReconciler::finalize(const sdk::Call& call, const sdk::ReconcileRequest& request,
                                    sdk::Reply& reply) {
   const std::string name = who(request);
-  const Deadline deadline = deadlineOf(call);
+  const Deadline deadline = call.deadline();
   return withPveErrors("deletion of ProxmoxMachine " + name, [&]() -> Status {
     if (request.uid.empty()) throw std::invalid_argument("metadata.uid is required");
     if (auto pending = parseToken(request.operation_token)) {

@@ -21,17 +21,6 @@ using sdk::Status;
 
 constexpr std::string_view kMachineKind = "ProxmoxMachine";
 
-Deadline deadlineOf(const sdk::Call& call) {
-  return std::chrono::steady_clock::now() + call.remaining();
-}
-
-rapidjson::Value strings(const std::vector<std::string>& items,
-                         rapidjson::Document::AllocatorType& a) {
-  rapidjson::Value list(rapidjson::kArrayType);
-  for (const auto& s : items) list.PushBack(json::stringValue(s, a), a);
-  return list;
-}
-
 std::string joined(const std::vector<std::string>& items) {
   std::string out;
   for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
@@ -109,7 +98,7 @@ class ProxmoxInstance final : public sdk::Instance {
 
   Status introspect(const sdk::Call& call, const sdk::IntrospectRequest& request,
                     sdk::Reply& reply) override {
-    const Deadline deadline = deadlineOf(call);
+    const Deadline deadline = call.deadline();
     return withPveErrors("introspection of " + client_->endpoint().origin(), [&]() -> Status {
       // The Provider as it is now: its classes may have changed since instance_create.
       ProviderSpec spec =
@@ -123,9 +112,11 @@ class ProxmoxInstance final : public sdk::Instance {
         rapidjson::Value raw(rapidjson::kObjectType);
         raw.AddMember("node", json::stringValue(fd.name, a), a);
         rapidjson::Value attributes(rapidjson::kObjectType);
-        attributes.AddMember("availableStorageClasses", strings(fd.storage_classes, a), a);
-        attributes.AddMember("availableNetworkClasses", strings(fd.network_classes, a), a);
-        attributes.AddMember("features", strings(spec.features, a), a);
+        attributes.AddMember("availableStorageClasses", json::stringArray(fd.storage_classes, a),
+                             a);
+        attributes.AddMember("availableNetworkClasses", json::stringArray(fd.network_classes, a),
+                             a);
+        attributes.AddMember("features", json::stringArray(spec.features, a), a);
         attributes.AddMember("raw", raw, a);
         rapidjson::Value entry(rapidjson::kObjectType);
         entry.AddMember("name", json::stringValue(fd.name, a), a);
@@ -134,7 +125,7 @@ class ProxmoxInstance final : public sdk::Instance {
         list.PushBack(entry, a);
       }
       reply.body().AddMember("failureDomains", list, a);
-      reply.body().AddMember("features", strings(spec.features, a), a);
+      reply.body().AddMember("features", json::stringArray(spec.features, a), a);
       if (!found.offline_nodes.empty()) {
         BANLIEUE_LOG(kInfo,
                      "PVE nodes offline (no failure domain): " + joined(found.offline_nodes));
@@ -259,7 +250,7 @@ class ProxmoxProvider final : public sdk::Provider {
     config.credentials.wipe();
     // One authenticated request, so a wrong token fails the instance, not a later reconcile.
     Status hello = withPveErrors("connecting to " + endpoint.origin(), [&]() -> Status {
-      (void)client->get("/version", deadlineOf(call));
+      (void)client->get("/version", call.deadline());
       return Status::ok();
     });
     if (!hello.isOk()) throw sdk::Error(hello.code(), hello.reason(), hello.message());

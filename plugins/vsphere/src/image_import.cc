@@ -181,7 +181,7 @@ Status ImageImporter::import(const sdk::Call& call, const sdk::ImportImageReques
             "spec.useContentLibrary is not implemented; unset it to import per zone"};
   }
   const TemplateSettings settings = readSettings(request.image);
-  const Deadline deadline = std::chrono::steady_clock::now() + call.remaining();
+  const Deadline deadline = call.deadline();
   const std::string who = "import of " + request.image_name + " into " + request.failure_domain;
   return withVimErrors(who, [&]() -> Status {
     if (request.operation_token) {

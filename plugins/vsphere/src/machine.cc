@@ -17,10 +17,6 @@ using sdk::Status;
 
 constexpr std::chrono::milliseconds kTaskPoll{2000};
 
-Deadline deadlineOf(const sdk::Call& call) {
-  return std::chrono::steady_clock::now() + call.remaining();
-}
-
 // "clone:task-12" -> {"clone", Task task-12}; nullopt for anything else (a token minted by
 // another version or garbage is treated as absent, per the ABI's reply rules).
 struct PendingTask {
@@ -420,7 +416,7 @@ Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileR
             "metadata.uid '" + request.uid + "' is not a UUID; it becomes the VM's instance UUID"};
   }
   const std::string who = objectName(request);
-  const Deadline deadline = deadlineOf(call);
+  const Deadline deadline = call.deadline();
   return withVimErrors("VSphereMachine " + who, [&]() -> Status {
     if (auto pending = parseToken(request.operation_token)) {
       if (auto stop = pollTask(vim_, *pending, pending->phase + " of " + who, deadline, reply)) {
@@ -578,7 +574,7 @@ Status MachineReconciler::finalize(const sdk::Call& call, const sdk::ReconcileRe
                                    sdk::Reply& reply) {
   const std::string who = objectName(request);
   const std::string uuid = lowerUuid(request.uid);
-  const Deadline deadline = deadlineOf(call);
+  const Deadline deadline = call.deadline();
   return withVimErrors("deleting VSphereMachine " + who, [&]() -> Status {
     if (auto pending = parseToken(request.operation_token)) {
       if (auto stop = pollTask(vim_, *pending, pending->phase + " of " + who, deadline, reply)) {

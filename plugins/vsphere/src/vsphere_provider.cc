@@ -17,17 +17,6 @@ using sdk::Status;
 
 constexpr std::string_view kMachineKind = "VSphereMachine";
 
-Deadline deadlineOf(const sdk::Call& call) {
-  return std::chrono::steady_clock::now() + call.remaining();
-}
-
-rapidjson::Value strings(const std::vector<std::string>& items,
-                         rapidjson::Document::AllocatorType& a) {
-  rapidjson::Value list(rapidjson::kArrayType);
-  for (const auto& s : items) list.PushBack(json::stringValue(s, a), a);
-  return list;
-}
-
 class VSphereInstance final : public sdk::Instance {
  public:
   VSphereInstance(std::unique_ptr<SoapClient> client, ProviderSpec spec)
@@ -42,7 +31,7 @@ class VSphereInstance final : public sdk::Instance {
     // The Provider as it is now: its classes may have changed since instance_create.
     ProviderSpec spec = request.provider != nullptr ? ProviderSpec::parse(request.provider) : spec_;
     if (spec.name.empty()) spec.name = spec_.name;
-    const Deadline deadline = deadlineOf(call);
+    const Deadline deadline = call.deadline();
     return withVimErrors("introspection of " + client_->url().origin(), [&]() -> Status {
       Inventory inventory = Inventory::load(vim_, deadline);
       std::vector<FailureDomain> fds = computeFailureDomains(inventory, spec);
@@ -57,9 +46,11 @@ class VSphereInstance final : public sdk::Instance {
         raw.AddMember("datacenter", json::stringValue(fd.datacenter, a), a);
         raw.AddMember("cluster", json::stringValue(fd.cluster, a), a);
         rapidjson::Value attributes(rapidjson::kObjectType);
-        attributes.AddMember("availableStorageClasses", strings(fd.storage_classes, a), a);
-        attributes.AddMember("availableNetworkClasses", strings(fd.network_classes, a), a);
-        attributes.AddMember("features", strings(fd.features, a), a);
+        attributes.AddMember("availableStorageClasses", json::stringArray(fd.storage_classes, a),
+                             a);
+        attributes.AddMember("availableNetworkClasses", json::stringArray(fd.network_classes, a),
+                             a);
+        attributes.AddMember("features", json::stringArray(fd.features, a), a);
         attributes.AddMember("raw", raw, a);
         rapidjson::Value entry(rapidjson::kObjectType);
         entry.AddMember("name", json::stringValue(fd.name, a), a);
@@ -68,7 +59,7 @@ class VSphereInstance final : public sdk::Instance {
         list.PushBack(entry, a);
       }
       reply.body().AddMember("failureDomains", list, a);
-      reply.body().AddMember("features", strings(spec.features, a), a);
+      reply.body().AddMember("features", json::stringArray(spec.features, a), a);
       if (fds.empty()) {
         return Status{Code::kFailedPrecondition, "NoFailureDomains",
                       "vCenter " + client_->url().origin() + " has no clusters"};
@@ -179,7 +170,7 @@ class VSphereProvider final : public sdk::Provider {
     credentials.password = std::string(*password);
     auto client = std::make_unique<SoapClient>(std::move(transport), url, std::move(credentials));
     Status login = withVimErrors("login to " + url.origin(), [&]() -> Status {
-      client->connect(deadlineOf(call));
+      client->connect(call.deadline());
       return Status::ok();
     });
     if (!login.isOk()) throw sdk::Error(login.code(), login.reason(), login.message());

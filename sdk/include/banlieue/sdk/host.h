@@ -70,6 +70,11 @@ class Call {
     return std::chrono::milliseconds(std::max<int64_t>(0, call_->deadline_unix_ms - now));
   }
 
+  // The deadline as a point on the monotonic clock, for backend clients that take one.
+  std::chrono::steady_clock::time_point deadline() const {
+    return std::chrono::steady_clock::now() + remaining();
+  }
+
   // True once the host wants this call to stop (deadline, shutdown, leadership lost).
   bool cancelled() const {
     const banlieue_host_v1* table = host().table();

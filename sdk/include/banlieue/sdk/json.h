@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace banlieue::sdk::json {
 
@@ -108,6 +109,14 @@ inline std::string_view requireString(const rapidjson::Value* root, std::string_
 
 inline rapidjson::Value stringValue(std::string_view s, rapidjson::Document::AllocatorType& a) {
   return rapidjson::Value(s.data(), static_cast<rapidjson::SizeType>(s.size()), a);
+}
+
+// A JSON array of strings.
+inline rapidjson::Value stringArray(const std::vector<std::string>& items,
+                                    rapidjson::Document::AllocatorType& a) {
+  rapidjson::Value list(rapidjson::kArrayType);
+  for (const auto& s : items) list.PushBack(stringValue(s, a), a);
+  return list;
 }
 
 }  // namespace banlieue::sdk::json
