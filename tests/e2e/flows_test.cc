@@ -2,12 +2,15 @@
 // the controller and the operator (Deployments the node agent runs), the operator mints each
 // Provider's pod, and from then on the tests only kubectl apply/get/wait/patch/delete user
 // objects. Backends: the libvirt plugin on libvirt's test driver (a node XML per Provider; the
-// driver's state lives in the provider process) and the third-party example file plugin (a VM
-// is a JSON file the test can read, so leaks and rendered userData are checked on disk).
+// driver's state lives in the provider process), the third-party example file plugin (a VM
+// is a JSON file the test can read, so leaks and rendered userData are checked on disk) and,
+// for the swap across hypervisors, the vSphere plugin on the project's vcsim.
 //
 // The system is set up once by the first test and shared; every test has its own namespace,
 // Providers and VMs, and removes them before the next test starts.
 #include "tests/support/local_cluster.h"
+#include "tests/vsphere/plugin_driver.h"
+#include "tests/vsphere/vcsim.h"
 
 #include <banlieue/sdk/json.h>
 #include <gmock/gmock.h>
@@ -139,7 +142,8 @@ class FlowsTest : public ::testing::Test {
         "  sources:\n"
         "    - {providerClass: libvirt, kind: BackingFile, ref: "
         "debian.qcow2}\n"
-        "    - {providerClass: file, kind: BackingFile, ref: base.img}\n");
+        "    - {providerClass: file, kind: BackingFile, ref: base.img}\n"
+        "    - {providerClass: vsphere, kind: Template, ref: DC0_C0_RP0_VM0}\n");
     ASSERT_EQ(shapes.exit_code, 0) << shapes.output;
     ready_ = true;
   }
@@ -166,6 +170,16 @@ class FlowsTest : public ::testing::Test {
   // (their finalizers remove the backend objects), then the Providers (the operator's
   // finalizer), then the namespace.
   void TearDown() override {
+    removeWorkloads();
+    for (const auto& c : classes_) cluster_.kubectl("delete providerclass " + c + " --wait=false");
+    if (HasFailure()) {
+      for (const auto& ns : namespaces_) std::cerr << namespaceState(ns);
+      std::cerr << systemState();
+    }
+  }
+
+  // The test namespaces' pools, VMs and Providers, each kind gone before the next (idempotent).
+  void removeWorkloads() {
     for (const auto& ns : namespaces_) {
       // Pools first: members deleted with them would otherwise race the Providers' removal.
       cluster_.kubectl("delete virtualmachinepools --all --wait=true --timeout=60s -n " + ns,
@@ -174,11 +188,6 @@ class FlowsTest : public ::testing::Test {
                        std::chrono::seconds(120));
       cluster_.kubectl("delete providers --all --wait=true --timeout=60s -n " + ns,
                        std::chrono::seconds(90));
-    }
-    for (const auto& c : classes_) cluster_.kubectl("delete providerclass " + c + " --wait=false");
-    if (HasFailure()) {
-      for (const auto& ns : namespaces_) std::cerr << namespaceState(ns);
-      std::cerr << systemState();
     }
   }
 
@@ -217,7 +226,7 @@ class FlowsTest : public ::testing::Test {
            cluster_
                .kubectl(
                    "get providers,virtualmachines,virtualmachinepools,filemachines,"
-                   "libvirtmachines,pods -o yaml "
+                   "libvirtmachines,vspheremachines,pods -o yaml "
                    "-n " +
                    ns)
                .output +
@@ -545,6 +554,97 @@ TEST_F(FlowsTest, SwapFromLibvirtToTheThirdPartyFilePlugin) {
                 "{.metadata.labels.banlieue\\.io/owned-by}/{.metadata.ownerReferences[0].kind}/"
                 "{.spec.image.ref}"),
             "files/svc-01/VirtualMachine/base.img");
+}
+
+// Swap across hypervisors: libvirt (test driver) to vSphere (vcsim, TLS verified against the
+// Provider's inline CA, login from its credentials Secret) and back, the manifest unchanged
+// but for the selector. Each side's backend VM exists exactly while the VM is placed there.
+TEST_F(FlowsTest, SwapFromLibvirtToVSphereAndBack) {
+  LocalCluster::TestNamespace scoped(cluster_);
+  const std::string ns = useNamespace(scoped);
+  ASSERT_TRUE(LocalCluster::eventually(
+      [&] {
+        return get("providerclass vsphere", "{.status.machineKind.kind}") == "VSphereMachine";
+      },
+      kConverge));
+  vsphere::testing::Vcsim vcsim;
+  vsphere::testing::Backend vcenter(vcsim);
+  const std::set<std::string> vcenter_before = vcenter.vmNames();
+
+  libvirtProvider(ns, "kvm", "backend: libvirt");
+  rapidjson::Document connection(rapidjson::kObjectType);
+  auto& a = connection.GetAllocator();
+  connection.AddMember("endpoint", rapidjson::Value(vcsim.url().c_str(), a), a);
+  connection.AddMember("credentialsRef", rapidjson::Value(rapidjson::kObjectType), a);
+  connection["credentialsRef"].AddMember("name", "vc-creds", a);
+  connection.AddMember("caBundle", rapidjson::Value(rapidjson::kObjectType), a);
+  connection["caBundle"].AddMember("inline", rapidjson::Value(vcsim.caPem().c_str(), a), a);
+  auto applied =
+      cluster_.apply("apiVersion: v1\nkind: Secret\nmetadata: {name: vc-creds, namespace: " + ns +
+                     "}\nstringData: {username: \"" + vsphere::testing::Vcsim::kUser +
+                     "\", password: \"" + vsphere::testing::Vcsim::kPassword +
+                     "\"}\n---\napiVersion: banlieue.io/v1alpha1\nkind: Provider\n"
+                     "metadata: {name: vcenter, namespace: " +
+                     ns +
+                     ", labels: {backend: vsphere}}\n"
+                     "spec:\n"
+                     "  providerClassRef: {name: vsphere}\n"
+                     "  connection: " +
+                     json::serialize(connection) +
+                     "\n"
+                     "  capabilities:\n"
+                     "    storageClasses: [{name: std, target: {datastore: LocalDS_0}}]\n"
+                     "    networkClasses: [{name: lan, target: {portGroup: VM Network}}]\n");
+  ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  ASSERT_TRUE(waitFor(ns, "provider/vcenter", "Ready"));
+
+  applyVm(ns, "db-01", "backend: libvirt");
+  ASSERT_TRUE(waitFor(ns, "vm/db-01", "Ready"));
+  const std::string spec_before = specWithoutPlacement(ns, "db-01");
+  auto swapTo = [&](const std::string& backend) {
+    auto r = cluster_.kubectl("patch vm db-01 -n " + ns +
+                              " --type=merge -p '{\"spec\":{\"placement\":{\"providerSelector\":{"
+                              "\"matchLabels\":{\"backend\":\"" +
+                              backend + "\"}}}}}'");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  };
+  auto placedOn = [&](const std::string& provider, const std::string& kind) {
+    return get("vm db-01 -n " + ns,
+               "{.status.scheduled.providerName}/{.status.infrastructureRef.kind}/"
+               "{.status.conditions[?(@.type==\"Ready\")].status}") ==
+           provider + "/" + kind + "/True";
+  };
+  auto newOnVcenter = [&] {
+    std::set<std::string> added;
+    for (const auto& name : vcenter.vmNames()) {
+      if (!vcenter_before.count(name)) added.insert(name);
+    }
+    return added;
+  };
+
+  swapTo("vsphere");
+  EXPECT_TRUE(LocalCluster::eventually(
+      [&] {
+        return placedOn("vcenter", "VSphereMachine") && !exists("libvirtmachine db-01 -n " + ns);
+      },
+      std::chrono::seconds(180)))
+      << namespaceState(ns);
+  EXPECT_EQ(specWithoutPlacement(ns, "db-01"), spec_before);
+  EXPECT_EQ(newOnVcenter().size(), 1u) << ::testing::PrintToString(newOnVcenter());
+  EXPECT_EQ(get("vspheremachine db-01 -n " + ns, "{.spec.template}/{.spec.datastore}"),
+            "DC0_C0_RP0_VM0/LocalDS_0");
+
+  swapTo("libvirt");
+  EXPECT_TRUE(LocalCluster::eventually(
+      [&] {
+        return placedOn("kvm", "LibvirtMachine") && !exists("vspheremachine db-01 -n " + ns) &&
+               newOnVcenter().empty();
+      },
+      std::chrono::seconds(180)))
+      << namespaceState(ns) << ::testing::PrintToString(newOnVcenter());
+  EXPECT_EQ(specWithoutPlacement(ns, "db-01"), spec_before);
+  // Before vcsim goes: the VM and the Providers, while their pods can still reach it.
+  removeWorkloads();
 }
 
 // Registration: each Provider of a class gets its own workload and reports Ready with its
