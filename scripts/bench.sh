@@ -10,12 +10,13 @@
 #   scripts/bench.sh [--vms N] [--threads T] [--kube-qps Q] [--keep]
 #     --vms N        VirtualMachines to converge (default 100)
 #     --threads T    client threads creating VMs, and the minimal client's threads (default 16)
-#     --kube-qps Q   passed to both roles (default: the roles' own default, 20; burst 1.5 x Q)
+#     --kube-qps Q   passed to both roles (default: the roles' own default, 50, burst 100;
+#                    with Q, burst 1.5 x Q)
 #     --keep         leave the control plane and its state directory up afterwards
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
 
 vms=100 threads=16 qps="" keep=0
 while [ $# -gt 0 ]; do
