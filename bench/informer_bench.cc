@@ -4,6 +4,7 @@
 //   informer_bench <kubeconfig> [objects=10000] [--keep-write-bookkeeping]
 // The flag caches objects whole, managedFields included, as informers did before they
 // dropped them (InformerOptions::keep_write_bookkeeping): the before/after of that change.
+#include "bench/bench_support.h"
 #include "host/common/allocator_tuning.h"
 #include "host/common/logging.h"
 #include "host/kube/client.h"
@@ -21,7 +22,9 @@
 namespace {
 
 using namespace banlieue;
-using Clock = std::chrono::steady_clock;
+using bench::Clock;
+using bench::parallel;
+using bench::seconds;
 
 double rssMiB() {
   std::ifstream status("/proc/self/status");
@@ -29,31 +32,6 @@ double rssMiB() {
     if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
   }
   return 0;
-}
-
-double seconds(Clock::duration d) {
-  return std::chrono::duration<double>(d).count();
-}
-
-std::unique_ptr<kube::KubeClient> connect(const std::string& kubeconfig,
-                                          kube::ClientOptions options = {}) {
-  auto connection = kube::loadKubeconfig({.files = {kubeconfig}});
-  if (!connection.ok()) throw std::runtime_error(connection.status().message());
-  auto transport = kube::makeHttpTransport(*connection);
-  if (!transport.ok()) throw std::runtime_error(transport.status().message());
-  return kube::makeKubeClient(std::move(transport).value(), options);
-}
-
-// Runs fn(i) for i in [0, n) on `threads` threads.
-void parallel(int n, int threads, const std::function<void(int)>& fn) {
-  std::atomic<int> next{0};
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) {
-    pool.emplace_back([&] {
-      for (int i = next++; i < n; i = next++) fn(i);
-    });
-  }
-  for (auto& t : pool) t.join();
 }
 
 class NoOp final : public runtime::Reconciler {
@@ -83,7 +61,7 @@ int main(int argc, char** argv) {
   const std::string ns = "informer-bench";
   // The writer only sets the stage: unthrottled, so populate and burst times are the API
   // server's, not a client budget's (the reader keeps the roles' default).
-  auto writer = connect(argv[1], {.qps = 0, .burst = 0});
+  auto writer = bench::connect(argv[1], {.qps = 0, .burst = 0});
   (void)writer->create(
       kube::resources::kNamespace, "",
       R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":")" + ns + R"("}})");
@@ -96,7 +74,7 @@ int main(int argc, char** argv) {
   });
   double populate_s = seconds(Clock::now() - populate_start);
 
-  auto reader = connect(argv[1]);
+  auto reader = bench::connect(argv[1], {});
   double rss_before = rssMiB();
   runtime::Informer informer(*reader, kube::resources::kConfigMap,
                              {.ns = ns, .keep_write_bookkeeping = keep_bookkeeping});
