@@ -1,15 +1,19 @@
 // Informer and controller figures against a real apiserver (bench/informer_bench.sh starts
 // one): list+watch sync time and RSS for N small ConfigMaps, watch events absorbed per
 // second, and the throughput of a no-op controller. Prints one JSON object.
-//   informer_bench <kubeconfig> [objects=10000] [--keep-write-bookkeeping]
-// The flag caches objects whole, managedFields included, as informers did before they
-// dropped them (InformerOptions::keep_write_bookkeeping): the before/after of that change.
+//   informer_bench <kubeconfig> [objects=10000] [--keep-write-bookkeeping] [--kubectl-applied]
+// --keep-write-bookkeeping caches objects whole, managedFields included, as informers did
+// before they dropped them (InformerOptions::keep_write_bookkeeping): the before/after of
+// that change. --kubectl-applied creates each ConfigMap as `kubectl apply` would, with its
+// manifest again in the last-applied-configuration annotation.
 #include "bench/bench_support.h"
 #include "host/common/allocator_tuning.h"
 #include "host/common/logging.h"
 #include "host/kube/client.h"
 #include "host/runtime/controller.h"
 #include "host/runtime/informer.h"
+
+#include <banlieue/sdk/json.h>
 
 #include <atomic>
 #include <chrono>
@@ -50,9 +54,20 @@ class NoOp final : public runtime::Reconciler {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool keep_bookkeeping = argc > 3 && std::string(argv[3]) == "--keep-write-bookkeeping";
-  if (argc < 2 || (argc > 3 && !keep_bookkeeping)) {
-    std::fprintf(stderr, "usage: %s <kubeconfig> [objects] [--keep-write-bookkeeping]\n", argv[0]);
+  bool keep_bookkeeping = false;
+  bool kubectl_applied = false;
+  bool usage_error = argc < 2;
+  for (int i = 3; i < argc; ++i) {
+    std::string flag = argv[i];
+    keep_bookkeeping |= flag == "--keep-write-bookkeeping";
+    kubectl_applied |= flag == "--kubectl-applied";
+    usage_error |= flag != "--keep-write-bookkeeping" && flag != "--kubectl-applied";
+  }
+  if (usage_error) {
+    std::fprintf(stderr,
+                 "usage: %s <kubeconfig> [objects] [--keep-write-bookkeeping] "
+                 "[--kubectl-applied]\n",
+                 argv[0]);
     return 2;
   }
   common::tuneAllocatorForServer();
@@ -67,10 +82,20 @@ int main(int argc, char** argv) {
       R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":")" + ns + R"("}})");
   auto populate_start = Clock::now();
   parallel(n, 8, [&](int i) {
-    (void)writer->create(
-        kube::resources::kConfigMap, ns,
-        R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm-)" + std::to_string(i) +
-            R"(","labels":{"bench":"informer"}},"data":{"index":")" + std::to_string(i) + R"("}})");
+    std::string manifest = R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm-)" +
+                           std::to_string(i) + R"(","namespace":")" + ns +
+                           R"(","labels":{"bench":"informer"}},"data":{"index":")" +
+                           std::to_string(i) + R"("}})";
+    if (kubectl_applied) {
+      auto object = sdk::json::parse(manifest, "manifest");
+      auto& a = object.GetAllocator();
+      rapidjson::Value annotations(rapidjson::kObjectType);
+      annotations.AddMember("kubectl.kubernetes.io/last-applied-configuration",
+                            sdk::json::stringValue(manifest + "\n", a), a);
+      object["metadata"].AddMember("annotations", annotations, a);
+      manifest = sdk::json::serialize(object);
+    }
+    (void)writer->create(kube::resources::kConfigMap, ns, manifest);
   });
   double populate_s = seconds(Clock::now() - populate_start);
 
@@ -116,13 +141,14 @@ int main(int argc, char** argv) {
 
   auto stats = informer.stats();
   std::printf(
-      "{\"objects\":%d,\"write_bookkeeping\":\"%s\",\"populate_seconds\":%.2f,\"list_watch_sync_"
+      "{\"objects\":%d,\"kubectl_applied\":%s,\"write_bookkeeping\":\"%s\",\"populate_seconds\":%."
+      "2f,\"list_watch_sync_"
       "seconds\":%.3f,"
       "\"rss_mib_before\":%.1f,\"rss_mib_after_sync\":%.1f,\"rss_mib_delta\":%.1f,"
       "\"rss_kib_per_object\":%.2f,\"lists\":%llu,\"watch_events_absorbed\":%d,"
       "\"watch_events_per_second\":%.0f,\"noop_reconciles_per_second\":%.0f}\n",
-      n, keep_bookkeeping ? "kept" : "dropped", populate_s, sync_s, rss_before, rss_after,
-      rss_after - rss_before, (rss_after - rss_before) * 1024.0 / n,
+      n, kubectl_applied ? "true" : "false", keep_bookkeeping ? "kept" : "dropped", populate_s,
+      sync_s, rss_before, rss_after, rss_after - rss_before, (rss_after - rss_before) * 1024.0 / n,
       static_cast<unsigned long long>(stats.lists), updates.load(), updates.load() / burst_s,
       n / reconcile_s);
   return 0;

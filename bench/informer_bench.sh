@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Starts a private local control plane, runs bench/informer_bench.cc against it (release
 # build) and stops it. Prints one JSON object.
-#   bench/informer_bench.sh [objects=10000] [--keep-write-bookkeeping]
+#   bench/informer_bench.sh [objects=10000] [--keep-write-bookkeeping] [--kubectl-applied]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 state=$(mktemp -d /tmp/banlieue-informer-bench.XXXXXX)
