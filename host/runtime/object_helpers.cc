@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <string>
+#include <utility>
 
 namespace banlieue::runtime {
 namespace {
@@ -42,9 +44,13 @@ Status editFinalizers(kube::KubeClient& client, const kube::ResourceType& type,
     }
     if (hasFinalizer(*current, finalizer) == add) return Status::ok();
     if (add && json::find(current, "metadata.deletionTimestamp") != nullptr) {
-      return error(Code::kFailedPrecondition, "ObjectDeleting",
-                   type.plural + " " + (ns.empty() ? name : ns + "/" + name) +
-                       " is being deleted: finalizer " + finalizer + " is not added");
+      std::string message = type.plural + " ";
+      if (!ns.empty()) message += ns + "/";
+      message += name;
+      message += " is being deleted: finalizer ";
+      message += finalizer;
+      message += " is not added";
+      return error(Code::kFailedPrecondition, "ObjectDeleting", std::move(message));
     }
     rapidjson::Document patch(rapidjson::kObjectType);
     auto& a = patch.GetAllocator();
