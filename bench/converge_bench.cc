@@ -24,6 +24,7 @@
 //
 // Both print one JSON object on stdout. The client is not rate-limited (qps 0): the apiserver,
 // not a client-side budget, is what the limit measures.
+#include "bench/bench_support.h"
 #include "host/common/allocator_tuning.h"
 #include "host/common/logging.h"
 #include "host/kube/client.h"
@@ -46,47 +47,16 @@ namespace {
 
 using namespace banlieue;
 namespace json = sdk::json;
-using Clock = std::chrono::steady_clock;
+using bench::Clock;
+using bench::parallel;
+using bench::seconds;
+
+// The apiserver, not a client-side budget, is what both halves measure.
+constexpr kube::ClientOptions kUnthrottled{.qps = 0, .burst = 0};
 
 const kube::ResourceType kVirtualMachine{"banlieue.io", "v1alpha1", "virtualmachines", true};
 const kube::ResourceType kFileMachine{"infrastructure.file.example.com", "v1alpha1", "filemachines",
                                       true};
-
-double seconds(Clock::duration d) {
-  return std::chrono::duration<double>(d).count();
-}
-
-std::unique_ptr<kube::KubeClient> connect(const std::string& kubeconfig) {
-  auto connection = kube::loadKubeconfig({.files = {kubeconfig}});
-  if (!connection.ok()) throw std::runtime_error(connection.status().message());
-  auto transport = kube::makeHttpTransport(*connection);
-  if (!transport.ok()) throw std::runtime_error(transport.status().message());
-  return kube::makeKubeClient(std::move(transport).value(), {.qps = 0, .burst = 0});
-}
-
-// Runs fn(i) for i in [0, n) on `threads` threads; the first failure stops every thread and
-// is rethrown, so a bad run never reports a time.
-void parallel(int n, int threads, const std::function<void(int)>& fn) {
-  std::atomic<int> next{0};
-  std::mutex mu;
-  std::string failure;
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) {
-    pool.emplace_back([&] {
-      for (int i = next++; i < n; i = next++) {
-        try {
-          fn(i);
-        } catch (const std::exception& e) {
-          std::lock_guard lock(mu);
-          if (failure.empty()) failure = e.what();
-          next = n;
-        }
-      }
-    });
-  }
-  for (auto& t : pool) t.join();
-  if (!failure.empty()) throw std::runtime_error(failure);
-}
 
 template <typename T>
 T check(StatusOr<T> result, const std::string& what) {
@@ -115,8 +85,8 @@ bool isReady(const rapidjson::Value& vm) {
 
 int converge(const std::string& kubeconfig, const std::string& ns, int n, int threads,
              int timeout_seconds) {
-  auto writer = connect(kubeconfig);
-  auto reader = connect(kubeconfig);
+  auto writer = bench::connect(kubeconfig, kUnthrottled);
+  auto reader = bench::connect(kubeconfig, kUnthrottled);
   std::mutex mu;
   std::set<std::string> ready;
   auto observe = [&](const runtime::Object& vm) {
@@ -183,7 +153,7 @@ std::string copied(const rapidjson::Value& object, const char* field) {
 
 int limit(const std::string& kubeconfig, const std::string& template_ns,
           const std::string& template_vm, const std::string& ns, int n, int threads) {
-  auto client = connect(kubeconfig);
+  auto client = bench::connect(kubeconfig, kUnthrottled);
   auto vm = check(client->get(kVirtualMachine, template_ns, template_vm), "read the template VM");
   auto machine =
       check(client->get(kFileMachine, template_ns, template_vm), "read the template FileMachine");

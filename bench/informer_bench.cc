@@ -1,12 +1,19 @@
 // Informer and controller figures against a real apiserver (bench/informer_bench.sh starts
 // one): list+watch sync time and RSS for N small ConfigMaps, watch events absorbed per
 // second, and the throughput of a no-op controller. Prints one JSON object.
-//   informer_bench <kubeconfig> [objects=10000]
+//   informer_bench <kubeconfig> [objects=10000] [--keep-write-bookkeeping] [--kubectl-applied]
+// --keep-write-bookkeeping caches objects whole, managedFields included, as informers did
+// before they dropped them (InformerOptions::keep_write_bookkeeping): the before/after of
+// that change. --kubectl-applied creates each ConfigMap as `kubectl apply` would, with its
+// manifest again in the last-applied-configuration annotation.
+#include "bench/bench_support.h"
 #include "host/common/allocator_tuning.h"
 #include "host/common/logging.h"
 #include "host/kube/client.h"
 #include "host/runtime/controller.h"
 #include "host/runtime/informer.h"
+
+#include <banlieue/sdk/json.h>
 
 #include <atomic>
 #include <chrono>
@@ -19,7 +26,9 @@
 namespace {
 
 using namespace banlieue;
-using Clock = std::chrono::steady_clock;
+using bench::Clock;
+using bench::parallel;
+using bench::seconds;
 
 double rssMiB() {
   std::ifstream status("/proc/self/status");
@@ -27,30 +36,6 @@ double rssMiB() {
     if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
   }
   return 0;
-}
-
-double seconds(Clock::duration d) {
-  return std::chrono::duration<double>(d).count();
-}
-
-std::unique_ptr<kube::KubeClient> connect(const std::string& kubeconfig) {
-  auto connection = kube::loadKubeconfig({.files = {kubeconfig}});
-  if (!connection.ok()) throw std::runtime_error(connection.status().message());
-  auto transport = kube::makeHttpTransport(*connection);
-  if (!transport.ok()) throw std::runtime_error(transport.status().message());
-  return kube::makeKubeClient(std::move(transport).value());
-}
-
-// Runs fn(i) for i in [0, n) on `threads` threads.
-void parallel(int n, int threads, const std::function<void(int)>& fn) {
-  std::atomic<int> next{0};
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) {
-    pool.emplace_back([&] {
-      for (int i = next++; i < n; i = next++) fn(i);
-    });
-  }
-  for (auto& t : pool) t.join();
 }
 
 class NoOp final : public runtime::Reconciler {
@@ -69,30 +54,55 @@ class NoOp final : public runtime::Reconciler {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: %s <kubeconfig> [objects]\n", argv[0]);
+  bool keep_bookkeeping = false;
+  bool kubectl_applied = false;
+  bool usage_error = argc < 2;
+  for (int i = 3; i < argc; ++i) {
+    std::string flag = argv[i];
+    keep_bookkeeping |= flag == "--keep-write-bookkeeping";
+    kubectl_applied |= flag == "--kubectl-applied";
+    usage_error |= flag != "--keep-write-bookkeeping" && flag != "--kubectl-applied";
+  }
+  if (usage_error) {
+    std::fprintf(stderr,
+                 "usage: %s <kubeconfig> [objects] [--keep-write-bookkeeping] "
+                 "[--kubectl-applied]\n",
+                 argv[0]);
     return 2;
   }
   common::tuneAllocatorForServer();
   common::configureLogging(spdlog::level::warn, common::LogFormat::kText);
   const int n = argc > 2 ? std::stoi(argv[2]) : 10000;
   const std::string ns = "informer-bench";
-  auto writer = connect(argv[1]);
+  // The writer only sets the stage: unthrottled, so populate and burst times are the API
+  // server's, not a client budget's (the reader keeps the roles' default).
+  auto writer = bench::connect(argv[1], {.qps = 0, .burst = 0});
   (void)writer->create(
       kube::resources::kNamespace, "",
       R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":")" + ns + R"("}})");
   auto populate_start = Clock::now();
   parallel(n, 8, [&](int i) {
-    (void)writer->create(
-        kube::resources::kConfigMap, ns,
-        R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm-)" + std::to_string(i) +
-            R"(","labels":{"bench":"informer"}},"data":{"index":")" + std::to_string(i) + R"("}})");
+    std::string manifest = R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm-)" +
+                           std::to_string(i) + R"(","namespace":")" + ns +
+                           R"(","labels":{"bench":"informer"}},"data":{"index":")" +
+                           std::to_string(i) + R"("}})";
+    if (kubectl_applied) {
+      auto object = sdk::json::parse(manifest, "manifest");
+      auto& a = object.GetAllocator();
+      rapidjson::Value annotations(rapidjson::kObjectType);
+      annotations.AddMember("kubectl.kubernetes.io/last-applied-configuration",
+                            sdk::json::stringValue(manifest + "\n", a), a);
+      object["metadata"].AddMember("annotations", annotations, a);
+      manifest = sdk::json::serialize(object);
+    }
+    (void)writer->create(kube::resources::kConfigMap, ns, manifest);
   });
   double populate_s = seconds(Clock::now() - populate_start);
 
-  auto reader = connect(argv[1]);
+  auto reader = bench::connect(argv[1], {});
   double rss_before = rssMiB();
-  runtime::Informer informer(*reader, kube::resources::kConfigMap, {.ns = ns});
+  runtime::Informer informer(*reader, kube::resources::kConfigMap,
+                             {.ns = ns, .keep_write_bookkeeping = keep_bookkeeping});
   std::atomic<int> updates{0};
   informer.addHandler(
       {nullptr, [&](const runtime::Object&, const runtime::Object&) { ++updates; }, nullptr});
@@ -131,12 +141,15 @@ int main(int argc, char** argv) {
 
   auto stats = informer.stats();
   std::printf(
-      "{\"objects\":%d,\"populate_seconds\":%.2f,\"list_watch_sync_seconds\":%.3f,"
+      "{\"objects\":%d,\"kubectl_applied\":%s,\"write_bookkeeping\":\"%s\",\"populate_seconds\":%."
+      "2f,\"list_watch_sync_"
+      "seconds\":%.3f,"
       "\"rss_mib_before\":%.1f,\"rss_mib_after_sync\":%.1f,\"rss_mib_delta\":%.1f,"
       "\"rss_kib_per_object\":%.2f,\"lists\":%llu,\"watch_events_absorbed\":%d,"
       "\"watch_events_per_second\":%.0f,\"noop_reconciles_per_second\":%.0f}\n",
-      n, populate_s, sync_s, rss_before, rss_after, rss_after - rss_before,
-      (rss_after - rss_before) * 1024.0 / n, static_cast<unsigned long long>(stats.lists),
-      updates.load(), updates.load() / burst_s, n / reconcile_s);
+      n, kubectl_applied ? "true" : "false", keep_bookkeeping ? "kept" : "dropped", populate_s,
+      sync_s, rss_before, rss_after, rss_after - rss_before, (rss_after - rss_before) * 1024.0 / n,
+      static_cast<unsigned long long>(stats.lists), updates.load(), updates.load() / burst_s,
+      n / reconcile_s);
   return 0;
 }

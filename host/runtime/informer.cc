@@ -22,10 +22,19 @@ struct Snapshot {
   rapidjson::Document document{&pool};
 };
 
-Object snapshot(const rapidjson::Value& value) {
-  auto owner = std::make_shared<Snapshot>();
-  owner->document.CopyFrom(value, owner->pool);
-  return Object(owner, &owner->document);  // shares ownership of the whole snapshot
+constexpr char kLastAppliedAnnotation[] = "kubectl.kubernetes.io/last-applied-configuration";
+
+// Removes the writers' bookkeeping (InformerOptions::keep_write_bookkeeping) in place, before
+// the copy: what is never copied never takes pool memory.
+void dropWriteBookkeeping(rapidjson::Value& object) {
+  if (!object.IsObject()) return;
+  auto metadata = object.FindMember("metadata");
+  if (metadata == object.MemberEnd() || !metadata->value.IsObject()) return;
+  metadata->value.RemoveMember("managedFields");
+  auto annotations = metadata->value.FindMember("annotations");
+  if (annotations != metadata->value.MemberEnd() && annotations->value.IsObject()) {
+    annotations->value.RemoveMember(kLastAppliedAnnotation);
+  }
 }
 
 std::vector<std::string> namespaceIndex(const rapidjson::Value& object) {
@@ -41,6 +50,13 @@ std::vector<std::string> ownerIndex(const rapidjson::Value& object) {
 }
 
 }  // namespace
+
+Object Informer::snapshot(rapidjson::Value& object) const {
+  if (!options_.keep_write_bookkeeping) dropWriteBookkeeping(object);
+  auto owner = std::make_shared<Snapshot>();
+  owner->document.CopyFrom(object, owner->pool);
+  return Object(owner, &owner->document);  // shares ownership of the whole snapshot
+}
 
 std::string objectKey(const rapidjson::Value& object) {
   std::string ns = json::stringOr(&object, "metadata.namespace");

@@ -5,6 +5,8 @@
 //  - other failures back off exponentially with jitter (0.8 s doubling to 30 s);
 //  - the cache holds immutable snapshots (shared_ptr<const Document>) indexed by key
 //    ("ns/name"), namespace, owner UID and any indexer added before run();
+//  - unless told otherwise, snapshots leave out metadata.managedFields and kubectl's
+//    last-applied-configuration annotation (see InformerOptions::keep_write_bookkeeping);
 //  - handlers see add / update(old, new) / delete; has_synced() turns true after the first
 //    complete list.
 #pragma once
@@ -46,6 +48,12 @@ struct InformerOptions {
   std::string field_selector;
   int64_t page_size = 500;
   int watch_timeout_seconds = 240;
+  // metadata.managedFields and the kubectl.kubernetes.io/last-applied-configuration annotation
+  // are each writer's record of what it wrote: often larger than the spec, read by no
+  // reconciler, and the bulk of a cached object's memory. Dropped unless this is set. Writing a
+  // cached copy back whole (an update) would then delete the annotation, so a caller that does
+  // so, or that reads either field, sets this.
+  bool keep_write_bookkeeping = false;
 };
 
 struct InformerStats {
@@ -75,6 +83,7 @@ class Informer {
   InformerStats stats() const;
 
  private:
+  Object snapshot(rapidjson::Value& object) const;
   Status listAndReplace();
   Status watchOnce(const std::atomic<bool>& stop);
   void upsert(const Object& object);

@@ -7,28 +7,55 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <string>
+#include <utility>
 
 namespace banlieue::runtime {
 namespace {
 
 namespace json = sdk::json;
 
-// Rewrites the finalizer list with `edit` and writes it back guarded by resourceVersion.
+// Rewrites the finalizer list and writes it back guarded by the resourceVersion of the copy it
+// was computed from. A merge patch with that precondition, not a JSON patch with a `test` op:
+// `test` cannot say "the list is absent" (and `add` then replaces a list another writer just
+// created), its failure is a 422 that reads like any invalid patch rather than a 409, and it
+// does not notice a deletion that began after the copy was taken. The precondition also fails
+// on unrelated writes since the copy; that costs a read and a second patch, as every call did
+// before callers passed their cached copy.
 Status editFinalizers(kube::KubeClient& client, const kube::ResourceType& type,
-                      const std::string& ns, const std::string& name, const std::string& finalizer,
-                      bool add, int attempts) {
+                      const std::string& ns, const std::string& name,
+                      const rapidjson::Value* cached, const std::string& finalizer, bool add,
+                      int attempts) {
+  if (cached != nullptr && json::stringOr(cached, "metadata.resourceVersion").empty()) {
+    cached = nullptr;  // nothing to guard the patch with
+  }
+  const rapidjson::Value* current = cached;
+  rapidjson::Document fetched;
   Status last = Status::ok();
   for (int attempt = 0; attempt < attempts; ++attempt) {
-    auto current = client.get(type, ns, name);
-    if (!current.ok()) {
-      if (!add && kube::isNotFound(current.status())) return Status::ok();
-      return current.status();
+    if (current == nullptr) {
+      auto got = client.get(type, ns, name);
+      if (!got.ok()) {
+        if (!add && kube::isNotFound(got.status())) return Status::ok();
+        return got.status();
+      }
+      fetched = std::move(got).value();
+      current = &fetched;
     }
     if (hasFinalizer(*current, finalizer) == add) return Status::ok();
+    if (add && json::find(current, "metadata.deletionTimestamp") != nullptr) {
+      std::string message = type.plural + " ";
+      if (!ns.empty()) message += ns + "/";
+      message += name;
+      message += " is being deleted: finalizer ";
+      message += finalizer;
+      message += " is not added";
+      return error(Code::kFailedPrecondition, "ObjectDeleting", std::move(message));
+    }
     rapidjson::Document patch(rapidjson::kObjectType);
     auto& a = patch.GetAllocator();
     rapidjson::Value list(rapidjson::kArrayType);
-    if (const auto* existing = json::find(&*current, "metadata.finalizers");
+    if (const auto* existing = json::find(current, "metadata.finalizers");
         existing && existing->IsArray()) {
       for (const auto& f : existing->GetArray()) {
         if (f.IsString() && (add || finalizer != f.GetString()))
@@ -38,14 +65,16 @@ Status editFinalizers(kube::KubeClient& client, const kube::ResourceType& type,
     if (add) list.PushBack(json::stringValue(finalizer, a), a);
     rapidjson::Value metadata(rapidjson::kObjectType);
     metadata.AddMember("resourceVersion",
-                       json::stringValue(json::stringOr(&*current, "metadata.resourceVersion"), a),
+                       json::stringValue(json::stringOr(current, "metadata.resourceVersion"), a),
                        a);
     metadata.AddMember("finalizers", list, a);
     patch.AddMember("metadata", metadata, a);
     auto patched = client.patch(type, ns, name, kube::PatchType::kMerge, json::serialize(patch));
     if (patched.ok()) return Status::ok();
     last = patched.status();
+    if (!add && kube::isNotFound(last)) return Status::ok();
     if (!kube::isConflict(last)) return last;  // only a concurrent write is worth retrying
+    current = nullptr;                         // someone wrote since this copy: read it again
   }
   return last;
 }
@@ -61,15 +90,29 @@ bool hasFinalizer(const rapidjson::Value& object, const std::string& finalizer) 
   return false;
 }
 
+Status addFinalizer(kube::KubeClient& client, const kube::ResourceType& type,
+                    const rapidjson::Value& cached, const std::string& finalizer, int attempts) {
+  return editFinalizers(client, type, json::stringOr(&cached, "metadata.namespace"),
+                        json::stringOr(&cached, "metadata.name"), &cached, finalizer, true,
+                        attempts);
+}
+
+Status removeFinalizer(kube::KubeClient& client, const kube::ResourceType& type,
+                       const rapidjson::Value& cached, const std::string& finalizer, int attempts) {
+  return editFinalizers(client, type, json::stringOr(&cached, "metadata.namespace"),
+                        json::stringOr(&cached, "metadata.name"), &cached, finalizer, false,
+                        attempts);
+}
+
 Status addFinalizer(kube::KubeClient& client, const kube::ResourceType& type, const std::string& ns,
                     const std::string& name, const std::string& finalizer, int attempts) {
-  return editFinalizers(client, type, ns, name, finalizer, true, attempts);
+  return editFinalizers(client, type, ns, name, nullptr, finalizer, true, attempts);
 }
 
 Status removeFinalizer(kube::KubeClient& client, const kube::ResourceType& type,
                        const std::string& ns, const std::string& name, const std::string& finalizer,
                        int attempts) {
-  return editFinalizers(client, type, ns, name, finalizer, false, attempts);
+  return editFinalizers(client, type, ns, name, nullptr, finalizer, false, attempts);
 }
 
 bool setCondition(rapidjson::Value& conditions, rapidjson::Document::AllocatorType& a,

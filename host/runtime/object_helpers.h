@@ -1,7 +1,9 @@
 // Contract helpers every controller needs, with the guarantees spelled out:
 //  - finalizers are added/removed with an optimistic merge patch that carries the
-//    resourceVersion read, so another writer's finalizers are never clobbered (a conflict
-//    rereads and retries, at most `attempts` times);
+//    resourceVersion of the copy it was computed from, so another writer's finalizers are never
+//    clobbered (a conflict rereads and retries, at most `attempts` patches in all); given the
+//    caller's cached copy, an up-to-date cache costs one request, not a GET and a PATCH;
+//  - an object being deleted never gets a new finalizer (the API server refuses it too);
 //  - conditions change lastTransitionTime only when their status changes, and carry the
 //    observedGeneration they describe; setting an identical condition reports "unchanged" so
 //    callers can skip the write entirely.
@@ -19,7 +21,18 @@ namespace banlieue::runtime {
 bool hasFinalizer(const rapidjson::Value& object, const std::string& finalizer);
 
 // OK when the object carries (add) or no longer carries (remove) the finalizer afterwards.
-// Removing from an object that is already gone is OK.
+// Removing from an object that is already gone is OK. Adding to an object being deleted fails
+// with reason ObjectDeleting: the caller's next pass sees the deletion and finalizes instead.
+//
+// `cached` is the caller's copy of the object (an informer's): the first patch is computed from
+// it and guarded by its resourceVersion, and only a conflict (anyone wrote since) reads the
+// object from the API server. Its namespace and name say which object. A copy without a
+// resourceVersion is read first, as the forms without one always do.
+Status addFinalizer(kube::KubeClient& client, const kube::ResourceType& type,
+                    const rapidjson::Value& cached, const std::string& finalizer, int attempts = 3);
+Status removeFinalizer(kube::KubeClient& client, const kube::ResourceType& type,
+                       const rapidjson::Value& cached, const std::string& finalizer,
+                       int attempts = 3);
 Status addFinalizer(kube::KubeClient& client, const kube::ResourceType& type, const std::string& ns,
                     const std::string& name, const std::string& finalizer, int attempts = 3);
 Status removeFinalizer(kube::KubeClient& client, const kube::ResourceType& type,

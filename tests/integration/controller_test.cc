@@ -133,5 +133,48 @@ TEST(ObjectHelpersIntegrationTest, FinalizersOfOthersSurviveAndStaleWritesConfli
           .isOk());
 }
 
+TEST(ObjectHelpersIntegrationTest, ACachedCopyGuardsThePatchAgainstLaterWritesAndDeletion) {
+  auto& cluster = LocalCluster::shared();
+  LocalCluster::TestNamespace ns(cluster);
+  auto client = cluster.client();
+  ASSERT_NE(client, nullptr);
+  auto created = client->create(
+      kube::resources::kConfigMap, ns.name(),
+      R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"vm","finalizers":["other.io/keep"]}})");
+  ASSERT_TRUE(created.ok()) << created.status().message();
+  auto finalizers = [&] {
+    return cluster
+        .kubectl("get configmap vm -n " + ns.name() + " -o jsonpath='{.metadata.finalizers}'")
+        .output;
+  };
+
+  // An informer's copy taken before another controller added its finalizer.
+  ASSERT_TRUE(
+      addFinalizer(*client, kube::resources::kConfigMap, ns.name(), "vm", "third.io/late").isOk());
+  ASSERT_TRUE(
+      addFinalizer(*client, kube::resources::kConfigMap, *created, "banlieue.io/vm").isOk());
+  auto listed = finalizers();
+  EXPECT_THAT(listed, ::testing::HasSubstr("other.io/keep"));
+  EXPECT_THAT(listed, ::testing::HasSubstr("third.io/late"));
+  EXPECT_THAT(listed, ::testing::HasSubstr("banlieue.io/vm"));
+
+  // A deletion that began after the copy was taken: no new finalizer.
+  auto before_delete = client->get(kube::resources::kConfigMap, ns.name(), "vm");
+  ASSERT_TRUE(before_delete.ok());
+  ASSERT_TRUE(client->remove(kube::resources::kConfigMap, ns.name(), "vm", {}).isOk());
+  auto refused =
+      addFinalizer(*client, kube::resources::kConfigMap, *before_delete, "fourth.io/late");
+  EXPECT_EQ(refused.reason(), "ObjectDeleting") << refused.message();
+  EXPECT_THAT(finalizers(), ::testing::Not(::testing::HasSubstr("fourth.io/late")));
+
+  // Removal from the same stale copy rereads and lets the object go once all are removed.
+  for (const char* f : {"banlieue.io/vm", "third.io/late", "other.io/keep"}) {
+    ASSERT_TRUE(removeFinalizer(*client, kube::resources::kConfigMap, *before_delete, f).isOk())
+        << f;
+  }
+  auto gone = client->get(kube::resources::kConfigMap, ns.name(), "vm");
+  EXPECT_TRUE(kube::isNotFound(gone.status()));
+}
+
 }  // namespace
 }  // namespace banlieue::runtime

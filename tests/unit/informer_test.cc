@@ -176,3 +176,57 @@ TEST(InformerTest, IndexesByNamespaceOwnerAndCustomFunctions) {
 
 }  // namespace
 }  // namespace banlieue::runtime
+
+namespace banlieue::runtime {
+namespace {
+
+// What `kubectl apply` leaves on an object: a managedFields entry per writer and the whole
+// applied manifest again as an annotation.
+std::string applied(const std::string& name, const std::string& rv) {
+  return cm(name, rv,
+            R"(,"annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{\"big\":1}",)"
+            R"("banlieue.io/applied-hash":"h1"},)"
+            R"("managedFields":[{"manager":"kubectl","fieldsV1":{"f:data":{}}}])");
+}
+
+TEST(InformerTest, CachedObjectsLeaveOutTheWritersBookkeeping) {
+  ScriptedClient client;
+  std::atomic<bool> stop{false};
+  client.stop = &stop;
+  client.list_pages = {page({applied("a", "1")}, "1")};
+  client.watches.push_back({{{"ADDED", applied("b", "2")}}, Status::ok(), true});
+  Informer informer(client, kube::resources::kConfigMap, {});
+  informer.run(stop);
+  for (const char* key : {"ns/a", "ns/b"}) {  // one from the list, one from the watch
+    auto object = informer.get(key);
+    ASSERT_NE(object, nullptr) << key;
+    EXPECT_EQ(json::find(object.get(), "metadata.managedFields"), nullptr) << key;
+    const auto* annotations = json::find(object.get(), "metadata.annotations");
+    ASSERT_NE(annotations, nullptr) << key;
+    EXPECT_FALSE(annotations->HasMember("kubectl.kubernetes.io/last-applied-configuration")) << key;
+    ASSERT_TRUE(annotations->HasMember("banlieue.io/applied-hash"))
+        << key << ": other annotations stay";
+    EXPECT_STREQ((*annotations)["banlieue.io/applied-hash"].GetString(), "h1");
+    EXPECT_EQ(json::stringOr(object.get(), "metadata.resourceVersion"), key[3] == 'a' ? "1" : "2");
+  }
+}
+
+TEST(InformerTest, ACallerThatNeedsTheBookkeepingKeepsIt) {
+  ScriptedClient client;
+  std::atomic<bool> stop{false};
+  client.stop = &stop;
+  client.list_pages = {page({applied("a", "1")}, "1")};
+  client.watches.push_back({{{"MODIFIED", applied("a", "2")}}, Status::ok(), true});
+  Informer informer(client, kube::resources::kConfigMap, {.keep_write_bookkeeping = true});
+  informer.run(stop);
+  auto object = informer.get("ns/a");
+  ASSERT_NE(object, nullptr);
+  EXPECT_EQ(json::stringOr(object.get(), "metadata.resourceVersion"), "2");
+  EXPECT_NE(json::find(object.get(), "metadata.managedFields"), nullptr);
+  const auto* annotations = json::find(object.get(), "metadata.annotations");
+  ASSERT_NE(annotations, nullptr);
+  EXPECT_TRUE(annotations->HasMember("kubectl.kubernetes.io/last-applied-configuration"));
+}
+
+}  // namespace
+}  // namespace banlieue::runtime

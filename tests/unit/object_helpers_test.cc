@@ -1,4 +1,5 @@
 #include "host/runtime/object_helpers.h"
+#include "host/kube/api_error.h"
 #include "tests/support/fake_kube_client.h"
 
 #include <banlieue/sdk/json.h>
@@ -37,10 +38,11 @@ TEST(ConditionsTest, TransitionTimeMovesOnlyWhenTheStatusChanges) {
 class FinalizerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(client_
-                    .create(kube::resources::kConfigMap, "ns",
-                            R"({"metadata":{"name":"vm","finalizers":["other.io/keep"]}})")
-                    .ok());
+    ASSERT_TRUE(
+        client_
+            .create(kube::resources::kConfigMap, "ns",
+                    R"({"metadata":{"name":"vm","namespace":"ns","finalizers":["other.io/keep"]}})")
+            .ok());
   }
   std::vector<std::string> finalizers() {
     auto o = client_.get(kube::resources::kConfigMap, "ns", "vm", "");
@@ -86,6 +88,102 @@ TEST_F(FinalizerTest, AConcurrentWriterIsNotClobbered) {
   EXPECT_TRUE(raced);
   EXPECT_THAT(finalizers(),
               ::testing::UnorderedElementsAre("other.io/keep", "third.io/late", "banlieue.io/vm"));
+}
+
+// Every request the fake serves from now on, by verb.
+void recordRequests(FakeKubeClient& client, std::vector<std::string>& verbs) {
+  client.fail_next = [&verbs](const std::string& verb, const std::string&) {
+    verbs.push_back(verb);
+    return Status::ok();
+  };
+}
+
+TEST_F(FinalizerTest, AnUpToDateCachedCopyCostsOnePatchAndNoRead) {
+  auto cached = client_.get(kube::resources::kConfigMap, "ns", "vm", "");
+  ASSERT_TRUE(cached.ok());
+  std::vector<std::string> verbs;
+  recordRequests(client_, verbs);
+  ASSERT_TRUE(addFinalizer(client_, kube::resources::kConfigMap, *cached, "banlieue.io/vm").isOk());
+  EXPECT_THAT(verbs, ::testing::ElementsAre("patch"));
+  client_.fail_next = nullptr;
+  EXPECT_THAT(finalizers(), ::testing::ElementsAre("other.io/keep", "banlieue.io/vm"));
+
+  auto with = client_.get(kube::resources::kConfigMap, "ns", "vm", "");
+  ASSERT_TRUE(with.ok());
+  verbs.clear();
+  recordRequests(client_, verbs);
+  ASSERT_TRUE(addFinalizer(client_, kube::resources::kConfigMap, *with, "banlieue.io/vm").isOk());
+  EXPECT_THAT(verbs, ::testing::IsEmpty()) << "already there: nothing to write";
+  ASSERT_TRUE(
+      removeFinalizer(client_, kube::resources::kConfigMap, *with, "banlieue.io/vm").isOk());
+  EXPECT_THAT(verbs, ::testing::ElementsAre("patch"));
+  client_.fail_next = nullptr;
+  EXPECT_THAT(finalizers(), ::testing::ElementsAre("other.io/keep"));
+}
+
+TEST_F(FinalizerTest, AStaleCachedCopyIsRereadAndAnotherWritersFinalizerKept) {
+  auto stale = client_.get(kube::resources::kConfigMap, "ns", "vm", "");
+  ASSERT_TRUE(stale.ok());
+  // Another controller adds its finalizer after our cache took its copy.
+  ASSERT_TRUE(
+      addFinalizer(client_, kube::resources::kConfigMap, "ns", "vm", "third.io/late").isOk());
+  std::vector<std::string> verbs;
+  recordRequests(client_, verbs);
+  ASSERT_TRUE(addFinalizer(client_, kube::resources::kConfigMap, *stale, "banlieue.io/vm").isOk());
+  EXPECT_THAT(verbs, ::testing::ElementsAre("patch", "get", "patch"))
+      << "the guarded patch conflicts, then a read and a second patch";
+  client_.fail_next = nullptr;
+  EXPECT_THAT(finalizers(),
+              ::testing::ElementsAre("other.io/keep", "third.io/late", "banlieue.io/vm"));
+
+  // Removal from a stale copy must keep the other writer's finalizer too.
+  auto before_third_leaves = client_.get(kube::resources::kConfigMap, "ns", "vm", "");
+  ASSERT_TRUE(before_third_leaves.ok());
+  ASSERT_TRUE(
+      removeFinalizer(client_, kube::resources::kConfigMap, "ns", "vm", "other.io/keep").isOk());
+  ASSERT_TRUE(
+      removeFinalizer(client_, kube::resources::kConfigMap, *before_third_leaves, "banlieue.io/vm")
+          .isOk());
+  EXPECT_THAT(finalizers(), ::testing::ElementsAre("third.io/late"));
+}
+
+TEST_F(FinalizerTest, ADeletingObjectGetsNoNewFinalizer) {
+  auto stale = client_.get(kube::resources::kConfigMap, "ns", "vm", "");
+  ASSERT_TRUE(stale.ok());
+  ASSERT_TRUE(client_
+                  .patch(kube::resources::kConfigMap, "ns", "vm", kube::PatchType::kMerge,
+                         R"({"metadata":{"deletionTimestamp":"2026-11-29T10:00:00Z"}})", "")
+                  .ok());
+  auto deleting = client_.get(kube::resources::kConfigMap, "ns", "vm", "");
+  ASSERT_TRUE(deleting.ok());
+
+  std::vector<std::string> verbs;
+  recordRequests(client_, verbs);
+  auto s = addFinalizer(client_, kube::resources::kConfigMap, *deleting, "banlieue.io/vm");
+  EXPECT_EQ(s.reason(), "ObjectDeleting");
+  EXPECT_THAT(s.message(), ::testing::HasSubstr("ns/vm"));
+  EXPECT_THAT(verbs, ::testing::IsEmpty()) << "the cached copy already says so";
+
+  s = addFinalizer(client_, kube::resources::kConfigMap, *stale, "banlieue.io/vm");
+  EXPECT_EQ(s.reason(), "ObjectDeleting") << "a deletion that began after the cache's copy";
+  EXPECT_THAT(verbs, ::testing::ElementsAre("patch", "get"));
+  client_.fail_next = nullptr;
+  EXPECT_THAT(finalizers(), ::testing::ElementsAre("other.io/keep"));
+  EXPECT_TRUE(
+      removeFinalizer(client_, kube::resources::kConfigMap, *deleting, "other.io/keep").isOk())
+      << "removal from a deleting object is what deletion waits for";
+  EXPECT_THAT(finalizers(), ::testing::IsEmpty());
+}
+
+TEST_F(FinalizerTest, ACopyOfAnObjectGoneSinceIsNotAnError) {
+  auto cached = client_.get(kube::resources::kConfigMap, "ns", "vm", "");
+  ASSERT_TRUE(cached.ok());
+  ASSERT_TRUE(client_.remove(kube::resources::kConfigMap, "ns", "vm", {}).isOk());
+  EXPECT_TRUE(
+      removeFinalizer(client_, kube::resources::kConfigMap, *cached, "other.io/keep").isOk());
+  EXPECT_TRUE(kube::isNotFound(
+      addFinalizer(client_, kube::resources::kConfigMap, *cached, "banlieue.io/vm")))
+      << "adding to an object that is gone says so";
 }
 
 rapidjson::Document parsed(const char* text) {

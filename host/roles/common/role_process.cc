@@ -49,9 +49,11 @@ void addRoleProcessFlags(CLI::App* sub, RoleProcessOptions* options) {
                   "Port of /metrics (-1: off; default $BANLIEUE_PORT_METRICS or 8080)")
       ->capture_default_str();
   sub->add_option("--kube-qps", options->kube_qps,
-                  "Requests per second to the API server, sustained (0: unlimited)")
+                  "Requests per second to the API server, sustained (0: no client-side limit; "
+                  "the API server's priority and fairness still applies)")
       ->capture_default_str();
-  sub->add_option("--kube-burst", options->kube_burst, "Requests to the API server, burst")
+  sub->add_option("--kube-burst", options->kube_burst,
+                  "Requests to the API server at once before --kube-qps paces them")
       ->capture_default_str();
 }
 

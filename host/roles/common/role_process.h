@@ -28,8 +28,8 @@ struct RoleProcessOptions {
   // the development node share the host's network).
   int health_port = 8081;
   int metrics_port = 8080;
-  double kube_qps = 20;
-  int kube_burst = 30;
+  double kube_qps = kube::ClientOptions{}.qps;
+  int kube_burst = kube::ClientOptions{}.burst;
 };
 
 // Adds --kubeconfig, --context, --bind-address, --health-port, --metrics-port, --kube-qps and

@@ -134,9 +134,9 @@ Result VmReconciler::reconcile(const runtime::Request& request) {
   }
   if (!pass.vm.metadata.deletion_timestamp.empty()) return finalize(pass);
   if (!runtime::hasFinalizer(*pass.object, kVmFinalizer)) {
+    // From the cached copy: its resourceVersion guards the patch, so no read comes first.
     auto added =
-        runtime::addFinalizer(client_, resources::kVirtualMachine, pass.vm.metadata.namespace_,
-                              pass.vm.metadata.name, kVmFinalizer);
+        runtime::addFinalizer(client_, resources::kVirtualMachine, *pass.object, kVmFinalizer);
     if (!added.isOk()) return Result::retry(added);
   }
 
@@ -441,8 +441,8 @@ Result VmReconciler::finalize(Pass& pass) {
     if (!unknown.empty()) warn(pass, "InfrastructureUnknown", "Delete", detail);
     return Result::requeueAfter(unknown.empty() ? 5s : 15s);
   }
-  auto removed = runtime::removeFinalizer(client_, resources::kVirtualMachine, ns, vm.metadata.name,
-                                          kVmFinalizer);
+  auto removed =
+      runtime::removeFinalizer(client_, resources::kVirtualMachine, *pass.object, kVmFinalizer);
   if (!removed.isOk()) return Result::retry(removed);
   log->info("virtualmachine {}: infrastructure gone, finalizer released", pass.key);
   return Result::done();

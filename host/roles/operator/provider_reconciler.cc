@@ -97,9 +97,7 @@ Result ProviderReconciler::reconcile(const runtime::Request& request) {
     events_.normal(
         about, "WorkloadDeleted", "Cleanup",
         "deleted the provider workload (" + std::to_string(pruned->size()) + " objects)");
-    if (auto s =
-            runtime::removeFinalizer(client_, kProviderType, request.ns, request.name, kFinalizer);
-        !s.isOk()) {
+    if (auto s = runtime::removeFinalizer(client_, kProviderType, *object, kFinalizer); !s.isOk()) {
       return Result::retry(s);
     }
     operatorLog()->info("provider {} deleted; its workload is gone", key);
@@ -107,9 +105,7 @@ Result ProviderReconciler::reconcile(const runtime::Request& request) {
   }
 
   if (!runtime::hasFinalizer(*object, kFinalizer)) {
-    if (auto s =
-            runtime::addFinalizer(client_, kProviderType, request.ns, request.name, kFinalizer);
-        !s.isOk()) {
+    if (auto s = runtime::addFinalizer(client_, kProviderType, *object, kFinalizer); !s.isOk()) {
       return Result::retry(s);
     }
   }

@@ -84,8 +84,7 @@ runtime::Result MachineReconciler::reconcile(const runtime::Request& request) {
   }
   if (!runtime::hasFinalizer(o, context_.finalizer())) {
     // Before any backend work: a VM must never exist without the finalizer that removes it.
-    if (auto s = runtime::addFinalizer(context_.client, type_, request.ns, request.name,
-                                       context_.finalizer());
+    if (auto s = runtime::addFinalizer(context_.client, type_, o, context_.finalizer());
         !s.isOk()) {
       return runtime::Result::retry(s);
     }
@@ -189,12 +188,10 @@ runtime::Result MachineReconciler::finalize(const rapidjson::Value& object) {
     return r.failed() ? r : runtime::Result::requeueAfter(options_.not_connected_retry);
   }
   std::string uid = json::stringOr(&object, "metadata.uid");
-  std::string ns = json::stringOr(&object, "metadata.namespace");
-  std::string name = json::stringOr(&object, "metadata.name");
   auto result = instance->finalize(kind_, callRequest(object), context_.callOptions(uid));
   if (result.ok()) {
     // The backend confirmed the machine is gone: only now may the object go.
-    if (auto s = runtime::removeFinalizer(context_.client, type_, ns, name, context_.finalizer());
+    if (auto s = runtime::removeFinalizer(context_.client, type_, object, context_.finalizer());
         !s.isOk()) {
       return runtime::Result::retry(s);
     }
