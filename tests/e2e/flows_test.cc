@@ -572,13 +572,6 @@ TEST_F(FlowsTest, SwapFromLibvirtToVSphereAndBack) {
   const std::set<std::string> vcenter_before = vcenter.vmNames();
 
   libvirtProvider(ns, "kvm", "backend: libvirt");
-  rapidjson::Document connection(rapidjson::kObjectType);
-  auto& a = connection.GetAllocator();
-  connection.AddMember("endpoint", rapidjson::Value(vcsim.url().c_str(), a), a);
-  connection.AddMember("credentialsRef", rapidjson::Value(rapidjson::kObjectType), a);
-  connection["credentialsRef"].AddMember("name", "vc-creds", a);
-  connection.AddMember("caBundle", rapidjson::Value(rapidjson::kObjectType), a);
-  connection["caBundle"].AddMember("inline", rapidjson::Value(vcsim.caPem().c_str(), a), a);
   auto applied =
       cluster_.apply("apiVersion: v1\nkind: Secret\nmetadata: {name: vc-creds, namespace: " + ns +
                      "}\nstringData: {username: \"" + vsphere::testing::Vcsim::kUser +
@@ -590,7 +583,7 @@ TEST_F(FlowsTest, SwapFromLibvirtToVSphereAndBack) {
                      "spec:\n"
                      "  providerClassRef: {name: vsphere}\n"
                      "  connection: " +
-                     json::serialize(connection) +
+                     vcsim.providerConnection("vc-creds") +
                      "\n"
                      "  capabilities:\n"
                      "    storageClasses: [{name: std, target: {datastore: LocalDS_0}}]\n"

@@ -482,16 +482,8 @@ TEST_F(ProviderImportTest, LibvirtImportJobWritesTheArtifactIntoARealDirPool) {
 // installer has to run in the simulator).
 TEST_F(ProviderImportTest, VsphereImportJobMakesATemplateFromAnIsoInVcsim) {
   vsphere::testing::Vcsim vcsim;
-  // The Provider as a user writes it: the CA inline (the host hands it to the plugin resolved).
-  rapidjson::Document connection(rapidjson::kObjectType);
-  auto& a = connection.GetAllocator();
-  connection.AddMember("endpoint", rapidjson::Value(vcsim.url().c_str(), a), a);
-  connection.AddMember("credentialsRef", rapidjson::Value(rapidjson::kObjectType), a);
-  connection["credentialsRef"].AddMember("name", "vc-creds", a);
-  connection.AddMember("caBundle", rapidjson::Value(rapidjson::kObjectType), a);
-  connection["caBundle"].AddMember("inline", rapidjson::Value(vcsim.caPem().c_str(), a), a);
   Backend backend{.name = "vsphere",
-                  .connection = json::serialize(connection),
+                  .connection = vcsim.providerConnection("vc-creds"),
                   .capabilities = "{}",
                   .credentials_secret = "vc-creds",
                   .credentials = {{"username", vsphere::testing::Vcsim::kUser},

@@ -151,6 +151,12 @@ std::string Vcsim::otherCaPem() const {
   return readFile(dir_ / "other-ca.crt");
 }
 
+std::string Vcsim::providerConnection(const std::string& credentials_secret) const {
+  return R"({"endpoint":")" + url_ + R"(","credentialsRef":{"name":")" +
+         jsonEscape(credentials_secret) + R"("},"caBundle":{"inline":")" + jsonEscape(caPem()) +
+         R"("}})";
+}
+
 std::string Vcsim::instanceConfig(const std::string& provider, const std::string& password,
                                   const std::string& ca_pem, bool insecure,
                                   const std::string& capabilities) const {

@@ -33,6 +33,10 @@ class Vcsim {
   std::string caPem() const;
   // A second CA that did not sign the server certificate.
   std::string otherCaPem() const;
+  // A Provider's spec.connection (JSON) as a user writes it for this vcsim: the endpoint, the
+  // credentials Secret `credentials_secret` (keys username and password: kUser, kPassword)
+  // and the CA inline, so TLS is verified.
+  std::string providerConnection(const std::string& credentials_secret) const;
   // instance_create config for a Provider named `provider` pointing at this vcsim.
   std::string instanceConfig(const std::string& provider = "vcsim",
                              const std::string& password = kPassword,
