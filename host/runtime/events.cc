@@ -67,8 +67,21 @@ void EventRecorder::warning(const rapidjson::Value& regarding, const std::string
   record(regarding, "Warning", reason, action, note);
 }
 
+// A bucket that has refilled is the same as none: forget it, so a long-running role does not
+// keep one per object it ever reported on. Swept when the map has doubled since the last
+// sweep, so the cost per event stays constant.
+void EventRecorder::dropRefilledBuckets(Clock::TimePoint now) {
+  for (auto it = buckets_.begin(); it != buckets_.end();) {
+    double elapsed = std::chrono::duration<double>(now - it->second.last).count();
+    bool refilled = it->second.tokens + elapsed * kRefillPerSecond >= kBurst;
+    it = refilled ? buckets_.erase(it) : std::next(it);
+  }
+  next_bucket_sweep_ = std::max(kFirstBucketSweep, 2 * buckets_.size());
+}
+
 bool EventRecorder::allow(const std::string& object_key) {
   auto now = clock_.now();
+  if (buckets_.size() >= next_bucket_sweep_) dropRefilledBuckets(now);
   auto [it, inserted] = buckets_.try_emplace(object_key, Bucket{kBurst, now});
   Bucket& b = it->second;
   double elapsed = std::chrono::duration<double>(now - b.last).count();

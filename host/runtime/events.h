@@ -45,6 +45,11 @@ class EventRecorder {
   void warning(const rapidjson::Value& regarding, const std::string& reason,
                const std::string& action, const std::string& note);
 
+  // How many objects' event rates are tracked; an object's entry goes once its bucket has
+  // refilled, so this follows the objects with recent events, not every object ever seen.
+  // Read it after flush() (tests).
+  size_t trackedObjects() const { return buckets_.size(); }
+
   // Blocks until the queue is empty (tests).
   void flush();
 
@@ -69,6 +74,8 @@ class EventRecorder {
   void record(const rapidjson::Value& regarding, const char* type, const std::string& reason,
               const std::string& action, const std::string& note);
   bool allow(const std::string& object_key);
+  void dropRefilledBuckets(Clock::TimePoint now);
+  static constexpr size_t kFirstBucketSweep = 1024;
   void writer();
   void write(const Pending& event);
 
@@ -83,7 +90,8 @@ class EventRecorder {
   bool writing_ = false;
   bool stopping_ = false;
   std::map<std::string, Series> series_;   // by seriesKey
-  std::map<std::string, Bucket> buckets_;  // by object key
+  std::map<std::string, Bucket> buckets_;  // by object key; the writer thread's alone
+  size_t next_bucket_sweep_ = kFirstBucketSweep;
   std::thread thread_;
 };
 

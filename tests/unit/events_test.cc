@@ -92,6 +92,30 @@ TEST(EventRecorderTest, AHotLoopIsRateLimitedPerObject) {
   EXPECT_EQ(events(client, "team-a")["items"].Size(), 26u);
 }
 
+// The per-object buckets do not outlive their purpose: once refilled they are forgotten, so a
+// role that has reported on many objects keeps entries only for recent ones.
+TEST(EventRecorderTest, RefilledBucketsAreForgotten) {
+  FakeKubeClient client;
+  FakeClock clock;
+  EventRecorder recorder(client, {"banlieue.io/controller", "c"}, clock);
+  auto eventFor = [&](int i) {
+    auto object = vm();
+    object["metadata"]["uid"].SetString(("uid-" + std::to_string(i)).c_str(),
+                                        object.GetAllocator());
+    recorder.normal(object, "Created", "Create", "created");
+    if (i % 500 == 499) recorder.flush();  // within the queue's capacity
+  };
+  for (int i = 0; i < 1500; ++i) eventFor(i);
+  recorder.flush();
+  EXPECT_EQ(recorder.trackedObjects(), 1500u);
+  // 25 tokens at one per 5 minutes: every one of those buckets is full again after ~2 hours.
+  clock.advance(std::chrono::hours(3));
+  for (int i = 1500; i < 2100; ++i) eventFor(i);
+  recorder.flush();
+  EXPECT_LT(recorder.trackedObjects(), 1500u) << "the refilled buckets were kept";
+  EXPECT_GE(recorder.trackedObjects(), 2100u - 2048u) << "recent objects must stay tracked";
+}
+
 TEST(EventRecorderTest, ApiFailuresAreSwallowedAndCounted) {
   FakeKubeClient client;
   client.fail_next = [](const std::string&, const std::string&) {
