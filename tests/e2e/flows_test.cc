@@ -9,6 +9,7 @@
 // The system is set up once by the first test and shared; every test has its own namespace,
 // Providers and VMs, and removes them before the next test starts.
 #include "tests/support/local_cluster.h"
+#include "tests/support/read_file.h"
 #include "tests/vsphere/plugin_driver.h"
 #include "tests/vsphere/vcsim.h"
 
@@ -48,13 +49,6 @@ std::multiset<std::string> words(const std::string& text) {
   std::istringstream in(text);
   for (std::string word; in >> word;) out.insert(word);
   return out;
-}
-
-std::string readFile(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 // A libvirt test-driver host: one dir pool holding the image's backing volume and one network.

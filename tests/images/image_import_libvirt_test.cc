@@ -17,6 +17,7 @@
 #include "host/roles/images/import_job.h"
 #include "tests/support/local_cluster.h"
 #include "tests/support/private_libvirtd.h"
+#include "tests/support/read_file.h"
 
 #include <banlieue/sdk/json.h>
 #include <gmock/gmock.h>
@@ -32,18 +33,13 @@
 namespace banlieue::roles::images {
 namespace {
 
+using ::banlieue::testing::readFile;
+
 namespace fs = std::filesystem;
 namespace json = sdk::json;
 using ::testing::HasSubstr;
 using testing::runCommand;
 using testing::shellQuote;
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 class ImageImportLibvirtTest : public ::testing::Test {
  protected:
@@ -108,7 +104,7 @@ status:
                           " --format raw --checksum " + shellQuote(checksum) +
                           " --termination-log " + shellQuote(term.string());
     auto r = runCommand(command, std::chrono::seconds(120));
-    return {r.exit_code, r.output, slurp(term)};
+    return {r.exit_code, r.output, readFile(term)};
   }
 
   std::set<std::string> volumes() { return libvirtd_.volumes(); }

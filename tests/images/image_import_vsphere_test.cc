@@ -6,6 +6,7 @@
 #include "host/roles/images/artifact_checksum.h"
 #include "host/roles/images/import_exit.h"
 #include "tests/support/local_cluster.h"
+#include "tests/support/read_file.h"
 #include "tests/vsphere/vcsim.h"
 
 #include <banlieue/sdk/json.h>
@@ -21,18 +22,13 @@
 namespace banlieue::roles::images {
 namespace {
 
+using ::banlieue::testing::readFile;
+
 namespace fs = std::filesystem;
 namespace json = sdk::json;
 using ::testing::HasSubstr;
 using testing::runCommand;
 using testing::shellQuote;
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 TEST(ImageImportVsphereTest, IsoBecomesATemplateInTheZoneAndCorruptIsosAreRefused) {
   vsphere::testing::Vcsim vcsim;
@@ -86,7 +82,7 @@ status:
                             shellQuote(artifact.string()) + " --checksum sha256:" + *sha +
                             " --termination-log " + shellQuote(term.string()),
                         std::chrono::seconds(120));
-    return std::make_pair(r, slurp(term));
+    return std::make_pair(r, readFile(term));
   };
 
   fs::path flipped = dir / "flipped.iso";

@@ -19,6 +19,7 @@
 #include "tests/support/background_process.h"
 #include "tests/support/local_cluster.h"
 #include "tests/support/private_libvirtd.h"
+#include "tests/support/read_file.h"
 #include "tests/vsphere/plugin_driver.h"
 #include "tests/vsphere/vcsim.h"
 
@@ -42,13 +43,6 @@ using namespace std::chrono_literals;
 const kube::ResourceType kVMImages{"banlieue.io", "v1alpha1", "vmimages", false};
 const kube::ResourceType kJobs{"batch", "v1", "jobs", true};
 const kube::ResourceType kOsArtifacts{"build.kairos.io", "v1alpha2", "osartifacts", true};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 class ProviderImportTest : public ::testing::Test {
  protected:
@@ -371,7 +365,7 @@ TEST_F(ProviderImportTest, ImportJobsRunOnTheNodeAgentAndFillTheRow) {
   EXPECT_EQ(json::stringOr(&(*r)["zones"][0], "name"), "local");
   EXPECT_TRUE(json::boolean(&(*r)["zones"][0], "ready"));
   // The plugin wrote exactly the verified bytes into its backend.
-  EXPECT_EQ(slurp(dir_ / "backend/images" / (good + ".raw")), bytes);
+  EXPECT_EQ(readFile(dir_ / "backend/images" / (good + ".raw")), bytes);
   // kubectl shows the image Ready: the controller's condition from the row.
   auto waited = cluster_.kubectl("wait --for=condition=Ready --timeout=90s vmi/" + good, 120s);
   EXPECT_EQ(waited.exit_code, 0) << waited.output << diagnostics();
@@ -471,7 +465,7 @@ TEST_F(ProviderImportTest, LibvirtImportJobWritesTheArtifactIntoARealDirPool) {
   std::string volume = image + "-" + sha->substr(0, 12) + ".raw";
   EXPECT_EQ(json::stringOr(r.get(), "resolvedRef"), volume);
   EXPECT_EQ(libvirtd_->volumes(), std::set<std::string>{volume});
-  EXPECT_EQ(slurp(libvirtd_->poolPath() / volume), bytes);
+  EXPECT_EQ(readFile(libvirtd_->poolPath() / volume), bytes);
   auto waited = cluster_.kubectl("wait --for=condition=Ready --timeout=90s vmi/" + image, 120s);
   EXPECT_EQ(waited.exit_code, 0) << waited.output << diagnostics();
 }

@@ -7,6 +7,7 @@
 // a condition reason.
 #include "tests/support/background_process.h"
 #include "tests/support/local_cluster.h"
+#include "tests/support/read_file.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -23,13 +24,6 @@ namespace {
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
-
-std::string readFile(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 int countLines(const std::string& text, const std::string& prefix) {
   int n = 0;

@@ -6,6 +6,7 @@
 #include "host/roles/bootstrap/plugin_discovery.h"
 #include "host/roles/operator/workload_names.h"
 #include "tests/support/local_cluster.h"
+#include "tests/support/read_file.h"
 
 #include <banlieue/sdk/json.h>
 #include <fcntl.h>
@@ -51,13 +52,6 @@ int freePort() {
   int port = ntohs(addr.sin_port);
   ::close(fd);
   return port;
-}
-
-std::string readFile(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 // A kubeconfig for the cluster that authenticates with `token` only (no client certificate,

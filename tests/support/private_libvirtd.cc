@@ -1,6 +1,7 @@
 #include "tests/support/private_libvirtd.h"
 
 #include "tests/support/local_cluster.h"
+#include "tests/support/read_file.h"
 
 #include <libvirt/virterror.h>
 #include <signal.h>
@@ -15,13 +16,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 }  // namespace
 
 std::string PrivateLibvirtd::unavailableReason() {
@@ -29,7 +23,7 @@ std::string PrivateLibvirtd::unavailableReason() {
   if (!fs::exists("/usr/sbin/libvirtd"))
     return "/usr/sbin/libvirtd is missing: run scripts/setup.sh";
   for (const auto& proc : fs::directory_iterator("/proc")) {
-    if (slurp(proc.path() / "comm") == "libvirtd\n") {
+    if (readFile(proc.path() / "comm") == "libvirtd\n") {
       return "a libvirtd this test did not start is running (pid " +
              proc.path().filename().string() + "); it owns the machine's QEMU driver";
     }
@@ -55,9 +49,9 @@ bool PrivateLibvirtd::start(const fs::path& dir, const std::string& pool, std::s
     return false;
   }
   // -d forks: the pid file appears once the daemon is up.
-  LocalCluster::eventually([&] { return !slurp(dir / "libvirtd.pid").empty(); },
+  LocalCluster::eventually([&] { return !readFile(dir / "libvirtd.pid").empty(); },
                            std::chrono::seconds(30));
-  std::string pid = slurp(dir / "libvirtd.pid");
+  std::string pid = readFile(dir / "libvirtd.pid");
   if (!pid.empty()) pid_ = static_cast<pid_t>(std::stol(pid));
   if (!LocalCluster::eventually([&] { return fs::exists(dir / "sock/libvirt-sock"); },
                                 std::chrono::seconds(30))) {
@@ -99,7 +93,7 @@ std::set<std::string> PrivateLibvirtd::volumes() const {
 }
 
 std::string PrivateLibvirtd::log() const {
-  return slurp(dir_ / "libvirtd.log");
+  return readFile(dir_ / "libvirtd.log");
 }
 
 void PrivateLibvirtd::stop() {

@@ -1,5 +1,6 @@
 // deploy/ is generated: it must be exactly what the code renders (scripts/gen.sh).
 #include "host/roles/crdgen/render.h"
+#include "tests/support/read_file.h"
 
 #include <gtest/gtest.h>
 
@@ -10,15 +11,10 @@
 namespace banlieue::roles::crdgen {
 namespace {
 
+using ::banlieue::testing::readFile;
+
 const std::filesystem::path kDeploy = std::filesystem::path(BANLIEUE_SOURCE_DIR) / "deploy";
 constexpr const char* kHowToFix = "deploy/ drifted from the API types: run scripts/gen.sh";
-
-std::string readFile(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 TEST(ApiDriftTest, CrdsMatchCrdgen) {
   auto expected = renderCrdFiles({});

@@ -1,6 +1,7 @@
 #include "tests/vsphere/vcsim.h"
 
 #include "tests/support/json_escape.h"
+#include "tests/support/read_file.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -21,12 +22,7 @@ extern char** environ;
 namespace banlieue::vsphere::testing {
 namespace {
 
-std::string readFile(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using ::banlieue::testing::readFile;
 
 pid_t spawn(const std::vector<std::string>& argv, int stdout_fd, int stderr_fd) {
   posix_spawn_file_actions_t actions;
