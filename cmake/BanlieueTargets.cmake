@@ -1,5 +1,11 @@
 # One helper per kind of target. Flags are set per target; CMAKE_CXX_FLAGS is never edited.
 
+# The exit code of a test binary that skipped a test and failed none (tests/support/gtest_main.cc),
+# and the CTest properties that make it, and only it, a skip.
+set(BANLIEUE_SKIPPED_EXIT_CODE 77)
+set(BANLIEUE_TEST_SKIP_PROPERTIES
+  "SKIP_RETURN_CODE ${BANLIEUE_SKIPPED_EXIT_CODE} SKIP_REGULAR_EXPRESSION [==[]==]")
+
 # Warnings and sanitizers every banlieue target gets.
 function(banlieue_target_defaults target)
   get_target_property(type ${target} TYPE)
@@ -48,13 +54,16 @@ function(banlieue_cc_test name)
   endif()
   add_executable(${name} ${ARG_SRCS})
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
-  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock banlieue_gtest_main)
   banlieue_target_defaults(${name})
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60)
   # Properties are set by a script of our own that CTest includes after gtest's list of
   # discovered tests: gtest_discover_tests(PROPERTIES) flattens list values (CMake 3.25), so a
   # second label would become a property name.
-  set(assignments "LABELS [==[${ARG_LABELS}]==]")
+  # A skip is what the test's exit code says (tests/support/gtest_main.cc), never a "[  SKIPPED
+  # ]" in its output: gtest_discover_tests' default regular expression also matched the tests a
+  # failed SetUpTestSuite skips, and made CTest report them skipped instead of failed.
+  set(assignments "LABELS [==[${ARG_LABELS}]==] ${BANLIEUE_TEST_SKIP_PROPERTIES}")
   if(ARG_ENVIRONMENT)
     string(APPEND assignments " ENVIRONMENT [==[${ARG_ENVIRONMENT}]==]")
   endif()

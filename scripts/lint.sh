@@ -2,18 +2,51 @@
 # Style checks: clang-format on every C/C++ file; clang-tidy (the .clang-tidy allowlist) on the
 # host's and in-tree plugins' sources, and through them the SDK headers, unless --format-only.
 # clang-tidy needs a configured build (compile_commands.json): cmake --preset dev.
-#   TIDY_SINCE=<git ref> scripts/lint.sh   # clang-tidy only on sources changed since
-#                                          # the branch left <ref>
-#                                          # (quick runs on a branch; CI always checks all)
+#   scripts/lint.sh                        # both, clang-tidy on every file (the full check)
+#   scripts/lint.sh --format-only          # clang-format only
+#   scripts/lint.sh --tidy-only            # clang-tidy only
+#   TIDY_SINCE=<git ref> scripts/lint.sh   # clang-tidy only on sources changed since the
+#                                          # branch left <ref>, and on sources whose build
+#                                          # includes a header changed since then
+#   scripts/lint.sh --clean-baseline       # prints the newest commit known to be clang-tidy
+#                                          # clean: this machine's last clean scripts/test.sh
+#                                          # run, else .ci/tidy-clean-at (scripts/test.sh
+#                                          # checks what changed since it; docs/adr/0020)
+#   scripts/lint.sh --record-clean <sha>   # remembers <sha> as this machine's clean baseline
 set -euo pipefail
 cd "$(dirname "$0")/.."
-files=$(git ls-files --cached --others --exclude-standard -- '*.h' '*.cc' | grep -v '^build/' || true)
-if [ -n "$files" ]; then
-  # shellcheck disable=SC2086
-  clang-format --dry-run -Werror $files
+state_dir=${XDG_CACHE_HOME:-$HOME/.cache}/banlieue
+case ${1:-} in
+  --clean-baseline)
+    committed=$(git rev-parse --verify -q "$(tr -d '[:space:]' <.ci/tidy-clean-at)^{commit}" || true)
+    recorded=$(git rev-parse --verify -q "$(cat "$state_dir/tidy-clean-at" 2>/dev/null)^{commit}" || true)
+    # The machine's record counts only when it is this history's: newer than the committed one.
+    if [ -n "$recorded" ] && { [ -z "$committed" ] || git merge-base --is-ancestor "$committed" "$recorded"; } &&
+       git merge-base --is-ancestor "$recorded" HEAD; then
+      echo "$recorded"
+    elif [ -n "$committed" ]; then
+      echo "$committed"
+    else
+      # No known clean commit in this clone: the root commit makes every file count as changed.
+      git rev-list --max-parents=0 HEAD | tail -n1
+    fi
+    exit 0
+    ;;
+  --record-clean)
+    mkdir -p "$state_dir"
+    echo "$2" >"$state_dir/tidy-clean-at"
+    exit 0
+    ;;
+esac
+if [ "${1:-}" != "--tidy-only" ]; then
+  files=$(git ls-files --cached --others --exclude-standard -- '*.h' '*.cc' | grep -v '^build/' || true)
+  if [ -n "$files" ]; then
+    # shellcheck disable=SC2086
+    clang-format --dry-run -Werror $files
+  fi
+  echo "lint: clang-format clean ($(echo "$files" | wc -w) files)"
+  [ "${1:-}" = "--format-only" ] && exit 0
 fi
-echo "lint: clang-format clean ($(echo "$files" | wc -w) files)"
-[ "${1:-}" = "--format-only" ] && exit 0
 
 build=${BUILD_DIR:-build/dev}
 [ -f "$build/compile_commands.json" ] || { echo "lint: configure first (cmake --preset dev)" >&2; exit 1; }
@@ -22,7 +55,33 @@ if [ -n "${TIDY_SINCE:-}" ]; then
   # Against the merge base: what this branch changed, not what <ref> gained since it forked.
   changed=$( (git diff --name-only "$(git merge-base "$TIDY_SINCE" HEAD)" -- 'host/*.cc' 'plugins/*.cc';
               git ls-files --others --exclude-standard -- 'host/*.cc' 'plugins/*.cc') | sort -u)
-  sources=$(comm -12 <(printf '%s\n' $sources | sort) <(printf '%s\n' $changed))
+  # A changed header changes what clang-tidy says about every source that includes it, at any
+  # depth: ninja's dependency log of the build knows which ones (objects named in
+  # compile_commands.json's "output").
+  headers=$( (git diff --name-only "$(git merge-base "$TIDY_SINCE" HEAD)" -- '*.h';
+              git ls-files --others --exclude-standard -- '*.h') | sort -u)
+  if [ -n "$headers" ] && [ -f "$build/.ninja_deps" ]; then
+    # Dependency paths are absolute, or relative to the build directory where ccache rewrote
+    # them (base_dir): both are reduced to the repository-relative path.
+    objects=$(ninja -C "$build" -t deps 2>/dev/null | awk -v list="$headers" -v root="$PWD/" '
+      BEGIN { n = split(list, h, "\n"); for (i = 1; i <= n; i++) changed[h[i]] = 1 }
+      /^[^ ].*: #deps/ { object = $1; sub(/:$/, "", object); next }
+      /^    / {
+        path = $1
+        if (index(path, root) == 1) path = substr(path, length(root) + 1)
+        while (sub(/^\.\.\//, "", path)) {}
+        if (path in changed) print object
+      }' | sort -u)
+    if [ -n "$objects" ]; then
+      changed+=$'\n'$(jq -r --arg root "$PWD/" --arg objects "$objects" '
+        ($objects | split("\n")) as $o | .[] | select(.output as $out | $o | index($out))
+        | .file | ltrimstr($root)' "$build/compile_commands.json")
+    fi
+  fi
+  # A changed configuration changes what clang-tidy says about every file.
+  if [ -z "$(git diff --name-only "$(git merge-base "$TIDY_SINCE" HEAD)" -- .clang-tidy '*/.clang-tidy')" ]; then
+    sources=$(comm -12 <(printf '%s\n' $sources | sort) <(printf '%s\n' $changed | sort -u))
+  fi
 fi
 # Clean results are remembered across runs and clones (CI builds a fresh clone on the same
 # machine, like ccache): scripts/clang_tidy_cached.sh keys each file on everything that can

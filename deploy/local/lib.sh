@@ -25,14 +25,53 @@ parse_state_dir() {  # parse_state_dir "$@" -> sets STATE
   STATE=$(cd "$STATE" && pwd)
 }
 
+# A pid file holds "<pid> <start time>": the start time (field 22 of /proc/<pid>/stat, fixed at
+# fork) tells our process from a later one that reuses its pid, and holds from the moment of
+# fork - before exec, when the command line is still the shell's.
+start_time_of() { sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20; }
+state_of() { sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1; }
+
+start() {  # start <component> <command...>: detached, own session, logs and pid in STATE
+  local name=$1; shift
+  pid_of "$name" >/dev/null && return 0  # resuming: already running
+  setsid "$@" >"$STATE/logs/$name.log" 2>&1 </dev/null &
+  local pid=$!
+  echo "$pid $(start_time_of "$pid")" >"$STATE/run/$name.pid"
+}
+
 pid_of() {  # pid_of <component>: prints the pid if that process is alive and is ours
-  local file="$STATE/run/$1.pid" pid
+  local file="$STATE/run/$1.pid" pid started state
   [ -f "$file" ] || return 1
-  pid=$(cat "$file")
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
-  # The pid must still be the process we started (its command line names our state dir).
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "$STATE" || return 1
+  read -r pid started <"$file" || true
+  [ -n "$pid" ] || return 1
+  state=$(state_of "$pid")
+  # Gone, or exited and not yet reaped by this shell (a zombie still answers kill -0).
+  [ -n "$state" ] && [ "$state" != Z ] || return 1
+  if [ -n "$started" ]; then
+    [ "$(start_time_of "$pid")" = "$started" ] || return 1
+  else
+    # A pid file of an older up: its command line names our state dir.
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "$STATE" || return 1
+  fi
   echo "$pid"
+}
+
+# exit_reason <component>: sets EXIT_REASON to why a component this shell started is gone. Not
+# for $(...): only this shell can wait for its child and learn its exit status.
+exit_reason() {
+  local pid status=unknown log="$STATE/logs/$1.log" last
+  read -r pid _ <"$STATE/run/$1.pid" 2>/dev/null || true
+  if [ -n "$pid" ]; then
+    wait "$pid" 2>/dev/null && status=0 || status=$?
+    [ "$status" -gt 128 ] && status="$status (signal $((status - 128)))"
+  fi
+  last=$(tail -n 5 "$log" 2>/dev/null)
+  EXIT_REASON="exited with status $status; "
+  if [ -n "$last" ]; then
+    EXIT_REASON+="the last lines of $log:"$'\n'"$last"
+  else
+    EXIT_REASON+="$log is empty"
+  fi
 }
 
 api_port() { cat "$STATE/run/apiserver.port" 2>/dev/null; }

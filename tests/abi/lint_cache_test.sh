@@ -40,10 +40,10 @@ compile_db() {  # compile_db <repo> <extra flags for b.cc>
 [
 { "directory": "$repo/build/dev",
   "command": "/usr/bin/c++ -I$repo -std=c++20 -o a.o -c $repo/host/a.cc",
-  "file": "$repo/host/a.cc" },
+  "file": "$repo/host/a.cc", "output": "a.o" },
 { "directory": "$repo/build/dev",
   "command": "/usr/bin/c++ -I$repo -std=c++20 $extra -o b.o -c $repo/host/b.cc",
-  "file": "$repo/host/b.cc" }
+  "file": "$repo/host/b.cc", "output": "b.o" }
 ]
 EOF
 }
@@ -93,4 +93,35 @@ compile_db "$moved" "-DANSWER_FLAG=1"
 check "a clone at another path hits the cache" "$moved" 0 "0 files checked, 2 unchanged"
 
 TIDY_CACHE=0 check "TIDY_CACHE=0 checks every file" "$repo" 0 "2 files checked, 0 unchanged"
+# TIDY_SINCE (what scripts/test.sh runs in CI, from the last clean commit): the sources changed
+# since <ref>, and those whose build includes a header changed since then - ninja's dependency
+# log of the build says which.
+since=$tmp/three/since
+make_repo "$since"
+cat >"$since/build/dev/build.ninja" <<EOF
+rule cxx
+  command = /usr/bin/c++ -I$since -std=c++20 -MD -MF \$out.d -o \$out -c \$in
+  depfile = \$out.d
+  deps = gcc
+build a.o: cxx $since/host/a.cc
+build b.o: cxx $since/host/b.cc
+EOF
+ninja -C "$since/build/dev" >/dev/null || { echo "FAIL the fixture's ninja build"; fail=1; }
+printf 'build/\n' >"$since/.gitignore"
+git -C "$since" add -A
+git -C "$since" -c user.name=fixture -c user.email=fixture@localhost commit -qm clean
+export TIDY_CACHE=0
+TIDY_SINCE=HEAD check "nothing changed: nothing to check" "$since" 0 "0 files checked"
+repo=$since header "twice" "v * 2"
+TIDY_SINCE=HEAD check "a changed header: the source including it" "$since" 0 \
+  "clang-tidy on 1 files changed since HEAD"
+git -C "$since" checkout -q -- host/util.h
+printf '\nint other() {\n  return 1;\n}\n' >>"$since/host/b.cc"
+TIDY_SINCE=HEAD check "a changed source: that source" "$since" 0 \
+  "clang-tidy on 1 files changed since HEAD"
+git -C "$since" checkout -q -- host/b.cc
+echo "  - { key: readability-identifier-naming.VariableCase, value: lower_case }" >>"$since/.clang-tidy"
+TIDY_SINCE=HEAD check "a changed .clang-tidy: every source" "$since" 0 \
+  "clang-tidy on 2 files changed since HEAD"
+unset TIDY_CACHE
 exit $fail

@@ -3,31 +3,37 @@
 #include "tests/support/local_cluster.h"
 #include "tests/support/read_file.h"
 
+#include <fcntl.h>
 #include <libvirt/virterror.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 namespace banlieue::testing {
 namespace {
 
 namespace fs = std::filesystem;
 
+constexpr const char* kLibvirtd = "/usr/sbin/libvirtd";
+// Where a system libvirtd keeps machine-wide state (the QEMU driver's lock and pid file among
+// it). The private daemon gets its own copy of each, so it runs beside any other libvirtd.
+constexpr const char* kStateDirs[] = {"/run/libvirt", "/var/lib/libvirt", "/var/cache/libvirt"};
+
 }  // namespace
 
 std::string PrivateLibvirtd::unavailableReason() {
   if (::geteuid() != 0) return "needs root to run a system libvirtd";
-  if (!fs::exists("/usr/sbin/libvirtd"))
-    return "/usr/sbin/libvirtd is missing: run scripts/setup.sh";
-  for (const auto& proc : fs::directory_iterator("/proc")) {
-    if (readFile(proc.path() / "comm") == "libvirtd\n") {
-      return "a libvirtd this test did not start is running (pid " +
-             proc.path().filename().string() + "); it owns the machine's QEMU driver";
-    }
-  }
   return {};
 }
 
@@ -35,30 +41,65 @@ bool PrivateLibvirtd::start(const fs::path& dir, const std::string& pool, std::s
   dir_ = dir;
   pool_ = pool;
   pool_path_ = dir / "pool";
+  if (!fs::exists(kLibvirtd)) {
+    *error = std::string(kLibvirtd) + " is missing: run scripts/setup.sh";
+    return false;
+  }
   fs::create_directories(dir / "sock");
   fs::create_directories(pool_path_);
   std::ofstream(dir / "libvirtd.conf")
       << "listen_tls = 0\nlisten_tcp = 0\n"
       << "unix_sock_dir = \"" << (dir / "sock").string() << "\"\n"
       << "log_outputs = \"3:file:" << (dir / "libvirtd.log").string() << "\"\n";
-  auto started =
-      runCommand("/usr/sbin/libvirtd -d -f " + shellQuote((dir / "libvirtd.conf").string()) +
-                 " -p " + shellQuote((dir / "libvirtd.pid").string()));
-  if (started.exit_code != 0) {
-    *error = "libvirtd did not start: " + started.output;
+  // The daemon's machine-wide state directories, replaced by the test's own in the daemon's
+  // mount namespace. Every string the child needs is built before fork().
+  std::vector<std::pair<std::string, std::string>> binds;
+  for (const char* state : kStateDirs) {
+    fs::path own = dir / "state" / fs::path(state).filename();
+    fs::create_directories(own);
+    fs::create_directories(state);  // a mount point (/run/libvirt exists only once libvirtd ran)
+    binds.emplace_back(own.string(), state);
+  }
+  const std::string conf = (dir / "libvirtd.conf").string();
+  const std::string pid_file = (dir / "libvirtd.pid").string();
+  const std::string output = (dir / "libvirtd.out").string();
+  const pid_t parent = ::getpid();
+
+  pid_ = ::fork();
+  if (pid_ < 0) {
+    *error = std::string("fork: ") + std::strerror(errno);
+    pid_ = 0;
     return false;
   }
-  // -d forks: the pid file appears once the daemon is up.
-  LocalCluster::eventually([&] { return !readFile(dir / "libvirtd.pid").empty(); },
-                           std::chrono::seconds(30));
-  std::string pid = readFile(dir / "libvirtd.pid");
-  if (!pid.empty()) pid_ = static_cast<pid_t>(std::stol(pid));
-  if (!LocalCluster::eventually([&] { return fs::exists(dir / "sock/libvirt-sock"); },
-                                std::chrono::seconds(30))) {
-    *error = "libvirtd made no socket in 30 s: " + log();
+  if (pid_ == 0) {
+    // Dies with the test (SIGKILL of the test included): an orphaned daemon would hold the
+    // test's pool and socket. Only async-signal-safe calls from here to exec.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(125);
+    if (::unshare(CLONE_NEWNS) != 0 ||
+        ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+      ::_exit(124);
+    }
+    for (const auto& [own, state] : binds) {
+      if (::mount(own.c_str(), state.c_str(), nullptr, MS_BIND, nullptr) != 0) ::_exit(123);
+    }
+    int fd = ::open(output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      ::dup2(fd, STDOUT_FILENO);
+      ::dup2(fd, STDERR_FILENO);
+    }
+    ::execl(kLibvirtd, "libvirtd", "-f", conf.c_str(), "-p", pid_file.c_str(), nullptr);
+    ::_exit(127);
+  }
+  const fs::path socket = dir / "sock/libvirt-sock";
+  if (!LocalCluster::eventually([&] { return fs::exists(socket) || !running(); },
+                                std::chrono::seconds(30)) ||
+      !running()) {
+    *error =
+        "libvirtd made no socket in 30 s (" + exitDescription() + "): " + readFile(output) + log();
     return false;
   }
-  uri_ = "qemu:///system?socket=" + (dir / "sock/libvirt-sock").string();
+  uri_ = "qemu:///system?socket=" + socket.string();
   conn_ = virConnectOpen(uri_.c_str());
   if (conn_ == nullptr) {
     *error = std::string("cannot connect to the private libvirtd: ") + virGetLastErrorMessage();
@@ -73,6 +114,29 @@ bool PrivateLibvirtd::start(const fs::path& dir, const std::string& pool, std::s
   }
   virStoragePoolFree(p);
   return true;
+}
+
+bool PrivateLibvirtd::running() {
+  if (pid_ <= 0) return false;
+  if (exited_) return false;
+  pid_t done = ::waitpid(pid_, &wait_status_, WNOHANG);
+  if (done == pid_) exited_ = true;
+  return !exited_;
+}
+
+std::string PrivateLibvirtd::exitDescription() const {
+  if (!exited_) return "running";
+  if (WIFEXITED(wait_status_)) {
+    switch (WEXITSTATUS(wait_status_)) {
+      case 123: return "could not bind its state directories";
+      case 124: return "could not make a mount namespace of its own";
+      case 127: return "could not exec " + std::string(kLibvirtd);
+      default: return "exited with " + std::to_string(WEXITSTATUS(wait_status_));
+    }
+  }
+  if (WIFSIGNALED(wait_status_))
+    return "killed by signal " + std::to_string(WTERMSIG(wait_status_));
+  return "stopped";
 }
 
 std::set<std::string> PrivateLibvirtd::volumes() const {
@@ -106,10 +170,14 @@ void PrivateLibvirtd::stop() {
     conn_ = nullptr;
   }
   if (pid_ > 0) {
-    ::kill(pid_, SIGTERM);
-    pid_t p = pid_;
-    LocalCluster::eventually([p] { return ::kill(p, 0) != 0; }, std::chrono::seconds(15));
+    if (running()) ::kill(pid_, SIGTERM);
+    LocalCluster::eventually([this] { return !running(); }, std::chrono::seconds(15));
+    if (running()) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, &wait_status_, 0);
+    }
     pid_ = 0;
+    exited_ = false;
   }
 }
 

@@ -3,8 +3,11 @@
 // /etc/libvirt). A pod the node agent runs shares the host's filesystem, so it reaches the
 // daemon through `uri()` as the test does.
 //
-// libvirtd is a machine-wide singleton (its QEMU driver state lives under /run/libvirt): tests
-// using this take the CTest resource lock `libvirtd`, and skip when another daemon runs.
+// libvirtd keeps machine-wide state (its QEMU driver's lock under /run/libvirt): the daemon runs
+// in a mount namespace of its own where those directories are the test's, so it runs beside any
+// other libvirtd (the system's, `scripts/dev.sh --real`'s). It is the test process's child and
+// is killed when the test process dies, however it dies: a daemon never outlives its test.
+// Tests still take the CTest resource lock `libvirtd` (one QEMU at a time on 2 cores).
 #pragma once
 
 #include <libvirt/libvirt.h>
@@ -17,8 +20,8 @@ namespace banlieue::testing {
 
 class PrivateLibvirtd {
  public:
-  // Empty when this machine can run one now; otherwise why not (for GTEST_SKIP): not root,
-  // libvirtd not installed, or a libvirtd this process did not start is running.
+  // Empty when this machine can run one; otherwise why not (for GTEST_SKIP, allowed by
+  // tests/skip_allowlist.txt): only root can. Anything else that stops it fails `start`.
   static std::string unavailableReason();
 
   PrivateLibvirtd() = default;
@@ -28,6 +31,8 @@ class PrivateLibvirtd {
 
   // Starts the daemon under `dir` (created by the caller, reachable by root) and creates the
   // dir pool `pool` at `dir`/pool. On failure returns false with the reason in `error`.
+  // Call it from the thread that outlives the daemon (the test's main thread): the daemon is
+  // killed when the thread that started it ends.
   bool start(const std::filesystem::path& dir, const std::string& pool, std::string* error);
 
   const std::string& uri() const { return uri_; }  // qemu:///system?socket=<dir>/sock/...
@@ -46,7 +51,13 @@ class PrivateLibvirtd {
   std::filesystem::path pool_path_;
   std::string uri_;
   std::string pool_;
+  // Whether the daemon still runs (reaps it once it has exited).
+  bool running();
+  std::string exitDescription() const;
+
   pid_t pid_ = 0;
+  bool exited_ = false;
+  int wait_status_ = 0;
   virConnectPtr conn_ = nullptr;
 };
 

@@ -1,0 +1,25 @@
+// Starts a PrivateLibvirtd in the directory given and holds it until killed: the process whose
+// death must take the daemon with it (tests/suite/private_libvirtd_test.cc).
+//   private_libvirtd_holder <dir> <pool>
+#include "tests/support/private_libvirtd.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: private_libvirtd_holder <dir> <pool>\n");
+    return 2;
+  }
+  banlieue::testing::PrivateLibvirtd libvirtd;
+  std::string error;
+  if (!libvirtd.start(argv[1], argv[2], &error)) {
+    std::fprintf(stderr, "private_libvirtd_holder: %s\n", error.c_str());
+    return 1;
+  }
+  std::ofstream(std::string(argv[1]) + "/holder.ready") << "ready\n";
+  for (;;) ::pause();
+}
