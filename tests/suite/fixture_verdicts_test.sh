@@ -10,12 +10,13 @@
 set -uo pipefail
 build=$1
 fail=0
+ctest=$(command -v ctest)  # by path: one check runs with PATH=/nonexistent
 
 # verdict <subdir> <test regex> <expected ctest line regex> <expected output text> [env...]
 verdict() {
   local dir=$1 regex=$2 want=$3 text=$4; shift 4
   local out
-  out=$(env "$@" ctest --test-dir "$build/$dir" -R "$regex" --output-on-failure 2>&1)
+  out=$(env "$@" "$ctest" --test-dir "$build/$dir" -R "$regex" --verbose 2>&1)
   if ! grep -Eq "$want" <<<"$out" || [[ "$out" != *"$text"* ]]; then
     echo "FAIL $* ctest -R '$regex': want /$want/ and '$text' in:"
     sed 's/^/    /' <<<"$out"
