@@ -155,8 +155,8 @@ struct ObjectProgress {
 
   bool finished() const { return !provider_id.empty() && provisioned; }
   std::string summary() const {
-    return fmt::format("providerID {}, provisioned {}",
-                       provider_id.empty() ? "unset" : provider_id, provisioned ? "true" : "false");
+    return fmt::format("providerID {}, provisioned {}", provider_id.empty() ? "unset" : provider_id,
+                       provisioned ? "true" : "false");
   }
   // Applies the reply's status fields (each replaces the stored one, like the host's apply).
   void apply(const rapidjson::Value* reply_status) {
@@ -417,11 +417,11 @@ class CheckRun {
     std::string names;
     for (size_t i = 0; i < extra.size() && i < 10; ++i) names += (i ? ", " : "") + extra[i];
     if (extra.size() > 10) names += fmt::format(" and {} more", extra.size() - 10);
-    r_.fail(step, fmt::format("{} exports {} symbol(s) besides {}: {}; build it with "
-                              "banlieue_provider_plugin() (its version script exports only the "
-                              "entry point)",
-                              manifest_.library, extra.size(), BANLIEUE_PROVIDER_V1_INIT_SYMBOL,
-                              names));
+    r_.fail(step,
+            fmt::format("{} exports {} symbol(s) besides {}: {}; build it with "
+                        "banlieue_provider_plugin() (its version script exports only the "
+                        "entry point)",
+                        manifest_.library, extra.size(), BANLIEUE_PROVIDER_V1_INIT_SYMBOL, names));
   }
 
   // Every slot describe claims is in the table, in any mode: a NULL slot answers
@@ -603,10 +603,11 @@ class CheckRun {
       return;
     }
     if (o_.strict()) {
-      r_.fail(step, "--config names the backend to check against, so instance_create must "
-                    "succeed; got " +
-                        outcomeText(result) +
-                        (slotPresent("instance_create") ? "" : " (the slot is NULL)"));
+      r_.fail(step,
+              "--config names the backend to check against, so instance_create must "
+              "succeed; got " +
+                  outcomeText(result) +
+                  (slotPresent("instance_create") ? "" : " (the slot is NULL)"));
       no_instance_ = "instance_create failed";
       return;
     }
@@ -662,9 +663,9 @@ class CheckRun {
   // with backoff) up to --create-timeout; fails the step on a contract breach. With
   // `progress`, an OK is final only once the object has a providerID and is provisioned; OK
   // without any change kOkWithoutProgressLimit times in a row fails the step.
-  std::optional<CallResult> drive(
-      const std::string& step, const std::function<CallResult(const std::string& extra)>& call,
-      ObjectProgress* progress = nullptr) {
+  std::optional<CallResult> drive(const std::string& step,
+                                  const std::function<CallResult(const std::string& extra)>& call,
+                                  ObjectProgress* progress = nullptr) {
     const auto started = std::chrono::steady_clock::now();
     std::string token;
     int polls = 0;
@@ -713,8 +714,8 @@ class CheckRun {
                                   waiting_for, elapsed.count(), polls, o_.create_timeout.count()));
         return std::nullopt;
       }
-      auto wait = std::min(pollDelay(result.outcome.requeue_after_ms, polls),
-                           o_.create_timeout - elapsed);
+      auto wait =
+          std::min(pollDelay(result.outcome.requeue_after_ms, polls), o_.create_timeout - elapsed);
       r_.waiting(wait);  // so the watchdog allows for the wait
       std::this_thread::sleep_for(wait);
       ++polls;
@@ -756,9 +757,10 @@ class CheckRun {
         r_.pass(step, "OK");
       }
     } else if (o_.strict() && claims(sample.kind, "reconcile")) {
-      r_.fail(step, "--config names the backend to check against, so reconcile of the sample "
-                    "must succeed; got " +
-                        outcomeText(*reconciled));
+      r_.fail(step,
+              "--config names the backend to check against, so reconcile of the sample "
+              "must succeed; got " +
+                  outcomeText(*reconciled));
     } else {
       r_.pass(step, "well-formed error: " + outcomeText(*reconciled));
     }
@@ -790,8 +792,8 @@ class CheckRun {
     status_[sample.kind] = progress.status_json;
     if (!again) return;
     if (!again->ok()) {
-      r_.fail(step, "a second reconcile of the same object must succeed too; got " +
-                        outcomeText(*again));
+      r_.fail(step,
+              "a second reconcile of the same object must succeed too; got " + outcomeText(*again));
     } else if (progress.provider_id != first->second) {
       r_.fail(step, "reconcile is not idempotent: the same uid answered providerID " +
                         progress.provider_id + ", the first reconcile " + first->second +
@@ -953,9 +955,10 @@ class CheckRun {
       } else if (unimplementedButClaimed(step, "importImage", "import_image", *result)) {
         // failed above
       } else if (o_.strict()) {
-        r_.fail(step, "describe offers importImage and --config names the backend, so the "
-                      "import must succeed; got " +
-                          outcomeText(*result));
+        r_.fail(step,
+                "describe offers importImage and --config names the backend, so the "
+                "import must succeed; got " +
+                    outcomeText(*result));
       } else {
         r_.pass(step, "well-formed error: " + outcomeText(*result));
       }
@@ -1081,9 +1084,9 @@ CheckReport runInChild(const CheckOptions& options, bool full) {
     CheckStep failure = abnormalEnd(exit, current_step, options);
     if (current_step.empty() || isFoundationStep(current_step)) {
       report.steps.push_back(failure);
-      not_run = "every later step needs " +
-                (current_step.empty() ? std::string("the process that ended")
-                                      : "'" + current_step + "'");
+      not_run =
+          "every later step needs " +
+          (current_step.empty() ? std::string("the process that ended") : "'" + current_step + "'");
       break;
     }
     if (done.count(current_step) != 0) {

@@ -36,8 +36,8 @@ class ElfFile {
     std::string bytes(static_cast<size_t>(length), '\0');
     size_t done = 0;
     while (done < bytes.size()) {
-      ssize_t n = ::pread(fd_, bytes.data() + done, bytes.size() - done,
-                          static_cast<off_t>(offset + done));
+      ssize_t n =
+          ::pread(fd_, bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
       if (n <= 0) return notElf(path_, std::string("could not read ") + what);
       done += static_cast<size_t>(n);
     }
