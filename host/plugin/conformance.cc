@@ -63,7 +63,9 @@ std::string readFile(const std::filesystem::path& path) {
 
 // Sends protocol lines to the parent: "B <step>" before a step, "R <json>" with a result,
 // "E <step>" after a step repeated quietly in a fresh process, "P <step>" for each step the
-// check plans after describe, "W <ms>" before waiting that long to poll again, and
+// check plans after describe, "U <kind> <uid>" with the uid of each kind's sample (a fresh
+// process reuses it), "F <name>" for each failure domain introspect found, "W <ms>" before
+// waiting that long to poll again, and
 // "M <json>"/"D <json>"/"L <path>" with the manifest, descriptor and library.
 class Reporter {
  public:
@@ -94,6 +96,9 @@ class Reporter {
     result(step, Verdict::kSkip, detail);
   }
   void plan(const std::string& step) { out_.line("P " + step); }
+  void sampleUid(const std::string& kind, const std::string& uid) {
+    out_.line("U " + kind + " " + uid);
+  }
   void waiting(std::chrono::milliseconds wait) { out_.line(fmt::format("W {}", wait.count())); }
   void raw(char tag, std::string_view payload) {
     if (!quiet_) out_.line(std::string(1, tag) + " " + std::string(payload));
@@ -141,6 +146,13 @@ std::string validateRequest(const std::string& object_json) {
 
 // Results of steps an earlier child process reported, by step name.
 using DoneSteps = std::map<std::string, Verdict>;
+
+// What a fresh child process needs from the ones before it.
+struct Resume {
+  DoneSteps done;
+  std::map<std::string, std::string> sample_uids;  // kind -> uid, so objects stay the same
+  std::vector<std::string> failure_domains;        // what introspect found
+};
 
 // The steps every later step needs; a crash or hang in one of them ends the check.
 bool isFoundationStep(const std::string& step) {
@@ -192,8 +204,12 @@ std::string withStatus(const Sample& sample, const std::string& status_json) {
 
 class CheckRun {
  public:
-  CheckRun(const CheckOptions& options, Reporter& reporter, const DoneSteps& done)
-      : o_(options), r_(reporter), done_(done) {}
+  CheckRun(const CheckOptions& options, Reporter& reporter, const Resume& resume)
+      : o_(options),
+        r_(reporter),
+        done_(resume.done),
+        sample_uids_(resume.sample_uids),
+        failure_domains_(resume.failure_domains) {}
 
   // A checker step that throws (a sample that is not JSON, a reply that cannot be parsed)
   // fails the step it happened in instead of ending the check without a word.
@@ -238,6 +254,8 @@ class CheckRun {
       createInstance();
     } else if (done_.at("instance_create") == Verdict::kPass) {
       instance_retry_ = true;  // made again on first use by a later step
+    } else if (done_.at("instance_create") == Verdict::kSkip) {
+      no_instance_ = "no instance (instance_create was skipped; pass --config)";
     } else {
       no_instance_ = "instance_create failed";
     }
@@ -526,9 +544,12 @@ class CheckRun {
     auto& meta = doc["metadata"];
     set(meta, "name", json::stringValue("banlieue-plugin-check", a));
     set(meta, "namespace", json::stringValue("default", a));
-    set(meta, "uid", json::stringValue(randomUid(), a));
+    auto uid = sample_uids_.find(gvk.kind);
+    set(meta, "uid", json::stringValue(uid == sample_uids_.end() ? randomUid() : uid->second, a));
     set(meta, "generation", rapidjson::Value(1));
-    return {gvk.kind, json::serialize(doc), json::stringOr(&doc, "metadata.uid")};
+    std::string sample_uid = json::stringOr(&doc, "metadata.uid");
+    r_.sampleUid(gvk.kind, sample_uid);
+    return {gvk.kind, json::serialize(doc), sample_uid};
   }
 
   // Judges a validate answer: OK (warnings in the body), INVALID_ARGUMENT, or UNIMPLEMENTED
@@ -648,6 +669,7 @@ class CheckRun {
       auto doc = json::parse(result.outcome.body, "introspect reply");
       for (const auto& fd : doc["failureDomains"].GetArray()) {
         failure_domains_.push_back(json::stringOr(&fd, "name"));
+        r_.raw('F', failure_domains_.back());
       }
       r_.pass(step, fmt::format("{} failure domain(s)", failure_domains_.size()));
     } else if (result.code() == BANLIEUE_UNIMPLEMENTED && !offers_introspect_) {
@@ -685,6 +707,7 @@ class CheckRun {
           return std::nullopt;
         }
         if (progress) progress->apply(json::member(&body, "status"));
+        ok_without_progress = 0;  // work goes on
         waiting_for = "still IN_PROGRESS";
       } else if (progress && result.ok()) {
         token.clear();  // OK without an operation clears the stored token
@@ -970,6 +993,7 @@ class CheckRun {
   const CheckOptions& o_;
   Reporter& r_;
   const DoneSteps& done_;
+  const std::map<std::string, std::string>& sample_uids_;
   Manifest manifest_;
   std::shared_ptr<Plugin> plugin_;
   std::unique_ptr<PluginInstance> instance_;
@@ -1019,7 +1043,8 @@ CheckStep abnormalEnd(const ChildExit& exit, const std::string& current_step,
 CheckReport runInChild(const CheckOptions& options, bool full) {
   CheckReport report;
   report.directory = options.directory;
-  DoneSteps done;
+  Resume resume;
+  DoneSteps& done = resume.done;
   std::vector<std::string> plan;  // the steps after describe, as the child announced them
   std::string not_run;            // why steps of the plan never ran, if any did not
   auto step_budget = options.deadline + options.grace;
@@ -1029,7 +1054,7 @@ CheckReport runInChild(const CheckOptions& options, bool full) {
     auto exit = runForked(
         [&](const LineWriter& out) {
           Reporter reporter(out);
-          CheckRun(options, reporter, done).run(full);
+          CheckRun(options, reporter, resume).run(full);
           return reporter.failed() ? 1 : 0;
         },
         [&](std::string_view line) -> std::chrono::milliseconds {
@@ -1038,6 +1063,14 @@ CheckReport runInChild(const CheckOptions& options, bool full) {
           switch (line[0]) {
             case 'B': current_step = std::string(payload); break;
             case 'E': current_step.clear(); break;
+            case 'F': resume.failure_domains.emplace_back(payload); break;
+            case 'U': {
+              auto space = payload.find(' ');
+              if (space != std::string_view::npos) {
+                resume.sample_uids.emplace(payload.substr(0, space), payload.substr(space + 1));
+              }
+              break;
+            }
             case 'P':
               if (std::find(plan.begin(), plan.end(), payload) == plan.end()) {
                 plan.emplace_back(payload);
@@ -1100,14 +1133,14 @@ CheckReport runInChild(const CheckOptions& options, bool full) {
     done[current_step] = Verdict::kFail;
     report.steps.push_back(std::move(failure));
   }
-  if (full && !not_run.empty()) {
-    bool listed = false;
+  if (full) {
     for (const auto& step : plan) {
       if (done.count(step) != 0) continue;
-      report.steps.push_back({step, Verdict::kFail, "not run: " + not_run});
-      listed = true;
+      report.steps.push_back(
+          {step, Verdict::kFail,
+           "not run: " + (not_run.empty() ? "the check process ended before it" : not_run)});
     }
-    if (!listed && plan.empty()) {
+    if (plan.empty() && !not_run.empty()) {
       report.steps.push_back({"remaining steps", Verdict::kFail, "not run: " + not_run});
     }
   }
