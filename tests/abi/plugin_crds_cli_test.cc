@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 namespace banlieue::testing {
 namespace {
@@ -64,7 +65,7 @@ class PluginCrdsCliTest : public ::testing::Test {
   }
 
   // Both commands that install plugin CRDs, on this plugin root.
-  std::vector<Run> both() const {
+  std::vector<banlieue::testing::Run> both() const {
     return {runBanlieue("crdgen --plugin-dir " + root_.string()),
             runBanlieue("bootstrap operator --dry-run --plugin-dir " + root_.string())};
   }
