@@ -55,9 +55,9 @@ class ElfFile {
 // A NUL-terminated name at `offset` in a string table, or empty when it runs off the end.
 std::string nameAt(const std::string& strtab, uint64_t offset) {
   if (offset >= strtab.size()) return {};
-  const char* start = strtab.data() + offset;
-  const void* end = std::memchr(start, '\0', strtab.size() - offset);
-  return end == nullptr ? std::string() : std::string(start, static_cast<const char*>(end));
+  auto end = strtab.find('\0', static_cast<size_t>(offset));
+  return end == std::string::npos ? std::string()
+                                  : strtab.substr(static_cast<size_t>(offset), end - offset);
 }
 
 template <class T>

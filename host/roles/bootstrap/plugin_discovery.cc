@@ -160,9 +160,9 @@ StatusOr<std::vector<DiscoveredPlugin>> discoverPlugins(const std::filesystem::p
         std::string where = "plugin '" + found.manifest.name + "' (" + source + ")";
         auto [first, inserted] = shipped_by.emplace(name, where);
         if (!inserted) {
-          return error(Code::kAlreadyExists, "DuplicatePluginCrd",
-                       "CRD " + name + " is shipped by " + first->second + " and by " + where +
-                           "; exactly one plugin may define a kind");
+          std::string message = "CRD " + name + " is shipped by " + first->second;
+          message += " and by " + where + "; exactly one plugin may define a kind";
+          return error(Code::kAlreadyExists, "DuplicatePluginCrd", message);
         }
         found.crds.push_back(std::move(doc));
       }
