@@ -151,6 +151,15 @@ TEST(StrictPluginCheckTest, HangRunsEveryRemainingStep) {
   }
 }
 
+// A third party learns about strict mode and the create bound from --help.
+TEST(StrictPluginCheckTest, HelpDocumentsStrictModeAndTheCreateTimeout) {
+  auto run = banlieue::testing::runBanlieue("plugin check --help");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("With --config the check is strict"));
+  EXPECT_THAT(run.output, HasSubstr("--create-timeout"));
+  EXPECT_THAT(run.output, HasSubstr("exports only banlieue_provider_v1_init"));
+}
+
 TEST(PollDelayTest, FollowsTheHintWithinBoundsAndBacksOffWithoutOne) {
   using std::chrono::milliseconds;
   EXPECT_EQ(pollDelay(2500, 0), milliseconds(2500));
