@@ -49,6 +49,22 @@ TEST(StrictPluginCheckTest, WellBehavedPluginPassesEveryStrictStep) {
   EXPECT_THAT(run.output, HasSubstr("0 failed, 0 skipped"));
 }
 
+// --config makes the check strict: a backend the author named must be reachable, and the
+// steps that need an instance are listed as not run.
+TEST(StrictPluginCheckTest, UnreachableBackendWithConfigFailsInstanceCreate) {
+  std::string config = std::string(::testing::TempDir()) + "/unreachable.json";
+  std::ofstream(config)
+      << R"({"provider":{"apiVersion":"banlieue.io/v1alpha1","kind":"Provider",)"
+         R"("metadata":{"name":"p"},"spec":{"connection":{"endpoint":"unreachable://nowhere"}}}})";
+  auto run = checkVariant("current", "--config " + config);
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("FAIL  instance_create"));
+  EXPECT_THAT(run.output,
+              HasSubstr("UNAVAILABLE BackendUnreachable: cannot reach unreachable://nowhere"));
+  EXPECT_THAT(run.output, HasSubstr("SKIP  reconcile TestMachine"));
+  EXPECT_THAT(run.output, HasSubstr("not run: instance_create failed"));
+}
+
 // instance_create always fails; reconcile, finalize and import_image are NULL while describe
 // claims them. Without --config the table check still fails it.
 TEST(StrictPluginCheckTest, HollowPluginFailsWithoutConfig) {

@@ -44,24 +44,6 @@ TEST(PluginCheckTest, OlderMinorPassesWithoutImportImage) {
   EXPECT_THAT(run.output, HasSubstr("not offered: UNIMPLEMENTED"));
 }
 
-// --config makes the check strict: a backend the author named must be reachable, and the
-// steps that need an instance are listed as not run.
-TEST(PluginCheckTest, UnreachableBackendWithConfigFailsInstanceCreate) {
-  std::string config = std::string(::testing::TempDir()) + "/unreachable.json";
-  FILE* f = fopen(config.c_str(), "w");
-  fputs(
-      R"({"provider":{"apiVersion":"banlieue.io/v1alpha1","kind":"Provider","metadata":{"name":"p"},"spec":{"connection":{"endpoint":"unreachable://nowhere"}}}})",
-      f);
-  fclose(f);
-  auto run = check("current", "--config " + config);
-  EXPECT_EQ(run.exit_code, 1) << run.output;
-  EXPECT_THAT(run.output, HasSubstr("FAIL  instance_create"));
-  EXPECT_THAT(run.output,
-              HasSubstr("UNAVAILABLE BackendUnreachable: cannot reach unreachable://nowhere"));
-  EXPECT_THAT(run.output, HasSubstr("SKIP  reconcile TestMachine"));
-  EXPECT_THAT(run.output, HasSubstr("not run: instance_create failed"));
-}
-
 struct BadVariant {
   const char* variant;
   const char* step;
