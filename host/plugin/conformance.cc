@@ -1113,9 +1113,8 @@ CheckReport runInChild(const CheckOptions& options, bool full) {
     CheckStep failure = abnormalEnd(exit, current_step, options);
     if (current_step.empty() || isFoundationStep(current_step)) {
       report.steps.push_back(failure);
-      not_run =
-          "every later step needs " +
-          (current_step.empty() ? std::string("the process that ended") : "'" + current_step + "'");
+      not_run = current_step.empty() ? "the check process ended between steps"
+                                     : "every later step needs '" + current_step + "'";
       break;
     }
     if (done.count(current_step) != 0) {
