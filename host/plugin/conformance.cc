@@ -2,6 +2,7 @@
 
 #include "host/common/logging.h"
 #include "host/plugin/child_process.h"
+#include "host/plugin/elf_exports.h"
 #include "host/plugin/file_checks.h"
 #include "host/plugin/loader.h"
 #include "host/plugin/payload_schemas.h"
@@ -12,11 +13,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -59,6 +62,10 @@ std::string readFile(const std::filesystem::path& path) {
 // ---- the child side -------------------------------------------------------------------
 
 // Sends protocol lines to the parent: "B <step>" before a step, "R <json>" with a result,
+// "E <step>" after a step repeated quietly in a fresh process, "P <step>" for each step the
+// check plans after describe, "U <kind> <uid>" with the uid of each kind's sample (a fresh
+// process reuses it), "F <name>" for each failure domain introspect found, "W <ms>" before
+// waiting that long to poll again, and
 // "M <json>"/"D <json>"/"L <path>" with the manifest, descriptor and library.
 class Reporter {
  public:
@@ -69,9 +76,14 @@ class Reporter {
   }
   const std::string& openStep() const { return open_step_; }
   void result(const std::string& step, Verdict v, const std::string& detail) {
-    out_.line(fmt::format(R"(R {{"name":"{}","verdict":"{}","detail":"{}"}})",
-                          common::jsonEscape(step), verdictName(v), common::jsonEscape(detail)));
-    if (v == Verdict::kFail) failed_ = true;
+    if (quiet_) {
+      if (v == Verdict::kFail) quiet_failure_ = detail;
+      out_.line("E " + step);
+    } else {
+      out_.line(fmt::format(R"(R {{"name":"{}","verdict":"{}","detail":"{}"}})",
+                            common::jsonEscape(step), verdictName(v), common::jsonEscape(detail)));
+      if (v == Verdict::kFail) failed_ = true;
+    }
     open_step_.clear();
   }
   void pass(const std::string& step, const std::string& detail = {}) {
@@ -83,15 +95,29 @@ class Reporter {
   void skip(const std::string& step, const std::string& detail) {
     result(step, Verdict::kSkip, detail);
   }
+  void plan(const std::string& step) { out_.line("P " + step); }
+  void sampleUid(const std::string& kind, const std::string& uid) {
+    out_.line("U " + kind + " " + uid);
+  }
+  void waiting(std::chrono::milliseconds wait) { out_.line(fmt::format("W {}", wait.count())); }
   void raw(char tag, std::string_view payload) {
-    out_.line(std::string(1, tag) + " " + std::string(payload));
+    if (!quiet_) out_.line(std::string(1, tag) + " " + std::string(payload));
   }
   bool failed() const { return failed_; }
+  // While quiet, results are not reported: a fresh process repeats steps an earlier process
+  // already reported, only to get back the state later steps need.
+  void setQuiet(bool quiet) {
+    quiet_ = quiet;
+    quiet_failure_.clear();
+  }
+  const std::string& quietFailure() const { return quiet_failure_; }
 
  private:
   const LineWriter& out_;
   bool failed_ = false;
+  bool quiet_ = false;
   std::string open_step_;
+  std::string quiet_failure_;
 };
 
 std::string outcomeText(const CallResult& r) {
@@ -118,9 +144,72 @@ std::string validateRequest(const std::string& object_json) {
   return R"({"operation":"CREATE","object":)" + object_json + "}";
 }
 
+// Results of steps an earlier child process reported, by step name.
+using DoneSteps = std::map<std::string, Verdict>;
+
+// What a fresh child process needs from the ones before it.
+struct Resume {
+  DoneSteps done;
+  std::map<std::string, std::string> sample_uids;  // kind -> uid, so objects stay the same
+  std::vector<std::string> failure_domains;        // what introspect found
+};
+
+// The steps every later step needs; a crash or hang in one of them ends the check.
+bool isFoundationStep(const std::string& step) {
+  return step == "manifest" || step == "load" || step == "describe";
+}
+
+// What a reconcile reply says about the backend object, to tell progress from standing still.
+struct ObjectProgress {
+  std::string status_json = "{}";  // the object's status as the host would have applied it
+  std::string provider_id;
+  bool provisioned = false;
+
+  bool finished() const { return !provider_id.empty() && provisioned; }
+  std::string summary() const {
+    return fmt::format("providerID {}, provisioned {}", provider_id.empty() ? "unset" : provider_id,
+                       provisioned ? "true" : "false");
+  }
+  // Applies the reply's status fields (each replaces the stored one, like the host's apply).
+  void apply(const rapidjson::Value* reply_status) {
+    if (reply_status == nullptr || !reply_status->IsObject()) return;
+    auto status = json::parse(status_json, "status");
+    auto& a = status.GetAllocator();
+    for (const auto& field : reply_status->GetObject()) {
+      rapidjson::Value value(field.value, a);
+      if (status.HasMember(field.name)) {
+        status[field.name] = value;
+      } else {
+        status.AddMember(rapidjson::Value(field.name, a), value, a);
+      }
+    }
+    status_json = json::serialize(status);
+    provider_id = json::stringOr(&status, "providerID");
+    provisioned = json::boolean(&status, "initialization.provisioned", false);
+  }
+};
+
+// The sample object with `status` set, as the host sends an object it has reconciled before.
+std::string withStatus(const Sample& sample, const std::string& status_json) {
+  auto object = json::parse(sample.object_json, "sample");
+  auto status = json::parse(status_json, "status");
+  rapidjson::Value copy(status, object.GetAllocator());
+  if (object.HasMember("status")) {
+    object["status"] = copy;
+  } else {
+    object.AddMember("status", copy, object.GetAllocator());
+  }
+  return json::serialize(object);
+}
+
 class CheckRun {
  public:
-  CheckRun(const CheckOptions& options, Reporter& reporter) : o_(options), r_(reporter) {}
+  CheckRun(const CheckOptions& options, Reporter& reporter, const Resume& resume)
+      : o_(options),
+        r_(reporter),
+        done_(resume.done),
+        sample_uids_(resume.sample_uids),
+        failure_domains_(resume.failure_domains) {}
 
   // A checker step that throws (a sample that is not JSON, a reply that cannot be parsed)
   // fails the step it happened in instead of ending the check without a word.
@@ -129,27 +218,90 @@ class CheckRun {
       runSteps(full);
     } catch (const std::exception& e) {
       std::string step = r_.openStep().empty() ? "checker" : r_.openStep();
+      r_.setQuiet(false);
       r_.fail(step, std::string("check aborted: ") + e.what());
     }
   }
 
  private:
+  bool pending(const std::string& step) const { return done_.count(step) == 0; }
+
+  // Runs a step every later step depends on. In a fresh process after a crash it repeats,
+  // without reporting, what the first process already reported.
+  bool foundation(const std::string& step, const std::function<bool()>& body) {
+    bool repeat = !pending(step);
+    r_.setQuiet(repeat);
+    bool ok = body();
+    std::string why = r_.quietFailure();
+    r_.setQuiet(false);
+    if (!ok && repeat) {
+      r_.fail("restart", "a fresh process could not repeat '" + step + "': " + why);
+    }
+    return ok;
+  }
+
   void runSteps(bool full) {
-    if (!loadPlugin()) return;
-    if (!describe() || !full) return;
-    validateSamples();
-    if (!createInstance()) return;
+    if (!foundation("manifest", [this] { return loadManifest(); })) return;
+    if (!foundation("load", [this] { return loadPlugin(); })) return;
+    if (!foundation("describe", [this] { return describe(); }) || !full) return;
+    if (pending("exports")) exportedSymbolsStep();
+    if (pending("slots")) claimedSlots();
+    for (const auto& step : plannedSteps()) r_.plan(step);
+
+    for (const auto& sample : samples_) validateSample(sample);
+    validateMalformed();
+    if (pending("instance_create")) {
+      createInstance();
+    } else if (done_.at("instance_create") == Verdict::kPass) {
+      instance_retry_ = true;  // made again on first use by a later step
+    } else if (done_.at("instance_create") == Verdict::kSkip) {
+      no_instance_ = "no instance (instance_create was skipped; pass --config)";
+    } else {
+      no_instance_ = "instance_create failed";
+    }
     introspect();
     for (const auto& sample : samples_) {
       finalizeNeverReconciled(sample);
-      reconcileAndFinalize(sample);
+      reconcileSample(sample);
+      if (o_.strict()) reconcileAgain(sample);
+      finalizeSample(sample);
       staleOperationToken(sample);
     }
     unknownKind();
     importImage();
-    r_.begin("instance_destroy");
-    instance_.reset();
-    r_.pass("instance_destroy", "returned");
+    const std::string step = "instance_destroy";
+    if (!pending(step)) {
+      r_.setQuiet(true);  // an instance this process made again goes quietly
+      r_.begin(step);
+      instance_.reset();
+      r_.pass(step);
+      r_.setQuiet(false);
+    } else if (haveInstance(step)) {
+      r_.begin(step);
+      instance_.reset();
+      r_.pass(step, "returned");
+    }
+  }
+
+  // Every step after describe, in order; the parent lists any that never reported.
+  std::vector<std::string> plannedSteps() const {
+    std::vector<std::string> steps;
+    for (const auto& sample : samples_) steps.push_back("validate " + sample.kind);
+    steps.push_back("validate malformed JSON");
+    steps.push_back("instance_create");
+    steps.push_back("introspect");
+    for (const auto& sample : samples_) {
+      steps.push_back("finalize " + sample.kind + " never reconciled");
+      steps.push_back("reconcile " + sample.kind);
+      if (o_.strict()) steps.push_back("reconcile " + sample.kind + " again");
+      steps.push_back("finalize " + sample.kind);
+      steps.push_back("finalize " + sample.kind + " again");
+      steps.push_back("reconcile " + sample.kind + " stale token");
+    }
+    steps.push_back("reconcile unknown kind");
+    steps.push_back("import_image");
+    steps.push_back("instance_destroy");
+    return steps;
   }
 
   CallOptions callOptions(const std::string& uid = {}) const {
@@ -182,7 +334,43 @@ class CheckRun {
     return false;
   }
 
-  bool loadPlugin() {
+  // True when describe claims `operation` ("reconcile", "finalize", "validate") for `kind`.
+  bool claims(const std::string& kind, const std::string& operation) const {
+    auto it = claimed_.find(kind);
+    return it != claimed_.end() && it->second.count(operation) != 0;
+  }
+
+  // The table's slot for a claimable operation; NULL when the plugin left it out.
+  bool slotPresent(const std::string& operation) const {
+    const auto& t = plugin_->client().table();
+    if (operation == "reconcile") return t.reconcile != nullptr;
+    if (operation == "finalize") return t.finalize != nullptr;
+    if (operation == "validate") return t.validate != nullptr;
+    if (operation == "introspect") return t.introspect != nullptr;
+    if (operation == "import_image") return t.import_image != nullptr;
+    if (operation == "instance_create") return t.instance_create != nullptr;
+    if (operation == "instance_destroy") return t.instance_destroy != nullptr;
+    return false;
+  }
+
+  // Fails `step` when an UNIMPLEMENTED answer contradicts describe: always for a claimed slot
+  // that is NULL, and in strict mode for any claimed slot. Returns true when it failed.
+  bool unimplementedButClaimed(const std::string& step, const std::string& what,
+                               const std::string& slot, const CallResult& result) {
+    if (result.code() != BANLIEUE_UNIMPLEMENTED) return false;
+    if (!slotPresent(slot)) {
+      r_.fail(step, "describe claims " + what + ", but the table's " + slot + " slot is NULL");
+      return true;
+    }
+    if (o_.strict()) {
+      r_.fail(step, "describe claims " + what + ", but " + slot + " answered " +
+                        outcomeText(result) + " (strict: --config is given)");
+      return true;
+    }
+    return false;
+  }
+
+  bool loadManifest() {
     r_.begin("manifest");
     auto manifest = readManifest(o_.directory);
     if (!manifest.ok()) {
@@ -203,6 +391,10 @@ class CheckRun {
                                     manifest_.provider_version, manifest_.abi_major,
                                     manifest_.abi_minor_required, BANLIEUE_ABI_MAJOR,
                                     BANLIEUE_ABI_MINOR, kinds.empty() ? "no kinds" : kinds));
+    return true;
+  }
+
+  bool loadPlugin() {
     r_.begin("load");
     LoadOptions load;
     load.plugin_root = manifest_.directory.parent_path();  // the operator named this directory
@@ -220,6 +412,65 @@ class CheckRun {
                                 manifest_.library, h.abi_major, h.abi_minor, h.struct_size,
                                 manifest_.sha256 ? ", sha256 pin verified" : ""));
     return true;
+  }
+
+  // The library's dynamic symbol table, read from the file: banlieue_provider_v1_init and
+  // nothing else (a second export can bind to another plugin's or the host's symbols).
+  void exportedSymbolsStep() {
+    const std::string step = "exports";
+    r_.begin(step);
+    auto symbols = exportedSymbols(manifest_.libraryPath());
+    if (!symbols.ok()) {
+      r_.fail(step, symbols.status().message());
+      return;
+    }
+    std::vector<std::string> extra;
+    for (const auto& name : *symbols) {
+      if (name != BANLIEUE_PROVIDER_V1_INIT_SYMBOL) extra.push_back(name);
+    }
+    if (extra.empty()) {
+      r_.pass(step, std::string("only ") + BANLIEUE_PROVIDER_V1_INIT_SYMBOL);
+      return;
+    }
+    std::string names;
+    for (size_t i = 0; i < extra.size() && i < 10; ++i) names += (i ? ", " : "") + extra[i];
+    if (extra.size() > 10) names += fmt::format(" and {} more", extra.size() - 10);
+    r_.fail(step,
+            fmt::format("{} exports {} symbol(s) besides {}: {}; build it with "
+                        "banlieue_provider_plugin() (its version script exports only the "
+                        "entry point)",
+                        manifest_.library, extra.size(), BANLIEUE_PROVIDER_V1_INIT_SYMBOL, names));
+  }
+
+  // Every slot describe claims is in the table, in any mode: a NULL slot answers
+  // UNIMPLEMENTED, which the host treats as a terminal failure of every object.
+  void claimedSlots() {
+    const std::string step = "slots";
+    r_.begin(step);
+    std::vector<std::string> missing;
+    auto need = [&](const std::string& slot, const std::string& because) {
+      if (!slotPresent(slot)) missing.push_back(slot + " (" + because + ")");
+    };
+    bool needs_instance = false;
+    for (const auto& [kind, operations] : claimed_) {
+      for (const auto& op : operations) {
+        need(op, "claimed for " + kind);
+        if (op != "validate") needs_instance = true;
+      }
+    }
+    if (offers_introspect_) need("introspect", "operations.introspect is true");
+    if (offers_import_) need("import_image", "operations.importImage is true");
+    if (needs_instance || offers_introspect_ || offers_import_) {
+      need("instance_create", "claimed slots run on an instance");
+      need("instance_destroy", "claimed slots run on an instance");
+    }
+    if (missing.empty()) {
+      r_.pass(step, "every slot describe claims is in the table");
+      return;
+    }
+    std::string list;
+    for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
+    r_.fail(step, "describe claims slots the table leaves NULL: " + list);
   }
 
   bool describe() {
@@ -242,6 +493,8 @@ class CheckRun {
     for (const auto& k : doc["kinds"].GetArray()) {
       served.push_back(
           {json::stringOr(&k, "group"), json::stringOr(&k, "version"), json::stringOr(&k, "kind")});
+      auto& operations = claimed_[served.back().kind];
+      for (const auto& op : k["operations"].GetArray()) operations.insert(op.GetString());
     }
     for (const auto& gvk : manifest_.infrastructure) {
       if (std::find(served.begin(), served.end(), gvk) == served.end()) {
@@ -291,38 +544,52 @@ class CheckRun {
     auto& meta = doc["metadata"];
     set(meta, "name", json::stringValue("banlieue-plugin-check", a));
     set(meta, "namespace", json::stringValue("default", a));
-    set(meta, "uid", json::stringValue(randomUid(), a));
+    auto uid = sample_uids_.find(gvk.kind);
+    set(meta, "uid", json::stringValue(uid == sample_uids_.end() ? randomUid() : uid->second, a));
     set(meta, "generation", rapidjson::Value(1));
-    return {gvk.kind, json::serialize(doc), json::stringOr(&doc, "metadata.uid")};
+    std::string sample_uid = json::stringOr(&doc, "metadata.uid");
+    r_.sampleUid(gvk.kind, sample_uid);
+    return {gvk.kind, json::serialize(doc), sample_uid};
   }
 
-  void validateSamples() {
-    for (const auto& sample : samples_) {
-      std::string step = "validate " + sample.kind;
-      r_.begin(step);
-      auto result =
-          plugin_->validate(sample.kind, validateRequest(sample.object_json), callOptions());
-      if (!wellFormed(step, result)) continue;
-      if (result.code() == BANLIEUE_OK) {
-        if (bodyMatches(step, "validate.response", result)) r_.pass(step, "sample accepted");
-      } else if (result.code() == BANLIEUE_INVALID_ARGUMENT ||
-                 result.code() == BANLIEUE_UNIMPLEMENTED) {
-        r_.pass(step, "sample rejected: " + outcomeText(result));
-      } else {
-        r_.fail(step, "validate must answer OK or INVALID_ARGUMENT without I/O, got " +
-                          outcomeText(result));
-      }
-    }
-    std::string step = "validate malformed JSON";
-    r_.begin(step);
-    auto result = plugin_->validate(samples_.empty() ? "Unknown" : samples_[0].kind,
-                                    "{\"object\": {\"metadata\": [", callOptions());
+  // Judges a validate answer: OK (warnings in the body), INVALID_ARGUMENT, or UNIMPLEMENTED
+  // when describe does not claim validate for the kind (or, lenient, claims it but has the slot).
+  void judgeValidate(const std::string& step, const std::string& kind, const CallResult& result,
+                     bool malformed) {
     if (!wellFormed(step, result)) return;
-    if (result.code() == BANLIEUE_INVALID_ARGUMENT || result.code() == BANLIEUE_UNIMPLEMENTED) {
-      r_.pass(step, outcomeText(result));
-    } else {
-      r_.fail(step, "expected INVALID_ARGUMENT for malformed JSON, got " + outcomeText(result));
+    if (claims(kind, "validate") &&
+        unimplementedButClaimed(step, "validate for " + kind, "validate", result)) {
+      return;
     }
+    if (result.code() == BANLIEUE_OK && !malformed) {
+      if (bodyMatches(step, "validate.response", result)) r_.pass(step, "sample accepted");
+    } else if (result.code() == BANLIEUE_INVALID_ARGUMENT ||
+               result.code() == BANLIEUE_UNIMPLEMENTED) {
+      r_.pass(step, (malformed ? "" : "sample rejected: ") + outcomeText(result));
+    } else if (malformed) {
+      r_.fail(step, "expected INVALID_ARGUMENT for malformed JSON, got " + outcomeText(result));
+    } else {
+      r_.fail(step, "validate must answer OK or INVALID_ARGUMENT without I/O, got " +
+                        outcomeText(result));
+    }
+  }
+
+  void validateSample(const Sample& sample) {
+    std::string step = "validate " + sample.kind;
+    if (!pending(step)) return;
+    r_.begin(step);
+    auto result =
+        plugin_->validate(sample.kind, validateRequest(sample.object_json), callOptions());
+    judgeValidate(step, sample.kind, result, false);
+  }
+
+  void validateMalformed() {
+    const std::string step = "validate malformed JSON";
+    if (!pending(step)) return;
+    r_.begin(step);
+    std::string kind = samples_.empty() ? "Unknown" : samples_[0].kind;
+    auto result = plugin_->validate(kind, "{\"object\": {\"metadata\": [", callOptions());
+    judgeValidate(step, kind, result, true);
   }
 
   std::string instanceConfig() {
@@ -335,32 +602,65 @@ class CheckRun {
                        randomUid(), manifest_.name);
   }
 
-  bool createInstance() {
+  void createInstance() {
     const std::string step = "instance_create";
     r_.begin(step);
     std::string config = instanceConfig();
     if (auto st = validatePayload("instance_create.request", config); !st.isOk()) {
       r_.fail(step, "--config: " + st.message());
-      return false;
+      no_instance_ = "the --config file is not a valid instance_create request";
+      return;
     }
     auto parsed_config = json::parse(config, "instance config");
     provider_json_ = json::serialize(*json::member(&parsed_config, "provider"));
     CallResult result;
     instance_ = plugin_->createInstance(config, callOptions(), result);
-    if (!wellFormed(step, result)) return false;
+    if (!wellFormed(step, result)) {
+      no_instance_ = "instance_create broke the contract";
+      return;
+    }
     if (instance_) {
       r_.pass(step, o_.config_file ? "connected with --config" : "created with the sample config");
-      return true;
+      return;
+    }
+    if (o_.strict()) {
+      r_.fail(step,
+              "--config names the backend to check against, so instance_create must "
+              "succeed; got " +
+                  outcomeText(result) +
+                  (slotPresent("instance_create") ? "" : " (the slot is NULL)"));
+      no_instance_ = "instance_create failed";
+      return;
     }
     r_.skip(step,
             "no instance (" + outcomeText(result) +
                 "); pass --config with a reachable Provider to exercise introspect, reconcile, "
                 "finalize and import_image");
+    no_instance_ = "no instance (instance_create was skipped; pass --config)";
+  }
+
+  // True when an instance exists for `step`; otherwise lists the step as not run and why.
+  // In a fresh process after a crash, the instance is made again (quietly) on first use.
+  bool haveInstance(const std::string& step) {
+    if (!instance_ && instance_retry_) {
+      instance_retry_ = false;
+      r_.setQuiet(true);
+      createInstance();
+      std::string why = r_.quietFailure();
+      r_.setQuiet(false);
+      if (!instance_) {
+        no_instance_ = "a fresh process could not create the instance again" +
+                       (why.empty() ? std::string() : ": " + why);
+      }
+    }
+    if (instance_) return true;
+    r_.skip(step, "not run: " + no_instance_);
     return false;
   }
 
   void introspect() {
     const std::string step = "introspect";
+    if (!pending(step) || !haveInstance(step)) return;
     r_.begin(step);
     auto result = instance_->introspect(R"({"provider":)" + provider_json_ + "}", callOptions());
     if (!wellFormed(step, result)) return;
@@ -369,63 +669,170 @@ class CheckRun {
       auto doc = json::parse(result.outcome.body, "introspect reply");
       for (const auto& fd : doc["failureDomains"].GetArray()) {
         failure_domains_.push_back(json::stringOr(&fd, "name"));
+        r_.raw('F', failure_domains_.back());
       }
       r_.pass(step, fmt::format("{} failure domain(s)", failure_domains_.size()));
     } else if (result.code() == BANLIEUE_UNIMPLEMENTED && !offers_introspect_) {
       r_.pass(step, "not offered (describe says so)");
+    } else if (result.code() == BANLIEUE_UNIMPLEMENTED && !slotPresent("introspect")) {
+      r_.fail(step, "describe offers introspect, but the table's introspect slot is NULL");
     } else {
       r_.fail(step, outcomeText(result));
     }
   }
 
-  // Drives one slot until it stops answering IN_PROGRESS; fails the step on a contract breach.
-  std::optional<CallResult> drive(
-      const std::string& step, const std::string& uid,
-      const std::function<CallResult(const std::string& request_extra)>& call) {
+  // Drives one slot until it stops answering IN_PROGRESS, waiting as the plugin hints (or
+  // with backoff) up to --create-timeout; fails the step on a contract breach. With
+  // `progress`, an OK is final only once the object has a providerID and is provisioned; OK
+  // without any change kOkWithoutProgressLimit times in a row fails the step.
+  std::optional<CallResult> drive(const std::string& step,
+                                  const std::function<CallResult(const std::string& extra)>& call,
+                                  ObjectProgress* progress = nullptr) {
+    const auto started = std::chrono::steady_clock::now();
     std::string token;
-    for (int attempt = 0; attempt < 60; ++attempt) {
+    int polls = 0;
+    int ok_without_progress = 0;
+    for (;;) {
       r_.begin(step);
       auto result =
           call(token.empty() ? std::string()
                              : R"(,"operation":{"token":")" + common::jsonEscape(token) + "\"}");
       if (!wellFormed(step, result)) return std::nullopt;
-      if (result.code() != BANLIEUE_IN_PROGRESS) return result;
       auto body = json::parse(result.outcome.body.empty() ? "{}" : result.outcome.body, "reply");
-      token = json::stringOr(&body, "operation.token");
-      if (token.empty()) {
-        r_.fail(step, "IN_PROGRESS without operation.token in the reply body");
+      std::string waiting_for;
+      if (result.code() == BANLIEUE_IN_PROGRESS) {
+        token = json::stringOr(&body, "operation.token");
+        if (token.empty()) {
+          r_.fail(step, "IN_PROGRESS without operation.token in the reply body");
+          return std::nullopt;
+        }
+        if (progress) progress->apply(json::member(&body, "status"));
+        ok_without_progress = 0;  // work goes on
+        waiting_for = "still IN_PROGRESS";
+      } else if (progress && result.ok()) {
+        token.clear();  // OK without an operation clears the stored token
+        if (!bodyMatches(step, "reconcile.response", result)) return std::nullopt;
+        ObjectProgress before = *progress;
+        progress->apply(json::member(&body, "status"));
+        if (progress->finished()) return result;
+        bool moved = progress->provider_id != before.provider_id ||
+                     progress->provisioned != before.provisioned;
+        ok_without_progress = moved ? 0 : ok_without_progress + 1;
+        if (ok_without_progress >= kOkWithoutProgressLimit) {
+          r_.fail(step, fmt::format("answered OK {} times in a row without progress ({}); OK "
+                                    "means the object is where its spec wants it, so report "
+                                    "providerID and initialization.provisioned, or answer "
+                                    "IN_PROGRESS with an operation token while work goes on",
+                                    ok_without_progress, progress->summary()));
+          return std::nullopt;
+        }
+        waiting_for = "answering OK without providerID and provisioned";
+      } else {
+        return result;
+      }
+      auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::steady_clock::now() - started);
+      if (elapsed >= o_.create_timeout) {
+        r_.fail(step, fmt::format("{} after {} ms and {} polls (--create-timeout {} ms)",
+                                  waiting_for, elapsed.count(), polls, o_.create_timeout.count()));
         return std::nullopt;
       }
-      auto wait = std::clamp<int64_t>(result.outcome.requeue_after_ms, 10, 2000);
-      std::this_thread::sleep_for(std::chrono::milliseconds(wait));
+      auto wait =
+          std::min(pollDelay(result.outcome.requeue_after_ms, polls), o_.create_timeout - elapsed);
+      r_.waiting(wait);  // so the watchdog allows for the wait
+      std::this_thread::sleep_for(wait);
+      ++polls;
     }
-    r_.fail(step, "still IN_PROGRESS after 60 polls");
-    return std::nullopt;
   }
 
-  void reconcileAndFinalize(const Sample& sample) {
-    auto object = json::parse(sample.object_json, "sample");
-    std::string uid = json::stringOr(&object, "metadata.uid");
-    auto request = [&](const std::string& extra) {
-      return R"({"object":)" + sample.object_json + extra + "}";
-    };
+  std::string objectRequest(const Sample& sample, const std::string& extra) const {
+    auto status = status_.find(sample.kind);
+    std::string object =
+        status == status_.end() ? sample.object_json : withStatus(sample, status->second);
+    return R"({"object":)" + object + extra + "}";
+  }
 
-    std::string step = "reconcile " + sample.kind;
-    auto reconciled = drive(step, uid, [&](const std::string& extra) {
-      return instance_->reconcile(sample.kind, request(extra), callOptions(uid));
-    });
-    if (reconciled) {
-      plain_reconcile_code_[sample.kind] = reconciled->code();
-      if (reconciled->ok()) {
-        if (bodyMatches(step, "reconcile.response", *reconciled)) r_.pass(step, "OK");
-      } else {
-        r_.pass(step, "well-formed error: " + outcomeText(*reconciled));
-      }
+  void reconcileSample(const Sample& sample) {
+    const std::string step = "reconcile " + sample.kind;
+    if (!pending(step) || !haveInstance(step)) return;
+    const std::string& uid = sample.uid;
+    ObjectProgress progress;
+    auto reconciled = drive(
+        step,
+        [&](const std::string& extra) {
+          status_[sample.kind] = progress.status_json;
+          return instance_->reconcile(sample.kind, objectRequest(sample, extra), callOptions(uid));
+        },
+        o_.strict() ? &progress : nullptr);
+    status_[sample.kind] = progress.status_json;
+    if (!reconciled) return;
+    plain_reconcile_code_[sample.kind] = reconciled->code();
+    if (claims(sample.kind, "reconcile") &&
+        unimplementedButClaimed(step, "reconcile for " + sample.kind, "reconcile", *reconciled)) {
+      return;
     }
+    if (reconciled->ok()) {
+      if (!bodyMatches(step, "reconcile.response", *reconciled)) return;
+      if (o_.strict()) {
+        provider_id_[sample.kind] = progress.provider_id;
+        r_.pass(step, "OK: " + progress.summary());
+      } else {
+        r_.pass(step, "OK");
+      }
+    } else if (o_.strict() && claims(sample.kind, "reconcile")) {
+      r_.fail(step,
+              "--config names the backend to check against, so reconcile of the sample "
+              "must succeed; got " +
+                  outcomeText(*reconciled));
+    } else {
+      r_.pass(step, "well-formed error: " + outcomeText(*reconciled));
+    }
+  }
+
+  // Strict: the object is reconciled again as the host does on every resync; an idempotent
+  // create finds the VM it made and answers the same providerID.
+  void reconcileAgain(const Sample& sample) {
+    const std::string step = "reconcile " + sample.kind + " again";
+    if (!pending(step) || !haveInstance(step)) return;
+    auto first = provider_id_.find(sample.kind);
+    if (first == provider_id_.end() || first->second.empty()) {
+      r_.skip(step, "not run: the first reconcile did not finish with a providerID");
+      return;
+    }
+    // Starts from the status the first reconcile left, so an OK that leaves providerID out
+    // keeps it (the host applies only the fields a reply carries).
+    ObjectProgress progress;
+    auto status = json::parse(status_[sample.kind], "status");
+    progress.apply(&status);
+    const std::string& uid = sample.uid;
+    auto again = drive(
+        step,
+        [&](const std::string& extra) {
+          status_[sample.kind] = progress.status_json;
+          return instance_->reconcile(sample.kind, objectRequest(sample, extra), callOptions(uid));
+        },
+        &progress);
+    status_[sample.kind] = progress.status_json;
+    if (!again) return;
+    if (!again->ok()) {
+      r_.fail(step,
+              "a second reconcile of the same object must succeed too; got " + outcomeText(*again));
+    } else if (progress.provider_id != first->second) {
+      r_.fail(step, "reconcile is not idempotent: the same uid answered providerID " +
+                        progress.provider_id + ", the first reconcile " + first->second +
+                        " (a second backend VM?)");
+    } else {
+      r_.pass(step, "idempotent: same providerID " + progress.provider_id);
+    }
+  }
+
+  void finalizeSample(const Sample& sample) {
     for (const char* round : {"", " again"}) {
-      step = "finalize " + sample.kind + round;
-      auto finalized = drive(step, uid, [&](const std::string& extra) {
-        return instance_->finalize(sample.kind, request(extra), callOptions(uid));
+      std::string step = "finalize " + sample.kind + round;
+      if (!pending(step) || !haveInstance(step)) continue;
+      const std::string& uid = sample.uid;
+      auto finalized = drive(step, [&](const std::string& extra) {
+        return instance_->finalize(sample.kind, objectRequest(sample, extra), callOptions(uid));
       });
       if (!finalized) continue;
       if (finalized->ok()) {
@@ -433,7 +840,9 @@ class CheckRun {
           r_.pass(step, *round ? "idempotent" : "OK");
         }
       } else if (finalized->code() == BANLIEUE_UNIMPLEMENTED) {
-        r_.fail(step, "every served kind needs finalize (the host's finalizer waits for it)");
+        r_.fail(step, std::string("every served kind needs finalize (the host's finalizer waits "
+                                  "for it)") +
+                          (slotPresent("finalize") ? "" : "; the table's finalize slot is NULL"));
       } else {
         r_.fail(step, std::string("finalize must succeed") +
                           (*round ? " when the object is already gone" : "") + ", got " +
@@ -453,10 +862,11 @@ class CheckRun {
 
   // finalize must succeed for an object whose reconcile never ran (deleted before scheduling).
   void finalizeNeverReconciled(const Sample& sample) {
+    std::string step = "finalize " + sample.kind + " never reconciled";
+    if (!pending(step) || !haveInstance(step)) return;
     Sample fresh = withFreshUid(sample);
     const std::string& uid = fresh.uid;
-    std::string step = "finalize " + sample.kind + " never reconciled";
-    auto result = drive(step, uid, [&](const std::string& extra) {
+    auto result = drive(step, [&](const std::string& extra) {
       return instance_->finalize(sample.kind, R"({"object":)" + fresh.object_json + extra + "}",
                                  callOptions(uid));
     });
@@ -472,31 +882,32 @@ class CheckRun {
   // A token from a previous process: the plugin either re-derives state (OK / IN_PROGRESS) or
   // says NOT_FOUND with reason OperationUnknown so the host drops the token.
   void staleOperationToken(const Sample& sample) {
+    std::string step = "reconcile " + sample.kind + " stale token";
+    if (!pending(step) || !haveInstance(step)) return;
     Sample fresh = withFreshUid(sample);
     const std::string& uid = fresh.uid;
-    std::string step = "reconcile " + sample.kind + " stale token";
     r_.begin(step);
     auto result =
         instance_->reconcile(sample.kind,
                              R"({"object":)" + fresh.object_json +
                                  R"(,"operation":{"token":"banlieue-plugin-check-stale"}})",
                              callOptions(uid));
-    if (!wellFormed(step, result)) return;
-    auto plain = plain_reconcile_code_.find(sample.kind);
-    bool same_as_first_call =
-        plain != plain_reconcile_code_.end() && plain->second == result.code();
-    if (result.code() == BANLIEUE_OK || result.code() == BANLIEUE_IN_PROGRESS ||
-        same_as_first_call) {
-      r_.pass(step, "treated as a first call: " + outcomeText(result));
-    } else {
-      r_.fail(step,
-              "an operation token the plugin does not know must be treated as absent (re-derive "
-              "the state from the backend), got " +
-                  outcomeText(result));
+    if (wellFormed(step, result)) {
+      auto plain = plain_reconcile_code_.find(sample.kind);
+      bool same_as_first_call =
+          plain != plain_reconcile_code_.end() && plain->second == result.code();
+      if (result.code() == BANLIEUE_OK || result.code() == BANLIEUE_IN_PROGRESS ||
+          same_as_first_call) {
+        r_.pass(step, "treated as a first call: " + outcomeText(result));
+      } else {
+        r_.fail(step,
+                "an operation token the plugin does not know must be treated as absent "
+                "(re-derive the state from the backend), got " +
+                    outcomeText(result));
+      }
     }
     // Clean up whatever the call may have started.
-    r_.begin(step + " cleanup");
-    (void)drive(step + " cleanup", uid, [&](const std::string& extra) {
+    (void)drive(step + " cleanup", [&](const std::string& extra) {
       return instance_->finalize(sample.kind, R"({"object":)" + fresh.object_json + extra + "}",
                                  callOptions(uid));
     });
@@ -504,6 +915,7 @@ class CheckRun {
 
   void unknownKind() {
     const std::string step = "reconcile unknown kind";
+    if (!pending(step) || !haveInstance(step)) return;
     r_.begin(step);
     std::string uid = randomUid();
     auto result = instance_->reconcile(
@@ -525,6 +937,7 @@ class CheckRun {
 
   void importImage() {
     const std::string step = "import_image";
+    if (!pending(step) || !haveInstance(step)) return;
     if (!offers_import_) {
       r_.begin(step);
       auto result = instance_->importImage("{}", callOptions());
@@ -556,12 +969,15 @@ class CheckRun {
           uid, common::jsonEscape(artifact.string()), digest.ok() ? *digest : "", 64 * 1024,
           common::jsonEscape(fd), extra);
     };
-    auto result = drive(step, uid, [&](const std::string& extra) {
+    auto result = drive(step, [&](const std::string& extra) {
       return instance_->importImage(request(extra), callOptions(uid));
     });
     if (result) {
       if (result->ok()) {
         if (bodyMatches(step, "reconcile.response", *result)) r_.pass(step, "imported into " + fd);
+      } else if (unimplementedButClaimed(step, "importImage", "import_image", *result)) {
+        // failed above; any other well-formed error may be the backend's own (no later step
+        // needs the image, and a CI backend may lack what an upload needs)
       } else {
         r_.pass(step, "well-formed error: " + outcomeText(*result));
       }
@@ -572,85 +988,170 @@ class CheckRun {
 
   const CheckOptions& o_;
   Reporter& r_;
+  const DoneSteps& done_;
+  const std::map<std::string, std::string>& sample_uids_;
   Manifest manifest_;
   std::shared_ptr<Plugin> plugin_;
   std::unique_ptr<PluginInstance> instance_;
+  bool instance_retry_ = false;
+  std::string no_instance_ = "no instance";
   std::vector<Sample> samples_;
+  std::map<std::string, std::set<std::string>> claimed_;  // kind -> operations describe claims
   std::vector<std::string> failure_domains_;
   std::string provider_json_;
   std::map<std::string, banlieue_status> plain_reconcile_code_;  // per kind
+  std::map<std::string, std::string> status_;                    // per kind, as last applied
+  std::map<std::string, std::string> provider_id_;               // per kind, first reconcile
   bool offers_introspect_ = true;
   bool offers_import_ = false;
 };
 
 // ---- the parent side ------------------------------------------------------------------
 
+// Why a child process ended before its last step, as the failure of the step it was in.
+CheckStep abnormalEnd(const ChildExit& exit, const std::string& current_step,
+                      const CheckOptions& options) {
+  std::string where = current_step.empty() ? "between steps" : "during '" + current_step + "'";
+  if (exit.timed_out) {
+    bool slot_call = current_step != "manifest" && current_step != "load" && !current_step.empty();
+    return {current_step.empty() ? "watchdog" : current_step, Verdict::kFail,
+            slot_call
+                ? fmt::format("did not return within its {} ms deadline (+{} ms grace); the plugin "
+                              "ignores cancellation, so the checker killed it",
+                              options.deadline.count(), options.grace.count())
+                : fmt::format("hung for more than {} ms ({}); the checker killed it",
+                              (options.deadline + options.grace).count(),
+                              current_step == "load" ? "loading or initialising the plugin"
+                                                     : "between steps")};
+  }
+  if (exit.signal != 0) {
+    return {current_step.empty() ? "crash" : current_step, Verdict::kFail,
+            "the plugin crashed with " + signalName(exit.signal) + " " + where};
+  }
+  return {current_step.empty() ? "exit" : current_step, Verdict::kFail,
+          fmt::format("the plugin ended the check process with exit code {} {} "
+                      "(exit() called, or a crash caught by a sanitizer)",
+                      exit.exit_code, where)};
+}
+
+// Runs the check in child processes: after a crash or a hang the step it happened in fails
+// and a fresh child goes on with the next step, so every step runs and is listed.
 CheckReport runInChild(const CheckOptions& options, bool full) {
   CheckReport report;
   report.directory = options.directory;
-  std::string current_step;
+  Resume resume;
+  DoneSteps& done = resume.done;
+  std::vector<std::string> plan;  // the steps after describe, as the child announced them
+  std::string not_run;            // why steps of the plan never ran, if any did not
   auto step_budget = options.deadline + options.grace;
-  auto exit = runForked(
-      [&](const LineWriter& out) {
-        Reporter reporter(out);
-        CheckRun(options, reporter).run(full);
-        return reporter.failed() ? 1 : 0;
-      },
-      [&](std::string_view line) -> std::chrono::milliseconds {
-        if (line.size() < 2) return step_budget;
-        std::string_view payload = line.substr(2);
-        switch (line[0]) {
-          case 'B': current_step = std::string(payload); break;
-          case 'M': report.manifest_json = std::string(payload); break;
-          case 'D': report.descriptor_json = std::string(payload); break;
-          case 'L': report.library = std::string(payload); break;
-          case 'R': {
-            rapidjson::Document doc;
-            doc.Parse(payload.data(), payload.size());
-            if (!doc.HasParseError()) {
-              report.steps.push_back(
-                  {json::stringOr(&doc, "name"),
-                   verdictFrom(json::stringOr(&doc, "verdict")).value_or(Verdict::kFail),
-                   json::stringOr(&doc, "detail")});
+  for (;;) {
+    std::string current_step;
+    bool reported_failure = false;
+    auto exit = runForked(
+        [&](const LineWriter& out) {
+          Reporter reporter(out);
+          CheckRun(options, reporter, resume).run(full);
+          return reporter.failed() ? 1 : 0;
+        },
+        [&](std::string_view line) -> std::chrono::milliseconds {
+          if (line.size() < 2) return step_budget;
+          std::string_view payload = line.substr(2);
+          switch (line[0]) {
+            case 'B': current_step = std::string(payload); break;
+            case 'E': current_step.clear(); break;
+            case 'F': resume.failure_domains.emplace_back(payload); break;
+            case 'U': {
+              auto space = payload.find(' ');
+              if (space != std::string_view::npos) {
+                resume.sample_uids.emplace(payload.substr(0, space), payload.substr(space + 1));
+              }
+              break;
             }
-            current_step.clear();
-            break;
+            case 'P':
+              if (std::find(plan.begin(), plan.end(), payload) == plan.end()) {
+                plan.emplace_back(payload);
+              }
+              break;
+            case 'W': {
+              int64_t wait = 0;
+              std::from_chars(payload.data(), payload.data() + payload.size(), wait);
+              return step_budget + std::chrono::milliseconds(std::max<int64_t>(wait, 0));
+            }
+            case 'M': report.manifest_json = std::string(payload); break;
+            case 'D': report.descriptor_json = std::string(payload); break;
+            case 'L': report.library = std::string(payload); break;
+            case 'R': {
+              rapidjson::Document doc;
+              doc.Parse(payload.data(), payload.size());
+              if (!doc.HasParseError()) {
+                CheckStep step{
+                    json::stringOr(&doc, "name"),
+                    verdictFrom(json::stringOr(&doc, "verdict")).value_or(Verdict::kFail),
+                    json::stringOr(&doc, "detail")};
+                reported_failure = reported_failure || step.verdict == Verdict::kFail;
+                done[step.name] = step.verdict;
+                report.steps.push_back(std::move(step));
+              }
+              current_step.clear();
+              break;
+            }
+            default: break;
           }
-          default: break;
-        }
-        return step_budget;
-      },
-      step_budget);
-  std::string where = current_step.empty() ? "between steps" : "during '" + current_step + "'";
-  if (exit.spawn_errno != 0) {
-    report.steps.push_back(
-        {"checker", Verdict::kFail,
-         std::string("could not start the check process: ") + std::strerror(exit.spawn_errno)});
-  } else if (exit.timed_out) {
-    bool slot_call = current_step != "manifest" && current_step != "load" && !current_step.empty();
-    report.steps.push_back(
-        {current_step.empty() ? "watchdog" : current_step, Verdict::kFail,
-         slot_call
-             ? fmt::format("did not return within its {} ms deadline (+{} ms grace); the plugin "
-                           "ignores cancellation, so the checker killed it",
-                           options.deadline.count(), options.grace.count())
-             : fmt::format("hung for more than {} ms ({}); the checker killed it",
-                           (options.deadline + options.grace).count(),
-                           current_step == "load" ? "loading or initialising the plugin"
-                                                  : "between steps")});
-  } else if (exit.signal != 0) {
-    report.steps.push_back({current_step.empty() ? "crash" : current_step, Verdict::kFail,
-                            "the plugin crashed with " + signalName(exit.signal) + " " + where});
-  } else if (exit.exit_code != 0 && (!current_step.empty() || report.count(Verdict::kFail) == 0)) {
-    report.steps.push_back({current_step.empty() ? "exit" : current_step, Verdict::kFail,
-                            fmt::format("the plugin ended the check process with exit code {} {} "
-                                        "(exit() called, or a crash caught by a sanitizer)",
-                                        exit.exit_code, where)});
+          return step_budget;
+        },
+        step_budget);
+    if (exit.spawn_errno != 0) {
+      report.steps.push_back(
+          {"checker", Verdict::kFail,
+           std::string("could not start the check process: ") + std::strerror(exit.spawn_errno)});
+      not_run = "the check process could not be started";
+      break;
+    }
+    bool clean = !exit.timed_out && exit.signal == 0 && current_step.empty() &&
+                 (exit.exit_code == 0 || (exit.exit_code == 1 && reported_failure));
+    if (clean) break;
+    CheckStep failure = abnormalEnd(exit, current_step, options);
+    if (current_step.empty() || isFoundationStep(current_step)) {
+      report.steps.push_back(failure);
+      not_run = current_step.empty() ? "the check process ended between steps"
+                                     : "every later step needs '" + current_step + "'";
+      break;
+    }
+    if (done.count(current_step) != 0) {
+      // It broke again while a fresh process repeated a step that had passed: stop here.
+      failure.name = "restart";
+      failure.detail += " (repeated in a fresh process to go on after an earlier failure)";
+      report.steps.push_back(std::move(failure));
+      not_run = "the fresh process could not repeat '" + current_step + "'";
+      break;
+    }
+    done[current_step] = Verdict::kFail;
+    report.steps.push_back(std::move(failure));
+  }
+  if (full) {
+    for (const auto& step : plan) {
+      if (done.count(step) != 0) continue;
+      report.steps.push_back(
+          {step, Verdict::kFail,
+           "not run: " + (not_run.empty() ? "the check process ended before it" : not_run)});
+    }
+    if (plan.empty() && !not_run.empty()) {
+      report.steps.push_back({"remaining steps", Verdict::kFail, "not run: " + not_run});
+    }
   }
   return report;
 }
 
 }  // namespace
+
+std::chrono::milliseconds pollDelay(int64_t hint_ms, int poll) {
+  if (hint_ms > 0) {
+    return std::clamp(std::chrono::milliseconds(hint_ms), kMinPollInterval, kMaxPollInterval);
+  }
+  auto wait = kFirstPollBackoff;
+  for (int i = 0; i < poll && wait < kMaxPollInterval; ++i) wait *= 2;
+  return std::min(wait, kMaxPollInterval);
+}
 
 int CheckReport::count(Verdict v) const {
   int n = 0;

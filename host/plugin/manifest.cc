@@ -151,7 +151,12 @@ StatusOr<Manifest> readManifest(const std::filesystem::path& directory) {
       m.samples[s.name.GetString()] = rel;
     }
   }
-  if (const rapidjson::Value* crds = json::member(&doc, "crds"); crds && crds->IsArray()) {
+  if (const rapidjson::Value* crds = json::member(&doc, "crds"); crds != nullptr) {
+    if (!crds->IsArray()) {
+      return invalid(m,
+                     "field 'crds' must be a list of CRD file paths inside the plugin "
+                     "directory, e.g. [\"crds/machines.yaml\"]");
+    }
     for (const auto& c : crds->GetArray()) {
       if (!c.IsString() || !isSafeRelativePath(c.GetString())) {
         return invalid(m, "crds[] entries must be relative paths inside the plugin directory");

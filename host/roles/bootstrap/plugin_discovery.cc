@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <map>
 #include <system_error>
 
 namespace banlieue::roles::bootstrap {
@@ -42,6 +43,33 @@ StatusOr<std::string> readPluginFile(const plugin::Manifest& manifest, const std
                  (parent / relative.filename()).string() + ": could not be read in full");
   }
   return text;
+}
+
+// Every infrastructure kind the plugin serves that banlieue does not define needs the
+// plugin's own CRD; without it the kind cannot exist in the cluster.
+Status checkEveryKindHasACrd(const DiscoveredPlugin& plugin) {
+  const auto& manifest = plugin.manifest;
+  for (const auto& gvk : manifest.infrastructure) {
+    bool builtin =
+        std::any_of(api::builtinKinds().begin(), api::builtinKinds().end(),
+                    [&](const auto& k) { return k.group == gvk.group && k.kind == gvk.kind; });
+    if (builtin) continue;
+    bool shipped = std::any_of(plugin.crds.begin(), plugin.crds.end(), [&](const auto& crd) {
+      const auto* spec = json::member(&crd, "spec");
+      return json::stringOr(spec, "group") == gvk.group &&
+             json::stringOr(json::member(spec, "names"), "kind") == gvk.kind;
+    });
+    if (shipped) continue;
+    std::string files;
+    for (const auto& rel : manifest.crds) files += (files.empty() ? "" : ", ") + rel;
+    return error(Code::kInvalidArgument, "PluginCrdMissing",
+                 manifest.file.string() + ": plugin '" + manifest.name + "' serves " + gvk.kind +
+                     "." + gvk.group + ", which banlieue does not define, but " +
+                     (files.empty() ? std::string("its 'crds' lists no CRD file")
+                                    : "none of its CRD files (" + files + ") defines it") +
+                     "; ship an apiextensions.k8s.io/v1 CRD for it and list it in 'crds'");
+  }
+  return Status::ok();
 }
 
 }  // namespace
@@ -114,6 +142,8 @@ StatusOr<std::vector<DiscoveredPlugin>> discoverPlugins(const std::filesystem::p
   std::sort(dirs.begin(), dirs.end());
 
   std::vector<DiscoveredPlugin> plugins;
+  // CRD name -> "plugin 'x' (file)", so a CRD shipped twice names both places.
+  std::map<std::string, std::string> shipped_by;
   for (const auto& dir : dirs) {
     auto manifest = plugin::readManifest(dir);
     if (!manifest.ok()) return manifest.status();
@@ -126,9 +156,18 @@ StatusOr<std::vector<DiscoveredPlugin>> discoverPlugins(const std::filesystem::p
       if (!docs.ok()) return docs.status();
       for (auto& doc : *docs) {
         if (auto s = validatePluginCrd(found.manifest, doc, source); !s.isOk()) return s;
+        std::string name = json::stringOr(json::member(&doc, "metadata"), "name");
+        std::string where = "plugin '" + found.manifest.name + "' (" + source + ")";
+        auto [first, inserted] = shipped_by.emplace(name, where);
+        if (!inserted) {
+          std::string message = "CRD " + name + " is shipped by " + first->second;
+          message += " and by " + where + "; exactly one plugin may define a kind";
+          return error(Code::kAlreadyExists, "DuplicatePluginCrd", message);
+        }
         found.crds.push_back(std::move(doc));
       }
     }
+    if (auto s = checkEveryKindHasACrd(found); !s.isOk()) return s;
     plugins.push_back(std::move(found));
   }
   std::sort(plugins.begin(), plugins.end(),

@@ -26,7 +26,9 @@ struct DiscoveryOptions {
 
 // Plugins sorted by name. Every problem (untrusted directory, broken manifest, a CRD that is
 // not apiextensions.k8s.io/v1, names a kind the manifest does not serve, or claims a
-// banlieue.io group) fails the whole call: installing half a plugin set is worse than none.
+// banlieue.io group; a served kind banlieue does not define without the plugin's CRD
+// (PluginCrdMissing); one CRD shipped twice, by two plugins or two files
+// (DuplicatePluginCrd)) fails the whole call: installing half a plugin set is worse than none.
 StatusOr<std::vector<DiscoveredPlugin>> discoverPlugins(const std::filesystem::path& plugin_dir,
                                                         const DiscoveryOptions& options = {});
 

@@ -20,6 +20,7 @@ struct Options {
   std::string sha256;
   int64_t deadline_ms = 10000;
   int64_t grace_ms = 2000;
+  int64_t create_timeout_s = 900;
 
   CheckOptions toCheck() const {
     CheckOptions o;
@@ -28,6 +29,7 @@ struct Options {
     if (!sha256.empty()) o.expected_sha256 = sha256;
     o.deadline = std::chrono::milliseconds(deadline_ms);
     o.grace = std::chrono::milliseconds(grace_ms);
+    o.create_timeout = std::chrono::seconds(create_timeout_s);
     return o;
   }
 };
@@ -53,13 +55,22 @@ void registerPluginCommands(CLI::App& app, app::Action& action) {
   auto* check = plugin->add_subcommand(
       "check",
       "Load a plugin in a child process, drive every slot it offers with sample payloads, and\n"
-      "report PASS/FAIL per step. Exit code 0 when nothing failed, 1 otherwise.");
+      "report PASS/FAIL per step. Exit code 0 when nothing failed, 1 otherwise.\n"
+      "Always checked: the .so exports only banlieue_provider_v1_init, and every slot describe\n"
+      "claims is in the table. After a crash or a hang the step fails and the check goes on in\n"
+      "a fresh process, so every step is listed.\n"
+      "With --config the check is strict (what a plugin's CI should run): instance_create and\n"
+      "reconcile of each sample must succeed, a second reconcile of the same object must answer\n"
+      "the same providerID, OK without progress fails after 3 answers, and a claimed slot may\n"
+      "not answer UNIMPLEMENTED. IN_PROGRESS is polled after the plugin's requeue hint (else\n"
+      "backoff from 500 ms), at most 30 s apart, for up to --create-timeout.");
   addCommon(check, *check_options);
   check
       ->add_option(
           "--config", check_options->config,
           "instance_create config (JSON: {\"provider\": <Provider>, \"credentials\": {...}});\n"
-          "without it, instance-bound slots run only if the sample config connects")
+          "makes the check strict. Without it, instance-bound slots run only if the sample\n"
+          "config connects, and a backend error is a well-formed answer")
       ->check(CLI::ExistingFile);
   check->add_option("--deadline-ms", check_options->deadline_ms, "Deadline of each call")
       ->check(CLI::Range(int64_t{1}, int64_t{3600000}))
@@ -68,6 +79,11 @@ void registerPluginCommands(CLI::App& app, app::Action& action) {
       ->add_option("--grace-ms", check_options->grace_ms,
                    "Time past the deadline before the call is killed")
       ->check(CLI::Range(int64_t{0}, int64_t{600000}))
+      ->capture_default_str();
+  check
+      ->add_option("--create-timeout", check_options->create_timeout_s,
+                   "Seconds one long operation (create, delete, import) may stay IN_PROGRESS")
+      ->check(CLI::Range(int64_t{1}, int64_t{86400}))
       ->capture_default_str();
   check->callback([&action, check_options] {
     action = [check_options] {

@@ -49,7 +49,9 @@ void sendAll(virStreamPtr st, const std::function<bool(std::vector<char>&, size_
 
 Error uploadError(const LibvirtError& e, const std::string& what) {
   if (e.code == VIR_ERR_NO_SUPPORT) {
-    return {Code::kUnimplemented, "UploadUnsupported",
+    // The slot is implemented; this backend lacks what it needs. UNIMPLEMENTED would say the
+    // plugin does not offer what describe claims.
+    return {Code::kFailedPrecondition, "UploadUnsupported",
             what + ": this libvirt driver cannot upload volume content (" + e.message + ")"};
   }
   return toError(e, what);

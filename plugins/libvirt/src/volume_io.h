@@ -19,7 +19,7 @@ std::string volumeFormat(virStorageVolPtr vol);
 
 // Replaces volume `name` in `pool` with exactly `content` (created raw/qcow2 container sized to
 // it). On any failure the volume is deleted again, so a half-written seed never lingers.
-// A driver without stream uploads (the test driver) fails with UNIMPLEMENTED, reason
+// A driver without stream uploads (the test driver) fails with FAILED_PRECONDITION, reason
 // UploadUnsupported.
 void writeVolume(virConnectPtr conn, virStoragePoolPtr pool, const std::string& name,
                  const std::string& format, const std::string& content, const sdk::Call& call);

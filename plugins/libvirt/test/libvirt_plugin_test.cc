@@ -279,7 +279,7 @@ TEST_F(LibvirtPluginTest, MissingImageIsReported) {
 TEST_F(LibvirtPluginTest, SeedIsoNeedsUploadsWhichTheTestDriverLacksAndNothingLeaks) {
   opts_.user_data = "#cloud-config\nhostname: web\n";
   auto r = harness_.reconcile(opts_);
-  EXPECT_EQ(r.code, BANLIEUE_UNIMPLEMENTED) << describeOutcome(r);
+  EXPECT_EQ(r.code, BANLIEUE_FAILED_PRECONDITION) << describeOutcome(r);
   EXPECT_EQ(r.reason, "UploadUnsupported");
   EXPECT_FALSE(inspector_.hasVolume(domain() + "-cidata.iso"));
   EXPECT_FALSE(inspector_.hasVolume(domain() + "-root.qcow2"));
@@ -416,7 +416,7 @@ TEST_F(ImportTest, SourceChecksumMismatchFailsClosedEvenWhenTheArtifactShaMatche
 TEST_F(ImportTest, TheTestDriverCannotStreamAndNothingIsLeftBehind) {
   std::string sha = realSha();  // the right digest, so the job reaches the upload
   auto r = harness_.importUntilDone(request(sha), "img-uid");
-  EXPECT_EQ(r.code, BANLIEUE_UNIMPLEMENTED) << describeOutcome(r);
+  EXPECT_EQ(r.code, BANLIEUE_FAILED_PRECONDITION) << describeOutcome(r);
   EXPECT_EQ(r.reason, "UploadUnsupported");
   EXPECT_FALSE(inspector_.hasVolume("debian-" + sha.substr(0, 12) + ".raw"));
 }

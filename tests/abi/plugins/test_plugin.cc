@@ -9,6 +9,8 @@
 
 #include <chrono>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 
@@ -24,6 +26,23 @@ using banlieue::sdk::ReconcileRequest;
 using banlieue::sdk::Reply;
 using banlieue::sdk::Status;
 namespace json = banlieue::sdk::json;
+
+#ifdef TEST_VARIANT_SLOW_CREATE
+// A backend whose create takes many polls and which throttles callers that poll before the
+// interval it asked for, as real APIs do.
+struct SlowCreate {
+  int polls = 0;
+  std::chrono::steady_clock::time_point last;
+  bool done = false;
+};
+std::mutex g_slow_mutex;
+std::map<std::string, SlowCreate> g_slow_creates;
+constexpr auto kSlowHint = std::chrono::milliseconds(2500);
+#endif
+#ifdef TEST_VARIANT_NOT_IDEMPOTENT
+std::mutex g_vm_mutex;
+int g_vms_created = 0;  // every finished create makes another backend VM
+#endif
 
 class TestInstance final : public banlieue::sdk::Instance {
  public:
@@ -64,6 +83,36 @@ class TestInstance final : public banlieue::sdk::Instance {
               "the test plugin serves TestMachine, not " + request.kind};
     }
     if (call.cancelled()) return {Code::kCancelled, "Cancelled", "cancelled before starting"};
+#ifdef TEST_VARIANT_OK_NO_PROGRESS
+    return Status::ok();  // "fine", forever, while nothing is ever created
+#endif
+#ifdef TEST_VARIANT_NEVER_FINISHES
+    reply.setOperation("task-" + request.uid, "creating " + request.name);
+    reply.requeueAfter(std::chrono::milliseconds(10));
+    return Status::inProgress("Provisioning", "the backend never finishes");
+#endif
+#ifdef TEST_VARIANT_SLOW_CREATE
+    {
+      std::lock_guard lock(g_slow_mutex);
+      SlowCreate& create = g_slow_creates[request.uid];
+      auto now = std::chrono::steady_clock::now();
+      if (!create.done) {
+        if (create.polls > 0 && create.polls <= 2 && now - create.last < kSlowHint * 9 / 10) {
+          return {Code::kResourceExhausted, "PolledTooEarly",
+                  "polled before the 2500 ms the backend asked for"};
+        }
+        create.last = now;
+        ++create.polls;
+        if (create.polls <= 80) {
+          reply.setOperation("task-" + request.uid, "creating " + request.name);
+          reply.requeueAfter(create.polls <= 2 ? kSlowHint : std::chrono::milliseconds(10));
+          return Status::inProgress("Provisioning", "creating the test VM slowly");
+        }
+        create.done = true;
+      }
+      return provisioned(call, request, reply);
+    }
+#endif
     // A two-step task: the first call starts it, the next one (with the token) finishes it.
     // A token this process did not mint (one from before a restart) is treated as absent.
     bool known_token = request.operation_token && *request.operation_token == "task-" + request.uid;
@@ -78,8 +127,19 @@ class TestInstance final : public banlieue::sdk::Instance {
       reply.requeueAfter(std::chrono::milliseconds(10));
       return Status::inProgress("Provisioning", "creating the test VM");
     }
+    return provisioned(call, request, reply);
+  }
+
+  Status provisioned(const Call& call, const ReconcileRequest& request, Reply& reply) {
     auto& a = reply.allocator();
-    reply.status().AddMember("providerID", json::stringValue("test://" + request.uid, a), a);
+    std::string provider_id = "test://" + request.uid;
+#ifdef TEST_VARIANT_NOT_IDEMPOTENT
+    {
+      std::lock_guard lock(g_vm_mutex);
+      provider_id += "/vm-" + std::to_string(++g_vms_created);
+    }
+#endif
+    reply.status().AddMember("providerID", json::stringValue(provider_id, a), a);
     rapidjson::Value init(rapidjson::kObjectType);
     init.AddMember("provisioned", true, a);
     reply.status().AddMember("initialization", init, a);
@@ -134,6 +194,9 @@ class TestProvider final : public banlieue::sdk::Provider {
 
   Status validate(const Call&, const banlieue::sdk::ValidateRequest& request,
                   Reply& reply) const override {
+#ifdef TEST_VARIANT_VALIDATE_UNIMPLEMENTED
+    return {Code::kUnimplemented, "NotImplemented", "validation is not written yet"};
+#endif
     if (auto cpus = json::integer(request.object, "spec.cpus"); cpus && *cpus < 1) {
       return {Code::kInvalidArgument, "InvalidCPUCount", "spec.cpus must be at least 1"};
     }
@@ -146,6 +209,9 @@ class TestProvider final : public banlieue::sdk::Provider {
 
   std::unique_ptr<banlieue::sdk::Instance> createInstance(const Call&,
                                                           InstanceConfig config) override {
+#ifdef TEST_VARIANT_HOLLOW
+    throw Error(Code::kUnavailable, "BackendUnreachable", "the hollow plugin never connects");
+#endif
     if (config.endpoint.rfind("unreachable://", 0) == 0) {
       throw Error(Code::kUnavailable, "BackendUnreachable", "cannot reach " + config.endpoint);
     }
@@ -219,6 +285,12 @@ extern "C" __attribute__((visibility("default"))) const banlieue_provider_v1* TE
   g_sdk_reconcile = table.v1.reconcile;
   table.v1.reconcile = &keepingReconcile;
 #endif
+#ifdef TEST_VARIANT_HOLLOW
+  // describe still claims reconcile, finalize and importImage.
+  table.v1.reconcile = nullptr;
+  table.v1.finalize = nullptr;
+  table.v1.import_image = nullptr;
+#endif
 #ifdef TEST_VARIANT_WRONG_MAJOR
   table.v1.header.abi_major = 2;
 #endif
@@ -230,4 +302,12 @@ extern "C" __attribute__((visibility("default"))) const banlieue_provider_v1* TE
 #endif
   return &table.v1;
 }
+
+#ifdef TEST_VARIANT_EXTRA_EXPORT
+// A second exported function (its own version script lets it out): something the host or
+// another plugin could bind to by accident.
+extern "C" __attribute__((visibility("default"))) int banlieue_test_extra_export() {
+  return 42;
+}
+#endif
 #endif
