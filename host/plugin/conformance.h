@@ -6,7 +6,7 @@
 // A crash or a hang fails the step it happened in; the check then goes on in a fresh child
 // process, so every later step still runs and is listed.
 //
-// With a config (--config) the check is strict (docs/adr/0020-strict-plugin-check.md): the
+// With a config (--config) the check is strict (docs/adr/0022-strict-plugin-check.md): the
 // backend is the author's own, so every slot describe claims must work, instance_create
 // and reconcile of each sample must succeed, a second reconcile of the same uid must answer
 // the same providerID, and OK without progress fails after kOkWithoutProgressLimit answers.
