@@ -124,11 +124,12 @@ stop_real_libvirt() {
 
 # --- the objects a platform team would write -----------------------------------------------
 provider() {  # provider <name> <labels> <endpoint> <pool> <network>
-  local annotations="{}"
+  local annotations="{}" allow_test_driver=true
   # QEMU without KVM (TCG): slower, but it runs everywhere, including nested virtualisation
-  # where KVM refuses the guest's CPU model.
-  [ "$real" -eq 1 ] && annotations="{ libvirt.banlieue.io/domain-type: qemu }"
+  # where KVM refuses the guest's CPU model. Only the simulated hosts allow the test driver.
+  [ "$real" -eq 1 ] && annotations="{ libvirt.banlieue.io/domain-type: qemu }" allow_test_driver=false
   sed -e "s|@NAME@|$1|; s|@LABELS@|$2|; s|@ANNOTATIONS@|$annotations|; s|@ENDPOINT@|$3|" \
+    -e "s|@ALLOW_TEST_DRIVER@|$allow_test_driver|" \
     -e "s|@POOL@|$4|; s|@NETWORK@|$5|" deploy/dev/provider.yaml.in
 }
 

@@ -16,7 +16,10 @@ const Fields<ProviderConnection>& ProviderConnection::describe() {
                  {.description = "Secret in the Provider's namespace holding the credentials"})
           .field("insecureSkipTLSVerify", &T::insecure_skip_tls_verify,
                  {.description = "Do not verify the backend's certificate (testing only)"})
-          .field("caBundle", &T::ca_bundle);
+          .field("caBundle", &T::ca_bundle)
+          .field("allowTestDriver", &T::allow_test_driver,
+                 {.description = "Accept a backend driver that only simulates VMs, such as "
+                                 "libvirt's test:// (testing only; refused otherwise)"});
   return f;
 }
 

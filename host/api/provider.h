@@ -11,6 +11,7 @@ struct ProviderConnection {
   std::optional<LocalObjectReference> credentials_ref;
   bool insecure_skip_tls_verify = false;
   std::optional<CABundleSource> ca_bundle;
+  bool allow_test_driver = false;
   static const Fields<ProviderConnection>& describe();
 };
 

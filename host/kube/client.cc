@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <mutex>
 #include <thread>
@@ -37,36 +38,42 @@ std::string describe(const char* verb, const ResourceType& type, const std::stri
   return what;
 }
 
-// A token bucket that makes callers wait their turn (client-go's flowcontrol.TokenBucket).
+// A token bucket that makes callers wait their turn (client-go's flowcontrol.TokenBucket), on
+// the client's Clock so that tests move time instead of racing it.
 class RequestThrottle {
  public:
   explicit RequestThrottle(const ClientOptions& options)
-      : qps_(options.qps), burst_(std::max(1, options.burst)), tokens_(burst_) {}
+      : clock_(options.clock != nullptr ? *options.clock : common::SteadyClock::instance()),
+        qps_(options.qps),
+        burst_(std::max(1, options.burst)),
+        tokens_(burst_),
+        last_(clock_.now()) {}
+  ~RequestThrottle() { clock_.forget(cv_); }
+  RequestThrottle(const RequestThrottle&) = delete;
+  RequestThrottle& operator=(const RequestThrottle&) = delete;
 
   void wait() {
     if (qps_ <= 0) return;
-    std::chrono::duration<double> delay{0};
-    {
-      std::lock_guard lock(mutex_);
-      auto now = std::chrono::steady_clock::now();
-      tokens_ =
-          std::min(burst_, tokens_ + std::chrono::duration<double>(now - last_).count() * qps_);
-      last_ = now;
-      tokens_ -= 1;  // reserve now; a negative balance is the queue of waiters ahead of us
-      if (tokens_ < 0) delay = std::chrono::duration<double>(-tokens_ / qps_);
-    }
-    if (delay.count() > 0) {
-      throttled_.inc();
-      std::this_thread::sleep_for(delay);
-    }
+    std::unique_lock lock(mutex_);
+    auto now = clock_.now();
+    tokens_ = std::min(burst_, tokens_ + std::chrono::duration<double>(now - last_).count() * qps_);
+    last_ = now;
+    tokens_ -= 1;  // reserve now; a negative balance is the queue of waiters ahead of us
+    if (tokens_ >= 0) return;
+    throttled_.inc();
+    const auto until = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                 std::chrono::duration<double>(-tokens_ / qps_));
+    while (clock_.now() < until) clock_.waitUntil(lock, cv_, until);
   }
 
  private:
+  common::Clock& clock_;
   double qps_;
   double burst_;
   double tokens_;
-  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+  common::Clock::TimePoint last_;
   std::mutex mutex_;
+  std::condition_variable cv_;  // never notified: waits end on the clock
   Counter& throttled_ =
       MetricsRegistry::global().counter("banlieue_kube_client_throttled_total",
                                         "Requests delayed by the client-side QPS/burst limit");

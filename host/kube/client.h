@@ -2,6 +2,7 @@
 // server-side apply and watch, with API errors as Status values (api_error.h).
 #pragma once
 
+#include "host/common/clock.h"
 #include "host/common/status_or.h"
 #include "host/kube/http_transport.h"
 
@@ -130,6 +131,9 @@ class KubeClient {
 struct ClientOptions {
   double qps = 50;
   int burst = 100;
+  // The clock the throttle refills and waits on; null means common::SteadyClock (tests pass
+  // a common::FakeClock). Not owned: it must outlive the client.
+  common::Clock* clock = nullptr;
 };
 
 // The real client over an HttpTransport. Every request is counted in

@@ -1,52 +1,13 @@
-// Time as controllers see it, so tests can move it by hand. Everything that waits for a
-// point in time (delayed work-queue items, backoff, lease renewal) waits through a Clock.
+// The controller runtime's names for the host's one Clock (host/common/clock.h): every wait
+// for a point in time in the runtime goes through it, and tests pass a FakeClock.
 #pragma once
 
-#include <chrono>
-#include <condition_variable>
-#include <mutex>
-#include <set>
+#include "host/common/clock.h"
 
 namespace banlieue::runtime {
 
-class Clock {
- public:
-  using TimePoint = std::chrono::steady_clock::time_point;
-  virtual ~Clock() = default;
-  virtual TimePoint now() const = 0;
-  // Waits on cv (lock held) until notified or `deadline` on this clock has passed.
-  virtual void waitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
-                         TimePoint deadline) = 0;
-  // Called by a waiter's owner before it stops using `cv` (fake clocks keep a registry).
-  virtual void forget(std::condition_variable& /*cv*/) {}
-};
-
-class SteadyClock final : public Clock {
- public:
-  TimePoint now() const override { return std::chrono::steady_clock::now(); }
-  void waitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
-                 TimePoint deadline) override {
-    cv.wait_until(lock, deadline);
-  }
-  static SteadyClock& instance();
-};
-
-// A clock that only moves when advance() is called; waiters wake on every advance.
-class FakeClock final : public Clock {
- public:
-  TimePoint now() const override {
-    std::lock_guard lock(mutex_);
-    return now_;
-  }
-  void waitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
-                 TimePoint deadline) override;
-  void forget(std::condition_variable& cv) override;
-  void advance(std::chrono::nanoseconds by);
-
- private:
-  mutable std::mutex mutex_;
-  TimePoint now_{std::chrono::hours(1)};
-  std::set<std::condition_variable*> waiters_;
-};
+using common::Clock;
+using common::FakeClock;
+using common::SteadyClock;
 
 }  // namespace banlieue::runtime

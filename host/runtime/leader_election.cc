@@ -39,6 +39,7 @@ std::string LeaderElector::observedHolder() const {
 }
 
 bool LeaderElector::tryAcquireOrRenew() {
+  ++attempts_;
   auto log = common::logger("leader-election");
   const auto& type = kube::resources::kLease;
   std::string now = microTimeNow();

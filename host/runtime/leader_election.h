@@ -46,6 +46,9 @@ class LeaderElector {
 
   // One attempt: true when this candidate holds the Lease afterwards. Exposed for tests.
   bool tryAcquireOrRenew();
+  // Attempts so far (campaign and renewals), whatever their outcome: a test's proof that a
+  // candidate really campaigned against a live leader, instead of a sleep.
+  int64_t attempts() const { return attempts_.load(); }
 
  private:
   bool waitFor(const std::atomic<bool>& stop, std::chrono::milliseconds period);
@@ -55,6 +58,7 @@ class LeaderElector {
   LeaderElectionConfig config_;
   Clock& clock_;
   std::atomic<bool> leading_{false};
+  std::atomic<int64_t> attempts_{0};
   mutable std::mutex mutex_;
   std::string observed_record_;  // holder + renewTime + transitions of the last record seen
   std::string observed_holder_;

@@ -266,8 +266,10 @@ class FlowsTest : public ::testing::Test {
         cls +
         "}\n"
         "  connection: {endpoint: \"" +
-        endpoint +
-        "\"}\n"
+        endpoint + "\"" +
+        // libvirt's test driver simulates its VMs: a Provider must allow it explicitly.
+        (endpoint.rfind("test://", 0) == 0 ? ", allowTestDriver: true" : "") +
+        "}\n"
         "  capabilities:\n" +
         capabilities);
     ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -396,10 +396,23 @@ TEST_F(ProviderImportTest, ImportJobsRunOnTheNodeAgentAndFillTheRow) {
       240s))
       << diagnostics();
   ASSERT_TRUE(waitForRow(good, "Imported", &last)) << last << diagnostics();
-  // Settled: the token was acted on once; removing it imports nothing again.
+  // Settled: the token was acted on once; removing it imports nothing again. The provider
+  // logs each import pass with the token it saw: wait for one that saw the annotation gone.
   auto settled = jobsOf(good);
+  const std::string untokened_pass =
+      "vmimage " + good + ": import pass done (force-reimport token '';";
+  auto passes = [&] {
+    const std::string out = provider_->output();
+    size_t count = 0;
+    for (size_t at = out.find(untokened_pass); at != std::string::npos;
+         at = out.find(untokened_pass, at + 1)) {
+      ++count;
+    }
+    return count;
+  };
+  const size_t passes_before = passes();
   cluster_.kubectl("annotate vmimage " + good + " banlieue.io/force-reimport-");
-  std::this_thread::sleep_for(3s);  // no event to wait for: nothing must happen
+  ASSERT_TRUE(LocalCluster::eventually([&] { return passes() > passes_before; })) << diagnostics();
   EXPECT_EQ(jobsOf(good), settled);
 }
 

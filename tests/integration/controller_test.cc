@@ -73,10 +73,15 @@ TEST(ControllerIntegrationTest, OwnedObjectsAreRecreatedAndReconcilesAreIdempote
   ASSERT_TRUE(LocalCluster::eventually([&] { return !companion_version().empty(); }));
   std::string version = companion_version();
 
-  // More reconciles of an unchanged owner write nothing.
+  // More reconciles of an unchanged owner write nothing. They have run (and their applies
+  // returned) once a reconcile started after the enqueues and nothing is queued or in flight.
+  const uint64_t reconciles_before = controller.stats().reconciles;
   for (int i = 0; i < 3; ++i) controller.enqueue(ns.name() + "/web");
-  ASSERT_TRUE(LocalCluster::eventually([&] { return controller.queue().stats().depth == 0; }));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_TRUE(LocalCluster::eventually([&] {
+    if (controller.stats().reconciles <= reconciles_before) return false;
+    auto queue = controller.queue().stats();
+    return queue.depth == 0 && queue.processing == 0;
+  }));
   EXPECT_EQ(companion_version(), version) << "a no-op apply must not bump resourceVersion";
 
   ASSERT_EQ(cluster.kubectl("delete configmap web-companion -n " + ns.name()).exit_code, 0);

@@ -147,12 +147,15 @@ class ControllerVmTest : public ::testing::Test {
     if (thread_.joinable()) thread_.join();
     cluster_.kubectl("delete vmclass,vmimage,providerclass -l banlieue-test=" + prefix_ +
                      " --wait=false");
+    restoreDeployedController();
   }
 
   // Other tests of the shared cluster install banlieue (bootstrap), and the node agent then runs
-  // a real cluster-wide `banlieue controller`. Two controllers on one VM overwrite each other,
-  // so the Lease that one elects on is held here for an hour: the deployed one stays a follower
-  // (or, if it led, loses the Lease at its next renewal within 2 s and restarts as a follower).
+  // a real cluster-wide `banlieue controller`. Two controllers on one VM overwrite each other.
+  // A leader whose Lease is taken keeps leading until its renew deadline passes, so holding
+  // the Lease alone is not enough: its Deployment is scaled to zero for the test (put back in
+  // TearDown) and the test goes on once its pods are gone. The Lease, held here for an hour,
+  // keeps any controller that starts meanwhile a follower.
   void idleDeployedController() {
     cluster_.kubectl("create namespace banlieue-system");  // AlreadyExists is fine
     std::string now = runtime::rfc3339MicroNow();
@@ -163,8 +166,44 @@ class ControllerVmTest : public ::testing::Test {
             now + "'\n  renewTime: '" + now + "'\n",
         "--server-side --force-conflicts --field-manager=controller-integration-tests");
     ASSERT_EQ(taken.exit_code, 0) << taken.output;
-    // A leader notices at its next renewal (every 2 s) at the latest.
-    std::this_thread::sleep_for(2500ms);
+    auto replicas = cluster_.kubectl(
+        "get deployment banlieue-controller -n banlieue-system -o jsonpath='{.spec.replicas}'");
+    displaced_replicas_ = replicas.exit_code == 0 ? replicas.output : "";
+    if (!displaced_replicas_.empty() && displaced_replicas_ != "0") {
+      auto scaled =
+          cluster_.kubectl("scale deployment banlieue-controller --replicas=0 -n banlieue-system");
+      ASSERT_EQ(scaled.exit_code, 0) << scaled.output;
+    }
+    ASSERT_TRUE(LocalCluster::eventually(
+        [&] {
+          auto pods = cluster_.kubectl(
+              "get pods -n banlieue-system -o jsonpath='{.items[*].metadata.name}' -l "
+              "app.kubernetes.io/name=banlieue,app.kubernetes.io/component=controller");
+          return pods.exit_code == 0 && pods.output.empty();
+        },
+        120s))
+        << "the deployed controller's pods did not go";
+  }
+
+  void restoreDeployedController() {
+    if (displaced_replicas_.empty() || displaced_replicas_ == "0") return;
+    cluster_.kubectl("scale deployment banlieue-controller --replicas=" + displaced_replicas_ +
+                     " -n banlieue-system");
+  }
+
+  // Enqueues the VM a few times and waits until those reconciles have all run: one started
+  // after the enqueues, and nothing is queued or in flight any more (a key enqueued while in
+  // flight is queued again when it is done). The positive signal instead of a quiet period.
+  void reconcileAndWait(const std::string& name) {
+    auto& controller = manager_->controller();
+    const uint64_t before = controller.stats().reconciles;
+    for (int i = 0; i < 5; ++i) controller.enqueue(ns_.name() + "/" + name);
+    ASSERT_TRUE(LocalCluster::eventually([&] {
+      if (controller.stats().reconciles <= before) return false;
+      auto queue = controller.queue().stats();
+      return queue.depth == 0 && queue.processing == 0;
+    })) << "the reconciles of "
+        << name << " did not finish";
   }
 
   void releaseAll(const kube::ResourceType& type) {
@@ -281,6 +320,7 @@ class ControllerVmTest : public ::testing::Test {
   std::unique_ptr<kube::KubeClient> client_;
   std::unique_ptr<CountingClient> counting_;
   std::unique_ptr<Manager> manager_;
+  std::string displaced_replicas_;  // the deployed controller's replicas before the test
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
@@ -344,10 +384,7 @@ TEST_F(ControllerVmTest, CreateBecomesReadyPowerFlowsSteadyStateIsSilentDeleteLe
 
   // Steady state: more reconciles of a converged VM write nothing.
   int before = counting_->total();
-  for (int i = 0; i < 5; ++i) manager_->controller().enqueue(ns_.name() + "/web");
-  ASSERT_TRUE(
-      LocalCluster::eventually([&] { return manager_->controller().queue().stats().depth == 0; }));
-  std::this_thread::sleep_for(2s);
+  reconcileAndWait("web");
   EXPECT_EQ(counting_->total(), before) << counting_->describe();
 
   // Power flows to the infra CR.
@@ -364,7 +401,8 @@ TEST_F(ControllerVmTest, CreateBecomesReadyPowerFlowsSteadyStateIsSilentDeleteLe
   // Delete waits for the infra CR (and so the backend VM) to go.
   ASSERT_EQ(cluster_.kubectl("delete vm web --wait=false -n " + ns_.name()).exit_code, 0);
   ASSERT_TRUE(LocalCluster::eventually([&] { return terminating(kLibvirtMachine, "web"); }));
-  std::this_thread::sleep_for(1s);
+  // A reconcile that reads the terminating infra CR (the delete path reads it live) keeps the VM.
+  reconcileAndWait("web");
   EXPECT_NE(get(resources::kVirtualMachine, "web"), nullptr) << "the VM must outlive its infra CR";
   releaseProviderFinalizer(kLibvirtMachine, "web");
   EXPECT_TRUE(LocalCluster::eventually([&] {

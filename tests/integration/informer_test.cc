@@ -51,11 +51,15 @@ TEST(InformerIntegrationTest, CacheFollowsTheApiServer) {
   EXPECT_EQ(deletes.load(), 1);
   EXPECT_EQ(informer.stats().lists, 1u) << "live changes come from the watch, not from relisting";
 
+  // A stop that did not reach the quiet watch would end it only when the server closes it
+  // after the informer's watch timeout: the bound is a fraction of that, not a guess at how
+  // fast a loaded machine is.
+  const auto watch_timeout = std::chrono::seconds(InformerOptions{}.watch_timeout_seconds);
   auto stopping = std::chrono::steady_clock::now();
   stop = true;
   runner.join();
-  EXPECT_LT(std::chrono::steady_clock::now() - stopping, std::chrono::seconds(5))
-      << "a quiet watch must end promptly when the informer is stopped";
+  EXPECT_LT(std::chrono::steady_clock::now() - stopping, watch_timeout / 4)
+      << "a quiet watch must end when the informer is stopped, not at its server timeout";
 }
 
 }  // namespace

@@ -146,9 +146,19 @@ TEST_F(ProviderRuntimeTest, TheProviderBecomesReadyWithThePluginsFailureDomains)
   EXPECT_EQ(
       jsonpath("provider files", "{.status.conditions[?(@.type==\"ProviderReachable\")].reason}"),
       "Connected");
-  // At rest it writes nothing, though it re-reads the credentials every second.
+  // At rest it writes nothing, though it re-reads the credentials every second: three passes
+  // at rest (each logs a line at debug level) after reading the version, then compare.
   std::string version = jsonpath("provider files", "{.metadata.resourceVersion}");
-  std::this_thread::sleep_for(4s);
+  auto passes_at_rest = [&] {
+    const std::string out = provider_->output();
+    const std::string line = "credentials checked, introspection not due";
+    size_t count = 0;
+    for (size_t at = out.find(line); at != std::string::npos; at = out.find(line, at + 1)) ++count;
+    return count;
+  };
+  const size_t passes_before = passes_at_rest();
+  ASSERT_TRUE(LocalCluster::eventually([&] { return passes_at_rest() >= passes_before + 3; }))
+      << provider_->output();
   EXPECT_EQ(jsonpath("provider files", "{.metadata.resourceVersion}"), version)
       << "who wrote it:\n"
       << cluster_.kubectl("get provider files -n " + ns_->name() + " --show-managed-fields -o yaml")

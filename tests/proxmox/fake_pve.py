@@ -35,7 +35,7 @@ Behaviours:
   - Ticket auth: POST /access/ticket (username, password; no auth) answers ticket
     "PVE:<user>:<hex time>::<signature>" and CSRFPreventionToken; a wrong password is 401
     "authentication failure". Requests then carry the cookie PVEAuthCookie=<ticket>; a ticket
-    older than its lifetime (PVE: 2 hours; here --ticket-lifetime seconds) or unknown is 401
+    older than its lifetime (PVE: 2 hours) or unknown is 401
     "invalid ticket", and a write (POST/PUT/DELETE) without the matching CSRFPreventionToken
     header is 401 "Permission denied - invalid csrf token". No credentials at all: 401
     "No ticket".
@@ -59,8 +59,8 @@ Behaviours:
 
 Test-only (outside /api2/json, no auth): GET /_fake/state dumps every guest and every file
 under the storage directories (`files`, for leak checks), POST
-/_fake/node?name=X&status=online|offline flips a node, POST /_fake/ticket-lifetime?seconds=N
-sets how long new and existing tickets live (the state dump counts "logins"), POST /_fake/config?vmid=&key=&value=
+/_fake/node?name=X&status=online|offline flips a node, POST /_fake/expire-tickets
+ages every ticket issued so far past its lifetime (the state dump counts "logins"), POST /_fake/config?vmid=&key=&value=
 edits a guest behind the plugin's back, POST /_fake/stale-nextid?count=N makes the next N
 /cluster/nextid answers name a taken VMID (a race with another client). Started by the C++ harness with
 --port 0; it prints "READY <port> <ca.pem>" once listening with a certificate from a test CA
@@ -310,8 +310,9 @@ class Handler(BaseHTTPRequestHandler):
             return {"vms": [dict(vm, config=dict(vm["config"])) for vm in state.vms.values()],
                     "runningTasks": running, "nodes": state.nodes, "files": state.files(),
                     "logins": state.logins}
-        if path == "/_fake/ticket-lifetime" and method == "POST":
-            state.ticket_lifetime = float(params["seconds"])
+        if path == "/_fake/expire-tickets" and method == "POST":
+            for ticket, (issued, csrf) in list(state.tickets.items()):
+                state.tickets[ticket] = (issued - state.ticket_lifetime - 1, csrf)
             return None
         if path == "/_fake/node" and method == "POST":
             state.nodes[params["name"]] = params["status"]

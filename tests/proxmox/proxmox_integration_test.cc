@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <thread>
 
 namespace banlieue::proxmox::testing {
@@ -78,8 +79,7 @@ TEST_F(ProxmoxTest, PasswordSecretUsesTicketsWithCsrfOnWritesAndRenewsThem) {
   EXPECT_EQ(fake_->state()["logins"].GetInt(), 1) << "one ticket serves every request";
 
   // PVE stops honouring the ticket: the client logs in again instead of failing.
-  fake_->fake("ticket-lifetime?seconds=0.2");
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  fake_->fake("expire-tickets");
   CallOutcome gone = ticketed.drive("finalize", object);
   EXPECT_TRUE(gone.ok()) << gone.reason << ": " << gone.message;
   EXPECT_GE(fake_->state()["logins"].GetInt(), 2);
@@ -222,12 +222,18 @@ TEST_F(ProxmoxTest, FiveParallelClonesOfOneTemplateAllSucceed) {
   // Five Provider calls at once, each its own host thread: PVE's clone lock on template 9000
   // turns all but one into "can't lock file"; the plugin's backoff and IN_PROGRESS retries
   // must get every one through.
+  // A thread that never got as far as its reconcile leaves no outcome, and one whose instance
+  // was refused reports that refusal: neither reads as success.
   std::vector<std::thread> threads;
-  std::vector<CallOutcome> outcomes(5);
+  std::vector<std::optional<CallOutcome>> outcomes(5);
   for (int i = 0; i < 5; ++i) {
     threads.emplace_back([&, i] {
       Driver d;
-      if (!d.create(fake_->instanceConfig(FakePve::kSecret, kCapabilities)).ok()) return;
+      CallOutcome created = d.create(fake_->instanceConfig(FakePve::kSecret, kCapabilities));
+      if (!created.ok()) {
+        outcomes[i] = created;
+        return;
+      }
       outcomes[i] = d.drive("reconcile",
                             machine("par-" + std::to_string(i),
                                     "a1b2c3d4-0000-4000-8000-00000000001" + std::to_string(i), ""));
@@ -235,7 +241,12 @@ TEST_F(ProxmoxTest, FiveParallelClonesOfOneTemplateAllSucceed) {
   }
   for (auto& t : threads) t.join();
   for (int i = 0; i < 5; ++i) {
-    EXPECT_TRUE(outcomes[i].ok()) << i << ": " << outcomes[i].reason << ": " << outcomes[i].message;
+    if (!outcomes[i]) {
+      ADD_FAILURE() << "thread " << i << " never reported";
+      continue;
+    }
+    EXPECT_EQ(outcomes[i]->codeName(), "OK")
+        << i << ": " << outcomes[i]->reason << ": " << outcomes[i]->message;
   }
   EXPECT_EQ(fake_->guestCount(), 5);
   for (int i = 0; i < 5; ++i) {

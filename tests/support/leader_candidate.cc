@@ -1,8 +1,8 @@
 // A leader-election candidate as its own process, for the failover test between processes:
-//   leader_candidate <kubeconfig> <namespace> <lease> <identity>
-// Prints "leading" when it starts leading and "stopped leading" when it stops; SIGTERM makes
-// it stop cleanly (releasing the Lease), SIGKILL simulates a crash. Short timings (3 s lease,
-// 2 s renew deadline, 0.5 s retry) keep the test quick.
+//   leader_candidate <kubeconfig> <namespace> <lease> <identity> <lease-ms> <renew-ms> <retry-ms>
+// Prints "leading" when it starts leading, "stopped leading" when it stops and "leader: <id>"
+// when it sees another holder; SIGTERM makes it stop cleanly (releasing the Lease), SIGKILL
+// simulates a crash. The test chooses the timings and derives its bounds from them.
 #include "host/kube/client.h"
 #include "host/kube/config.h"
 #include "host/kube/http_transport.h"
@@ -12,13 +12,14 @@
 
 #include <atomic>
 #include <iostream>
+#include <string>
 #include <thread>
 
 int main(int argc, char** argv) {
   using namespace banlieue;
-  using namespace std::chrono_literals;
-  if (argc != 5) {
-    std::cerr << "usage: leader_candidate <kubeconfig> <namespace> <lease> <identity>\n";
+  if (argc != 8) {
+    std::cerr << "usage: leader_candidate <kubeconfig> <namespace> <lease> <identity> "
+                 "<lease-ms> <renew-ms> <retry-ms>\n";
     return 2;
   }
   sigset_t stop_signals;
@@ -43,11 +44,14 @@ int main(int argc, char** argv) {
   config.lease_namespace = argv[2];
   config.lease_name = argv[3];
   config.identity = argv[4];
-  config.lease_duration = 3s;
-  config.renew_deadline = 2s;
-  config.retry_period = 500ms;
+  config.lease_duration = std::chrono::milliseconds(std::stoll(argv[5]));
+  config.renew_deadline = std::chrono::milliseconds(std::stoll(argv[6]));
+  config.retry_period = std::chrono::milliseconds(std::stoll(argv[7]));
   config.on_started_leading = [] { std::cout << "leading" << std::endl; };
   config.on_stopped_leading = [] { std::cout << "stopped leading" << std::endl; };
+  config.on_new_leader = [](const std::string& holder) {
+    if (!holder.empty()) std::cout << "leader: " << holder << std::endl;
+  };
   runtime::LeaderElector elector(*client, config);
 
   std::atomic<bool> stop{false};

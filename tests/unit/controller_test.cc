@@ -56,6 +56,17 @@ bool eventually(FakeClock* clock, const std::function<bool()>& probe) {
   return probe();
 }
 
+// Proof that a single worker has drained everything that was due on the clock as it stands:
+// each get() first promotes the delayed keys that are due and queues them behind the ready
+// ones, so once a first marker has been reconciled, anything due then is queued ahead of a
+// second marker, and has been reconciled by the time the second marker is.
+void drainWithMarkers(Controller& c, ScriptedReconciler& r, const std::string& tag) {
+  for (const std::string& marker : {"marker/" + tag + "-1", "marker/" + tag + "-2"}) {
+    c.enqueue(marker);
+    ASSERT_TRUE(eventually(nullptr, [&] { return r.calls(marker) == 1; })) << marker;
+  }
+}
+
 TEST(ControllerTest, RequestsSplitKeysIntoNamespaceAndName) {
   EXPECT_EQ(Request::fromKey("team-a/web").ns, "team-a");
   EXPECT_EQ(Request::fromKey("team-a/web").name, "web");
@@ -81,15 +92,15 @@ TEST(ControllerTest, RetryableErrorsBackOffUntilSuccess) {
 TEST(ControllerTest, RequeueAfterBringsTheKeyBackAfterTheDelay) {
   FakeClock clock;
   ScriptedReconciler r;
-  r.script = [](const Request&, int call) {
-    return call == 1 ? Result::requeueAfter(30s) : Result::done();
+  r.script = [](const Request& request, int call) {
+    return request.ns == "ns" && call == 1 ? Result::requeueAfter(30s) : Result::done();
   };
-  Controller c("test", r, {}, clock);
+  Controller c("test", r, ControllerOptions{.workers = 1}, clock);
   Running running(c);
   c.enqueue("ns/a");
   ASSERT_TRUE(eventually(nullptr, [&] { return r.calls("ns/a") == 1; }));
   clock.advance(29s);
-  std::this_thread::sleep_for(20ms);
+  drainWithMarkers(c, r, "29s");
   EXPECT_EQ(r.calls("ns/a"), 1) << "not before its time";
   clock.advance(1s);
   EXPECT_TRUE(eventually(nullptr, [&] { return r.calls("ns/a") == 2; }));
@@ -102,13 +113,14 @@ TEST(ControllerTest, TerminalErrorsAreNotRetried) {
     return Result::terminal(
         error(Code::kInvalidArgument, "InvalidSpec", "spec.cpus must be positive"));
   };
-  Controller c("test", r, {}, clock);
+  Controller c("test", r, ControllerOptions{.workers = 1}, clock);
   Running running(c);
   c.enqueue("ns/a");
   ASSERT_TRUE(eventually(nullptr, [&] { return c.stats().terminal_errors == 1; }));
   clock.advance(2000s);
-  std::this_thread::sleep_for(20ms);
+  drainWithMarkers(c, r, "2000s");
   EXPECT_EQ(r.calls("ns/a"), 1);
+  EXPECT_EQ(c.queue().stats().waiting, 0u) << "nothing scheduled for later either";
 }
 
 TEST(ControllerTest, AThrowingReconcilerIsRetriedNotFatal) {

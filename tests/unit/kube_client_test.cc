@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <deque>
+#include <future>
+#include <mutex>
 
 namespace banlieue::kube {
 namespace {
@@ -20,7 +22,10 @@ class ScriptedTransport final : public HttpTransport {
   std::vector<HttpRequest> requests;
   std::vector<std::string> stream_lines;
 
+  std::function<void()> on_send;  // called for each request, from the sending thread
+
   StatusOr<HttpResponse> send(const HttpRequest& request) override {
+    if (on_send) on_send();
     requests.push_back(request);
     if (responses.empty())
       return error(Code::kUnavailable, "ConnectionFailed", "no scripted response");
@@ -154,22 +159,57 @@ TEST(KubeClientTest, WatchParsesEventsAndTurnsAnErrorEventIntoGone) {
       << "client idle timeout above the server's timeoutSeconds";
 }
 
-TEST(KubeClientTest, RequestsBeyondTheBurstWaitAndAreCounted) {
+// On a fake clock: the burst goes out at once, the next request waits exactly for its token
+// (1/qps of clock time) however slowly the machine runs.
+TEST(KubeClientTest, RequestsBeyondTheBurstWaitForTheirTokenAndAreCounted) {
+  const ClientOptions options{/*qps=*/50, /*burst=*/2};
+  const auto token_interval = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::duration<double>(1.0 / options.qps));
+  common::FakeClock clock;
   auto t = std::make_unique<ScriptedTransport>();
   auto* transport = t.get();
   for (int i = 0; i < 3; ++i) transport->responses.push_back({200, {}, "{}"});
-  auto client = makeKubeClient(std::move(t), ClientOptions{/*qps=*/50, /*burst=*/2});
+  std::mutex sent_mutex;
+  size_t sent = 0;
+  transport->on_send = [&] {
+    std::lock_guard lock(sent_mutex);
+    ++sent;
+  };
+  auto sentSoFar = [&] {
+    std::lock_guard lock(sent_mutex);
+    return sent;
+  };
+  ClientOptions with_clock = options;
+  with_clock.clock = &clock;
+  auto client = makeKubeClient(std::move(t), with_clock);
   auto& throttled =
       MetricsRegistry::global().counter("banlieue_kube_client_throttled_total",
                                         "Requests delayed by the client-side QPS/burst limit");
   auto& ok_gets = MetricsRegistry::global().counter("banlieue_kube_requests_total",
                                                     "Kubernetes API requests by verb and HTTP code",
                                                     {{"verb", "GET"}, {"code", "200"}});
-  double throttled_before = throttled.value();
-  double gets_before = ok_gets.value();
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(client->get(resources::kConfigMap, "a", "b").ok());
-  EXPECT_EQ(throttled.value(), throttled_before + 1) << "the third request exceeds the burst";
-  EXPECT_EQ(ok_gets.value(), gets_before + 3);
+  const double throttled_before = throttled.value();
+  const double gets_before = ok_gets.value();
+  for (int i = 0; i < options.burst; ++i) {
+    ASSERT_TRUE(client->get(resources::kConfigMap, "a", "b").ok());
+  }
+  EXPECT_EQ(throttled.value(), throttled_before) << "the burst is not throttled";
+
+  auto third = std::async(std::launch::async,
+                          [&] { return client->get(resources::kConfigMap, "a", "b").ok(); });
+  // The positive signal that it is waiting: it was counted as throttled.
+  const auto patience = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (throttled.value() == throttled_before && std::chrono::steady_clock::now() < patience) {
+    third.wait_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(throttled.value(), throttled_before + 1) << "the request after the burst waits";
+  clock.advance(token_interval / 2);
+  EXPECT_EQ(sentSoFar(), static_cast<size_t>(options.burst)) << "sent before its token";
+  clock.advance(token_interval - token_interval / 2);
+  ASSERT_EQ(third.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  EXPECT_TRUE(third.get());
+  EXPECT_EQ(sentSoFar(), static_cast<size_t>(options.burst) + 1);
+  EXPECT_EQ(ok_gets.value(), gets_before + options.burst + 1);
 }
 
 TEST(KubeClientTest, WritesAreCountedByVerbResourceAndSubresourceReadsAreNot) {

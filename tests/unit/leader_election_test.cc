@@ -81,6 +81,7 @@ TEST(LeaderElectionTest, RenewalKeepsOthersOut) {
     ASSERT_FALSE(b.tryAcquireOrRenew()) << "after " << (i + 1) * 2 << " s";
   }
   EXPECT_EQ(transitions(client), 0);
+  EXPECT_EQ(b.attempts(), 20) << "every attempt counts, failed ones too";
 }
 
 TEST(LeaderElectionTest, AConcurrentWriteMakesTheLoserBackOff) {
@@ -120,11 +121,18 @@ TEST(LeaderElectionTest, TheLeaderStepsDownWhenRenewalFailsPastTheDeadline) {
   client.fail_next = [](const std::string&, const std::string&) {
     return error(Code::kUnavailable, "ConnectionFailed", "apiserver unreachable");
   };
-  for (int i = 0; i < 12 && !stopped_leading; ++i) {
+  // Time moves a second at a time until the leader gives up, however long its thread takes to
+  // notice each step; the clock never moved before the failures began, so its last renewal was
+  // at the start and it must not give up before the renew deadline.
+  std::chrono::nanoseconds failing_for{0};
+  ASSERT_TRUE(eventually([&] {
+    if (stopped_leading.load()) return true;
     clock.advance(1s);
-    std::this_thread::sleep_for(5ms);
-  }
-  ASSERT_TRUE(eventually([&] { return stopped_leading.load(); }));
+    failing_for += 1s;
+    return false;
+  })) << "still leading after "
+      << failing_for.count() / 1000000000 << " s of failed renewals";
+  EXPECT_GE(failing_for, c.renew_deadline);
   EXPECT_FALSE(a.isLeader());
   EXPECT_EQ(running.wait_for(5s), std::future_status::ready) << "run() returns after stepping down";
   stop = true;

@@ -1,5 +1,6 @@
 #include "host/roles/provider/image_reconciler.h"
 
+#include "host/common/logging.h"
 #include "host/kube/api_error.h"
 #include "host/roles/images/import_job.h"
 #include "host/roles/provider/image_row.h"
@@ -119,6 +120,12 @@ runtime::Result ImageReconciler::runImports(const rapidjson::Value& image,
     }
   }
   applyImportPlan(row, plan);
+  // After acting on the plan: tests wait for this line to know a pass saw the image as it is.
+  common::logger("provider")
+      ->debug(
+          "vmimage {}: import pass done (force-reimport token '{}'; {} job(s) created, {} "
+          "removed)",
+          image_name, forceReimportToken(image), plan.create.size(), plan.remove.size());
   if (retry_soon) return runtime::Result::requeueAfter(std::chrono::seconds(2));
   if (plan.requeue_after) return runtime::Result::requeueAfter(*plan.requeue_after);
   return runtime::Result::done();

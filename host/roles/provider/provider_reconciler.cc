@@ -66,7 +66,13 @@ runtime::Result ProviderReconciler::reconcile(const runtime::Request& request) {
     bool due = session_generation != introspected_generation_ ||
                object_generation != introspected_object_generation_ || walk_token_.has_value() ||
                now - last_introspect_ >= options_.introspect_interval;
-    if (!due) return runtime::Result::requeueAfter(options_.credentials_poll);
+    if (!due) {
+      // Tests count these lines: each proves a pass at rest happened (and wrote nothing).
+      common::logger("provider")
+          ->debug("provider {}/{}: credentials checked, introspection not due",
+                  context_.provider_namespace, context_.provider_name);
+      return runtime::Result::requeueAfter(options_.credentials_poll);
+    }
     token = walk_token_;
   }
 

@@ -78,6 +78,14 @@ void releaseEventLoop() {
 
 // ---- URIs --------------------------------------------------------------------------------
 
+Error testDriverNotAllowed(const std::string& what) {
+  return Error(
+      Code::kInvalidArgument, "TestDriverNotAllowed",
+      what +
+          " is libvirt's test driver, whose VMs are simulated and never run; set "
+          "spec.connection.allowTestDriver: true on the Provider to use it (testing only)");
+}
+
 UriParts parseUri(const std::string& uri) {
   UriParts p;
   size_t colon = uri.find(':');
@@ -236,6 +244,7 @@ Connection::Connection(const sdk::InstanceConfig& config, const sdk::Call& call)
     throw Error(Code::kInvalidArgument, "MissingEndpoint", "spec.connection.endpoint is required");
   }
   parts_ = parseUri(config.endpoint);
+  if (isTestDriver() && !config.allow_test_driver) throw testDriverNotAllowed(config.endpoint);
   writeCredentials(config);
   try {
     uri_ = connectionUri(config.endpoint, pki_dir_,

@@ -25,6 +25,10 @@ struct UriParts {
 
 UriParts parseUri(const std::string& uri);
 
+// INVALID_ARGUMENT/TestDriverNotAllowed for `what` (an endpoint or annotation using libvirt's
+// test driver) on a Provider without spec.connection.allowTestDriver: true.
+sdk::Error testDriverNotAllowed(const std::string& what);
+
 // The URI to open: the endpoint with pkipath/keyfile/no_verify/no_tty query parameters added
 // for the credentials written to pki_dir. Exposed for tests.
 std::string connectionUri(const std::string& endpoint, const std::filesystem::path& pki_dir,
@@ -33,7 +37,8 @@ std::string connectionUri(const std::string& endpoint, const std::filesystem::pa
 class Connection {
  public:
   // Validates the endpoint, writes credentials and opens the connection within the call's
-  // deadline. Throws sdk::Error (INVALID_ARGUMENT for a bad endpoint or missing credentials,
+  // deadline. Throws sdk::Error (INVALID_ARGUMENT for a bad endpoint, missing credentials or
+  // the test driver without spec.connection.allowTestDriver,
   // UNAVAILABLE when the daemon cannot be reached, UNAUTHENTICATED when TLS is refused).
   Connection(const sdk::InstanceConfig& config, const sdk::Call& call);
   ~Connection();

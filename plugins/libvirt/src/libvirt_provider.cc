@@ -131,6 +131,10 @@ class LibvirtProvider final : public sdk::Provider {
 
   std::unique_ptr<sdk::Instance> createInstance(const sdk::Call& call,
                                                 sdk::InstanceConfig config) override {
+    // Before connecting: the test:// endpoint is refused by the Connection the same way.
+    if (annotation(config.provider, kDomainTypeAnnotation) == "test" && !config.allow_test_driver) {
+      throw testDriverNotAllowed(std::string(kDomainTypeAnnotation) + ": test");
+    }
     return std::make_unique<LibvirtInstance>(call, std::move(config));
   }
 };

@@ -24,7 +24,7 @@ cat > "$work/config.json" <<JSON
 {"provider": {"apiVersion": "banlieue.io/v1alpha1", "kind": "Provider",
               "metadata": {"name": "kvm1", "namespace": "default"},
               "spec": {"providerClassRef": {"name": "libvirt"},
-                       "connection": {"endpoint": "test://$work/node.xml"},
+                       "connection": {"endpoint": "test://$work/node.xml", "allowTestDriver": true},
                        "capabilities": {"storageClasses": [{"name": "std", "target": {"pool": "default-pool"}}],
                                         "networkClasses": [{"name": "lan", "target": {"network": "default"}}]}}}}
 JSON

@@ -28,6 +28,8 @@ inline std::string quote(std::string_view s) {
 
 struct ProviderSpec {
   std::string endpoint = "test:///default";
+  // spec.connection.allowTestDriver: without it the plugin refuses test:// endpoints.
+  bool allow_test_driver = true;
   std::string storage_classes = R"([{"name":"fast","target":{"pool":"default-pool"}}])";
   std::string network_classes = R"([{"name":"lan","target":{"network":"default"}}])";
   std::string annotations = "{}";
@@ -39,7 +41,8 @@ inline std::string providerJson(const ProviderSpec& p) {
     "metadata":{"name":"kvm1","namespace":"infra","uid":"prov-uid","annotations":)" +
          p.annotations + R"(},
     "spec":{"providerClassRef":{"name":"libvirt"},"connection":{"endpoint":)" +
-         quote(p.endpoint) + R"(},
+         quote(p.endpoint) + R"(,"allowTestDriver":)" + (p.allow_test_driver ? "true" : "false") +
+         R"(},
       "capabilities":{"storageClasses":)" +
          p.storage_classes + R"(,"networkClasses":)" + p.network_classes + "}}}";
 }

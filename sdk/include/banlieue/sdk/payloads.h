@@ -60,6 +60,9 @@ struct InstanceConfig {
   std::string provider_namespace;  // metadata.namespace
   std::string endpoint;            // spec.connection.endpoint
   bool insecure_skip_tls_verify = false;
+  // spec.connection.allowTestDriver: the Provider's owner accepts a backend driver that only
+  // simulates VMs (libvirt's test://). A plugin refuses such a driver without it.
+  bool allow_test_driver = false;
   std::string ca_bundle;   // spec.connection.caBundle.data (PEM), when inline
   SecretData credentials;  // decoded data of spec.connection.credentialsRef
 
@@ -76,6 +79,7 @@ struct InstanceConfig {
     config.endpoint = json::stringOr(config.provider, "spec.connection.endpoint");
     config.insecure_skip_tls_verify =
         json::boolean(config.provider, "spec.connection.insecureSkipTLSVerify");
+    config.allow_test_driver = json::boolean(config.provider, "spec.connection.allowTestDriver");
     config.ca_bundle = json::stringOr(config.provider, "spec.connection.caBundle.data");
     if (const auto* creds = json::member(&config.document, "credentials");
         creds != nullptr && creds->IsObject()) {

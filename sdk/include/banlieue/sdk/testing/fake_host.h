@@ -46,7 +46,10 @@ class FakeHost {
   const banlieue_host_v1* table() const { return &table_; }
 
   // Initialises a plugin through its entry function; throws std::runtime_error with the
-  // plugin's message when it refuses.
+  // plugin's message when it refuses. A plugin built with the SDK keeps the host table of its
+  // latest initialisation for the whole process (sdk::host()), as a real host initialises it
+  // once: load one plugin through one FakeHost, and keep that FakeHost alive while any of its
+  // instances is in use (tests/proxmox/plugin_driver.h shares one per process).
   sdk::abi::ProviderClient load(banlieue_provider_v1_init_fn init) {
     sdk::abi::StringSink error;
     banlieue_sink sink = error.sink();

@@ -1,6 +1,6 @@
-#include "host/runtime/clock.h"
+#include "host/common/clock.h"
 
-namespace banlieue::runtime {
+namespace banlieue::common {
 
 SteadyClock& SteadyClock::instance() {
   static SteadyClock clock;
@@ -35,4 +35,4 @@ void FakeClock::advance(std::chrono::nanoseconds by) {
   for (auto* cv : waiters) cv->notify_all();
 }
 
-}  // namespace banlieue::runtime
+}  // namespace banlieue::common
