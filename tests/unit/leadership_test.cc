@@ -85,7 +85,7 @@ TEST(LeadershipTest, ALostLeaseStopsTheWorkAndGivesUpOnWorkThatDoesNotReturn) {
     return runWhileLeading(client, config(), signals,
                            [&](const std::atomic<bool>& stop) {
                              while (!stop) std::this_thread::sleep_for(5ms);
-                                                while (!release_work)
+                             while (!release_work)
                                std::this_thread::sleep_for(5ms);  // ignores the stop
                            },
                            {.leading = &leading, .abandon = [&] {
