@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 namespace banlieue::roles {
@@ -64,19 +65,27 @@ LeadershipEnd runWhileLeading(kube::KubeClient& client, runtime::LeaderElectionC
     }
     if (t.joinable()) t.join();
   };
-  if (lost) {
+  // Wait for the work while the elector still renews. Should the Lease be lost meanwhile
+  // (before or during this wait), the work gets leaseDuration - renewDeadline from then.
+  {
     std::unique_lock lock(mutex);
-    bool running = work_thread.joinable();
-    if (running && !work_returned.wait_for(lock, margin, [&] { return work_done; })) {
-      log->error("lost the lease {} and the work has not stopped within {} ms; exiting now", lease,
-                 margin.count());
-      lock.unlock();
-      if (options.abandon) {
-        options.abandon();
-      } else {
-        log->flush();
-        std::_Exit(1);
+    std::optional<std::chrono::steady_clock::time_point> lost_at;
+    while (work_thread.joinable() && !work_done) {
+      auto now = std::chrono::steady_clock::now();
+      if (lost && !lost_at) lost_at = now;
+      if (lost_at && now - *lost_at >= margin) {
+        log->error("lost the lease {} and the work has not stopped within {} ms; exiting now",
+                   lease, margin.count());
+        lock.unlock();
+        if (options.abandon) {
+          options.abandon();
+        } else {
+          log->flush();
+          std::_Exit(1);
+        }
+        break;
       }
+      work_returned.wait_for(lock, std::chrono::milliseconds(20));
     }
   }
   // While the elector still renews (a clean stop): the Lease outlives every worker.
