@@ -265,6 +265,18 @@ class HttpKubeClient final : public KubeClient {
     request.body = body;
     if (!content_type.empty()) request.headers.emplace_back("Content-Type", content_type);
     throttle_.wait();
+    if (auto deadline = RequestDeadline::current();
+        deadline != std::chrono::steady_clock::time_point::max()) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) {
+        return error(Code::kDeadlineExceeded, "Timeout", what + ": the caller's deadline passed");
+      }
+      request.timeout = std::min(
+          request.timeout,
+          std::max<std::chrono::milliseconds>(
+              std::chrono::seconds(1), std::chrono::duration_cast<std::chrono::seconds>(left)));
+    }
     auto started = std::chrono::steady_clock::now();
     auto response = transport_->send(request);
     observeRequest(method, response.ok() ? response->status : 0, started);
@@ -283,7 +295,22 @@ class HttpKubeClient final : public KubeClient {
   RequestThrottle throttle_;
 };
 
+thread_local std::chrono::steady_clock::time_point t_request_deadline =
+    std::chrono::steady_clock::time_point::max();
+
 }  // namespace
+
+RequestDeadline::RequestDeadline(std::chrono::milliseconds budget) : previous_(t_request_deadline) {
+  t_request_deadline = std::min(previous_, std::chrono::steady_clock::now() + budget);
+}
+
+RequestDeadline::~RequestDeadline() {
+  t_request_deadline = previous_;
+}
+
+std::chrono::steady_clock::time_point RequestDeadline::current() {
+  return t_request_deadline;
+}
 
 std::string ResourceType::path(const std::string& ns, const std::string& name,
                                const std::string& subresource) const {

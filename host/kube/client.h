@@ -9,6 +9,7 @@
 #include <rapidjson/document.h>
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -120,6 +121,26 @@ class KubeClient {
   virtual StatusOr<rapidjson::Document> getDiscovery(const std::string& path) {
     return error(Code::kUnimplemented, "DiscoveryUnsupported", "this client cannot read " + path);
   }
+};
+
+// Bounds every request the current thread makes while it lives: a caller with a deadline of
+// its own (a leader renewing its Lease before renewDeadline) passes it down without every
+// KubeClient method taking a timeout. Scopes nest; the earliest deadline wins. The real client
+// sends with the time left (whole seconds, at least one: the transport keeps one connection
+// pool per timeout) and answers DeadlineExceeded without sending once it has passed. Watches
+// are not bounded by it. Fakes read it through current() to simulate a hanging server.
+class RequestDeadline {
+ public:
+  explicit RequestDeadline(std::chrono::milliseconds budget);
+  ~RequestDeadline();
+  RequestDeadline(const RequestDeadline&) = delete;
+  RequestDeadline& operator=(const RequestDeadline&) = delete;
+
+  // The innermost deadline of this thread; time_point::max() when none is set.
+  static std::chrono::steady_clock::time_point current();
+
+ private:
+  std::chrono::steady_clock::time_point previous_;
 };
 
 // Client-side flow control, as client-go's QPS/Burst: requests wait for a token from a bucket

@@ -55,7 +55,9 @@ CallResult Plugin::run(const char* slot, const CallOptions& options, Fn&& fn) co
   banlieue_call call = makeCall(options, state);
   auto started = std::chrono::steady_clock::now();
   CallResult result;
+  uint64_t tracked = calls_->begin(slot, options, state.deadline);
   result.outcome = fn(call);
+  calls_->end(tracked);
   auto finished = std::chrono::steady_clock::now();
   result.elapsed = std::chrono::duration_cast<std::chrono::microseconds>(finished - started);
   if (finished > state.deadline) {
@@ -98,7 +100,10 @@ std::unique_ptr<PluginInstance> Plugin::createInstance(std::string_view config,
     if (handle != nullptr) {
       result.violations.push_back("instance_create failed but returned an instance; destroyed it");
       CallState state;
-      client_.instanceDestroy(handle, makeCall({.timeout = kDestroyTimeout}, state));
+      auto call = makeCall({.timeout = kDestroyTimeout}, state);
+      uint64_t tracked = calls_->begin("instance_destroy", {}, state.deadline);
+      client_.instanceDestroy(handle, call);
+      calls_->end(tracked);
     }
     return nullptr;
   }
@@ -113,9 +118,13 @@ std::unique_ptr<PluginInstance> Plugin::createInstance(std::string_view config,
 }
 
 PluginInstance::~PluginInstance() {
-  std::lock_guard lock(plugin_->serialized_);
+  // Tracked before the lock: a destroy waiting on a hung create or destroy is stuck as well.
   CallState state;
-  plugin_->client_.instanceDestroy(handle_, makeCall({.timeout = kDestroyTimeout}, state));
+  auto call = makeCall({.timeout = kDestroyTimeout}, state);
+  uint64_t tracked = plugin_->calls_->begin("instance_destroy", {}, state.deadline);
+  std::lock_guard lock(plugin_->serialized_);
+  plugin_->client_.instanceDestroy(handle_, call);
+  plugin_->calls_->end(tracked);
 }
 
 CallResult PluginInstance::introspect(std::string_view request, const CallOptions& options) const {

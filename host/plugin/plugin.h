@@ -5,6 +5,7 @@
 #pragma once
 
 #include "host/common/status_or.h"
+#include "host/plugin/call_tracker.h"
 #include "host/plugin/host_services.h"
 #include "host/plugin/manifest.h"
 
@@ -25,6 +26,7 @@ inline constexpr std::chrono::seconds kDestroyTimeout{30};
 struct CallOptions {
   std::chrono::milliseconds timeout{std::chrono::seconds(30)};
   std::string object_uid;
+  std::string object;  // "Kind ns/name", for what the host reports about a stuck or fatal call
   uint32_t attempt = 0;
   const std::atomic<bool>* cancel = nullptr;
 };
@@ -52,6 +54,10 @@ class Plugin : public std::enable_shared_from_this<Plugin> {
   const Manifest& manifest() const { return manifest_; }
   const sdk::abi::ProviderClient& client() const { return client_; }
   HostServices& services() const { return *services_; }
+  // Every call of this plugin and its instances, in flight (call_tracker.h). Replace it before
+  // the first call.
+  CallTracker& calls() const { return *calls_; }
+  void trackCallsWith(std::shared_ptr<CallTracker> tracker) { calls_ = std::move(tracker); }
 
   CallResult describe(const CallOptions& options = {}) const;
   // request: {"operation": CREATE|UPDATE|DELETE, "object", "oldObject"?}.
@@ -71,6 +77,7 @@ class Plugin : public std::enable_shared_from_this<Plugin> {
   Manifest manifest_;
   sdk::abi::ProviderClient client_;
   HostServices* services_;
+  std::shared_ptr<CallTracker> calls_ = std::make_shared<CallTracker>();
   mutable std::mutex serialized_;  // instance_create / instance_destroy
 };
 

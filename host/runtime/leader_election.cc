@@ -6,8 +6,11 @@
 
 #include <banlieue/sdk/json.h>
 
+#include <condition_variable>
 #include <ctime>
+#include <memory>
 #include <random>
+#include <thread>
 
 namespace banlieue::runtime {
 namespace {
@@ -132,6 +135,8 @@ bool LeaderElector::waitFor(const std::atomic<bool>& stop, std::chrono::millisec
 }
 
 void LeaderElector::release() {
+  // Bounded like a renewal: a hanging apiserver must not hold a stopping process.
+  kube::RequestDeadline bound(config_.renew_deadline);
   auto current = client_.get(kube::resources::kLease, config_.lease_namespace, config_.lease_name);
   if (!current.ok() || json::stringOr(&*current, "spec.holderIdentity") != config_.identity) return;
   auto& a = current->GetAllocator();
@@ -142,12 +147,20 @@ void LeaderElector::release() {
                        json::serialize(*current));
 }
 
+bool LeaderElector::attemptWithin(std::chrono::milliseconds budget) {
+  kube::RequestDeadline bound(budget);
+  return tryAcquireOrRenew();
+}
+
 void LeaderElector::run(const std::atomic<bool>& stop) {
   auto log = common::logger("leader-election");
   static thread_local std::mt19937 rng{std::random_device{}()};
-  // Campaign: retry with jitter (client-go: retryPeriod * [1, 1.2)).
+  // Campaign: retry with jitter (client-go: retryPeriod * [1, 1.2)). An acquisition counts from
+  // when its attempt began, and is bounded like a renewal, so a slow one leaves less to lead.
+  Clock::TimePoint last_renew{};
   while (!stop.load()) {
-    if (tryAcquireOrRenew()) break;
+    last_renew = clock_.now();
+    if (attemptWithin(config_.renew_deadline)) break;
     auto jitter = std::chrono::milliseconds(
         static_cast<int64_t>(static_cast<double>(config_.retry_period.count()) *
                              std::uniform_real_distribution<double>(1.0, 1.2)(rng)));
@@ -163,21 +176,67 @@ void LeaderElector::run(const std::atomic<bool>& stop) {
             config_.lease_name);
   if (config_.on_started_leading) config_.on_started_leading();
 
-  // Lead: renew every retry period; give up when renewal has failed for renewDeadline.
-  auto last_renew = clock_.now();
+  // Lead: renew every retry period; give up once renewDeadline has passed since the last
+  // successful renewal began. Each attempt runs on its own thread with the time left as its
+  // request deadline, and this thread steps down at the deadline even when an attempt is still
+  // hanging (an apiserver that accepts connections but never answers): another candidate may
+  // take the Lease leaseDuration after it last saw it change, so leading on past renewDeadline
+  // would let two leaders act at once.
+  struct Attempt {
+    std::mutex mutex;
+    std::condition_variable done_cv;
+    bool done = false;
+    bool renewed = false;
+    std::thread thread;
+  };
+  std::unique_ptr<Attempt> hanging;
   while (waitFor(stop, config_.retry_period)) {
-    if (tryAcquireOrRenew()) {
-      last_renew = clock_.now();
-    } else if (clock_.now() - last_renew >= config_.renew_deadline) {
+    auto deadline = last_renew + config_.renew_deadline;
+    auto started = clock_.now();
+    if (started >= deadline) {
       log->warn("{} failed to renew {}/{} for {} ms; stepping down", config_.identity,
                 config_.lease_namespace, config_.lease_name, config_.renew_deadline.count());
       break;
     }
+    auto attempt = std::make_unique<Attempt>();
+    auto budget = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - started);
+    attempt->thread = std::thread([this, budget, a = attempt.get()] {
+      bool renewed = attemptWithin(budget);
+      std::lock_guard lock(a->mutex);
+      a->done = true;
+      a->renewed = renewed;
+      a->done_cv.notify_all();
+    });
+    bool done = false;
+    bool renewed = false;
+    {
+      std::unique_lock lock(attempt->mutex);
+      while (!attempt->done && clock_.now() < deadline) {
+        clock_.waitUntil(lock, attempt->done_cv,
+                         std::min(deadline, clock_.now() + std::chrono::milliseconds(100)));
+      }
+      clock_.forget(attempt->done_cv);
+      done = attempt->done;
+      renewed = attempt->renewed;
+    }
+    if (!done) {
+      log->warn(
+          "{} could not renew {}/{} within {} ms (the API server does not answer); "
+          "stepping down",
+          config_.identity, config_.lease_namespace, config_.lease_name,
+          config_.renew_deadline.count());
+      hanging = std::move(attempt);
+      break;
+    }
+    attempt->thread.join();
+    if (renewed) last_renew = started;  // the Lease says renewTime = when the attempt began
   }
   leading_ = false;
   leader_gauge.set(0);
-  if (stop.load() && config_.release_on_cancel) release();
   if (config_.on_stopped_leading) config_.on_stopped_leading();
+  // The hanging request ends by its own deadline; only then may the Lease be touched again.
+  if (hanging) hanging->thread.join();
+  if (stop.load() && !hanging && config_.release_on_cancel) release();
 }
 
 }  // namespace banlieue::runtime

@@ -4,9 +4,13 @@
 //    clock since it last saw the record change (clocks of different machines are never
 //    compared);
 //  - the leader renews every retryPeriod and stops leading when it has not managed to renew
-//    for renewDeadline;
+//    for renewDeadline, even while a renewal request is still hanging: every request of an
+//    attempt carries the time left before renewDeadline as its deadline
+//    (kube::RequestDeadline), and the step-down does not wait for it;
 //  - writes are optimistic (resourceVersion), so two candidates never both win;
-//  - a clean shutdown releases the Lease (holder cleared) so the next leader need not wait.
+//  - a clean shutdown releases the Lease (holder cleared) so the next leader need not wait;
+//    on_stopped_leading runs first, so a caller that stops its workers in it (or before setting
+//    `stop`, see roles/common/leadership.h) never has them act after the release.
 #pragma once
 
 #include "host/kube/client.h"
@@ -52,6 +56,8 @@ class LeaderElector {
 
  private:
   bool waitFor(const std::atomic<bool>& stop, std::chrono::milliseconds period);
+  // tryAcquireOrRenew with every request bounded by `budget`.
+  bool attemptWithin(std::chrono::milliseconds budget);
   void release();
 
   kube::KubeClient& client_;

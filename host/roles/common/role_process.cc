@@ -1,5 +1,6 @@
 #include "host/roles/common/role_process.h"
 
+#include "host/common/logging.h"
 #include "host/kube/config.h"
 #include "host/kube/http_transport.h"
 
@@ -103,6 +104,7 @@ void StopSignal::requestStop() {
 Status RoleEndpoints::start(const RoleProcessOptions& options, runtime::HealthServer& health) {
   if (options.health_port >= 0) {
     if (auto s = health.start(options.bind_address, options.health_port); !s.isOk()) return s;
+    common::logger("role")->info("health endpoints on {}:{}", options.bind_address, health.port());
   }
   if (options.metrics_port >= 0 && options.metrics_port != options.health_port) {
     if (auto s = metrics_.start(options.bind_address, options.metrics_port); !s.isOk()) return s;

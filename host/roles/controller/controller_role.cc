@@ -1,9 +1,9 @@
 #include "host/roles/controller/controller_role.h"
 
 #include "host/common/logging.h"
+#include "host/roles/common/leadership.h"
 #include "host/roles/common/role_process.h"
 #include "host/roles/controller/manager.h"
-#include "host/runtime/leader_election.h"
 
 #include <CLI/CLI.hpp>
 
@@ -78,40 +78,20 @@ int runController(const ControllerOptions& options) {
     return app::kExitOk;
   }
 
-  // Workers stop before the Lease is released, so two replicas never act at once: the elector
-  // gets its own stop flag, set only after the manager has returned.
-  std::atomic<bool> manager_stop{false};
-  std::atomic<bool> elector_stop{false};
-  std::atomic<bool> lost{false};
-  std::thread manager_thread;
+  // Workers stop before the Lease is released, so two replicas never act at once.
   runtime::LeaderElectionConfig config;
   config.lease_namespace = options.lease_namespace;
   config.lease_name = options.lease_name;
   config.identity = identity;
   config.on_started_leading = [&] {
     log->info("leading as {}: starting the controller", identity);
-    leading = true;
-    manager_thread = std::thread([&] { manager.run(manager_stop); });
   };
-  config.on_stopped_leading = [&] { leading = false; };
-  runtime::LeaderElector elector(**client, config);
   log->info("campaigning for lease {}/{} as {}", options.lease_namespace, options.lease_name,
             identity);
-  std::thread elector_thread([&] {
-    elector.run(elector_stop);
-    if (!elector_stop) {
-      lost = true;
-      signals.requestStop();
-    }
-  });
-  signals.wait();
-  manager_stop = true;
-  if (manager_thread.joinable()) manager_thread.join();
-  elector_stop = true;
-  elector_thread.join();
-  // Leadership may have started while we were stopping (the manager then returns at once).
-  if (manager_thread.joinable()) manager_thread.join();
-  if (lost) {
+  auto end = runWhileLeading(**client, config, signals,
+                             [&](const std::atomic<bool>& stop) { manager.run(stop); },
+                             {.leading = &leading});
+  if (end == LeadershipEnd::kLost) {
     // Another replica may be acting already: leave rather than race it (the Deployment
     // restarts this one as a fresh candidate).
     log->error("lost the lease {}/{}; exiting", options.lease_namespace, options.lease_name);

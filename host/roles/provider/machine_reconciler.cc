@@ -100,7 +100,9 @@ runtime::Result MachineReconciler::reconcile(const runtime::Request& request) {
     return r.failed() ? r : runtime::Result::requeueAfter(options_.not_connected_retry);
   }
   std::string uid = json::stringOr(&o, "metadata.uid");
-  auto result = instance->reconcile(kind_, callRequest(o), context_.callOptions(uid));
+  if (auto held = crashHold(o, uid, false)) return *held;
+  auto result = instance->reconcile(kind_, callRequest(o), context_.callOptions(uid, describe(o)));
+  if (context_.quarantine != nullptr) context_.quarantine->survived(uid);
   bool in_progress = result.code() == BANLIEUE_IN_PROGRESS;
   if (!result.ok() && !in_progress) return failed(o, statusOf(result), false);
 
@@ -188,7 +190,10 @@ runtime::Result MachineReconciler::finalize(const rapidjson::Value& object) {
     return r.failed() ? r : runtime::Result::requeueAfter(options_.not_connected_retry);
   }
   std::string uid = json::stringOr(&object, "metadata.uid");
-  auto result = instance->finalize(kind_, callRequest(object), context_.callOptions(uid));
+  if (auto held = crashHold(object, uid, true)) return *held;
+  auto result =
+      instance->finalize(kind_, callRequest(object), context_.callOptions(uid, describe(object)));
+  if (context_.quarantine != nullptr) context_.quarantine->survived(uid);
   if (result.ok()) {
     // The backend confirmed the machine is gone: only now may the object go.
     if (auto s = runtime::removeFinalizer(context_.client, type_, object, context_.finalizer());
@@ -217,6 +222,21 @@ runtime::Result MachineReconciler::finalize(const rapidjson::Value& object) {
   return writeStatus(object, status,
                      runtime::Result::requeueAfter(plugin::clampRequeueHint(
                          result.outcome.requeue_after_ms, plugin::kDefaultPollInterval)));
+}
+
+std::string MachineReconciler::describe(const rapidjson::Value& object) const {
+  return kind_ + " " + runtime::objectKey(object);
+}
+
+std::optional<runtime::Result> MachineReconciler::crashHold(const rapidjson::Value& object,
+                                                            const std::string& uid, bool deleting) {
+  if (context_.quarantine == nullptr) return std::nullopt;
+  auto held = context_.quarantine->hold(uid);
+  if (!held) return std::nullopt;
+  // Ready=False/PluginCrashed and a Warning event (INTERNAL's policy), then back after the hold.
+  auto r = failed(object, Status(Code::kInternal, "PluginCrashed", held->message), deleting);
+  (void)r;
+  return runtime::Result::requeueAfter(held->retry_after);
 }
 
 runtime::Result MachineReconciler::writeStatus(const rapidjson::Value& object,

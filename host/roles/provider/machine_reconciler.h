@@ -12,6 +12,7 @@
 #include "host/runtime/write_expectations.h"
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 namespace banlieue::roles::provider {
@@ -34,6 +35,10 @@ class MachineReconciler final : public runtime::Reconciler {
   // {"object", "references": {"provider"}, "operation"?}
   std::string callRequest(const rapidjson::Value& object) const;
   runtime::Result finalize(const rapidjson::Value& object);
+  std::string describe(const rapidjson::Value& object) const;  // "Kind ns/name"
+  // Set while the object is held back after the process died during its plugin call.
+  std::optional<runtime::Result> crashHold(const rapidjson::Value& object, const std::string& uid,
+                                           bool deleting);
   runtime::Result writeStatus(const rapidjson::Value& object, rapidjson::Document& status,
                               runtime::Result next);
   // Our last write of `object` is not in the cache yet when false: acting on the older copy

@@ -3,6 +3,7 @@
 #include "host/common/logging.h"
 #include "host/kube/discovery.h"
 #include "host/plugin/loader.h"
+#include "host/roles/common/leadership.h"
 #include "host/roles/common/role_process.h"
 #include "host/roles/images/import_job.h"
 #include "host/roles/provider/image_reconciler.h"
@@ -13,7 +14,6 @@
 #include "host/runtime/controller.h"
 #include "host/runtime/health_server.h"
 #include "host/runtime/informer.h"
-#include "host/runtime/leader_election.h"
 
 #include <unistd.h>
 
@@ -44,6 +44,9 @@ struct Options {
   std::string import_namespace = images::kImageBuildNamespace;
   std::string artifacts_host_root;
   int import_retry_seconds = 300;
+  std::string state_dir;
+  int plugin_hang_grace_seconds = 30;
+  int plugin_crash_backoff_seconds = 60;
 };
 
 // What the import Jobs need from the plugin and its class (docs/adr/0015).
@@ -132,7 +135,6 @@ int runProvider(const Options& o) {
   // Health first, so a process stuck waiting for its ProviderClass is alive but not ready.
   std::atomic<bool> leading{false};
   std::atomic<bool> synced{false};
-  std::unique_ptr<ProviderReconciler> provider_reconciler;
   runtime::HealthServer health;
   health.addReadinessCheck("leader", [&](std::string& reason) {
     if (!leading) reason = "not leading (waiting for the Lease)";
@@ -141,6 +143,17 @@ int runProvider(const Options& o) {
   health.addReadinessCheck("caches", [&](std::string& reason) {
     if (!synced) reason = "plugin not loaded or caches not synced";
     return synced.load();
+  });
+  // A plugin call past its deadline plus the grace is stuck: the host cannot interrupt it, so
+  // the liveness probe restarts the process (docs/adr/0021).
+  auto calls = std::make_shared<plugin::CallTracker>();
+  health.addLivenessCheck("plugin-calls", [&, calls](std::string& reason) {
+    auto stuck = calls->overdue(std::chrono::seconds(o.plugin_hang_grace_seconds));
+    if (stuck.empty()) return true;
+    reason = std::to_string(stuck.size()) + " plugin call(s) stuck past deadline + " +
+             std::to_string(o.plugin_hang_grace_seconds) + " s grace: " + stuck.front().slot;
+    if (!stuck.front().object.empty()) reason += " of " + stuck.front().object;
+    return false;
   });
   RoleEndpoints endpoints;
   if (auto s = endpoints.start(o.process, health); !s.isOk()) {
@@ -163,146 +176,146 @@ int runProvider(const Options& o) {
     sleepUnless(stop.stopping(), std::chrono::seconds(o.credentials_poll_seconds));
   }
   if (stop.stopping()) return app::kExitOk;
+  resolved.plugin->trackCallsWith(calls);
+  // Read what the previous process left in the journal before this one writes to it.
+  CrashQuarantine quarantine(o.state_dir, std::chrono::seconds(o.plugin_crash_backoff_seconds));
+  if (!o.state_dir.empty()) {
+    if (auto s = calls->setJournal(o.state_dir); !s.isOk()) {
+      log->error("provider {}/{}: {}", ns, name, s.message());
+      return app::kExitFailure;
+    }
+  }
   const auto& manifest = resolved.plugin->manifest();
   log->info("provider {}/{}: loaded plugin {} {} from {}", ns, name, manifest.name,
             manifest.provider_version, manifest.directory.string());
 
-  // 2. Leadership: one active process per Provider, whatever the replica count.
+  // 2. Leadership: one active process per Provider, whatever the replica count. The work runs
+  // only while leading and is stopped, with every plugin call cancelled and returned, before
+  // the Lease goes (roles/common/leadership.h).
   runtime::LeaderElectionConfig election;
   election.lease_namespace =
       o.lease_namespace.empty() ? envOr("POD_NAMESPACE", ns) : o.lease_namespace;
   election.lease_name =
       o.lease_id.empty() ? "banlieue-provider-" + resolved.class_name + "-" + name : o.lease_id;
   election.identity = identity;
-  std::atomic<bool> lost{false};
-  StopSignal* stop_ptr = &stop;
-  election.on_started_leading = [&] { leading = true; };
-  election.on_stopped_leading = [&, stop_ptr] {
-    if (leading.exchange(false) && !stop_ptr->stopping()) {
-      lost = true;
-      stop_ptr->requestStop();
-    }
+  election.on_started_leading = [&] {
+    log->info("provider {}/{}: leading (Lease {}/{})", ns, name, election.lease_namespace,
+              election.lease_name);
   };
-  runtime::LeaderElector elector(client, election);
-  std::thread election_thread([&] { elector.run(stop.stopping()); });
-  while (!leading && !stop.stopping()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  if (stop.stopping()) {
-    election_thread.join();
-    return lost ? app::kExitFailure : app::kExitOk;
-  }
-  log->info("provider {}/{}: leading (Lease {}/{})", ns, name, election.lease_namespace,
-            election.lease_name);
+  auto serve = [&](const std::atomic<bool>& work_stop) {
+    // 3. Controllers over this Provider's own objects only (server-side filtered watches).
+    runtime::EventRecorder events(client, {"banlieue.io/provider-" + o.backend, identity});
+    PluginSession session(resolved.plugin);
+    RuntimeContext context{client, events, session,   o.backend,
+                           ns,     name,   work_stop, std::chrono::seconds(o.call_timeout_seconds)};
+    context.quarantine = &quarantine;
+    runtime::InformerOptions provider_options;
+    provider_options.ns = ns;
+    provider_options.field_selector = "metadata.name=" + name;
+    runtime::Informer providers(client, kProviderType, provider_options);
+    ProviderReconcilerOptions provider_reconciler_options;
+    provider_reconciler_options.credentials_poll = std::chrono::seconds(o.credentials_poll_seconds);
+    provider_reconciler_options.introspect_interval =
+        std::chrono::seconds(o.introspect_interval_seconds);
+    auto provider_reconciler =
+        std::make_unique<ProviderReconciler>(context, providers, provider_reconciler_options);
+    runtime::Controller provider_controller("provider", *provider_reconciler,
+                                            runtime::ControllerOptions{1});
+    // Its status is written here (conditions, failure domains) and by the operator (workload).
+    provider_controller.watch(providers, runtime::Controller::Updates::kIgnoreStatusOnly);
 
-  // 3. Controllers over this Provider's own objects only (server-side filtered watches).
-  runtime::EventRecorder events(client, {"banlieue.io/provider-" + o.backend, identity});
-  PluginSession session(resolved.plugin);
-  RuntimeContext context{
-      client, events, session,         o.backend,
-      ns,     name,   stop.stopping(), std::chrono::seconds(o.call_timeout_seconds)};
-  runtime::InformerOptions provider_options;
-  provider_options.ns = ns;
-  provider_options.field_selector = "metadata.name=" + name;
-  runtime::Informer providers(client, kProviderType, provider_options);
-  ProviderReconcilerOptions provider_reconciler_options;
-  provider_reconciler_options.credentials_poll = std::chrono::seconds(o.credentials_poll_seconds);
-  provider_reconciler_options.introspect_interval =
-      std::chrono::seconds(o.introspect_interval_seconds);
-  provider_reconciler =
-      std::make_unique<ProviderReconciler>(context, providers, provider_reconciler_options);
-  runtime::Controller provider_controller("provider", *provider_reconciler,
-                                          runtime::ControllerOptions{1});
-  // Its status is written here (conditions, failure domains) and by the operator (workload).
-  provider_controller.watch(providers, runtime::Controller::Updates::kIgnoreStatusOnly);
+    // This Provider's row of every VMImage (cluster-scoped, so all of them are watched); a change
+    // of the Provider's failure domains revisits every image.
+    runtime::Informer images(client, kVMImageType, runtime::InformerOptions{});
+    // This Provider's import Jobs and their pods in the build namespace (label-filtered).
+    runtime::InformerOptions import_options;
+    import_options.ns = o.import_namespace;
+    import_options.label_selector = importJobSelector(ns, name);
+    runtime::Informer import_jobs(client, kJobType, import_options);
+    runtime::Informer import_pods(client, kube::resources::kPod, import_options);
+    ImportWatch imports{importSettings(o, resolved), import_jobs, import_pods};
+    log->info("provider {}/{}: import Jobs in {} ({})", ns, name, o.import_namespace,
+              imports.settings.plugin_imports ? "the plugin imports images"
+                                              : "the plugin imports no images");
+    ImageReconciler image_reconciler(context, resolved.class_name, images, providers, &imports);
+    runtime::Controller image_controller("vmimage", image_reconciler,
+                                         runtime::ControllerOptions{1});
+    image_controller.watch(images);
+    auto image_of = [&import_jobs](const runtime::Object& object) {
+      std::vector<std::string> keys;
+      if (auto image = importedImageOf(object, import_jobs); !image.empty()) keys.push_back(image);
+      return keys;
+    };
+    image_controller.watchMapped(import_jobs, image_of);
+    image_controller.watchMapped(import_pods, image_of);
+    image_controller.watchMapped(providers, [&images](const runtime::Object&) {
+      std::vector<std::string> keys;
+      for (const auto& image : images.list()) keys.push_back(runtime::objectKey(*image));
+      return keys;
+    });
 
-  // This Provider's row of every VMImage (cluster-scoped, so all of them are watched); a change
-  // of the Provider's failure domains revisits every image.
-  runtime::Informer images(client, kVMImageType, runtime::InformerOptions{});
-  // This Provider's import Jobs and their pods in the build namespace (label-filtered).
-  runtime::InformerOptions import_options;
-  import_options.ns = o.import_namespace;
-  import_options.label_selector = importJobSelector(ns, name);
-  runtime::Informer import_jobs(client, kJobType, import_options);
-  runtime::Informer import_pods(client, kube::resources::kPod, import_options);
-  ImportWatch imports{importSettings(o, resolved), import_jobs, import_pods};
-  log->info("provider {}/{}: import Jobs in {} ({})", ns, name, o.import_namespace,
-            imports.settings.plugin_imports ? "the plugin imports images"
-                                            : "the plugin imports no images");
-  ImageReconciler image_reconciler(context, resolved.class_name, images, providers, &imports);
-  runtime::Controller image_controller("vmimage", image_reconciler, runtime::ControllerOptions{1});
-  image_controller.watch(images);
-  auto image_of = [&import_jobs](const runtime::Object& object) {
-    std::vector<std::string> keys;
-    if (auto image = importedImageOf(object, import_jobs); !image.empty()) keys.push_back(image);
-    return keys;
-  };
-  image_controller.watchMapped(import_jobs, image_of);
-  image_controller.watchMapped(import_pods, image_of);
-  image_controller.watchMapped(providers, [&images](const runtime::Object&) {
-    std::vector<std::string> keys;
-    for (const auto& image : images.list()) keys.push_back(runtime::objectKey(*image));
-    return keys;
-  });
-
-  kube::KindResolver kinds(client);
-  struct KindRuntime {
-    std::unique_ptr<runtime::Informer> informer;
-    std::unique_ptr<MachineReconciler> reconciler;
-    std::unique_ptr<runtime::Controller> controller;
-  };
-  std::vector<KindRuntime> machine_kinds;
-  MachineReconcilerOptions machine_options;
-  machine_options.resync = std::chrono::seconds(o.resync_seconds);
-  for (const auto& gvk : manifest.infrastructure) {
-    std::string api_version = gvk.group + "/" + gvk.version;
-    auto type = kinds.resolve(api_version, gvk.kind);
-    while (!type.ok() && !stop.stopping()) {
-      log->error("provider {}/{}: {} {}: {} (retrying)", ns, name, api_version, gvk.kind,
-                 type.status().message());
-      sleepUnless(stop.stopping(), std::chrono::seconds(10));
-      type = kinds.resolve(api_version, gvk.kind);
+    kube::KindResolver kinds(client);
+    struct KindRuntime {
+      std::unique_ptr<runtime::Informer> informer;
+      std::unique_ptr<MachineReconciler> reconciler;
+      std::unique_ptr<runtime::Controller> controller;
+    };
+    std::vector<KindRuntime> machine_kinds;
+    MachineReconcilerOptions machine_options;
+    machine_options.resync = std::chrono::seconds(o.resync_seconds);
+    for (const auto& gvk : manifest.infrastructure) {
+      std::string api_version = gvk.group + "/" + gvk.version;
+      auto type = kinds.resolve(api_version, gvk.kind);
+      while (!type.ok() && !work_stop) {
+        log->error("provider {}/{}: {} {}: {} (retrying)", ns, name, api_version, gvk.kind,
+                   type.status().message());
+        sleepUnless(work_stop, std::chrono::seconds(10));
+        type = kinds.resolve(api_version, gvk.kind);
+      }
+      if (!type.ok()) break;
+      KindRuntime k;
+      runtime::InformerOptions options;
+      options.ns = ns;
+      options.label_selector = "banlieue.io/provider=" + name;
+      k.informer = std::make_unique<runtime::Informer>(client, *type, options);
+      k.reconciler = std::make_unique<MachineReconciler>(context, *type, gvk.kind, *k.informer,
+                                                         providers, machine_options);
+      k.controller = std::make_unique<runtime::Controller>(gvk.kind, *k.reconciler,
+                                                           runtime::ControllerOptions{o.workers});
+      // The runtime writes these objects' status itself; the controller writes their spec.
+      k.controller->watch(*k.informer, runtime::Controller::Updates::kIgnoreStatusOnly);
+      machine_kinds.push_back(std::move(k));
     }
-    if (!type.ok()) break;
-    KindRuntime k;
-    runtime::InformerOptions options;
-    options.ns = ns;
-    options.label_selector = "banlieue.io/provider=" + name;
-    k.informer = std::make_unique<runtime::Informer>(client, *type, options);
-    k.reconciler = std::make_unique<MachineReconciler>(context, *type, gvk.kind, *k.informer,
-                                                       providers, machine_options);
-    k.controller = std::make_unique<runtime::Controller>(gvk.kind, *k.reconciler,
-                                                         runtime::ControllerOptions{o.workers});
-    // The runtime writes these objects' status itself; the controller writes their spec.
-    k.controller->watch(*k.informer, runtime::Controller::Updates::kIgnoreStatusOnly);
-    machine_kinds.push_back(std::move(k));
-  }
 
-  std::vector<std::thread> threads;
-  threads.emplace_back([&] { providers.run(stop.stopping()); });
-  threads.emplace_back([&] { provider_controller.run(stop.stopping()); });
-  threads.emplace_back([&] { images.run(stop.stopping()); });
-  threads.emplace_back([&] { import_jobs.run(stop.stopping()); });
-  threads.emplace_back([&] { import_pods.run(stop.stopping()); });
-  threads.emplace_back([&] { image_controller.run(stop.stopping()); });
-  for (auto& k : machine_kinds) {
-    threads.emplace_back([&] { k.informer->run(stop.stopping()); });
-    threads.emplace_back([&] { k.controller->run(stop.stopping()); });
-  }
-  while (!stop.stopping()) {
-    bool all = providers.hasSynced() && images.hasSynced() && import_jobs.hasSynced() &&
-               import_pods.hasSynced();
-    for (const auto& k : machine_kinds) all = all && k.informer->hasSynced();
-    if (all && !synced) {
-      synced = true;
-      log->info("provider {}/{}: caches synced; serving {} kind(s)", ns, name,
-                machine_kinds.size());
+    std::vector<std::thread> threads;
+    threads.emplace_back([&] { providers.run(work_stop); });
+    threads.emplace_back([&] { provider_controller.run(work_stop); });
+    threads.emplace_back([&] { images.run(work_stop); });
+    threads.emplace_back([&] { import_jobs.run(work_stop); });
+    threads.emplace_back([&] { import_pods.run(work_stop); });
+    threads.emplace_back([&] { image_controller.run(work_stop); });
+    for (auto& k : machine_kinds) {
+      threads.emplace_back([&] { k.informer->run(work_stop); });
+      threads.emplace_back([&] { k.controller->run(work_stop); });
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  log->info("provider {}/{}: stopping", ns, name);
-  for (auto& t : threads) t.join();
-  session.disconnect();    // instance_destroy: log out, remove temp files
-  election_thread.join();  // releases the Lease
-  return lost ? app::kExitFailure : app::kExitOk;
+    while (!work_stop) {
+      bool all = providers.hasSynced() && images.hasSynced() && import_jobs.hasSynced() &&
+                 import_pods.hasSynced();
+      for (const auto& k : machine_kinds) all = all && k.informer->hasSynced();
+      if (all && !synced) {
+        synced = true;
+        log->info("provider {}/{}: caches synced; serving {} kind(s)", ns, name,
+                  machine_kinds.size());
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    log->info("provider {}/{}: stopping", ns, name);
+    for (auto& t : threads) t.join();
+    synced = false;
+    session.disconnect();  // instance_destroy: log out, remove temp files
+  };
+  auto end = runWhileLeading(client, election, stop, serve, {.leading = &leading});
+  return end == LeadershipEnd::kLost ? app::kExitFailure : app::kExitOk;
 }
 
 }  // namespace
@@ -348,6 +361,18 @@ void registerProviderCommand(CLI::App& app, app::Action& action) {
   sub->add_option("--import-retry-seconds", o->import_retry_seconds,
                   "How long after a retryable failure an import Job is made again")
       ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
+  sub->add_option("--state-dir", o->state_dir,
+                  "Where plugin calls in flight are journaled, so an object whose call the\n"
+                  "process did not survive (a plugin crash) is held back after a restart (a\n"
+                  "directory that outlives the container, e.g. an emptyDir; empty: off)");
+  sub->add_option("--plugin-hang-grace-seconds", o->plugin_hang_grace_seconds,
+                  "/healthz fails while a plugin call runs this long past its deadline")
+      ->check(CLI::Range(0, 86400))
+      ->capture_default_str();
+  sub->add_option("--plugin-crash-backoff-seconds", o->plugin_crash_backoff_seconds,
+                  "First hold of an object the plugin crashed on (doubles per crash, up to 1 h)")
+      ->check(CLI::Range(1, 3600))
       ->capture_default_str();
   addRoleProcessFlags(sub, &o->process);
   sub->callback([&action, o] { action = [o] { return runProvider(*o); }; });

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "host/kube/client.h"
+#include "host/roles/provider/crash_quarantine.h"
 #include "host/roles/provider/plugin_session.h"
 #include "host/runtime/events.h"
 
@@ -21,14 +22,19 @@ struct RuntimeContext {
   std::string provider_name;
   const std::atomic<bool>& stopping;
   std::chrono::milliseconds call_timeout{std::chrono::seconds(30)};
+  // Objects the previous process died on, kept from the plugin for a while; optional.
+  CrashQuarantine* quarantine = nullptr;
 
   // banlieue.io/provider-<backend>: the field manager of every write and the infra finalizer.
   std::string fieldManager() const { return "banlieue.io/provider-" + backend; }
   std::string finalizer() const { return "banlieue.io/provider-" + backend; }
-  plugin::CallOptions callOptions(const std::string& object_uid) const {
+  // `object` ("Kind ns/name") names the call in the stuck-call liveness check and the journal.
+  plugin::CallOptions callOptions(const std::string& object_uid,
+                                  const std::string& object = {}) const {
     plugin::CallOptions options;
     options.timeout = call_timeout;
     options.object_uid = object_uid;
+    options.object = object;
     options.cancel = &stopping;
     return options;
   }

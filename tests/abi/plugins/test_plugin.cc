@@ -78,6 +78,23 @@ class TestInstance final : public banlieue::sdk::Instance {
 #ifdef TEST_VARIANT_BAD_REASON
     return Status(Code::kFailedPrecondition, "not camel case", "");
 #endif
+#ifdef TEST_VARIANT_FAULTY
+    // Faults only for the objects that ask for them, so the others show what still works:
+    // spec.slowSeconds sleeps ignoring cancellation, spec.hang never returns, spec.crash
+    // dereferences NULL.
+    if (auto slow = json::integer(request.spec, "slowSeconds"); slow && *slow > 0) {
+      BANLIEUE_LOG(kInfo, "slow reconcile of " + request.namespace_ + "/" + request.name);
+      std::this_thread::sleep_for(std::chrono::seconds(*slow));
+    }
+    if (json::boolean(request.spec, "hang")) {
+      BANLIEUE_LOG(kInfo, "hanging in reconcile of " + request.namespace_ + "/" + request.name);
+      for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+    }
+    if (json::boolean(request.spec, "crash")) {
+      volatile int* nowhere = nullptr;
+      *nowhere = 42;
+    }
+#endif
     if (request.kind != "TestMachine") {
       return {Code::kInvalidArgument, "UnsupportedKind",
               "the test plugin serves TestMachine, not " + request.kind};

@@ -1,0 +1,47 @@
+// One way for every leader-elected role to do its work only while it holds its Lease
+// (DESIGN.md section 9: a role stops its workers before it gives up its Lease).
+//  - The work runs on its own thread from the moment this process leads, with a stop flag of
+//    its own.
+//  - SIGTERM/SIGINT: the work's flag is set and the work joined while the Lease is still being
+//    renewed; only then is the Lease released. A replacement started meanwhile (the operator's
+//    Deployments allow it) waits as a candidate instead of acting beside us.
+//  - A lost Lease (renewal failed for renewDeadline): the work's flag is set at once, from the
+//    elector's step-down. Another candidate may take the Lease leaseDuration after it last saw
+//    it renewed, so work still running after leaseDuration - renewDeadline (a plugin call that
+//    ignores cancellation) ends the whole process rather than act beside the new leader.
+#pragma once
+
+#include "host/kube/client.h"
+#include "host/roles/common/role_process.h"
+#include "host/runtime/clock.h"
+#include "host/runtime/leader_election.h"
+
+#include <atomic>
+#include <functional>
+
+namespace banlieue::roles {
+
+enum class LeadershipEnd {
+  kStopped,  // a stop signal; the work returned, then the Lease was released
+  kLost,     // the Lease was lost; the work was stopped at once (exit with a failure)
+};
+
+struct LeadershipOptions {
+  // Mirrors "this process leads and its work runs" (a readiness check).
+  std::atomic<bool>* leading = nullptr;
+  // Called when the work has not returned within leaseDuration - renewDeadline of a lost
+  // Lease. The default logs and ends the process at once (std::_Exit, exit code 1): nothing
+  // of it may act once another leader can. Tests replace it.
+  std::function<void()> abandon;
+  runtime::Clock* clock = nullptr;  // the elector's; default the steady clock
+};
+
+// Campaigns for `config`'s Lease and runs `work(stop)` while leading; returns once `signals`
+// asks to stop or the Lease is lost, after the work has returned. `config`'s callbacks are
+// kept and called as well.
+LeadershipEnd runWhileLeading(kube::KubeClient& client, runtime::LeaderElectionConfig config,
+                              StopSignal& signals,
+                              const std::function<void(const std::atomic<bool>& stop)>& work,
+                              LeadershipOptions options = {});
+
+}  // namespace banlieue::roles

@@ -1,0 +1,150 @@
+// Leader election against an API server that hangs instead of refusing: every request of a
+// renewal carries the time left before renewDeadline, and the leader stops leading by
+// renewDeadline after its last successful renewal even while a request is still hanging.
+// Bounds come from the configured durations; time moves only on a fake clock.
+#include "host/kube/client.h"
+#include "host/runtime/leader_election.h"
+#include "tests/support/fake_kube_client.h"
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <thread>
+
+namespace banlieue::runtime {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::FakeKubeClient;
+
+LeaderElectionConfig config(const std::string& identity) {
+  LeaderElectionConfig c;
+  c.lease_namespace = "banlieue-system";
+  c.lease_name = "banlieue-provider";
+  c.identity = identity;
+  return c;
+}
+
+bool eventually(const std::function<bool()>& probe) {
+  for (int i = 0; i < 1000; ++i) {
+    if (probe()) return true;
+    std::this_thread::sleep_for(5ms);
+  }
+  return probe();
+}
+
+// A request that never gets an answer until released (an apiserver that accepts the
+// connection and then stalls), whatever deadline the caller gave it.
+class Hang {
+ public:
+  void block() {
+    std::unique_lock lock(mutex_);
+    ++blocked_;
+    cv_.wait(lock, [&] { return released_; });
+  }
+  void release() {
+    std::lock_guard lock(mutex_);
+    released_ = true;
+    cv_.notify_all();
+  }
+  int blocked() {
+    std::lock_guard lock(mutex_);
+    return blocked_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool released_ = false;
+  int blocked_ = 0;
+};
+
+TEST(LeaderElectionFaultsTest, AHangingRenewalStepsDownByTheRenewDeadline) {
+  FakeKubeClient client;
+  FakeClock clock;
+  auto c = config("a");
+  std::mutex mu;
+  Clock::TimePoint stepped_down_at{};
+  std::atomic<bool> stepped_down{false};
+  c.on_stopped_leading = [&] {
+    std::lock_guard lock(mu);
+    stepped_down_at = clock.now();
+    stepped_down = true;
+  };
+  LeaderElector a(client, c, clock);
+  std::atomic<bool> stop{false};
+  auto running = std::async(std::launch::async, [&] { a.run(stop); });
+  ASSERT_TRUE(eventually([&] { return a.isLeader(); }));
+
+  // Renewals succeed for a while, then the apiserver stalls on the next one.
+  Hang hang;
+  Clock::TimePoint last_renewal_began = clock.now();  // acquisition counts as one
+  std::atomic<int> renewals{0};
+  client.fail_next = [&](const std::string& verb, const std::string&) {
+    if (renewals.load() >= 3) {
+      hang.block();
+      return Status::ok();
+    }
+    if (verb == "get") last_renewal_began = clock.now();
+    if (verb == "update") ++renewals;
+    return Status::ok();
+  };
+  constexpr auto kStep = 250ms;
+  for (int i = 0; i < 400 && !stepped_down; ++i) {
+    clock.advance(kStep);
+    std::this_thread::sleep_for(1ms);  // lets the elector's threads observe the fake time
+  }
+  bool down = eventually([&] { return stepped_down.load(); });
+  hang.release();
+  ASSERT_TRUE(down) << "still leading with a renewal hanging";
+  EXPECT_GE(hang.blocked(), 1);
+  EXPECT_FALSE(a.isLeader());
+  {
+    std::lock_guard lock(mu);
+    EXPECT_LE(stepped_down_at - last_renewal_began, c.renew_deadline + kStep)
+        << "stepped down later than renewDeadline after the last renewal began";
+    EXPECT_LT(stepped_down_at - last_renewal_began, c.lease_duration)
+        << "another candidate could have taken the Lease already";
+  }
+  EXPECT_EQ(running.wait_for(30s), std::future_status::ready);
+  stop = true;
+}
+
+TEST(LeaderElectionFaultsTest, EveryRenewalRequestIsBoundedByTheTimeLeft) {
+  FakeKubeClient client;
+  FakeClock clock;
+  auto c = config("a");
+  LeaderElector a(client, c, clock);
+  std::atomic<bool> stop{false};
+  auto running = std::async(std::launch::async, [&] { a.run(stop); });
+  ASSERT_TRUE(eventually([&] { return a.isLeader(); }));
+  std::mutex mu;
+  std::vector<std::chrono::steady_clock::duration> budgets;
+  client.fail_next = [&](const std::string&, const std::string& plural) {
+    if (plural == "leases") {
+      std::lock_guard lock(mu);
+      budgets.push_back(kube::RequestDeadline::current() - std::chrono::steady_clock::now());
+    }
+    return Status::ok();
+  };
+  for (int i = 0; i < 40; ++i) {
+    clock.advance(250ms);
+    std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard lock(mu);
+    return budgets.size() >= 4;
+  }));
+  stop = true;
+  ASSERT_EQ(running.wait_for(30s), std::future_status::ready);
+  std::lock_guard lock(mu);
+  for (auto budget : budgets) {
+    EXPECT_GT(budget, 0ms);
+    EXPECT_LE(budget, c.renew_deadline) << "a renewal request may outlive renewDeadline";
+  }
+}
+
+}  // namespace
+}  // namespace banlieue::runtime

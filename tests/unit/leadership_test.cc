@@ -1,0 +1,105 @@
+// roles::runWhileLeading on the in-memory client: the work runs only while leading, a stop
+// joins the work before the Lease is released, and a lost Lease stops the work at once (and
+// gives up on work that does not return in time).
+#include "host/roles/common/leadership.h"
+#include "tests/support/fake_kube_client.h"
+
+#include <banlieue/sdk/json.h>
+
+#include <gtest/gtest.h>
+
+#include <future>
+#include <thread>
+
+namespace banlieue::roles {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::FakeKubeClient;
+
+runtime::LeaderElectionConfig config() {
+  runtime::LeaderElectionConfig c;
+  c.lease_namespace = "ns";
+  c.lease_name = "lease";
+  c.identity = "a";
+  c.retry_period = 50ms;
+  c.renew_deadline = 400ms;
+  c.lease_duration = 600ms;
+  return c;
+}
+
+std::string holder(FakeKubeClient& client) {
+  auto lease = client.get(kube::resources::kLease, "ns", "lease", "");
+  return lease.ok() ? sdk::json::stringOr(&*lease, "spec.holderIdentity") : "<none>";
+}
+
+bool within(std::chrono::milliseconds bound, const std::function<bool()>& probe) {
+  auto until = std::chrono::steady_clock::now() + bound;
+  while (std::chrono::steady_clock::now() < until) {
+    if (probe()) return true;
+    std::this_thread::sleep_for(5ms);
+  }
+  return probe();
+}
+
+TEST(LeadershipTest, AStopJoinsTheWorkBeforeTheLeaseIsReleased) {
+  FakeKubeClient client;
+  StopSignal signals;
+  std::atomic<bool> leading{false};
+  std::atomic<bool> work_saw_stop{false};
+  std::string holder_when_work_returned;
+  auto running = std::async(std::launch::async, [&] {
+    return runWhileLeading(client, config(), signals,
+                           [&](const std::atomic<bool>& stop) {
+                             while (!stop) std::this_thread::sleep_for(5ms);
+                             work_saw_stop = true;
+                             // A plugin call that ignores cancellation: it returns a while after
+                             // the stop. The Lease must still be ours all along (an early release
+                             // shows up within the wait).
+                             within(500ms, [&] { return holder(client) != "a"; });
+                             holder_when_work_returned = holder(client);
+                           },
+                           {.leading = &leading});
+  });
+  ASSERT_TRUE(within(5s, [&] { return leading.load(); }));
+  signals.requestStop();
+  ASSERT_EQ(running.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(running.get(), LeadershipEnd::kStopped);
+  EXPECT_TRUE(work_saw_stop);
+  EXPECT_EQ(holder_when_work_returned, "a") << "the Lease went while the work was still running";
+  EXPECT_EQ(holder(client), "") << "released after the work returned";
+  EXPECT_FALSE(leading);
+}
+
+TEST(LeadershipTest, ALostLeaseStopsTheWorkAndGivesUpOnWorkThatDoesNotReturn) {
+  FakeKubeClient client;
+  StopSignal signals;
+  std::atomic<bool> release_work{false};
+  std::atomic<bool> abandoned{false};
+  std::atomic<bool> failing{false};
+  client.fail_next = [&](const std::string&, const std::string&) {
+    return failing ? error(Code::kUnavailable, "ConnectionFailed", "apiserver gone") : Status::ok();
+  };
+  std::atomic<bool> leading{false};
+  auto running = std::async(std::launch::async, [&] {
+    return runWhileLeading(client, config(), signals,
+                           [&](const std::atomic<bool>& stop) {
+                             while (!stop) std::this_thread::sleep_for(5ms);
+                             while (!release_work)
+                               std::this_thread::sleep_for(5ms);  // ignores the stop
+                           },
+                           {.leading = &leading, .abandon = [&] {
+                              abandoned = true;
+                              release_work = true;
+                            }});
+  });
+  ASSERT_TRUE(within(5s, [&] { return leading.load(); }));
+  failing = true;
+  ASSERT_EQ(running.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(running.get(), LeadershipEnd::kLost);
+  EXPECT_TRUE(abandoned) << "work still running after a lost Lease must end the process";
+  EXPECT_FALSE(leading);
+}
+
+}  // namespace
+}  // namespace banlieue::roles
