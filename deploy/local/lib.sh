@@ -11,8 +11,10 @@ NODE_NAME=banlieue-devnode
 parse_state_dir() {  # parse_state_dir "$@" -> sets STATE
   STATE=$DEFAULT_STATE_DIR
   NODE_AGENT=${BANLIEUE_NODE_AGENT:-}
+  WITH_NODE=0
   while [ $# -gt 0 ]; do
     case "$1" in
+      --node) WITH_NODE=1; shift ;;
       --node-agent) NODE_AGENT=${2:?--node-agent needs the banlieue binary}; shift 2 ;;
       --node-agent=*) NODE_AGENT=${1#*=}; shift ;;
       --state-dir) STATE=${2:?--state-dir needs a directory}; shift 2 ;;
@@ -75,15 +77,17 @@ exit_reason() {
 }
 
 api_port() { cat "$STATE/run/apiserver.port" 2>/dev/null; }
+# Loopback, or with a node the host side of the node's veth pair (pods must reach it).
+api_address() { cat "$STATE/run/apiserver.address" 2>/dev/null || echo 127.0.0.1; }
 
 api_get() {  # api_get <path>: GET as the admin identity
   curl -s --max-time 5 --cacert "$STATE/pki/ca.crt" --cert "$STATE/pki/admin.crt" \
-    --key "$STATE/pki/admin.key" "https://127.0.0.1:$(api_port)$1" 2>/dev/null
+    --key "$STATE/pki/admin.key" "https://$(api_address):$(api_port)$1" 2>/dev/null
 }
 
 readyz() {  # prints the apiserver's /readyz answer, or nothing
   local port; port=$(api_port) || return 1
   [ -n "$port" ] || return 1
   curl -s --max-time 2 --cacert "$STATE/pki/ca.crt" --cert "$STATE/pki/admin.crt" \
-    --key "$STATE/pki/admin.key" "https://127.0.0.1:$port/readyz" 2>/dev/null
+    --key "$STATE/pki/admin.key" "https://$(api_address):$port/readyz" 2>/dev/null
 }
