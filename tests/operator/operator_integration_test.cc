@@ -323,7 +323,8 @@ TEST_F(OperatorTest, AProviderGetsItsWorkloadAndTheNodeAgentRunsIt) {
                 n + "/lab\",\"--plugin-dir\",\"" + kPluginDir +
                 "\","
                 "\"--leader-election-id\",\"" +
-                w + "\",\"--leader-election-namespace\",\"" + n + "\"]");
+                w + "\",\"--leader-election-namespace\",\"" + n +
+                "\",\"--state-dir\",\"/var/lib/banlieue\"]");
   EXPECT_EQ(get("deployment " + w + " -n " + n, "{.spec.template.spec.serviceAccountName}"), w);
   EXPECT_TRUE(LocalCluster::eventually(
       [&] {

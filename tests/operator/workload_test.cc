@@ -216,7 +216,22 @@ TEST(Workload, TheDeploymentRunsTheProviderRuntimeByContract) {
       strings(find(&container, "args")),
       ElementsAre("--log-level", "debug", "--log-format", "json", "provider", "file", "--provider",
                   "team-a/lab", "--plugin-dir", "/opt/plugins", "--leader-election-id",
-                  "banlieue-provider-file-lab", "--leader-election-namespace", "team-a"));
+                  "banlieue-provider-file-lab", "--leader-election-namespace", "team-a",
+                  "--state-dir", "/var/lib/banlieue"));
+  // A read-only root filesystem: the crash journal and /tmp are the pod's own emptyDirs.
+  EXPECT_TRUE(sdk::json::boolean(&container, "securityContext.readOnlyRootFilesystem", false));
+  const auto* mounts = find(&container, "volumeMounts");
+  ASSERT_NE(mounts, nullptr);
+  ASSERT_EQ(mounts->Size(), 2U);
+  EXPECT_EQ(stringOr(&(*mounts)[0], "mountPath", ""), "/var/lib/banlieue");
+  EXPECT_EQ(stringOr(&(*mounts)[1], "mountPath", ""), "/tmp");
+  const auto* volumes = find(&d->body, "spec.template.spec.volumes");
+  ASSERT_NE(volumes, nullptr);
+  ASSERT_EQ(volumes->Size(), 2U);
+  for (const auto& v : volumes->GetArray()) {
+    EXPECT_TRUE(v.HasMember("emptyDir")) << stringOr(&v, "name", "");
+    EXPECT_FALSE(v.HasMember("hostPath")) << stringOr(&v, "name", "");
+  }
   EXPECT_EQ(stringOr(&container, "readinessProbe.httpGet.path", ""), "/readyz");
   EXPECT_EQ(stringOr(&container, "livenessProbe.httpGet.path", ""), "/healthz");
   EXPECT_EQ(stringOr(&container, "readinessProbe.httpGet.port", ""), "health");

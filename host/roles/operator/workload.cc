@@ -19,6 +19,7 @@ constexpr const char* kRbacGroup = "rbac.authorization.k8s.io";
 constexpr int kMetricsPort = 8080;
 constexpr int kHealthPort = 8081;
 constexpr int64_t kNonRootId = 65532;
+constexpr const char* kStateMountPath = "/var/lib/banlieue";
 
 rapidjson::Value str(const std::string& s, Alloc& a) {
   return rapidjson::Value(s.c_str(), static_cast<rapidjson::SizeType>(s.size()), a);
@@ -255,7 +256,25 @@ Strings providerArgs(const Context& c) {
           c.options.image_plugin_dir, "--leader-election-id", c.name,
           // The Lease lives next to the Role that grants it (the Provider's namespace); that is
           // also the workload namespace unless the class moves Deployments elsewhere.
-          "--leader-election-namespace", c.provider.metadata.namespace_};
+          "--leader-election-namespace", c.provider.metadata.namespace_,
+          // The crash journal: survives a container restart (emptyDir), not the pod.
+          "--state-dir", kStateMountPath};
+}
+
+// The root filesystem is read-only: the runtime's state and the plugins' scratch files go to
+// volumes of the pod's own (a plugin's temporary files, libraries that write to /tmp).
+rapidjson::Value emptyDirVolume(const char* name, Alloc& a) {
+  auto v = object();
+  put(v, "name", name, a);
+  put(v, "emptyDir", object(), a);
+  return v;
+}
+
+rapidjson::Value volumeMount(const char* name, const char* path, Alloc& a) {
+  auto m = object();
+  put(m, "name", name, a);
+  put(m, "mountPath", path, a);
+  return m;
 }
 
 MintedObject deployment(const Context& c) {
@@ -291,6 +310,10 @@ MintedObject deployment(const Context& c) {
   put(container_security, "capabilities", std::move(caps), a);
   put(container_security, "seccompProfile", seccompRuntimeDefault(a), a);
   put(container, "securityContext", std::move(container_security), a);
+  rapidjson::Value mounts(rapidjson::kArrayType);
+  mounts.PushBack(volumeMount("state", kStateMountPath, a), a);
+  mounts.PushBack(volumeMount("tmp", "/tmp", a), a);
+  put(container, "volumeMounts", std::move(mounts), a);
 
   auto pod = object();
   put(pod, "serviceAccountName", c.name, a);
@@ -318,6 +341,10 @@ MintedObject deployment(const Context& c) {
   rapidjson::Value containers(rapidjson::kArrayType);
   containers.PushBack(container, a);
   put(pod, "containers", std::move(containers), a);
+  rapidjson::Value volumes(rapidjson::kArrayType);
+  volumes.PushBack(emptyDirVolume("state", a), a);
+  volumes.PushBack(emptyDirVolume("tmp", a), a);
+  put(pod, "volumes", std::move(volumes), a);
 
   auto template_meta = object();
   put(template_meta, "labels", stringMap(c.labels, a), a);
