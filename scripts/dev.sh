@@ -5,16 +5,19 @@
 #   scripts/dev.sh status          what runs, and the objects the quickstart created
 #   scripts/dev.sh down            stop everything `up` started and forget the cluster's state
 #
-# `up` installs the Debian packages (scripts/setup.sh), builds the control plane once
-# (deploy/local/build, cached) and banlieue with its plugins, starts the control plane and the
-# node agent (deploy/local/up), runs `banlieue bootstrap operator` with the plugins just built,
-# creates two libvirt Providers, a VMClass and a VMImage, applies the walkthrough
-# VirtualMachine (examples/01-walkthrough.yaml, unchanged) and waits until it is Ready.
-# The Providers' libvirt is the test driver (nothing boots; state lives in the provider pods);
-# with --real they use a real libvirtd that dev.sh starts, and the VM runs under QEMU.
+# `up` installs the Debian packages (scripts/setup.sh), builds the cluster's binaries once
+# (deploy/local/build, cached) and banlieue with its plugins, starts the control plane and a
+# real node (deploy/local/up --node: containerd, kubelet, kube-proxy) with the image
+# localhost/banlieue:<version> built from this build (deploy/local/images), runs
+# `banlieue bootstrap operator`, creates two libvirt Providers, a VMClass and a VMImage, applies
+# the walkthrough VirtualMachine (examples/01-walkthrough.yaml, unchanged) and waits until it
+# is Ready. Every role runs in a container of that image, as on any cluster.
+# The Providers' libvirt is the test driver on the simulated host the image ships (nothing
+# boots; state lives in the provider pods); with --real they use a real libvirtd that dev.sh
+# starts, and the VM runs under QEMU.
 # Re-running `up` is safe and fast: every step skips what is already there.
 #
-# Needs root (the node agent runs pods as local processes; setup uses apt).
+# Needs root (the node's network namespace, containerd and the kubelet; setup uses apt).
 # Environment: BANLIEUE_LOCAL_STATE (state directory, default /tmp/banlieue-local-<uid>),
 # JOBS (build parallelism, default nproc).
 set -euo pipefail
@@ -36,7 +39,7 @@ done
 
 if [ "$(id -u)" -ne 0 ]; then
   if command -v sudo >/dev/null; then exec sudo --preserve-env=BANLIEUE_LOCAL_STATE,JOBS "$0" "$@"; fi
-  echo "dev.sh: needs root (the node agent runs pods as local processes; setup installs packages)" >&2
+  echo "dev.sh: needs root (the node's containerd and kubelet; setup installs packages)" >&2
   exit 1
 fi
 
@@ -139,11 +142,9 @@ apply_platform() {
     endpoint1=$libvirt_uri endpoint2=$libvirt_uri pool=banlieue-dev network=banlieue-dev
     image=$dev_dir/libvirt/pool/ubuntu-22.04.qcow2
   else
-    # One file per Provider: each provider pod's test driver holds its own host.
-    mkdir -p "$dev_dir"
-    cp deploy/dev/libvirt-test-node.xml "$dev_dir/libvirt-host1.xml"
-    cp deploy/dev/libvirt-test-node.xml "$dev_dir/libvirt-host2.xml"
-    endpoint1=test://$dev_dir/libvirt-host1.xml endpoint2=test://$dev_dir/libvirt-host2.xml
+    # The simulated host the image ships (deploy/dev/libvirt-test-node.xml): each provider
+    # pod's test driver holds a host of its own, in its memory.
+    endpoint1=test:///usr/share/banlieue/dev/libvirt-test-node.xml endpoint2=$endpoint1
     pool=default network=default image=/var/lib/libvirt/images/ubuntu-22.04.qcow2
   fi
   {
@@ -176,13 +177,12 @@ up() {
   cmake --build --preset "$preset" -j "${JOBS:-$(nproc)}" --target banlieue \
     banlieue-provider-libvirt banlieue-provider-vsphere banlieue-provider-proxmox banlieue-provider-file
 
-  step "local control plane and node agent (deploy/local/up)"
-  deploy/local/up --state-dir "$STATE" --node-agent "$banlieue"
+  step "local control plane and node, with the image of this build (deploy/local/up --node)"
+  deploy/local/up --state-dir "$STATE" --node --image-build-dir "$repo/$build"
 
   step "banlieue bootstrap operator (CRDs, RBAC, controller, operator, one ProviderClass per plugin)"
-  # On the dev node a pod of image localhost/banlieue runs this build, so the image's plugin
-  # directory is the build's.
-  "$banlieue" --log-level warn bootstrap operator --plugin-dir "$plugins" --image-plugin-dir "$plugins"
+  # The plugins of this build describe the ProviderClasses; the pods load the image's copies.
+  "$banlieue" --log-level warn bootstrap operator --plugin-dir "$plugins"
   k -n banlieue-system rollout status deploy/banlieue-controller deploy/banlieue-operator --timeout=120s |
     sed 's/^/  /'
 
@@ -219,6 +219,7 @@ up() {
   kubectl delete vm db-prod-01        # the backend VM goes first, then the object
   kubectl logs -n banlieue-system deploy/banlieue-controller
   kubectl logs deploy/banlieue-provider-libvirt-libvirt-host1   # a Provider's own pod
+  kubectl get pods -A -o wide         # every role in a container on node banlieue-node
   more examples: examples/*.yaml
   stop everything: scripts/dev.sh down
 EOF
@@ -231,8 +232,8 @@ status() {
 }
 
 down() {
-  # The node agent stops its pods' processes first; the control plane's state goes with it, so
-  # the next `up` starts clean (a test-driver host would not survive a restart anyway).
+  # The node and its containers stop first; the control plane's state goes with it, so the
+  # next `up` starts clean (a test-driver host would not survive a restart anyway).
   deploy/local/down --state-dir "$STATE"
   stop_real_libvirt  # after the pods (nothing recreates its domains), before its pid file goes
   deploy/local/down --state-dir "$STATE" --purge >/dev/null

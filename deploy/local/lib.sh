@@ -12,9 +12,12 @@ parse_state_dir() {  # parse_state_dir "$@" -> sets STATE
   STATE=$DEFAULT_STATE_DIR
   NODE_AGENT=${BANLIEUE_NODE_AGENT:-}
   WITH_NODE=0
+  IMAGE_BUILD_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/dev
   while [ $# -gt 0 ]; do
     case "$1" in
       --node) WITH_NODE=1; shift ;;
+      --image-build-dir) IMAGE_BUILD_DIR=${2:?--image-build-dir needs a build directory}; shift 2 ;;
+      --image-build-dir=*) IMAGE_BUILD_DIR=${1#*=}; shift ;;
       --node-agent) NODE_AGENT=${2:?--node-agent needs the banlieue binary}; shift 2 ;;
       --node-agent=*) NODE_AGENT=${1#*=}; shift ;;
       --state-dir) STATE=${2:?--state-dir needs a directory}; shift 2 ;;
