@@ -54,6 +54,7 @@ present=$(in_image sh -c 'cd /usr/lib/banlieue/plugins && ls -d */' | tr -d / | 
 ok "plugins in the image: $present"
 
 # Every shared library resolves, for the binary and for each plugin.
+# shellcheck disable=SC2016 # expanded by the shell in the image
 ldd_out=$(in_image sh -c 'for f in /usr/bin/banlieue /usr/lib/banlieue/plugins/*/*.so; do
   echo "$f:"; ldd "$f" || echo "  ldd failed on $f"; done')
 missing=$(awk '/:$/ {file = $0} /not found|ldd failed/ {print file $0}' <<<"$ldd_out")
