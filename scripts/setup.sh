@@ -2,36 +2,66 @@
 # Installs everything banlieue needs to build and test, from Debian 12 packages only.
 # Idempotent: when every package is already installed it does nothing (no apt-get at all).
 # Run as root, or as a user with sudo.
+#
+#   scripts/setup.sh               # everything: build, tests, the local cluster and its images
+#   scripts/setup.sh --build-only  # only what `cmake --preset release
+#                                  # -DBANLIEUE_BUILD_TESTS=OFF -DBANLIEUE_BUILD_BENCH=OFF` and
+#                                  # its build need (deploy/Dockerfile's from-source stage)
 set -euo pipefail
 
+build_only=0
+case "${1:-}" in
+  "") ;;
+  --build-only) build_only=1 ;;
+  -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "setup: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+esac
+
+# What building the binary and the in-tree plugins needs, and nothing else.
+build_packages=(
+  build-essential cmake ninja-build pkg-config binutils
+  # the host's libraries (Boost.DLL, CLI11, spdlog, RapidJSON, OpenSSL, cpprestsdk, yaml-cpp)
+  libboost-dev libcli11-dev libspdlog-dev libfmt-dev rapidjson-dev libssl-dev
+  libcpprest-dev libyaml-cpp-dev
+  # the plugins: vSphere (XML), libvirt (the C API), Proxmox (libssh2 for SFTP uploads)
+  libpugixml-dev libvirt-dev libssh2-1-dev
+)
+
 packages=(
+  "${build_packages[@]}"
   # toolchain
-  build-essential cmake ninja-build pkg-config git ccache binutils
+  git ccache
   clang-format clang-tidy
   # scripts/lint.sh: compile_commands.json lookups for the clang-tidy result cache
   jq
-  # libraries (see DESIGN.md: Boost.DLL, CLI11, spdlog, RapidJSON, OpenSSL)
-  libboost-dev libcli11-dev libspdlog-dev libfmt-dev rapidjson-dev libssl-dev
-  libcpprest-dev libyaml-cpp-dev
-  # the vSphere plugin (XML) and its vcsim, built from Debian's govmomi simulator library
-  libpugixml-dev golang-go golang-github-vmware-govmomi-dev
+  # vcsim for the vSphere plugin's tests, built from Debian's govmomi simulator library
+  golang-go golang-github-vmware-govmomi-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # the local control plane (deploy/local): etcd, certificates, readiness probes, free ports
   etcd-server openssl curl iproute2 procps coreutils
-  # the libvirt plugin (issue #8): the C API, and for its e2e test a libvirtd with QEMU (TCG),
-  # virsh, and qemu-img (dir pools create qcow2 volumes with it)
-  libvirt-dev libvirt-clients libvirt-daemon-system libvirt-daemon-driver-qemu qemu-system-x86
+  # the libvirt plugin's e2e test: a libvirtd with QEMU (TCG), virsh, and qemu-img (dir pools
+  # create qcow2 volumes with it)
+  libvirt-clients libvirt-daemon-system libvirt-daemon-driver-qemu qemu-system-x86
   qemu-utils
   # UEFI firmware for QEMU: VMClass firmware defaults to efi (scripts/dev.sh --real boots with it)
   ovmf
   # the fake PVE API of the proxmox plugin tests and its cross-check (tests/proxmox)
   python3 python3-proxmoxer python3-requests
-  # the proxmox plugin's image and snippet upload (libssh2, SFTP) and its test's sshd on loopback
-  libssh2-1-dev openssh-server openssh-client
+  # the proxmox plugin test's sshd on loopback
+  openssh-server openssh-client
+  # images built here without a daemon or a registry (deploy/local/images: a Debian base made by
+  # mmdebstrap, deploy/Dockerfile built by buildah) and the local node that runs them
+  # (containerd with runc, the CNI bridge/host-local/portmap/loopback plugins, conntrack for
+  # kube-proxy)
+  buildah mmdebstrap containerd runc containernetworking-plugins conntrack
 )
 # kubectl: the machine's Cloud SDK dispatcher when present, else Debian's kubectl 1.20.
 command -v kubectl >/dev/null || packages+=(kubernetes-client)
+
+if [ "$build_only" -eq 1 ]; then
+  packages=("${build_packages[@]}")
+fi
 
 missing=()
 for p in "${packages[@]}"; do
