@@ -94,9 +94,9 @@ void LocalCluster::start() {
   owned_state_ = std::filesystem::temp_directory_path() /
                  ("banlieue-test-cluster-" + std::to_string(::getpid()));
   auto up = runCommand(std::string(BANLIEUE_SOURCE_DIR) + "/deploy/local/up --state-dir " +
-                           shellQuote(owned_state_.string()) + " --node-agent " +
-                           shellQuote(BANLIEUE_BINARY),
-                       std::chrono::seconds(180));
+                           shellQuote(owned_state_.string()) + " --node --image-build-dir " +
+                           shellQuote(BANLIEUE_BUILD_DIR),
+                       std::chrono::seconds(600));
   if (up.exit_code != 0) {
     ADD_FAILURE() << "deploy/local/up failed:\n" << up.output;
     return;
@@ -138,6 +138,17 @@ void LocalCluster::installCrds() {
     return;
   }
   std::ofstream(marker) << "applied\n";
+}
+
+std::string LocalCluster::podReachableAddress() const {
+  // deploy/local/up keeps the node's addresses beside the kubeconfig, in run/node.env.
+  auto env = kubeconfig_.parent_path() / "run" / "node.env";
+  std::ifstream in(env);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("HOST_IP=", 0) == 0) return line.substr(8);
+  }
+  ADD_FAILURE() << "the cluster has no node (" << env.string() << " names no HOST_IP)";
+  return {};
 }
 
 std::unique_ptr<kube::KubeClient> LocalCluster::client() const {

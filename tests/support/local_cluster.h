@@ -4,7 +4,8 @@
 //
 // The cluster is the one named by BANLIEUE_TEST_KUBECONFIG (CTest starts it once through the
 // `local_cluster_up` fixture); when that is unset, the first test brings one up itself with
-// deploy/local/up in a temporary state directory and stops it at exit.
+// deploy/local/up --node in a temporary state directory and stops it at exit. Either way it
+// has a real node (kubelet and containerd) running localhost/banlieue built from this tree.
 #pragma once
 
 #include "host/kube/client.h"
@@ -36,6 +37,12 @@ class LocalCluster {
   static LocalCluster& shared();
 
   const std::filesystem::path& kubeconfig() const { return kubeconfig_; }
+
+  // The address on this machine that the cluster's pods reach: the host side of the node's
+  // veth pair (deploy/local/node.sh). Backends a provider pod must reach (vcsim, libvirtd,
+  // the fake PVE API) listen here. Empty, with the calling test failed, when the cluster has
+  // no node.
+  std::string podReachableAddress() const;
 
   // A new banlieue Kubernetes client (own connection pool) for the cluster's admin identity.
   // Fails the calling test and returns nullptr when the kubeconfig cannot be used.
