@@ -1,5 +1,5 @@
-// `banlieue operator` against the real local control plane and its node agent. The operator
-// runs as a child process under the identity `banlieue bootstrap operator` gives it (its
+// `banlieue operator` against the real local control plane and its node (kubelet, containerd). The
+// operator runs as a child process under the identity `banlieue bootstrap operator` gives it (its
 // ServiceAccount's token and bootstrap's ClusterRole), so the apiserver's RBAC escalation
 // check proves it holds everything it grants. Each test has its own namespace and classes.
 #include "host/roles/bootstrap/manifests.h"
@@ -38,6 +38,12 @@ using namespace std::chrono_literals;
 
 // The build's plugin directory (the example file plugin and the in-tree ones).
 const char* const kPluginDir = PLUGIN_DIR;
+// Where the images keep their plugins; the example file plugin's provider image
+// (examples/file-provider/Containerfile, built by deploy/local/images) adds `file` there.
+const char* const kImagePluginDir = "/usr/lib/banlieue/plugins";
+const std::string kFileProviderImage = "localhost/banlieue-provider-file";
+// The file backend's directory inside the provider pod: its /tmp, an emptyDir of the pod.
+const char* const kBackendDir = "/tmp";
 constexpr const char* kSystem = "banlieue-system";
 constexpr auto kMint = std::chrono::seconds(60);
 
@@ -82,12 +88,9 @@ class OperatorTest : public ::testing::Test {
     auto& cluster = LocalCluster::shared();
     work_ = fs::temp_directory_path() / ("banlieue-operator-test-" + std::to_string(::getpid()));
     fs::remove_all(work_);
-    // The build's plugin directory, as both the operator (which reads provider.json only) and
-    // the provider pods it mints (which load the example plugin from it on the node agent) see
-    // it: on the dev node the image's plugin directory is the build's.
-    fs::create_directories(work_ / "backend");
-    fs::permissions(work_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                               fs::perms::others_read | fs::perms::others_exec);
+    // The operator (this process) reads provider.json from the build's plugin directory; the
+    // provider pods it mints load the example plugin from their image's.
+    fs::create_directories(work_);
 
     // What bootstrap installs for the operator and the file backend, minus the Deployments
     // (this process runs the operator) and ProviderClasses (each test has its own).
@@ -140,7 +143,7 @@ class OperatorTest : public ::testing::Test {
                                      "--plugin-dir",
                                      kPluginDir,
                                      "--image-plugin-dir",
-                                     kPluginDir,
+                                     kImagePluginDir,
                                      "--health-port",
                                      std::to_string(health_port_),
                                      "--metrics-port",
@@ -190,7 +193,23 @@ class OperatorTest : public ::testing::Test {
     if (HasFailure()) std::cerr << "operator log:\n" << readFile(log_) << "\n";
   }
 
+  // The tag of this build's images (localhost/banlieue-provider-file:<version>).
+  static std::string imageTag() {
+    std::string image = roles::bootstrap::defaultImage();
+    return image.substr(image.rfind(':') + 1);
+  }
+
+  // Runs `command` in the provider container of Deployment `deployment`, as a user would
+  // inspect a backend that lives in the pod; true when it exits 0.
+  bool inPod(const std::string& ns, const std::string& deployment, const std::string& command) {
+    auto r =
+        cluster_.kubectl("exec -n " + ns + " deploy/" + deployment + " -c provider -- " + command);
+    return r.exit_code == 0;
+  }
+
   // A Managed class of the file backend; `suffix` keeps classes of different tests apart.
+  // Only the image of this build's version exists on the node: a class of another tag mints
+  // Deployments whose pods cannot start, which is all the tests of the minted objects need.
   std::string createClass(const std::string& suffix, const std::string& tag = "1.0.0",
                           const std::string& extra = "") {
     std::string name = "optest-" + std::to_string(::getpid()) + "-" + suffix;
@@ -200,10 +219,10 @@ class OperatorTest : public ::testing::Test {
         name +
         "}\nspec:\n  backend: file\n"
         "  plugin: {path: " +
-        std::string(kPluginDir) + "/file}\n" +
+        std::string(kImagePluginDir) + "/file}\n" +
         (extra.find("External") != std::string::npos
              ? ""
-             : "  image: {repository: localhost/banlieue, tag: \"" + tag + "\"}\n") +
+             : "  image: {repository: " + kFileProviderImage + ", tag: \"" + tag + "\"}\n") +
         extra);
     EXPECT_EQ(r.exit_code, 0) << r.output;
     classes_.push_back(name);
@@ -215,7 +234,7 @@ class OperatorTest : public ::testing::Test {
                       const std::string& secret = "credentials") {
     namespaces_.insert(ns);
     std::string connection =
-        "  connection:\n    endpoint: file://" + (work_ / "backend").string() + "\n";
+        "  connection:\n    endpoint: file://" + std::string(kBackendDir) + "\n";
     if (!secret.empty()) connection += "    credentialsRef: {name: " + secret + "}\n";
     auto r = cluster_.apply(
         "apiVersion: banlieue.io/v1alpha1\nkind: Provider\nmetadata: {name: " + name +
@@ -271,13 +290,14 @@ class OperatorTest : public ::testing::Test {
   static inline std::string displaced_replicas_;
 };
 
-TEST_F(OperatorTest, AProviderGetsItsWorkloadAndTheNodeAgentRunsIt) {
+TEST_F(OperatorTest, AProviderGetsItsWorkloadAndTheNodeRunsIt) {
   LocalCluster::TestNamespace ns(cluster_);
   const std::string n = ns.name();
   ASSERT_EQ(cluster_.kubectl("create secret generic credentials --from-literal=token=t -n " + n)
                 .exit_code,
             0);
-  std::string cls = createClass("mint");
+  // The version whose image the node has: this pod must run.
+  std::string cls = createClass("mint", imageTag());
   createProvider(n, "lab", cls);
   const std::string w = workloadOf(cls, "lab");
   std::set<std::string> want = {
@@ -316,11 +336,11 @@ TEST_F(OperatorTest, AProviderGetsItsWorkloadAndTheNodeAgentRunsIt) {
   EXPECT_THAT(operator_fields, HasSubstr("\"f:workload\""));
   EXPECT_THAT(operator_fields, ::testing::Not(HasSubstr("f:conditions")));
 
-  // The contract with the provider runtime, and the pod the node agent runs from it.
+  // The contract with the provider runtime, and the pod the node runs from it.
   EXPECT_EQ(get("deployment " + w + " -n " + n, "{.spec.template.spec.containers[0].args}"),
             "[\"--log-level\",\"info\",\"--log-format\",\"text\",\"provider\",\"file\","
             "\"--provider\",\"" +
-                n + "/lab\",\"--plugin-dir\",\"" + kPluginDir +
+                n + "/lab\",\"--plugin-dir\",\"" + kImagePluginDir +
                 "\","
                 "\"--leader-election-id\",\"" +
                 w + "\",\"--leader-election-namespace\",\"" + n +
@@ -360,11 +380,11 @@ spec: {providerRef: {name: lab}, cpus: 1, memoryMiB: 128}
                                 std::chrono::seconds(90));
   EXPECT_EQ(ready.exit_code, 0) << ready.output
                                 << cluster_.kubectl("get filemachine vm1 -o yaml -n " + n).output;
-  EXPECT_TRUE(fs::exists(work_ / "backend" / (n + "_vm1.json")));
+  EXPECT_TRUE(inPod(n, w, "test -f " + std::string(kBackendDir) + "/" + n + "_vm1.json"));
   auto deleted =
       cluster_.kubectl("delete filemachine vm1 --timeout=60s -n " + n, std::chrono::seconds(90));
   EXPECT_EQ(deleted.exit_code, 0) << deleted.output;
-  EXPECT_FALSE(fs::exists(work_ / "backend" / (n + "_vm1.json")));
+  EXPECT_FALSE(inPod(n, w, "test -e " + std::string(kBackendDir) + "/" + n + "_vm1.json"));
 
   // ProviderClass status: one Provider, usable, the plugin's machine kind.
   EXPECT_TRUE(LocalCluster::eventually(
@@ -448,7 +468,11 @@ TEST_F(OperatorTest, AClassEditRollsEveryProviderOfTheClassAtOnce) {
                "{.spec.template.spec.containers[0].image}");
   };
   ASSERT_TRUE(LocalCluster::eventually(
-      [&] { return images() == "localhost/banlieue:1.0.0,localhost/banlieue:1.0.0"; }, kMint))
+      [&] {
+        return images() ==
+               "localhost/banlieue-provider-file:1.0.0,localhost/banlieue-provider-file:1.0.0";
+      },
+      kMint))
       << images();
   auto settled = [&](const std::string& provider) {
     return get("deployment " + workloadOf(cls, provider) + " -n " + n,
@@ -479,7 +503,11 @@ TEST_F(OperatorTest, AClassEditRollsEveryProviderOfTheClassAtOnce) {
             0);
   // Well within the 30 s periodic requeue: the edit itself fans out.
   EXPECT_TRUE(LocalCluster::eventually(
-      [&] { return images() == "localhost/banlieue:2.0.0,localhost/banlieue:2.0.0"; }, 5s))
+      [&] {
+        return images() ==
+               "localhost/banlieue-provider-file:2.0.0,localhost/banlieue-provider-file:2.0.0";
+      },
+      5s))
       << images();
   EXPECT_THAT(get("deployment " + workloadOf(cls, "two") + " -n " + n,
                   "{.spec.template.spec.containers[0].args}"),
@@ -573,13 +601,13 @@ TEST_F(OperatorTest, PausedProvidersAndClassesAreLeftAlone) {
   ASSERT_TRUE(LocalCluster::eventually(
       [&] { return paused_event("ProviderClass " + cls + " is paused"); }, kMint));
   EXPECT_EQ(get("deployment " + w + " -n " + n, "{.spec.template.spec.containers[0].image}"),
-            "localhost/banlieue:1.0.0");
+            "localhost/banlieue-provider-file:1.0.0");
   cluster_.kubectl("patch providerclass " + cls +
                    " --type=merge -p '{\"spec\":{\"paused\":false}}'");
   EXPECT_TRUE(LocalCluster::eventually(
       [&] {
         return get("deployment " + w + " -n " + n, "{.spec.template.spec.containers[0].image}") ==
-               "localhost/banlieue:9.9.9";
+               "localhost/banlieue-provider-file:9.9.9";
       },
       kMint));
 }
