@@ -4,13 +4,9 @@
 K8S_CACHE=${BANLIEUE_K8S_CACHE:-/var/cache/banlieue/k8s-1.20.2}
 DEFAULT_STATE_DIR=${BANLIEUE_LOCAL_STATE:-/tmp/banlieue-local-$(id -u)}
 COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler)
-# Started only when up is given --node-agent (or BANLIEUE_NODE_AGENT): `banlieue devnode`.
-NODE_AGENT_COMPONENT=banlieue-devnode
-NODE_NAME=banlieue-devnode
 
 parse_state_dir() {  # parse_state_dir "$@" -> sets STATE
   STATE=$DEFAULT_STATE_DIR
-  NODE_AGENT=${BANLIEUE_NODE_AGENT:-}
   WITH_NODE=0
   IMAGE_BUILD_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/dev
   while [ $# -gt 0 ]; do
@@ -18,8 +14,6 @@ parse_state_dir() {  # parse_state_dir "$@" -> sets STATE
       --node) WITH_NODE=1; shift ;;
       --image-build-dir) IMAGE_BUILD_DIR=${2:?--image-build-dir needs a build directory}; shift 2 ;;
       --image-build-dir=*) IMAGE_BUILD_DIR=${1#*=}; shift ;;
-      --node-agent) NODE_AGENT=${2:?--node-agent needs the banlieue binary}; shift 2 ;;
-      --node-agent=*) NODE_AGENT=${1#*=}; shift ;;
       --state-dir) STATE=${2:?--state-dir needs a directory}; shift 2 ;;
       --state-dir=*) STATE=${1#*=}; shift ;;
       -h|--help) usage; exit 0 ;;

@@ -7,7 +7,6 @@
 #include "host/roles/bootstrap/bootstrap_role.h"
 #include "host/roles/controller/controller_role.h"
 #include "host/roles/crdgen/crdgen_role.h"
-#include "host/roles/devnode/devnode_command.h"
 #include "host/roles/images/image_import_command.h"
 #include "host/roles/images/imagebuilder_role.h"
 #include "host/roles/operator/operator_role.h"
@@ -46,7 +45,6 @@ int run(int argc, char** argv) {
   roles::crdgen::registerCrdgenCommand(app, action);
   roles::bootstrap::registerBootstrapCommand(app, action);
   roles::plugin::registerPluginCommands(app, action);
-  roles::devnode::registerDevnodeCommand(app, action);
   roles::provider::registerProviderCommand(app, action);
   roles::provider_operator::registerOperatorCommand(app, action);
 
