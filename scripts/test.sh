@@ -70,6 +70,11 @@ case $tidy in
   *) echo "test.sh: TIDY must be changed, full or off (got '$tidy')" >&2; exit 2 ;;
 esac
 
+# The images the node runs, from this build (the integration fixture loads them; built here so
+# the step shows in the times below, and cached by their inputs).
+step "images (deploy/local/images: localhost/banlieue and the provider images, from $build_dir)"
+deploy/local/images --build-dir "$build_dir"
+
 failed=0
 [ "$tidy_ok" = 1 ] || failed=1
 for tier in "${tiers[@]}"; do
