@@ -8,8 +8,10 @@
 // for the swap across hypervisors, the vSphere plugin on the project's vcsim, listening where
 // the pods reach this machine.
 //
-// The system is set up once by the first test and shared; every test has its own namespace,
-// Providers and VMs, and removes them before the next test starts.
+// The system is set up once by the first test of a process and shared; every test has its own
+// namespace, Providers and VMs, and removes them before the next test starts. CTest runs the
+// suites as separate tests (tests/e2e/CMakeLists.txt): FlowsTest (label flows) and
+// ProviderImageTest (label node).
 #include "host/common/version.h"
 #include "tests/support/local_cluster.h"
 #include "tests/vsphere/plugin_driver.h"
@@ -146,6 +148,9 @@ class FlowsTest : public ::testing::Test {
       cluster.kubectl(std::string("delete deployment ") + role + " --ignore-not-found -n " +
                       kSystem + " --wait=true --timeout=60s");
     }
+    // A later suite of this process installs the system again.
+    attempted_ = false;
+    ready_ = false;
   }
 
   // Deletes the test's VMs and pools while the controller and the Providers' pods still run
@@ -869,6 +874,65 @@ TEST_F(FlowsTest, BadInputGivesAClearConditionAndNoCrash) {
   // Fixing the input is enough: the VM converges without a restart of anything.
   applyVm(ns, "no-class", "tier: files");
   EXPECT_TRUE(waitFor(ns, "vm/no-class", "Ready"));
+  expectNoCrash(ns);
+}
+
+// The provider image recipe for plugin authors (examples/file-provider/Containerfile):
+// banlieue's image plus the plugin's directory. Its own CTest test (label node), with its own
+// bootstrap.
+class ProviderImageTest : public FlowsTest {};
+
+// A ProviderClass naming the provider image and the plugin by its path in the image's plugin
+// directory runs a VM to Ready, and the Provider's pod runs exactly that image.
+TEST_F(ProviderImageTest, AClassNamingTheProviderImageRunsAVmToReady) {
+  LocalCluster::TestNamespace scoped(cluster_);
+  const std::string ns = useNamespace(scoped);
+  const std::string cls = "e2e-image-" + suffix_;
+  cluster_objects_.push_back("providerclass/" + cls);
+  const auto colon = kProviderFileImage.rfind(':');
+  // pullPolicy Never: the pod starts only from the image the node holds under that name.
+  auto created = cluster_.apply(
+      "apiVersion: banlieue.io/v1alpha1\nkind: ProviderClass\n"
+      "metadata: {name: " +
+      cls +
+      "}\n"
+      "spec:\n"
+      "  backend: file\n"
+      "  plugin: {path: file}\n"
+      "  image: {repository: " +
+      kProviderFileImage.substr(0, colon) + ", tag: \"" + kProviderFileImage.substr(colon + 1) +
+      "\", pullPolicy: Never}\n");
+  ASSERT_EQ(created.exit_code, 0) << created.output;
+  ASSERT_TRUE(waitFor(ns, "providerclass/" + cls, "Ready"))
+      << get("providerclass " + cls, "{.status}");
+  EXPECT_EQ(get("providerclass " + cls, "{.status.machineKind.kind}"), "FileMachine");
+  // An image the class can boot: VMImage sources are per ProviderClass.
+  cluster_objects_.push_back("vmimage/" + cls);
+  auto image = cluster_.apply(
+      "apiVersion: banlieue.io/v1alpha1\nkind: VMImage\n"
+      "metadata: {name: " +
+      cls +
+      "}\n"
+      "spec:\n"
+      "  osFamily: linux\n"
+      "  sources: [{providerClass: " +
+      cls + ", kind: BackingFile, ref: base.img}]\n");
+  ASSERT_EQ(image.exit_code, 0) << image.output;
+
+  auto files = fileProvider(ns, "vendor", "vendor: file", "?createSeconds=0", cls);
+  applyVm(ns, "app-01", "vendor: file", "", "", cls);
+  ASSERT_TRUE(waitFor(ns, "vm/app-01", "Ready"));
+  EXPECT_EQ(get("vm app-01 -n " + ns,
+                "{.status.scheduled.providerName}/{.status.infrastructureRef.kind}"),
+            "vendor/FileMachine");
+  auto vm = backendFile(files, "app-01");
+  ASSERT_TRUE(vm.has_value());
+  EXPECT_EQ(json::stringOr(&*vm, "state"), "running");
+
+  // The Provider's one pod: its spec and the runtime's status both name the provider image.
+  const std::string pods = "pods -n " + ns + " -l banlieue.io/provider=vendor";
+  EXPECT_EQ(words(get(pods, "{..image}")),
+            (std::multiset<std::string>{kProviderFileImage, kProviderFileImage}));
   expectNoCrash(ns);
 }
 
