@@ -248,9 +248,9 @@ class FileProvider final : public banlieue::sdk::Provider {
     return Status::ok();
   }
 
-  // The Provider's endpoint is file:///absolute/directory, optionally followed by options:
-  // ?createSeconds=N (a create takes N seconds) and/or zones=a,b (one failure domain each),
-  // joined with '&'.
+  // The Provider's endpoint is file:///absolute/directory (made when missing), optionally
+  // followed by options: ?createSeconds=N (a create takes N seconds) and/or zones=a,b (one
+  // failure domain each), joined with '&'.
   std::unique_ptr<banlieue::sdk::Instance> createInstance(
       const Call&, banlieue::sdk::InstanceConfig config) override {
     const std::string prefix = "file://";
@@ -292,7 +292,10 @@ class FileProvider final : public banlieue::sdk::Provider {
       }
     }
     fs::path root = rest;
+    // A provider pod's writable places are volumes that start empty (its /tmp is an emptyDir),
+    // so the backend makes its directory; what cannot be made is reported just below.
     std::error_code ec;
+    fs::create_directories(root, ec);
     if (!fs::is_directory(root, ec) || access(root.c_str(), W_OK) != 0) {
       throw Error(Code::kUnavailable, "BackendUnreachable",
                   root.string() + " is not a writable directory");

@@ -1,15 +1,19 @@
 // The seed's flows end to end, the way a user runs them: `banlieue bootstrap operator` installs
-// the controller and the operator (Deployments the node agent runs), the operator mints each
-// Provider's pod, and from then on the tests only kubectl apply/get/wait/patch/delete user
-// objects. Backends: the libvirt plugin on libvirt's test driver (a node XML per Provider; the
-// driver's state lives in the provider process), the third-party example file plugin (a VM
-// is a JSON file the test can read, so leaks and rendered userData are checked on disk) and,
-// for the swap across hypervisors, the vSphere plugin on the project's vcsim.
+// the controller and the operator (Deployments the cluster's real node runs in containers of
+// the image built from this tree), the operator mints each Provider's pod, and from then on the
+// tests only kubectl apply/get/wait/patch/delete/exec. Backends: the libvirt plugin on
+// libvirt's test driver (the simulated host the image ships; each provider pod holds its own
+// in memory), the third-party example file plugin (a VM is a JSON file in the provider pod's
+// /tmp, read with kubectl exec, so leaks and rendered userData are checked in the backend) and,
+// for the swap across hypervisors, the vSphere plugin on the project's vcsim, listening where
+// the pods reach this machine.
 //
-// The system is set up once by the first test and shared; every test has its own namespace,
-// Providers and VMs, and removes them before the next test starts.
+// The system is set up once by the first test of a process and shared; every test has its own
+// namespace, Providers and VMs, and removes them before the next test starts. CTest runs the
+// suites as separate tests (tests/e2e/CMakeLists.txt): FlowsTest (label flows) and
+// ProviderImageTest (label node).
+#include "host/common/version.h"
 #include "tests/support/local_cluster.h"
-#include "tests/support/read_file.h"
 #include "tests/vsphere/plugin_driver.h"
 #include "tests/vsphere/vcsim.h"
 
@@ -18,8 +22,6 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <optional>
 #include <set>
@@ -28,19 +30,32 @@
 namespace banlieue::testing {
 namespace {
 
-namespace fs = std::filesystem;
 namespace json = sdk::json;
+using ::testing::Contains;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using namespace std::chrono_literals;
 
-const char* const kPluginDir = PLUGIN_DIR;
+// The plugins of this build: bootstrap describes one ProviderClass per plugin from them. The
+// pods load the image's copies, under its plugin directory.
+const char* const kBuildPluginDir = PLUGIN_DIR;
+constexpr const char* kImagePluginDir = "/usr/lib/banlieue/plugins";
+// The example file plugin's provider image (examples/file-provider/Containerfile, FROM
+// banlieue's image), which deploy/local/images builds from this build and loads into the node.
+const std::string kProviderFileImage = std::string("localhost/banlieue-provider-file:") + kVersion;
+// The simulated libvirt host the image ships (deploy/dev/libvirt-test-node.xml): a dir pool
+// `default` holding the image's volume, and a network `default`.
+constexpr const char* kLibvirtTestHost = "test:///usr/share/banlieue/dev/libvirt-test-node.xml";
+constexpr const char* kLibvirtPool = "default";
+constexpr const char* kLibvirtNetwork = "default";
+constexpr const char* kLibvirtVolume = "ubuntu-22.04.qcow2";
+constexpr int kLibvirtVolumeGiB = 2;
 constexpr const char* kSystem = "banlieue-system";
 constexpr const char* kRoles[] = {"banlieue-controller", "banlieue-operator"};
 // Bootstrap also installs the imagebuilder; it stays unready without kairos-operator's CRD, so
 // the suite does not wait for it, but removes it with the rest.
 constexpr const char* kAlsoInstalled[] = {"banlieue-imagebuilder"};
-// Provider pods start on the node agent, load their plugin and introspect their backend.
+// Provider pods start on the node, load their plugin and introspect their backend.
 constexpr auto kConverge = std::chrono::seconds(90);
 
 // Space-separated words (kubectl's jsonpath output for a list).
@@ -49,26 +64,6 @@ std::multiset<std::string> words(const std::string& text) {
   std::istringstream in(text);
   for (std::string word; in >> word;) out.insert(word);
   return out;
-}
-
-// A libvirt test-driver host: one dir pool holding the image's backing volume and one network.
-// Each Provider gets a file of its own, hence a host (a driver state) of its own.
-std::string nodeXml() {
-  return "<node>\n"
-         "  <cpu><mhz>2000</mhz><model>i686</model><active>2</active><nodes>1</nodes>"
-         "<sockets>1</sockets><cores>2</cores><threads>1</threads></cpu>\n"
-         "  <memory>8388608</memory>\n"
-         "  <network><name>lan</name><bridge name='virbr7'/>"
-         "<ip address='192.168.70.1' netmask='255.255.255.0'/></network>\n"
-         "  <pool type='dir'>\n"
-         "    <name>images</name>\n"
-         "    <capacity unit='GiB'>100</capacity><allocation>0</allocation>"
-         "<available unit='GiB'>100</available>\n"
-         "    <target><path>/images</path></target>\n"
-         "    <volume type='file'><name>debian.qcow2</name><capacity unit='GiB'>1</capacity>"
-         "<allocation>0</allocation><target><format type='qcow2'/></target></volume>\n"
-         "  </pool>\n"
-         "</node>\n";
 }
 
 class FlowsTest : public ::testing::Test {
@@ -85,12 +80,9 @@ class FlowsTest : public ::testing::Test {
 
   static void installSystem() {
     auto& cluster = LocalCluster::shared();
-    work_ = fs::temp_directory_path() / ("banlieue-e2e-" + std::to_string(::getpid()));
-    fs::remove_all(work_);
-    fs::create_directories(work_);
     suffix_ = std::to_string(::getpid());
 
-    // What a user runs: the image's plugin directory is the build's on the dev node.
+    // What a user runs: the pods load the plugins from the image.
     auto bootstrap = bootstrapCommand({});
     ASSERT_EQ(bootstrap.exit_code, 0) << bootstrap.output;
     // Rolled out, not merely Available: a Deployment left by an earlier bootstrap with other
@@ -113,7 +105,8 @@ class FlowsTest : public ::testing::Test {
         << systemState();
 
     // One machine shape and one image for every test, written for libvirt; the file backend
-    // accepts the same classes (the manifest never changes across a backend swap).
+    // accepts the same classes (the manifest never changes across a backend swap). The root
+    // disk is as large as the simulated host's image volume: libvirt refuses to shrink it.
     auto shapes = cluster.apply(
         "apiVersion: banlieue.io/v1alpha1\nkind: VMClass\n"
         "metadata: {name: " +
@@ -123,7 +116,9 @@ class FlowsTest : public ::testing::Test {
         "  hardware:\n"
         "    cpus: 1\n"
         "    memoryMiB: 256\n"
-        "    disks: [{name: root, sizeGiB: 1, storageClass: std}]\n"
+        "    disks: [{name: root, sizeGiB: " +
+        std::to_string(kLibvirtVolumeGiB) +
+        ", storageClass: std}]\n"
         "  network:\n"
         "    interfaces: [{name: eth0, networkClass: lan}]\n"
         "---\n"
@@ -134,8 +129,9 @@ class FlowsTest : public ::testing::Test {
         "spec:\n"
         "  osFamily: linux\n"
         "  sources:\n"
-        "    - {providerClass: libvirt, kind: BackingFile, ref: "
-        "debian.qcow2}\n"
+        "    - {providerClass: libvirt, kind: BackingFile, ref: " +
+        kLibvirtVolume +
+        "}\n"
         "    - {providerClass: file, kind: BackingFile, ref: base.img}\n"
         "    - {providerClass: vsphere, kind: Template, ref: DC0_C0_RP0_VM0}\n");
     ASSERT_EQ(shapes.exit_code, 0) << shapes.output;
@@ -152,12 +148,9 @@ class FlowsTest : public ::testing::Test {
       cluster.kubectl(std::string("delete deployment ") + role + " --ignore-not-found -n " +
                       kSystem + " --wait=true --timeout=60s");
     }
-    // Backend files and node XMLs stay for a failed run's post-mortem.
-    if (::testing::UnitTest::GetInstance()->failed_test_count() > 0) {
-      std::cerr << "e2e: backends kept in " << work_ << "\n";
-    } else if (!work_.empty()) {
-      fs::remove_all(work_);
-    }
+    // A later suite of this process installs the system again.
+    attempted_ = false;
+    ready_ = false;
   }
 
   // Deletes the test's VMs and pools while the controller and the Providers' pods still run
@@ -165,7 +158,7 @@ class FlowsTest : public ::testing::Test {
   // finalizer), then the namespace.
   void TearDown() override {
     removeWorkloads();
-    for (const auto& c : classes_) cluster_.kubectl("delete providerclass " + c + " --wait=false");
+    for (const auto& o : cluster_objects_) cluster_.kubectl("delete " + o + " --wait=false");
     if (HasFailure()) {
       for (const auto& ns : namespaces_) std::cerr << namespaceState(ns);
       std::cerr << systemState();
@@ -185,11 +178,15 @@ class FlowsTest : public ::testing::Test {
     }
   }
 
+  // Every role and every bootstrapped ProviderClass runs the file plugin's provider image
+  // rather than banlieue's own: until issue #21, the operator reads each class's provider.json
+  // from its own image, so the `file` class is Ready only when the operator's image holds that
+  // plugin. The provider image is banlieue's plus the plugin, so the roles run the same code.
   static CommandResult bootstrapCommand(const std::vector<std::string>& extra) {
     std::string command = shellQuote(BANLIEUE_BINARY) + " bootstrap operator --kubeconfig " +
                           shellQuote(LocalCluster::shared().kubeconfig().string()) +
-                          " --plugin-dir " + shellQuote(kPluginDir) + " --image-plugin-dir " +
-                          shellQuote(kPluginDir);
+                          " --plugin-dir " + shellQuote(kBuildPluginDir) + " --image " +
+                          shellQuote(kProviderFileImage);
     for (const auto& arg : extra) command += " " + shellQuote(arg);
     return runCommand(command, std::chrono::seconds(120));
   }
@@ -233,24 +230,35 @@ class FlowsTest : public ::testing::Test {
     return ns.name();
   }
 
-  // A Provider of the bootstrapped `file` class; its backend directory is returned.
-  fs::path fileProvider(const std::string& ns, const std::string& name, const std::string& labels,
-                        const std::string& options = "?createSeconds=0") {
-    fs::path dir = work_ / (ns + "-" + name);
-    fs::create_directories(dir);
-    applyProvider(ns, name, "file", labels, "file://" + dir.string() + options,
+  // A file Provider's backend: the directory its endpoint names, inside the Provider's pod.
+  struct FileBackend {
+    std::string ns;
+    std::string provider;
+    std::string provider_class;
+    std::string dir;
+  };
+
+  // A Provider of a file class (the bootstrapped `file` unless told) whose VMs are files in
+  // /tmp/<name> of its pod: an emptyDir of the pod's own, where the plugin makes the directory.
+  FileBackend fileProvider(const std::string& ns, const std::string& name,
+                           const std::string& labels,
+                           const std::string& options = "?createSeconds=0",
+                           const std::string& provider_class = "file") {
+    FileBackend backend{ns, name, provider_class, "/tmp/" + name};
+    applyProvider(ns, name, provider_class, labels, "file://" + backend.dir + options,
                   "    storageClasses: [{name: std}]\n"
                   "    networkClasses: [{name: lan}]\n");
-    return dir;
+    return backend;
   }
 
-  // A Provider of the bootstrapped `libvirt` class on a test-driver host of its own.
+  // A Provider of the bootstrapped `libvirt` class on the image's simulated host; each
+  // Provider's pod holds a host of its own.
   void libvirtProvider(const std::string& ns, const std::string& name, const std::string& labels) {
-    fs::path node = work_ / (ns + "-" + name + ".xml");
-    std::ofstream(node) << nodeXml();
-    applyProvider(ns, name, "libvirt", labels, "test://" + node.string(),
-                  "    storageClasses: [{name: std, target: {pool: images}}]\n"
-                  "    networkClasses: [{name: lan, target: {network: lan}}]\n");
+    applyProvider(ns, name, "libvirt", labels, kLibvirtTestHost,
+                  std::string("    storageClasses: [{name: std, target: {pool: ") + kLibvirtPool +
+                      "}}]\n"
+                      "    networkClasses: [{name: lan, target: {network: " +
+                      kLibvirtNetwork + "}}]\n");
   }
 
   void applyProvider(const std::string& ns, const std::string& name, const std::string& cls,
@@ -285,9 +293,11 @@ class FlowsTest : public ::testing::Test {
     return r.exit_code == 0;
   }
 
-  // The user's VirtualMachine: the shared class and image, placed by a provider selector.
+  // The user's VirtualMachine: the shared class and image unless told, placed by a provider
+  // selector.
   void applyVm(const std::string& ns, const std::string& name, const std::string& match_labels,
-               const std::string& extra_spec = "", const std::string& class_name = "") {
+               const std::string& extra_spec = "", const std::string& class_name = "",
+               const std::string& image_name = "") {
     auto r = cluster_.apply(
         "apiVersion: banlieue.io/v1alpha1\nkind: VirtualMachine\n"
         "metadata: {name: " +
@@ -298,7 +308,7 @@ class FlowsTest : public ::testing::Test {
         (class_name.empty() ? vmClass() : class_name) +
         "}\n"
         "  imageRef: {name: " +
-        vmImage() +
+        (image_name.empty() ? vmImage() : image_name) +
         "}\n"
         "  placement:\n"
         "    providerSelector:\n"
@@ -315,13 +325,38 @@ class FlowsTest : public ::testing::Test {
                                              type + "\")].reason}");
   }
 
-  // The backend file of a VM on a file Provider, parsed; null when absent.
-  static std::optional<rapidjson::Document> backendFile(const fs::path& dir, const std::string& ns,
-                                                        const std::string& vm) {
-    fs::path file = dir / (ns + "_" + vm + ".json");
-    if (!fs::exists(file)) return std::nullopt;
+  // `command` in the Provider's pod, the way a user looks into a backend: kubectl exec into
+  // the Deployment the operator minted for it (the image has coreutils).
+  CommandResult execInProvider(const FileBackend& backend, const std::string& command) const {
+    return cluster_.kubectl("exec -n " + backend.ns + " deploy/banlieue-provider-" +
+                            backend.provider_class + "-" + backend.provider + " -- " + command);
+  }
+
+  // The names in a file backend's directory; null when the pod could not be asked.
+  std::optional<std::set<std::string>> backendEntries(const FileBackend& backend) const {
+    auto r = execInProvider(backend, "ls -A " + backend.dir);
+    if (r.exit_code != 0) {
+      std::cerr << "ls " << backend.dir << " in " << backend.ns << "/" << backend.provider
+                << "'s pod: " << r.output << "\n";
+      return std::nullopt;
+    }
+    std::set<std::string> names;
+    std::istringstream lines(r.output);
+    for (std::string line; std::getline(lines, line);) {
+      if (!line.empty()) names.insert(line);
+    }
+    return names;
+  }
+
+  // The backend file of a VM on a file Provider, read in its pod and parsed; null when absent
+  // or unreadable.
+  std::optional<rapidjson::Document> backendFile(const FileBackend& backend,
+                                                 const std::string& vm) const {
+    std::string file = backend.dir + "/" + backend.ns + "_" + vm + ".json";
+    auto r = execInProvider(backend, "cat " + file);
+    if (r.exit_code != 0) return std::nullopt;
     try {
-      return json::parse(readFile(file), file.string());
+      return json::parse(r.output, file);
     } catch (const std::exception&) {
       return std::nullopt;  // replaced while being read: the caller polls again
     }
@@ -356,9 +391,8 @@ class FlowsTest : public ::testing::Test {
 
   LocalCluster& cluster_ = LocalCluster::shared();
   std::vector<std::string> namespaces_;
-  std::vector<std::string> classes_;
+  std::vector<std::string> cluster_objects_;  // kind/name of cluster-scoped objects to delete
 
-  static inline fs::path work_;
   static inline std::string suffix_;
   static inline bool attempted_ = false;
   static inline bool ready_ = false;
@@ -382,7 +416,8 @@ TEST_F(FlowsTest, CreateToReadyThenPowerOffAndOn) {
                 "{.metadata.labels.banlieue\\.io/provider}/"
                 "{.metadata.labels.banlieue\\.io/owned-by}/{.spec.domainName}/"
                 "{.spec.bootSource.volume}/{.spec.pool}/{.metadata.finalizers}"),
-            "host1/db-01/" + ns + "-db-01/debian.qcow2/images/[\"banlieue.io/provider-libvirt\"]");
+            "host1/db-01/" + ns + "-db-01/" + kLibvirtVolume + "/" + kLibvirtPool +
+                "/[\"banlieue.io/provider-libvirt\"]");
   std::string provider_id = get("libvirtmachine db-01 -n " + ns, "{.spec.providerID}");
   EXPECT_THAT(provider_id, ::testing::StartsWith("libvirt://"));
 
@@ -419,11 +454,11 @@ TEST_F(FlowsTest, CreateToReadyThenPowerOffAndOn) {
 TEST_F(FlowsTest, PowerStateReachesTheBackend) {
   LocalCluster::TestNamespace scoped(cluster_);
   const std::string ns = useNamespace(scoped);
-  fs::path dir = fileProvider(ns, "files", "tier: files");
+  auto files = fileProvider(ns, "files", "tier: files");
   applyVm(ns, "app-01", "tier: files", "  desiredPowerState: PoweredOff\n");
   ASSERT_TRUE(waitFor(ns, "vm/app-01", "Ready"));
   auto state = [&] {
-    auto vm = backendFile(dir, ns, "app-01");
+    auto vm = backendFile(files, "app-01");
     return vm ? json::stringOr(&*vm, "state") : std::string("<no backend file>");
   };
   EXPECT_EQ(state(), "stopped");
@@ -443,13 +478,13 @@ TEST_F(FlowsTest, PowerStateReachesTheBackend) {
 TEST_F(FlowsTest, DeleteLeavesNoBackendObject) {
   LocalCluster::TestNamespace scoped(cluster_);
   const std::string ns = useNamespace(scoped);
-  fs::path dir = fileProvider(ns, "files", "tier: files");
+  auto files = fileProvider(ns, "files", "tier: files");
   libvirtProvider(ns, "host1", "tier: libvirt");
   applyVm(ns, "on-files", "tier: files");
   applyVm(ns, "on-libvirt", "tier: libvirt");
   ASSERT_TRUE(waitFor(ns, "vm/on-files", "Ready"));
   ASSERT_TRUE(waitFor(ns, "vm/on-libvirt", "Ready"));
-  ASSERT_TRUE(backendFile(dir, ns, "on-files").has_value());
+  ASSERT_TRUE(backendFile(files, "on-files").has_value());
   EXPECT_EQ(get("vm on-files -n " + ns, "{.metadata.finalizers}"),
             "[\"banlieue.io/virtualmachine\"]");
   EXPECT_EQ(get("filemachine on-files -n " + ns, "{.metadata.finalizers}"),
@@ -459,8 +494,10 @@ TEST_F(FlowsTest, DeleteLeavesNoBackendObject) {
                                   std::chrono::seconds(120));
   ASSERT_EQ(deleted.exit_code, 0) << deleted.output;
   // `kubectl delete` returned once the VMs were gone: their infra CRs went first.
-  EXPECT_FALSE(backendFile(dir, ns, "on-files").has_value());
-  EXPECT_FALSE(fs::exists(dir / (ns + "_on-files.json.creating")));
+  auto left = backendEntries(files);
+  ASSERT_TRUE(left.has_value());
+  EXPECT_THAT(*left, Not(Contains(ns + "_on-files.json")));
+  EXPECT_THAT(*left, Not(Contains(ns + "_on-files.json.creating")));
   EXPECT_EQ(get("filemachines,libvirtmachines -n " + ns, "{.items[*].metadata.name}"), "");
 
   // The test-driver domain lives in the provider process: a new VM of the same name (a new
@@ -519,7 +556,7 @@ TEST_F(FlowsTest, SwapFromLibvirtToTheThirdPartyFilePlugin) {
   LocalCluster::TestNamespace scoped(cluster_);
   const std::string ns = useNamespace(scoped);
   libvirtProvider(ns, "host1", "site: lab, backend: libvirt");
-  fs::path dir = fileProvider(ns, "files", "site: lab, backend: file");
+  auto files = fileProvider(ns, "files", "site: lab, backend: file");
   applyVm(ns, "svc-01", "site: lab, backend: libvirt");
   ASSERT_TRUE(waitFor(ns, "vm/svc-01", "Ready"));
   EXPECT_EQ(get("vm svc-01 -n " + ns, "{.status.infrastructureRef.kind}"), "LibvirtMachine");
@@ -539,7 +576,7 @@ TEST_F(FlowsTest, SwapFromLibvirtToTheThirdPartyFilePlugin) {
       },
       kConverge));
   EXPECT_EQ(specWithoutPlacement(ns, "svc-01"), spec_before);
-  auto vm = backendFile(dir, ns, "svc-01");
+  auto vm = backendFile(files, "svc-01");
   ASSERT_TRUE(vm.has_value());
   EXPECT_EQ(json::stringOr(&*vm, "state"), "running");
   EXPECT_EQ(json::integer(&*vm, "cpus").value_or(0), 1);
@@ -552,9 +589,10 @@ TEST_F(FlowsTest, SwapFromLibvirtToTheThirdPartyFilePlugin) {
             "files/svc-01/VirtualMachine/base.img");
 }
 
-// Swap across hypervisors: libvirt (test driver) to vSphere (vcsim, TLS verified against the
-// Provider's inline CA, login from its credentials Secret) and back, the manifest unchanged
-// but for the selector. Each side's backend VM exists exactly while the VM is placed there.
+// Swap across hypervisors: libvirt (test driver) to vSphere (vcsim on the address the pods
+// reach, TLS verified against the Provider's inline CA, login from its credentials Secret) and
+// back, the manifest unchanged but for the selector. Each side's backend VM exists exactly
+// while the VM is placed there.
 TEST_F(FlowsTest, SwapFromLibvirtToVSphereAndBack) {
   LocalCluster::TestNamespace scoped(cluster_);
   const std::string ns = useNamespace(scoped);
@@ -563,7 +601,10 @@ TEST_F(FlowsTest, SwapFromLibvirtToVSphereAndBack) {
         return get("providerclass vsphere", "{.status.machineKind.kind}") == "VSphereMachine";
       },
       kConverge));
-  vsphere::testing::Vcsim vcsim;
+  // Where the Provider's pod reaches this machine, with a certificate for that address.
+  const std::string address = cluster_.podReachableAddress();
+  ASSERT_FALSE(address.empty());
+  vsphere::testing::Vcsim vcsim({}, address);
   vsphere::testing::Backend vcenter(vcsim);
   const std::set<std::string> vcenter_before = vcenter.vmNames();
 
@@ -642,7 +683,13 @@ TEST_F(FlowsTest, ProviderRegistrationAndClassUpgradeFanOut) {
   LocalCluster::TestNamespace scoped(cluster_);
   const std::string ns = useNamespace(scoped);
   const std::string cls = "e2e-fleet-" + suffix_;
-  classes_.push_back(cls);
+  cluster_objects_.push_back("providerclass/" + cls);
+  // Releases 1.0.0 and 1.1.0 of the provider image, as a registry would hold them: the node
+  // runs only images its containerd has.
+  const std::string repository = "localhost/banlieue-provider-file";
+  for (const char* tag : {"1.0.0", "1.1.0"}) {
+    cluster_.tagNodeImage(kProviderFileImage, repository + ":" + tag);
+  }
   auto created = cluster_.apply(
       "apiVersion: banlieue.io/v1alpha1\nkind: ProviderClass\n"
       "metadata: {name: " +
@@ -651,15 +698,14 @@ TEST_F(FlowsTest, ProviderRegistrationAndClassUpgradeFanOut) {
       "spec:\n"
       "  backend: file\n"
       "  plugin: {path: " +
-      std::string(kPluginDir) +
+      std::string(kImagePluginDir) +
       "/file}\n"
-      "  image: {repository: localhost/banlieue, tag: \"1.0.0\"}\n");
+      "  image: {repository: " +
+      repository + ", tag: \"1.0.0\"}\n");
   ASSERT_EQ(created.exit_code, 0) << created.output;
   std::vector<std::string> providers = {"east", "west"};
   for (const auto& p : providers) {
-    fs::path dir = work_ / (ns + "-" + p);
-    fs::create_directories(dir);
-    applyProvider(ns, p, cls, "fleet: one", "file://" + dir.string(),
+    applyProvider(ns, p, cls, "fleet: one", "file:///tmp/" + p,
                   "    storageClasses: [{name: std}]\n");
   }
   auto image = [&](const std::string& p) {
@@ -677,7 +723,7 @@ TEST_F(FlowsTest, ProviderRegistrationAndClassUpgradeFanOut) {
         },
         kConverge))
         << get("provider " + p + " -n " + ns, "{.status}");
-    EXPECT_EQ(image(p), "localhost/banlieue:1.0.0");
+    EXPECT_EQ(image(p), repository + ":1.0.0");
   }
   EXPECT_TRUE(LocalCluster::eventually(
       [&] { return get("providerclass " + cls, "{.status.providers}") == "2"; }, kConverge));
@@ -687,8 +733,7 @@ TEST_F(FlowsTest, ProviderRegistrationAndClassUpgradeFanOut) {
   ASSERT_EQ(patched.exit_code, 0) << patched.output;
   EXPECT_TRUE(LocalCluster::eventually(
       [&] {
-        return image("east") == "localhost/banlieue:1.1.0" &&
-               image("west") == "localhost/banlieue:1.1.0";
+        return image("east") == repository + ":1.1.0" && image("west") == repository + ":1.1.0";
       },
       kConverge))
       << image("east") << " " << image("west");
@@ -753,7 +798,7 @@ TEST_F(FlowsTest, UserDataIsRenderedIntoTheBackend) {
   // bootstrap with this one is how a user grants it.
   auto granted = bootstrapCommand({"--userdata-namespace", ns});
   ASSERT_EQ(granted.exit_code, 0) << granted.output;
-  fs::path dir = fileProvider(ns, "files", "tier: files");
+  auto files = fileProvider(ns, "files", "tier: files");
   auto secret = cluster_.apply(
       "apiVersion: v1\nkind: Secret\n"
       "metadata: {name: web-user-data, namespace: " +
@@ -769,7 +814,7 @@ TEST_F(FlowsTest, UserDataIsRenderedIntoTheBackend) {
   applyVm(ns, "web-01", "tier: files",
           "  userData:\n    secretRef: {name: web-user-data, key: user-data}\n");
   ASSERT_TRUE(waitFor(ns, "vm/web-01", "Ready"));
-  auto vm = backendFile(dir, ns, "web-01");
+  auto vm = backendFile(files, "web-01");
   ASSERT_TRUE(vm.has_value());
   std::string user_data = json::stringOr(&*vm, "userData");
   EXPECT_THAT(user_data, HasSubstr("#cloud-config\n"));
@@ -784,7 +829,7 @@ TEST_F(FlowsTest, UserDataIsRenderedIntoTheBackend) {
 TEST_F(FlowsTest, BadInputGivesAClearConditionAndNoCrash) {
   LocalCluster::TestNamespace scoped(cluster_);
   const std::string ns = useNamespace(scoped);
-  fs::path dir = fileProvider(ns, "files", "tier: files");
+  auto files = fileProvider(ns, "files", "tier: files");
   ASSERT_TRUE(waitFor(ns, "provider/files", "Ready"));
 
   applyVm(ns, "no-class", "tier: files", "", "no-such-class-" + suffix_);
@@ -823,12 +868,71 @@ TEST_F(FlowsTest, BadInputGivesAClearConditionAndNoCrash) {
 
   // Nothing reached the backend, nothing crashed.
   EXPECT_EQ(get("filemachines -n " + ns, "{.items[*].metadata.name}"), "");
-  EXPECT_TRUE(fs::is_empty(dir));
+  EXPECT_EQ(backendEntries(files), std::set<std::string>{});
   expectNoCrash(ns);
 
   // Fixing the input is enough: the VM converges without a restart of anything.
   applyVm(ns, "no-class", "tier: files");
   EXPECT_TRUE(waitFor(ns, "vm/no-class", "Ready"));
+  expectNoCrash(ns);
+}
+
+// The provider image recipe for plugin authors (examples/file-provider/Containerfile):
+// banlieue's image plus the plugin's directory. Its own CTest test (label node), with its own
+// bootstrap.
+class ProviderImageTest : public FlowsTest {};
+
+// A ProviderClass naming the provider image and the plugin by its path in the image's plugin
+// directory runs a VM to Ready, and the Provider's pod runs exactly that image.
+TEST_F(ProviderImageTest, AClassNamingTheProviderImageRunsAVmToReady) {
+  LocalCluster::TestNamespace scoped(cluster_);
+  const std::string ns = useNamespace(scoped);
+  const std::string cls = "e2e-image-" + suffix_;
+  cluster_objects_.push_back("providerclass/" + cls);
+  const auto colon = kProviderFileImage.rfind(':');
+  // pullPolicy Never: the pod starts only from the image the node holds under that name.
+  auto created = cluster_.apply(
+      "apiVersion: banlieue.io/v1alpha1\nkind: ProviderClass\n"
+      "metadata: {name: " +
+      cls +
+      "}\n"
+      "spec:\n"
+      "  backend: file\n"
+      "  plugin: {path: file}\n"
+      "  image: {repository: " +
+      kProviderFileImage.substr(0, colon) + ", tag: \"" + kProviderFileImage.substr(colon + 1) +
+      "\", pullPolicy: Never}\n");
+  ASSERT_EQ(created.exit_code, 0) << created.output;
+  ASSERT_TRUE(waitFor(ns, "providerclass/" + cls, "Ready"))
+      << get("providerclass " + cls, "{.status}");
+  EXPECT_EQ(get("providerclass " + cls, "{.status.machineKind.kind}"), "FileMachine");
+  // An image the class can boot: VMImage sources are per ProviderClass.
+  cluster_objects_.push_back("vmimage/" + cls);
+  auto image = cluster_.apply(
+      "apiVersion: banlieue.io/v1alpha1\nkind: VMImage\n"
+      "metadata: {name: " +
+      cls +
+      "}\n"
+      "spec:\n"
+      "  osFamily: linux\n"
+      "  sources: [{providerClass: " +
+      cls + ", kind: BackingFile, ref: base.img}]\n");
+  ASSERT_EQ(image.exit_code, 0) << image.output;
+
+  auto files = fileProvider(ns, "vendor", "vendor: file", "?createSeconds=0", cls);
+  applyVm(ns, "app-01", "vendor: file", "", "", cls);
+  ASSERT_TRUE(waitFor(ns, "vm/app-01", "Ready"));
+  EXPECT_EQ(get("vm app-01 -n " + ns,
+                "{.status.scheduled.providerName}/{.status.infrastructureRef.kind}"),
+            "vendor/FileMachine");
+  auto vm = backendFile(files, "app-01");
+  ASSERT_TRUE(vm.has_value());
+  EXPECT_EQ(json::stringOr(&*vm, "state"), "running");
+
+  // The Provider's one pod: its spec and the runtime's status both name the provider image.
+  const std::string pods = "pods -n " + ns + " -l banlieue.io/provider=vendor";
+  EXPECT_EQ(words(get(pods, "{..image}")),
+            (std::multiset<std::string>{kProviderFileImage, kProviderFileImage}));
   expectNoCrash(ns);
 }
 

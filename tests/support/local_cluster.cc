@@ -151,6 +151,18 @@ std::string LocalCluster::podReachableAddress() const {
   return {};
 }
 
+void LocalCluster::tagNodeImage(const std::string& image, const std::string& new_name) const {
+  // deploy/local/node.sh: the node's containerd serves its socket under STATE/node, and the
+  // kubelet's images live in its k8s.io namespace.
+  auto socket = kubeconfig_.parent_path() / "node" / "containerd.sock";
+  auto tagged = runCommand("ctr --address " + shellQuote(socket.string()) +
+                           " --namespace k8s.io images tag --force " + shellQuote(image) + " " +
+                           shellQuote(new_name));
+  EXPECT_EQ(tagged.exit_code, 0) << "tagging " << image << " as " << new_name << " in "
+                                 << socket.string() << ":\n"
+                                 << tagged.output;
+}
+
 std::unique_ptr<kube::KubeClient> LocalCluster::client() const {
   auto connection = kube::loadKubeconfig({.files = {kubeconfig_}});
   if (!connection.ok()) {

@@ -44,6 +44,11 @@ class LocalCluster {
   // no node.
   std::string podReachableAddress() const;
 
+  // Gives an image the node already holds one more name in the node's containerd: what pushing
+  // a new tag to a registry does on a real cluster (this node pulls from none, and the kubelet
+  // runs only what its containerd has). Fails the calling test when it cannot.
+  void tagNodeImage(const std::string& image, const std::string& new_name) const;
+
   // A new banlieue Kubernetes client (own connection pool) for the cluster's admin identity.
   // Fails the calling test and returns nullptr when the kubeconfig cannot be used.
   std::unique_ptr<kube::KubeClient> client() const;

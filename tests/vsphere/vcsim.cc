@@ -56,20 +56,24 @@ void runOrThrow(const std::vector<std::string>& argv) {
   }
 }
 
-Vcsim::Vcsim(std::vector<std::string> extra_args) : extra_args_(std::move(extra_args)) {
+Vcsim::Vcsim(std::vector<std::string> extra_args, std::string listen_address)
+    : extra_args_(std::move(extra_args)), listen_address_(std::move(listen_address)) {
   char tmpl[] = "/tmp/banlieue-vcsim-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) throw std::runtime_error("mkdtemp failed");
   dir_ = tmpl;
   auto p = [&](const char* name) { return (dir_ / name).string(); };
-  // A project CA, a server certificate for 127.0.0.1 signed by it, and an unrelated CA.
+  // A project CA, a server certificate for the listen address signed by it, and an unrelated
+  // CA.
   for (const char* ca : {"ca", "other-ca"}) {
     runOrThrow({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
                 "-nodes", "-keyout", p(ca) + ".key", "-out", p(ca) + ".crt", "-days", "2", "-subj",
                 std::string("/CN=banlieue-test-") + ca});
   }
   runOrThrow({"openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-              "-keyout", p("server.key"), "-out", p("server.csr"), "-subj", "/CN=127.0.0.1"});
-  std::ofstream(p("server.ext")) << "subjectAltName=IP:127.0.0.1,DNS:localhost\n";
+              "-keyout", p("server.key"), "-out", p("server.csr"), "-subj",
+              "/CN=" + listen_address_});
+  std::ofstream(p("server.ext")) << "subjectAltName=IP:" << listen_address_
+                                 << (listen_address_ == kLoopback ? ",DNS:localhost" : "") << "\n";
   runOrThrow({"openssl", "x509", "-req", "-in", p("server.csr"), "-CA", p("ca.crt"), "-CAkey",
               p("ca.key"), "-CAcreateserial", "-out", p("server.crt"), "-days", "2", "-extfile",
               p("server.ext")});
@@ -92,7 +96,7 @@ void Vcsim::start() {
   if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
   std::vector<std::string> argv = {BANLIEUE_VCSIM_BINARY,
                                    "-l",
-                                   "127.0.0.1:" + port_,
+                                   listen_address_ + ":" + port_,
                                    "-tlscert",
                                    (dir_ / "server.crt").string(),
                                    "-tlskey",

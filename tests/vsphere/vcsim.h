@@ -1,6 +1,7 @@
 // The project's vcsim (tests/vsphere/vcsim/main.go) as a test fixture: a private CA and server
-// certificate made with openssl, the simulator started on a free loopback port with TLS and a
-// required login, and stopped (or restarted on the same port) on demand.
+// certificate made with openssl, the simulator started on a free port of its listen address
+// (loopback unless told otherwise) with TLS and a required login, and stopped (or restarted on
+// the same port) on demand.
 #pragma once
 
 #include <filesystem>
@@ -16,8 +17,12 @@ class Vcsim {
   static constexpr const char* kUser = "banlieue@vsphere.local";
   static constexpr const char* kPassword = "n0t-a-real-secret";
 
-  // extra_args scale the inventory (-dc 3 -cluster 2 ...).
-  explicit Vcsim(std::vector<std::string> extra_args = {});
+  static constexpr const char* kLoopback = "127.0.0.1";
+
+  // extra_args scale the inventory (-dc 3 -cluster 2 ...). listen_address is the IPv4 address
+  // vcsim listens on and its server certificate names: a cluster's pods reach the machine only
+  // at LocalCluster::podReachableAddress(), not at loopback.
+  explicit Vcsim(std::vector<std::string> extra_args = {}, std::string listen_address = kLoopback);
   ~Vcsim();
   Vcsim(const Vcsim&) = delete;
   Vcsim& operator=(const Vcsim&) = delete;
@@ -29,7 +34,7 @@ class Vcsim {
     start();
   }
 
-  const std::string& url() const { return url_; }  // https://127.0.0.1:<port>/sdk
+  const std::string& url() const { return url_; }  // https://<listen address>:<port>/sdk
   std::string caPem() const;
   // A second CA that did not sign the server certificate.
   std::string otherCaPem() const;
@@ -46,6 +51,7 @@ class Vcsim {
  private:
   std::filesystem::path dir_;
   std::vector<std::string> extra_args_;
+  std::string listen_address_;
   std::string port_ = "0";
   std::string url_;
   pid_t pid_ = -1;
