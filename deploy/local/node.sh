@@ -302,8 +302,10 @@ node_down() {
   done
   # The kubelet writes container logs to the machine's /var/log/pods, one directory per pod UID.
   if [ -d "$d/kubelet/pods" ]; then
-    local uid
-    for uid in $(ls "$d/kubelet/pods"); do
+    local pod uid
+    for pod in "$d/kubelet/pods"/*/; do
+      [ -d "$pod" ] || continue
+      uid=$(basename "$pod")
       rm -rf /var/log/pods/*_"$uid"
       find /var/log/containers -maxdepth 1 -type l -lname "/var/log/pods/*_$uid/*" -delete 2>/dev/null || true
     done
