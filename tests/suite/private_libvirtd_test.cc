@@ -1,10 +1,12 @@
 // The private libvirtd of the image tests (tests/support/private_libvirtd.h) is found by its own
-// socket, runs beside any other libvirtd, and never outlives the process that started it.
+// socket, runs beside any other libvirtd, never outlives the process that started it, and its
+// TLS listener (what pods reach) serves only the client it allows, each side verifying the other.
 #include "tests/support/private_libvirtd.h"
 
 #include "tests/support/local_cluster.h"
 #include "tests/support/read_file.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -19,6 +21,9 @@ namespace banlieue::testing {
 namespace {
 
 namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
 
 // A short directory of the test's own (socket paths must fit a sockaddr_un), removed after.
 class TempDir {
@@ -72,6 +77,42 @@ TEST_F(PrivateLibvirtdTest, StartsBesideAnotherRunningLibvirtd) {
   std::ofstream(second.poolPath() / "disk.raw") << "x";
   EXPECT_EQ(second.volumes().count("disk.raw"), 1U);
   EXPECT_EQ(first.volumes().count("disk.raw"), 0U);
+}
+
+// With a TLS listener (here on loopback; the image tests use the cluster's pod-reachable
+// address): the client whose certificate the daemon allows connects and sees the daemon's pool.
+// The daemon refuses a client certificate from the same CA with another DN, and the client
+// refuses the daemon when the name it dialled is not the one the daemon's certificate names.
+TEST_F(PrivateLibvirtdTest, TlsListenerServesOnlyTheAllowedClientWithBothSidesVerified) {
+  TempDir dir;
+  PrivateLibvirtd daemon;
+  std::string error;
+  const std::string pool = "bnl-tls-" + std::to_string(::getpid());
+  ASSERT_TRUE(daemon.start(dir.path(), pool, &error, {.tls_address = "127.0.0.1"})) << error;
+  ASSERT_THAT(daemon.tlsUri(), StartsWith("qemu+tls://127.0.0.1:"));
+  EXPECT_THAT(daemon.caPem(), HasSubstr("BEGIN CERTIFICATE"));
+  EXPECT_THAT(daemon.clientCertPem(), HasSubstr("BEGIN CERTIFICATE"));
+  EXPECT_THAT(daemon.clientKeyPem(), HasSubstr("PRIVATE KEY"));
+  auto virsh = [](const std::string& uri, const fs::path& pki) {
+    return runCommand("virsh -q -c " + shellQuote(uri + "?pkipath=" + pki.string()) +
+                      " pool-list --name");
+  };
+
+  auto allowed = virsh(daemon.tlsUri(), daemon.pkiPath());
+  EXPECT_EQ(allowed.exit_code, 0) << allowed.output << daemon.log();
+  EXPECT_THAT(allowed.output, HasSubstr(pool));
+
+  auto intruder = virsh(daemon.tlsUri(), daemon.intruderPkiPath());
+  EXPECT_NE(intruder.exit_code, 0) << intruder.output;
+  EXPECT_THAT(intruder.output, Not(HasSubstr(pool)));
+  EXPECT_THAT(daemon.log(), HasSubstr("not on the list of allowed clients"));
+
+  // The same daemon dialled as "localhost": its certificate names 127.0.0.1 only.
+  std::string by_name = daemon.tlsUri();
+  by_name.replace(by_name.find("127.0.0.1"), 9, "localhost");
+  auto misnamed = virsh(by_name, daemon.pkiPath());
+  EXPECT_NE(misnamed.exit_code, 0) << misnamed.output;
+  EXPECT_THAT(misnamed.output, HasSubstr("localhost"));
 }
 
 // The process that started the daemon is killed (as a crashed or timed-out test is): the daemon

@@ -1,7 +1,11 @@
 // A libvirtd of the test's own: its unix socket, pid file and log in a directory the test owns,
-// no network listener, and one transient directory storage pool (nothing is written under
-// /etc/libvirt). A pod the node agent runs shares the host's filesystem, so it reaches the
-// daemon through `uri()` as the test does.
+// and one transient directory storage pool (nothing is written under /etc/libvirt). The test
+// itself uses the unix socket (`uri()`). A pod reaches the daemon as it reaches a libvirt host
+// on a real site: over TLS at an address of the cluster's own network (start() with
+// `tls_address`, usually LocalCluster::podReachableAddress()), with certificates generated per
+// daemon under its directory: a CA, a server certificate for that address, and a client
+// certificate the daemon allows by its DN (tls_allowed_dn_list). The daemon verifies the
+// client's certificate and the client verifies the daemon's: nothing runs with no_verify.
 //
 // libvirtd keeps machine-wide state (its QEMU driver's lock under /run/libvirt): the daemon runs
 // in a mount namespace of its own where those directories are the test's, so it runs beside any
@@ -29,13 +33,33 @@ class PrivateLibvirtd {
   PrivateLibvirtd(const PrivateLibvirtd&) = delete;
   PrivateLibvirtd& operator=(const PrivateLibvirtd&) = delete;
 
+  struct Options {
+    // Also listen with TLS on this IPv4 address, on a free port. Empty: the unix socket only.
+    std::string tls_address;
+  };
+
   // Starts the daemon under `dir` (created by the caller, reachable by root) and creates the
   // dir pool `pool` at `dir`/pool. On failure returns false with the reason in `error`.
   // Call it from the thread that outlives the daemon (the test's main thread): the daemon is
   // killed when the thread that started it ends.
-  bool start(const std::filesystem::path& dir, const std::string& pool, std::string* error);
+  bool start(const std::filesystem::path& dir, const std::string& pool, std::string* error,
+             const Options& options);
+  bool start(const std::filesystem::path& dir, const std::string& pool, std::string* error) {
+    return start(dir, pool, error, Options{});
+  }
 
   const std::string& uri() const { return uri_; }  // qemu:///system?socket=<dir>/sock/...
+  // qemu+tls://<tls_address>:<port>/system; empty without a TLS listener.
+  const std::string& tlsUri() const { return tls_uri_; }
+  // The client's PKI directory in libvirt's layout (cacert.pem, clientcert.pem, clientkey.pem):
+  // `virsh -c '<tlsUri()>?pkipath=<pkiPath()>'` connects as the allowed client.
+  std::filesystem::path pkiPath() const { return dir_ / "pki"; }
+  // The PEMs a Provider's credentials Secret carries (ca.crt, tls.crt, tls.key).
+  std::string caPem() const;
+  std::string clientCertPem() const;
+  std::string clientKeyPem() const;
+  // A client signed by the same CA whose DN the daemon does not allow, in the same layout.
+  std::filesystem::path intruderPkiPath() const { return dir_ / "pki" / "intruder"; }
   const std::string& pool() const { return pool_; }
   const std::filesystem::path& poolPath() const { return pool_path_; }
   virConnectPtr connection() const { return conn_; }
@@ -50,9 +74,12 @@ class PrivateLibvirtd {
   std::filesystem::path dir_;
   std::filesystem::path pool_path_;
   std::string uri_;
+  std::string tls_uri_;
   std::string pool_;
   // Whether the daemon still runs (reaps it once it has exited).
   bool running();
+  // The CA, the server certificate for `address` and the clients, under dir_/pki.
+  bool makePki(const std::string& address, std::string* error);
   std::string exitDescription() const;
 
   pid_t pid_ = 0;

@@ -1,6 +1,7 @@
 // Starts a PrivateLibvirtd in the directory given and holds it until killed: the process whose
-// death must take the daemon with it (tests/suite/private_libvirtd_test.cc).
-//   private_libvirtd_holder <dir> <pool>
+// death must take the daemon with it (tests/suite/private_libvirtd_test.cc), and a daemon to try
+// things against by hand. With a TLS address, holder.ready names the daemon's TLS URI.
+//   private_libvirtd_holder <dir> <pool> [<tls-address>]
 #include "tests/support/private_libvirtd.h"
 
 #include <unistd.h>
@@ -10,16 +11,18 @@
 #include <string>
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: private_libvirtd_holder <dir> <pool>\n");
+  if (argc != 3 && argc != 4) {
+    std::fprintf(stderr, "usage: private_libvirtd_holder <dir> <pool> [<tls-address>]\n");
     return 2;
   }
   banlieue::testing::PrivateLibvirtd libvirtd;
   std::string error;
-  if (!libvirtd.start(argv[1], argv[2], &error)) {
+  if (!libvirtd.start(argv[1], argv[2], &error, {.tls_address = argc == 4 ? argv[3] : ""})) {
     std::fprintf(stderr, "private_libvirtd_holder: %s\n", error.c_str());
     return 1;
   }
-  std::ofstream(std::string(argv[1]) + "/holder.ready") << "ready\n";
+  std::ofstream ready(std::string(argv[1]) + "/holder.ready");
+  ready << "ready" << (libvirtd.tlsUri().empty() ? "" : " " + libvirtd.tlsUri()) << "\n";
+  ready.close();
   for (;;) ::pause();
 }
