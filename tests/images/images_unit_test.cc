@@ -18,6 +18,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <string>
 
 namespace banlieue::roles::images {
 namespace {
@@ -380,17 +382,29 @@ TEST(ImportJob, RunsImageImportForOneZoneIsolatedAndReadOnly) {
   EXPECT_EQ(after("--artifact"), "/artifacts/kairos-ubuntu-build.raw");
   EXPECT_EQ(after("--checksum"), params().checksum);
   // Credentials are read through the API under the Job's ServiceAccount: nothing is mounted
-  // but the artifacts.
+  // but the artifacts and a scratch /tmp.
   EXPECT_EQ(after("--credentials-dir"), "<missing>");
-  EXPECT_EQ(pod["volumes"].Size(), 1u);
-  // Every mount is read-only; the artifacts come from the PVC, read-only too.
-  for (const auto& m : c["volumeMounts"].GetArray()) EXPECT_TRUE(json::boolean(&m, "readOnly"));
+  ASSERT_EQ(pod["volumes"].Size(), 2u);
+  // The artifacts come from the PVC, read-only; the only writable mount is /tmp, in memory (a
+  // plugin's credential files for its backend's client library never reach a disk).
+  std::map<std::string, std::string> mounted;
+  for (const auto& m : c["volumeMounts"].GetArray()) {
+    std::string name = json::stringOr(&m, "name");
+    mounted[name] = json::stringOr(&m, "mountPath");
+    EXPECT_EQ(json::boolean(&m, "readOnly"), name != "tmp") << name;
+  }
+  EXPECT_EQ(mounted,
+            (std::map<std::string, std::string>{{"artifacts", "/artifacts"}, {"tmp", "/tmp"}}));
   bool pvc_ro = false;
   for (const auto& v : pod["volumes"].GetArray()) {
     if (json::stringOr(&v, "name") == "artifacts") {
       EXPECT_EQ(json::stringOr(&v, "persistentVolumeClaim.claimName"),
                 "kairos-ubuntu-build-artifacts");
       pvc_ro = json::boolean(&v, "persistentVolumeClaim.readOnly");
+    }
+    if (json::stringOr(&v, "name") == "tmp") {
+      EXPECT_EQ(json::stringOr(&v, "emptyDir.medium"), "Memory");
+      EXPECT_FALSE(json::stringOr(&v, "emptyDir.sizeLimit").empty());
     }
   }
   EXPECT_TRUE(pvc_ro);

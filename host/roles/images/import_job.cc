@@ -229,6 +229,20 @@ StatusOr<std::string> importJob(const ImportJobParams& p) {
     }
     b.push(volumes, std::move(volume));
   }
+  {
+    // Scratch for the plugin (its backend client's credential files), in memory, small.
+    Value mount = b.obj();
+    b.add(mount, "name", std::string("tmp"));
+    b.add(mount, "mountPath", std::string(kScratchMountPath));
+    b.push(mounts, std::move(mount));
+    Value empty_dir = b.obj();
+    b.add(empty_dir, "medium", std::string("Memory"));
+    b.add(empty_dir, "sizeLimit", std::string("16Mi"));
+    Value volume = b.obj();
+    b.add(volume, "name", std::string("tmp"));
+    b.add(volume, "emptyDir", std::move(empty_dir));
+    b.push(volumes, std::move(volume));
+  }
 
   Value env = b.arr();
   for (const char* name : {"POD_NAME", "POD_NAMESPACE"}) {

@@ -6,8 +6,10 @@
 // isolated build namespace under a dedicated ServiceAccount that may only read VMImages, the
 // Provider and that Provider's credentials Secret (read through the API: no Secret copies,
 // docs/adr/0015); the artifacts volume is mounted read-only; the root filesystem is read-only
-// and privilege escalation is off. Its owners are the VMImage and the OSArtifact that built the
-// artifact, so deleting the image collects its Jobs.
+// and privilege escalation is off. The one writable place is /tmp, a memory-backed emptyDir:
+// what a plugin writes for the backend's client library (libvirt's client certificate and key
+// for qemu+tls) stays in the pod's memory and goes with it. Its owners are the VMImage and the
+// OSArtifact that built the artifact, so deleting the image collects its Jobs.
 #pragma once
 
 #include "host/api/vm_class.h"
@@ -22,6 +24,7 @@ namespace banlieue::roles::images {
 inline constexpr const char* kImageBuildNamespace = "banlieue-imagebuild";
 inline constexpr const char* kImportServiceAccount = "banlieue-image-import";
 inline constexpr const char* kArtifactsMountPath = "/artifacts";
+inline constexpr const char* kScratchMountPath = "/tmp";
 inline constexpr const char* kImportContainerName = "import";
 // On every import Job: the name the Job would have without a force-reimport token (so Jobs of
 // one artifact and zone are found whatever token made them) and the token itself.
