@@ -21,6 +21,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <thread>
 
@@ -43,17 +44,29 @@ struct Options {
   int call_timeout_seconds = 30;
   std::string import_namespace = images::kImageBuildNamespace;
   std::string artifacts_host_root;
+  std::string import_plugin_dir;
   int import_retry_seconds = 300;
   std::string state_dir;
   int plugin_hang_grace_seconds = 30;
   int plugin_crash_backoff_seconds = 60;
 };
 
+// The plugin's parent directory as the import Jobs' image holds it: where this process found it,
+// or the same place under --import-plugin-dir when this process runs outside that image.
+std::string importPluginDir(const Options& o, const std::filesystem::path& parent) {
+  if (o.import_plugin_dir.empty()) return parent.string();
+  std::error_code ec;
+  auto root = std::filesystem::canonical(o.plugin_dir, ec);  // `parent` is canonical too
+  auto relative = ec ? std::filesystem::path() : parent.lexically_relative(root);
+  if (relative.empty() || relative == ".") return o.import_plugin_dir;
+  return (std::filesystem::path(o.import_plugin_dir) / relative).string();
+}
+
 // What the import Jobs need from the plugin and its class (docs/adr/0015).
 ImportSettings importSettings(const Options& o, const ResolvedPlugin& resolved) {
   ImportSettings settings;
   settings.backend = resolved.directory.filename().string();
-  settings.plugin_dir = resolved.directory.parent_path().string();
+  settings.plugin_dir = importPluginDir(o, resolved.directory.parent_path());
   settings.container_image = resolved.container_image;
   settings.job_namespace = o.import_namespace;
   settings.artifacts_host_root = o.artifacts_host_root;
@@ -358,6 +371,9 @@ void registerProviderCommand(CLI::App& app, app::Action& action) {
   sub->add_option("--artifacts-host-root", o->artifacts_host_root,
                   "Development nodes: import Jobs mount <dir>/<artifacts PVC> as a hostPath\n"
                   "instead of the PVC");
+  sub->add_option("--import-plugin-dir", o->import_plugin_dir,
+                  "The plugin directory inside the import Jobs' image (default: --plugin-dir,\n"
+                  "as when this process runs in that image; set it when it runs elsewhere)");
   sub->add_option("--import-retry-seconds", o->import_retry_seconds,
                   "How long after a retryable failure an import Job is made again")
       ->check(CLI::Range(1, 86400))
