@@ -1,17 +1,21 @@
 // `banlieue image-import` as a process into a real libvirtd directory pool: a private libvirtd
-// (its own unix socket directory, no network listener) that this test starts and stops, the
-// libvirt plugin from the build's plugin directory, the Provider and VMImage from files. The
-// artifact lands byte-identical in the pool; a one-byte-flipped artifact and an unknown
-// checksum algorithm fail with their exit statuses and termination-log reasons and write
-// nothing to the pool; a missing plugin fails as PluginLoadFailed. Then the same through the
-// node agent: importJob()'s Job, created on the local control plane, runs image-import under a
-// read-only ServiceAccount that reads the VMImage and Provider from the API server; the good
-// artifact lands and the Job's result maps to an Imported zone row, a flipped one fails the Job
-// with ChecksumMismatch and writes nothing. Labels: integration;images.
+// that this test starts and stops (its own unix socket directory), the libvirt plugin from the
+// build's plugin directory, the Provider and VMImage from files. The artifact lands
+// byte-identical in the pool; a one-byte-flipped artifact and an unknown checksum algorithm fail
+// with their exit statuses and termination-log reasons and write nothing to the pool; a missing
+// plugin fails as PluginLoadFailed. Then the same as a Job on the cluster's node: importJob()'s
+// Job runs in a container of localhost/banlieue (uid 65532, read-only root filesystem), under a
+// ServiceAccount that may read only the VMImage, the Provider, its credentials Secret and its CA
+// ConfigMap through the API server, and reaches the daemon as it reaches a libvirt host on a
+// real site: qemu+tls:// at the cluster's pod-reachable address, with a client certificate the
+// daemon allows and the daemon's certificate verified against the Provider's CA bundle. The
+// good artifact lands and the Job's result maps to an Imported zone row; a flipped one fails
+// the Job with ChecksumMismatch and writes nothing. Labels: integration;images.
 //
-// Skips (saying why) when not root, when libvirtd is not installed (scripts/setup.sh installs
-// it), or when a libvirtd this test did not start already runs (it owns the machine's QEMU
-// driver state).
+// Skips (saying why) only when not root (tests/skip_allowlist.txt); anything else that stops
+// the daemon fails.
+#include "host/common/version.h"
+#include "host/plugin/loader.h"
 #include "host/roles/images/artifact_checksum.h"
 #include "host/roles/images/import_exit.h"
 #include "host/roles/images/import_job.h"
@@ -48,19 +52,8 @@ class ImageImportLibvirtTest : public ::testing::Test {
     char tmpl[] = "/tmp/banlieue-image-import-XXXXXX";
     ASSERT_NE(::mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
+    // The import Job's container (uid 65532) reads the artifacts below through a hostPath.
     fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
-    std::string error;
-    ASSERT_TRUE(libvirtd_.start(dir_, "bnl-import-" + std::to_string(::getpid()), &error)) << error;
-    uri_ = libvirtd_.uri();
-    pool_ = libvirtd_.pool();
-
-    std::ofstream(dir_ / "provider.json")
-        << R"({"apiVersion":"banlieue.io/v1alpha1","kind":"Provider",
-          "metadata":{"name":"lv1","namespace":"infra","uid":"p-1"},
-          "spec":{"providerClassRef":{"name":"libvirt"},"connection":{"endpoint":")"
-        << uri_ << R"("},
-          "capabilities":{"storageClasses":[{"name":"local","target":{"pool":")"
-        << pool_ << R"("}}]}}})";
     std::ofstream(dir_ / "image.yaml") << R"(apiVersion: banlieue.io/v1alpha1
 kind: VMImage
 metadata: {name: kairos-tiny, uid: img-1}
@@ -78,6 +71,23 @@ status:
     auto sha = fileDigest(artifact_, "sha256");
     ASSERT_TRUE(sha.ok());
     sha256_ = *sha;
+  }
+
+  // Starts the private libvirtd (with `options`) and writes the Provider file for a run by hand,
+  // which reaches the daemon on its unix socket.
+  void startLibvirtd(const testing::PrivateLibvirtd::Options& options) {
+    std::string error;
+    ASSERT_TRUE(libvirtd_.start(dir_, "bnl-import-" + std::to_string(::getpid()), &error, options))
+        << error;
+    uri_ = libvirtd_.uri();
+    pool_ = libvirtd_.pool();
+    std::ofstream(dir_ / "provider.json")
+        << R"({"apiVersion":"banlieue.io/v1alpha1","kind":"Provider",
+          "metadata":{"name":"lv1","namespace":"infra","uid":"p-1"},
+          "spec":{"providerClassRef":{"name":"libvirt"},"connection":{"endpoint":")"
+        << uri_ << R"("},
+          "capabilities":{"storageClasses":[{"name":"local","target":{"pool":")"
+        << pool_ << R"("}}]}}})";
   }
 
   void TearDown() override {
@@ -118,6 +128,8 @@ status:
 };
 
 TEST_F(ImageImportLibvirtTest, VerifiedArtifactLandsAndCorruptOnesWriteNothing) {
+  startLibvirtd({});
+  if (HasFatalFailure()) return;
   // A one-byte flip of the artifact: refused before any backend write.
   fs::path flipped = dir_ / "artifacts" / "flipped.raw";
   fs::copy_file(artifact_, flipped);
@@ -166,10 +178,15 @@ TEST_F(ImageImportLibvirtTest, VerifiedArtifactLandsAndCorruptOnesWriteNothing) 
 const kube::ResourceType kJobs{"batch", "v1", "jobs", true};
 const kube::ResourceType kVMImages{"banlieue.io", "v1alpha1", "vmimages", false};
 
-TEST_F(ImageImportLibvirtTest, ImportJobsRunOnTheNodeAgentAndMapToZoneRows) {
+TEST_F(ImageImportLibvirtTest, ImportJobsReachTheDaemonOverTlsAndMapToZoneRows) {
   auto& cluster = testing::LocalCluster::shared();
   auto client = cluster.client();
   ASSERT_NE(client, nullptr);
+  const std::string address = cluster.podReachableAddress();
+  ASSERT_FALSE(address.empty());
+  startLibvirtd({.tls_address = address});
+  if (HasFatalFailure()) return;
+  ASSERT_FALSE(libvirtd_.tlsUri().empty());
   testing::LocalCluster::TestNamespace ns(cluster);
   std::string image_name = ns.name() + "-tiny";
   std::string role = ns.name() + "-image-import";
@@ -182,7 +199,14 @@ TEST_F(ImageImportLibvirtTest, ImportJobsRunOnTheNodeAgentAndMapToZoneRows) {
     }
   } cleanup{cluster, image_name, role};
 
-  // The dedicated ServiceAccount may only read VMImages and Providers.
+  // The dedicated ServiceAccount may only read VMImages, Providers and, by name, the Provider's
+  // credentials Secret (the client certificate) and CA ConfigMap (examples/02's layout).
+  auto yamlBlock = [](const std::string& pem) {
+    std::string out = "|\n";
+    std::istringstream lines(pem);
+    for (std::string line; std::getline(lines, line);) out += "    " + line + "\n";
+    return out;
+  };
   auto rbac = cluster.apply(R"(apiVersion: v1
 kind: ServiceAccount
 metadata: {name: banlieue-image-import, namespace: )" +
@@ -205,14 +229,49 @@ subjects:
 - {kind: ServiceAccount, name: banlieue-image-import, namespace: )" +
                             ns.name() + R"(}
 ---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: lv1-connection, namespace: )" +
+                            ns.name() + R"(}
+rules:
+- {apiGroups: [""], resources: [secrets], resourceNames: [lv1-tls], verbs: [get]}
+- {apiGroups: [""], resources: [configmaps], resourceNames: [lv1-ca], verbs: [get]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: lv1-connection, namespace: )" +
+                            ns.name() + R"(}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: lv1-connection}
+subjects:
+- {kind: ServiceAccount, name: banlieue-image-import, namespace: )" +
+                            ns.name() + R"(}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: lv1-tls, namespace: )" +
+                            ns.name() + R"(}
+type: kubernetes.io/tls
+stringData:
+  tls.crt: )" + yamlBlock(libvirtd_.clientCertPem()) +
+                            R"(  tls.key: )" + yamlBlock(libvirtd_.clientKeyPem()) + R"(---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: lv1-ca, namespace: )" +
+                            ns.name() + R"(}
+data:
+  ca.crt: )" + yamlBlock(libvirtd_.caPem()) +
+                            R"(---
 apiVersion: banlieue.io/v1alpha1
 kind: Provider
 metadata: {name: lv1, namespace: )" +
                             ns.name() + R"(}
 spec:
   providerClassRef: {name: libvirt}
-  connection: {endpoint: ")" +
-                            uri_ + R"("}
+  connection:
+    endpoint: ")" + libvirtd_.tlsUri() +
+                            R"("
+    credentialsRef: {name: lv1-tls}
+    caBundle: {configMapRef: {name: lv1-ca}}
   capabilities:
     storageClasses:
     - {name: local, target: {pool: )" +
@@ -239,8 +298,9 @@ spec:
   p.checksum = "sha256:" + sha256_;
   p.artifacts_host_path = artifact_.parent_path().string();
   p.job_namespace = ns.name();
-  p.container_image = "localhost/banlieue:latest";
-  p.plugin_dir = PLUGIN_BUILD_DIR;
+  // The image the node runs (deploy/local/images) and its plugin root, as a provider names them.
+  p.container_image = std::string("localhost/banlieue:") + kVersion;
+  p.plugin_dir = plugin::kDefaultPluginRoot;
   p.log_level = "debug";
   p.backoff_limit = 0;
   p.active_deadline_seconds = 300;
@@ -268,7 +328,8 @@ spec:
         },
         std::chrono::seconds(180));
     EXPECT_TRUE(finished) << "Job " << name << " did not finish: " << outcome.message << "\n"
-                          << cluster.kubectl("get pods,jobs -o wide -n " + ns.name()).output;
+                          << cluster.kubectl("get pods,jobs -o wide -n " + ns.name()).output
+                          << cluster.kubectl("describe pods -n " + ns.name()).output;
     return outcome;
   };
 
@@ -290,7 +351,9 @@ spec:
   EXPECT_TRUE(volumes().empty());
 
   auto imported = runJob(p);
-  ASSERT_EQ(imported.state, ImportOutcome::State::kSucceeded) << imported.message;
+  ASSERT_EQ(imported.state, ImportOutcome::State::kSucceeded)
+      << imported.message << "\n--- libvirtd ---\n"
+      << libvirtd_.log();
   auto row = zoneRow("host", imported);
   EXPECT_TRUE(row.ready);
   EXPECT_EQ(row.reason, "Imported");

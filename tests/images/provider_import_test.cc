@@ -2,18 +2,25 @@
 // plugins. The test stands in for kairos-operator (and, but for libvirt, the imagebuilder): it
 // writes the artifact into a directory per artifacts PVC (and the VMImage's
 // status.buildArtifact). `banlieue provider
-// <backend>` then creates one import Job per failure domain, the node agent runs `banlieue
-// image-import` under ServiceAccount banlieue-image-import with the operator's import Role (it
-// reads the Provider and its credentials Secret through the API), and the Provider's row
-// becomes Ready with the zone's resolvedRef, read from the Job's termination message.
-//   - file (the example plugin, which imports by copying): byte-identical copy; a
-//     one-byte-flipped artifact fails with ChecksumMismatch and writes nothing;
-//     banlieue.io/force-reimport makes exactly one new Job per token;
+// <backend>` (a process of the test's, naming the image's plugin directory for its Jobs) then
+// creates one import Job per failure domain; the cluster's node runs `banlieue image-import` in
+// a container of localhost/banlieue under ServiceAccount banlieue-image-import with the
+// operator's import Role (it reads the Provider and its credentials Secret through the API),
+// and the Provider's row becomes Ready with the zone's resolvedRef, read from the Job's
+// termination message.
+//   - file (the example plugin, which imports by copying, from its provider image
+//     localhost/banlieue-provider-file): the verified artifact is imported; a one-byte-flipped
+//     artifact fails with ChecksumMismatch; banlieue.io/force-reimport makes exactly one new
+//     Job per token;
 //   - libvirt, the whole pipeline: `banlieue imagebuilder` requests the OSArtifact, the test
-//     makes it Ready with its file, and the volume lands in a private libvirtd's dir pool;
+//     makes it Ready with its file, and the Job reaches a private libvirtd over qemu+tls:// at
+//     the cluster's pod-reachable address (client certificate, CA and key from the Provider's
+//     credentials Secret) and lands the volume in its dir pool;
 //   - vSphere: vcsim with TLS and a login; the ISO reaches a datastore and becomes a template.
 // Labels: integration;images.
 #include "host/api/codec.h"
+#include "host/common/version.h"
+#include "host/plugin/loader.h"
 #include "host/roles/images/artifact_checksum.h"
 #include "host/roles/operator/workload.h"
 #include "tests/support/background_process.h"
@@ -64,9 +71,9 @@ class ProviderImportTest : public ::testing::Test {
     ASSERT_NE(client_, nullptr);
     ns_ = std::make_unique<LocalCluster::TestNamespace>(cluster_);
     dir_ = fs::temp_directory_path() / ("banlieue-import-" + ns_->name());
-    fs::create_directories(dir_ / "backend");
     fs::create_directories(dir_ / "artifacts");
-    // The node agent runs the Job's process as root; the test's temp tree must be reachable.
+    // The Jobs' containers (uid 65532) read the artifacts through a hostPath: the test's temp
+    // tree must be traversable.
     fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
   }
 
@@ -92,6 +99,8 @@ class ProviderImportTest : public ::testing::Test {
     std::string capabilities;        // spec.capabilities, JSON ("{}" for none)
     std::string credentials_secret;  // empty: no Secret
     std::map<std::string, std::string> credentials;  // its stringData
+    // The ProviderClass's image repository, at this build's version: the Jobs run it.
+    std::string image = "localhost/banlieue";
   };
 
   // The class, the Provider (with its credentials Secret), the import identity (as bootstrap
@@ -118,7 +127,9 @@ spec:
   backend: )" + backend.name + R"(
   plugin: {path: )" + backend.name +
                                   R"(}
-  image: {repository: localhost/banlieue, tag: test}
+  image: {repository: )" + backend.image +
+                                  ", tag: " + std::string(kVersion) +
+                                  R"(}
 ---
 apiVersion: banlieue.io/v1alpha1
 kind: Provider
@@ -189,28 +200,15 @@ subjects:
   }
 
   void startProvider() {
-    provider_ = std::make_unique<BackgroundProcess>(
-        std::vector<std::string>{BANLIEUE_BINARY,
-                                 "--log-level",
-                                 "debug",
-                                 "provider",
-                                 backend_,
-                                 "--provider",
-                                 ns_->name() + "/" + provider_name_,
-                                 "--plugin-dir",
-                                 PLUGIN_DIR,
-                                 "--kubeconfig",
-                                 cluster_.kubeconfig().string(),
-                                 "--health-port",
-                                 "0",
-                                 "--metrics-port",
-                                 "-1",
-                                 "--leader-election-namespace",
-                                 ns_->name(),
-                                 "--import-namespace",
-                                 ns_->name(),
-                                 "--artifacts-host-root",
-                                 (dir_ / "artifacts").string()});
+    provider_ = std::make_unique<BackgroundProcess>(std::vector<std::string>{
+        BANLIEUE_BINARY, "--log-level", "debug", "provider", backend_, "--provider",
+        ns_->name() + "/" + provider_name_, "--plugin-dir", PLUGIN_DIR, "--kubeconfig",
+        cluster_.kubeconfig().string(), "--health-port", "0", "--metrics-port", "-1",
+        "--leader-election-namespace", ns_->name(), "--import-namespace", ns_->name(),
+        "--artifacts-host-root", (dir_ / "artifacts").string(),
+        // The Jobs run the ProviderClass's image, whose plugins
+        // are not where this process loads them from.
+        "--import-plugin-dir", plugin::kDefaultPluginRoot});
     ASSERT_TRUE(provider_->started());
   }
 
@@ -296,6 +294,11 @@ spec:
     return out;
   }
 
+  bool jobSucceeded(const std::string& name) {
+    auto job = client_->get(kJobs, ns_->name(), name);
+    return job.ok() && json::integer(&*job, "status.succeeded").value_or(0) == 1;
+  }
+
   std::string diagnostics() {
     return "\n--- imagebuilder ---\n" + (builder_ ? builder_->output() : "") +
            "\n--- provider ---\n" + (provider_ ? provider_->output() : "") +
@@ -330,13 +333,18 @@ std::string writeArtifact(const fs::path& dir, const std::string& pvc, const std
   return bytes;
 }
 
-TEST_F(ProviderImportTest, ImportJobsRunOnTheNodeAgentAndFillTheRow) {
-  applyProviderAndIdentity({.name = "file",
-                            .connection = R"({"endpoint":"file://)" + (dir_ / "backend").string() +
-                                          R"(","credentialsRef":{"name":"files-credentials"}})",
-                            .capabilities = "{}",
-                            .credentials_secret = "files-credentials",
-                            .credentials = {{"token", "not-used-by-the-file-plugin"}}});
+// The file plugin's backend is a directory where the plugin runs: /tmp, which is this
+// process's for the provider and each Job's own emptyDir in its container. What a Job copied
+// there leaves with its pod, so this case judges the Jobs by their outcome (the byte-identical
+// copy into a backend the test can read is the libvirt case's).
+TEST_F(ProviderImportTest, ImportJobsRunOnTheNodeAndFillTheRow) {
+  applyProviderAndIdentity(
+      {.name = "file",
+       .connection = R"({"endpoint":"file:///tmp","credentialsRef":{"name":"files-credentials"}})",
+       .capabilities = "{}",
+       .credentials_secret = "files-credentials",
+       .credentials = {{"token", "not-used-by-the-file-plugin"}},
+       .image = "localhost/banlieue-provider-file"});
   if (HasFatalFailure()) return;
   // The artifact as kairos-operator leaves it: one directory per artifacts PVC.
   std::string bytes =
@@ -364,8 +372,8 @@ TEST_F(ProviderImportTest, ImportJobsRunOnTheNodeAgentAndFillTheRow) {
   ASSERT_EQ((*r)["zones"].Size(), 1u);
   EXPECT_EQ(json::stringOr(&(*r)["zones"][0], "name"), "local");
   EXPECT_TRUE(json::boolean(&(*r)["zones"][0], "ready"));
-  // The plugin wrote exactly the verified bytes into its backend.
-  EXPECT_EQ(readFile(dir_ / "backend/images" / (good + ".raw")), bytes);
+  ASSERT_EQ(jobsOf(good).size(), 1u);
+  EXPECT_TRUE(jobSucceeded(jobsOf(good)[0])) << diagnostics();
   // kubectl shows the image Ready: the controller's condition from the row.
   auto waited = cluster_.kubectl("wait --for=condition=Ready --timeout=90s vmi/" + good, 120s);
   EXPECT_EQ(waited.exit_code, 0) << waited.output << diagnostics();
@@ -376,22 +384,20 @@ TEST_F(ProviderImportTest, ImportJobsRunOnTheNodeAgentAndFillTheRow) {
   auto b = row(bad);
   EXPECT_FALSE(json::boolean(b.get(), "ready", true));
   EXPECT_EQ(json::stringOr(&(*b)["zones"][0], "reason"), "ChecksumMismatch");
-  EXPECT_FALSE(fs::exists(dir_ / "backend/images" / (bad + ".raw")));
   auto bad_ready = cluster_.kubectl(
       "get vmi " + bad + " -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}'");
   EXPECT_NE(bad_ready.output, "True");
 
-  // A force re-import: one new Job for the token, the old one goes, the row is Ready again.
+  // A force re-import: one new Job for the token, which imports again; the old one goes, the
+  // row is Ready again.
   auto before = jobsOf(good);
   ASSERT_EQ(before.size(), 1u);
-  fs::remove(dir_ / "backend/images" / (good + ".raw"));
   auto annotated = cluster_.kubectl("annotate vmimage " + good + " banlieue.io/force-reimport=t1");
   ASSERT_EQ(annotated.exit_code, 0) << annotated.output;
   ASSERT_TRUE(LocalCluster::eventually(
       [&] {
         auto now = jobsOf(good);
-        return now.size() == 1 && now[0] != before[0] &&
-               fs::exists(dir_ / "backend/images" / (good + ".raw"));
+        return now.size() == 1 && now[0] != before[0] && jobSucceeded(now[0]);
       },
       240s))
       << diagnostics();
@@ -417,9 +423,11 @@ TEST_F(ProviderImportTest, ImportJobsRunOnTheNodeAgentAndFillTheRow) {
 }
 
 // The same pipeline into a real libvirtd's directory pool: a libvirt Provider whose endpoint is
-// a daemon this test starts on a unix socket of its own; the node agent's Job (a host process
-// as root) connects to it through the Provider's URI and writes the verified artifact as a
-// volume. Skips, saying why, when the machine cannot run a private libvirtd.
+// the TLS listener of a daemon this test starts at the cluster's pod-reachable address, with
+// the allowed client certificate, its key and the CA in the Provider's credentials Secret. The
+// provider process and the Job's container both reach it over qemu+tls:// (nothing of the
+// host's filesystem but the artifacts); the Job writes the verified artifact as a volume.
+// Skips, saying why, only when not root (a private libvirtd).
 TEST_F(ProviderImportTest, LibvirtImportJobWritesTheArtifactIntoARealDirPool) {
   if (auto why = PrivateLibvirtd::unavailableReason(); !why.empty()) GTEST_SKIP() << why;
   // A short directory of its own: the socket path must fit a sockaddr_un.
@@ -427,10 +435,12 @@ TEST_F(ProviderImportTest, LibvirtImportJobWritesTheArtifactIntoARealDirPool) {
   ASSERT_NE(::mkdtemp(tmpl), nullptr);
   fs::path lv_dir = tmpl;
   fs::permissions(lv_dir, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+  const std::string address = cluster_.podReachableAddress();
+  ASSERT_FALSE(address.empty());
   libvirtd_ = std::make_unique<PrivateLibvirtd>();
   std::string error;
   std::string pool = "bnl-pi-" + std::to_string(::getpid());
-  ASSERT_TRUE(libvirtd_->start(lv_dir, pool, &error)) << error;
+  ASSERT_TRUE(libvirtd_->start(lv_dir, pool, &error, {.tls_address = address})) << error;
   struct RemoveDir {
     fs::path dir;
     ~RemoveDir() {
@@ -441,9 +451,14 @@ TEST_F(ProviderImportTest, LibvirtImportJobWritesTheArtifactIntoARealDirPool) {
 
   applyProviderAndIdentity(
       {.name = "libvirt",
-       .connection = R"({"endpoint":")" + libvirtd_->uri() + R"("})",
+       .connection = R"({"endpoint":")" + libvirtd_->tlsUri() +
+                     R"(","credentialsRef":{"name":"libvirt-tls"}})",
        .capabilities =
-           R"({"storageClasses":[{"name":"local","target":{"pool":")" + pool + R"("}}]})"});
+           R"({"storageClasses":[{"name":"local","target":{"pool":")" + pool + R"("}}]})",
+       .credentials_secret = "libvirt-tls",
+       .credentials = {{"tls.crt", libvirtd_->clientCertPem()},
+                       {"tls.key", libvirtd_->clientKeyPem()},
+                       {"ca.crt", libvirtd_->caPem()}}});
   if (HasFatalFailure()) return;
   // The whole pipeline: the imagebuilder requests the build, the test plays kairos-operator.
   startImageBuilder();
