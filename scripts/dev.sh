@@ -14,7 +14,9 @@
 # is Ready. Every role runs in a container of that image, as on any cluster.
 # The Providers' libvirt is the test driver on the simulated host the image ships (nothing
 # boots; state lives in the provider pods); with --real they use a real libvirtd that dev.sh
-# starts, and the VM runs under QEMU.
+# starts, reached from the provider pods over TLS at the node's host-side address as a libvirt
+# host is on a real site (qemu+tls://, certificates under the state directory, the client's in
+# a credentials Secret), and the VM runs under QEMU.
 # Re-running `up` is safe and fast: every step skips what is already there.
 #
 # Needs root (the node's network namespace, containerd and the kubelet; setup uses apt).
@@ -63,9 +65,20 @@ fail() {
 }
 
 # --- a real libvirtd, only with --real ------------------------------------------------------
+# dev.sh itself talks to it on its unix socket; the provider pods over TLS on the host side of
+# the node's veth pair (HOST_IP in the cluster's run/node.env), the one host address they reach.
 libvirt_socket=$dev_dir/libvirt/sock/libvirt-sock
 libvirt_uri="qemu:///system?socket=$libvirt_socket"
+libvirt_pki=$dev_dir/libvirt/pki
+libvirt_tls_secret=libvirt-dev-tls  # the Providers' credentials: client certificate, key, CA
+libvirt_client_dn="O=banlieue,CN=banlieue-dev-provider"
 virsh_() { virsh -q -c "$libvirt_uri" "$@"; }
+
+node_host_ip() {
+  sed -n 's/^HOST_IP=//p' "$STATE/run/node.env" 2>/dev/null | grep . ||
+    fail "--real: the cluster has no node address ($STATE/run/node.env)"
+}
+libvirt_tls_uri() { echo "qemu+tls://$(node_host_ip)/system"; }
 
 libvirtd_pid() {
   local pid
@@ -73,29 +86,94 @@ libvirtd_pid() {
   [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && echo "$pid"
 }
 
+# A libvirtd in dev.sh's mount namespace that dev.sh did not start: it would own the same QEMU
+# driver state. (The tests' private libvirtds run in mount namespaces of their own.)
+foreign_libvirtd() {
+  local pid own_ns
+  own_ns=$(readlink /proc/self/ns/mnt)
+  for pid in $(pgrep -x libvirtd); do
+    if [ "$(readlink "/proc/$pid/ns/mnt" 2>/dev/null)" = "$own_ns" ]; then
+      echo "$pid"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# The daemon's certificates for node address <ip>: a CA, a server certificate naming <ip> (the
+# provider pods verify it) and the one client certificate the daemon accepts
+# (tls_allowed_dn_list), which the Providers' credentials Secret carries.
+make_libvirt_pki() {  # make_libvirt_pki <ip>
+  local ip=$1
+  if openssl x509 -in "$libvirt_pki/servercert.pem" -noout -ext subjectAltName 2>/dev/null |
+    grep -qx " *IP Address:$ip"; then
+    return 0
+  fi
+  rm -rf "$libvirt_pki"
+  mkdir -m 0700 "$libvirt_pki"
+  (
+    cd "$libvirt_pki"
+    printf '%s\n' "basicConstraints=critical,CA:FALSE" \
+      "keyUsage=critical,digitalSignature,keyEncipherment" >leaf.ext
+    { cat leaf.ext; printf '%s\n' "extendedKeyUsage=serverAuth" "subjectAltName=IP:$ip"; } >server.ext
+    { cat leaf.ext; echo "extendedKeyUsage=clientAuth"; } >client.ext
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out cacert.pem -days 30 \
+      -subj /CN=banlieue-dev-libvirt-ca -addext basicConstraints=critical,CA:TRUE \
+      -addext keyUsage=critical,keyCertSign,cRLSign
+    # issue <name> <subject> <extensions>: <name>key.pem and <name>cert.pem, signed by the CA
+    issue() {
+      openssl req -newkey rsa:2048 -nodes -keyout "$1key.pem" -out "$1.csr" -subj "$2"
+      openssl x509 -req -in "$1.csr" -CA cacert.pem -CAkey ca.key -CAcreateserial -days 30 \
+        -out "$1cert.pem" -extfile "$3"
+    }
+    issue server "/O=banlieue/CN=$ip" server.ext
+    issue client "/${libvirt_client_dn//,//}" client.ext
+  ) >"$dev_dir/libvirt/pki.log" 2>&1 ||
+    fail "--real: making libvirtd's certificates failed: see $dev_dir/libvirt/pki.log"
+}
+
 # libvirtd owns QEMU's machine-wide state (/run/libvirt): dev.sh starts its own only when no
-# other runs, with its socket in the state directory, and defines a transient pool and an
-# isolated network (a bridge without addresses: no dnsmasq, no firewall rules).
+# other runs beside it, with its socket in the state directory and a TLS listener on the node's
+# host-side address, and defines a transient pool and an isolated network (a bridge without
+# addresses: no dnsmasq, no firewall rules).
 start_real_libvirt() {
-  local d=$dev_dir/libvirt
+  local d=$dev_dir/libvirt ip other
+  ip=$(node_host_ip)
   if ! libvirtd_pid >/dev/null; then
-    if pgrep -x libvirtd >/dev/null; then
-      fail "--real: a libvirtd dev.sh did not start is running; stop it first (it owns the QEMU driver)"
+    if other=$(foreign_libvirtd); then
+      fail "--real: a libvirtd dev.sh did not start is running (pid $other); stop it first (it owns the QEMU driver)"
     fi
     mkdir -p "$d/sock" "$d/pool"
     # QEMU runs as libvirt-qemu and must reach the image through these directories.
     chmod 0711 "$STATE" "$dev_dir" "$d" "$d/pool"
-    cat >"$d/libvirtd.conf" <<EOF
-listen_tls = 0
+    make_libvirt_pki "$ip"
+    cat >"$d/libvirtd.conf" <<CONF
 listen_tcp = 0
+listen_tls = 1
+listen_addr = "$ip"
+key_file = "$libvirt_pki/serverkey.pem"
+cert_file = "$libvirt_pki/servercert.pem"
+ca_file = "$libvirt_pki/cacert.pem"
+auth_tls = "none"
+tls_no_verify_certificate = 0
+tls_allowed_dn_list = ["$libvirt_client_dn"]
 unix_sock_dir = "$d/sock"
 log_outputs = "3:file:$d/libvirtd.log"
-EOF
+CONF
     [ -S /run/libvirt/virtlogd-sock ] || /usr/sbin/virtlogd -d -p "$d/virtlogd.pid"
-    /usr/sbin/libvirtd -d -f "$d/libvirtd.conf" -p "$d/libvirtd.pid" || fail "libvirtd did not start: see $d/libvirtd.log"
+    # --listen: the TLS listener (libvirtd opens no TCP socket without it).
+    /usr/sbin/libvirtd -d --listen -f "$d/libvirtd.conf" -p "$d/libvirtd.pid" ||
+      fail "libvirtd did not start: see $d/libvirtd.log"
     for _ in $(seq 1 60); do [ -S "$libvirt_socket" ] && break; sleep 0.5; done
     [ -S "$libvirt_socket" ] || fail "libvirtd did not open $libvirt_socket: see $d/libvirtd.log"
   fi
+  # Connect as a provider pod will: TLS to the node's host-side address, both sides verified.
+  virsh -q -c "$(libvirt_tls_uri)?pkipath=$libvirt_pki" uri >/dev/null ||
+    fail "--real: libvirtd does not answer at $(libvirt_tls_uri): see $d/libvirtd.log"
+  k create secret generic "$libvirt_tls_secret" --type=kubernetes.io/tls \
+    --from-file=tls.crt="$libvirt_pki/clientcert.pem" \
+    --from-file=tls.key="$libvirt_pki/clientkey.pem" \
+    --from-file=ca.crt="$libvirt_pki/cacert.pem" --dry-run=client -o yaml | k apply -f - >/dev/null
   virsh_ pool-info banlieue-dev >/dev/null 2>&1 ||
     virsh_ pool-create-as banlieue-dev dir --target "$d/pool" >/dev/null
   virsh_ net-info banlieue-dev >/dev/null 2>&1 ||
@@ -118,6 +196,8 @@ stop_real_libvirt() {
     virsh_ undefine --nvram "$domain" >/dev/null 2>&1 || virsh_ undefine "$domain" >/dev/null 2>&1 || true
   done
   virsh_ net-destroy banlieue-dev >/dev/null 2>&1 || true
+  # libvirt 9.0 leaves the transient network's empty port directory behind.
+  rm -rf /run/libvirt/network/banlieue-dev
   virsh_ pool-destroy banlieue-dev >/dev/null 2>&1 || true
   kill -TERM "$pid"
   for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
@@ -127,19 +207,23 @@ stop_real_libvirt() {
 
 # --- the objects a platform team would write -----------------------------------------------
 provider() {  # provider <name> <labels> <endpoint> <pool> <network>
-  local annotations="{}" allow_test_driver=true
+  local annotations="{}" allow_test_driver=true credentials=()
   # QEMU without KVM (TCG): slower, but it runs everywhere, including nested virtualisation
   # where KVM refuses the guest's CPU model. Only the simulated hosts allow the test driver.
-  [ "$real" -eq 1 ] && annotations="{ libvirt.banlieue.io/domain-type: qemu }" allow_test_driver=false
+  # The real libvirtd is reached over TLS with the client certificate, key and CA of a Secret.
+  if [ "$real" -eq 1 ]; then
+    annotations="{ libvirt.banlieue.io/domain-type: qemu }" allow_test_driver=false
+    credentials=(-e "/allowTestDriver:/a\\    credentialsRef: { name: $libvirt_tls_secret }")
+  fi
   sed -e "s|@NAME@|$1|; s|@LABELS@|$2|; s|@ANNOTATIONS@|$annotations|; s|@ENDPOINT@|$3|" \
     -e "s|@ALLOW_TEST_DRIVER@|$allow_test_driver|" \
-    -e "s|@POOL@|$4|; s|@NETWORK@|$5|" deploy/dev/provider.yaml.in
+    -e "s|@POOL@|$4|; s|@NETWORK@|$5|" "${credentials[@]}" deploy/dev/provider.yaml.in
 }
 
 apply_platform() {
   local endpoint1 endpoint2 pool network image
   if [ "$real" -eq 1 ]; then
-    endpoint1=$libvirt_uri endpoint2=$libvirt_uri pool=banlieue-dev network=banlieue-dev
+    endpoint1=$(libvirt_tls_uri) endpoint2=$endpoint1 pool=banlieue-dev network=banlieue-dev
     image=$dev_dir/libvirt/pool/ubuntu-22.04.qcow2
   else
     # The simulated host the image ships (deploy/dev/libvirt-test-node.xml): each provider
@@ -187,7 +271,7 @@ up() {
     sed 's/^/  /'
 
   if [ "$real" -eq 1 ]; then
-    step "a real libvirtd (its socket, pool and network under $dev_dir/libvirt)"
+    step "a real libvirtd (TLS at the node's host-side address; socket, certificates, pool and network under $dev_dir/libvirt)"
     start_real_libvirt
   fi
 
@@ -227,7 +311,9 @@ EOF
 
 status() {
   deploy/local/status --state-dir "$STATE" || true
-  if libvirtd_pid >/dev/null; then echo "libvirtd (dev.sh's)        running (pid $(libvirtd_pid))"; fi
+  if libvirtd_pid >/dev/null; then
+    echo "libvirtd (dev.sh's)        running (pid $(libvirtd_pid)), $(libvirt_tls_uri)"
+  fi
   if [ -f "$KUBECONFIG" ] && k get --request-timeout=5s providers,vm -A 2>/dev/null; then :; fi
 }
 
