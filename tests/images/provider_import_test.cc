@@ -16,7 +16,8 @@
 //     makes it Ready with its file, and the Job reaches a private libvirtd over qemu+tls:// at
 //     the cluster's pod-reachable address (client certificate, CA and key from the Provider's
 //     credentials Secret) and lands the volume in its dir pool;
-//   - vSphere: vcsim with TLS and a login; the ISO reaches a datastore and becomes a template.
+//   - vSphere: vcsim with TLS and a login at the pod-reachable address; the ISO reaches a
+//     datastore and becomes a template.
 // Labels: integration;images.
 #include "host/api/codec.h"
 #include "host/common/version.h"
@@ -499,11 +500,14 @@ TEST_F(ProviderImportTest, LibvirtImportJobWritesTheArtifactIntoARealDirPool) {
 }
 
 // An ISO into vcsim through the vSphere plugin: a vSphere Provider with its credentials Secret
-// and inline CA bundle (TLS verified), one Job per failure domain of the simulator; the ISO
-// reaches a datastore and becomes a template named after the image (deferred install, so no
-// installer has to run in the simulator).
+// and inline CA bundle (TLS verified), one Job per failure domain of the simulator, which
+// listens where the Jobs' containers reach this machine; the ISO reaches a datastore and
+// becomes a template named after the image (deferred install, so no installer has to run in
+// the simulator).
 TEST_F(ProviderImportTest, VsphereImportJobMakesATemplateFromAnIsoInVcsim) {
-  vsphere::testing::Vcsim vcsim;
+  const std::string address = cluster_.podReachableAddress();
+  ASSERT_FALSE(address.empty());
+  vsphere::testing::Vcsim vcsim({}, address);
   Backend backend{.name = "vsphere",
                   .connection = vcsim.providerConnection("vc-creds"),
                   .capabilities = "{}",
