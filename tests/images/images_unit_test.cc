@@ -362,6 +362,12 @@ TEST(ImportJob, RunsImageImportForOneZoneIsolatedAndReadOnly) {
   const auto& pod = job["spec"]["template"]["spec"];
   EXPECT_EQ(json::stringOr(&pod, "serviceAccountName"), "banlieue-image-import");
   EXPECT_EQ(json::stringOr(&pod, "restartPolicy"), "Never");
+  // Non-root with the image's user and group: the image's /etc/passwd has no entry for 65532,
+  // so without runAsGroup a container runtime would give the process group 0.
+  EXPECT_TRUE(json::boolean(&pod, "securityContext.runAsNonRoot"));
+  EXPECT_EQ(json::integer(&pod, "securityContext.runAsUser"), 65532);
+  EXPECT_EQ(json::integer(&pod, "securityContext.runAsGroup"), 65532);
+  EXPECT_EQ(json::stringOr(&pod, "securityContext.seccompProfile.type"), "RuntimeDefault");
   const auto& c = pod["containers"][0];
   EXPECT_EQ(json::stringOr(&c, "name"), "import");
   EXPECT_TRUE(json::boolean(&c, "securityContext.readOnlyRootFilesystem"));

@@ -160,7 +160,7 @@ class BootstrapTest : public ::testing::Test {
   }
   void TearDown() override {
     fs::remove_all(plugins_);
-    // The bootstrapped controller, operator and imagebuilder run for real on the node agent:
+    // The bootstrapped controller, operator and imagebuilder run for real on the node:
     // leave none running cluster-wide for the tests that come after.
     LocalCluster::shared().kubectl(
         "delete deployment banlieue-controller banlieue-operator banlieue-imagebuilder "

@@ -150,7 +150,7 @@ class ControllerVmTest : public ::testing::Test {
     restoreDeployedController();
   }
 
-  // Other tests of the shared cluster install banlieue (bootstrap), and the node agent then runs
+  // Other tests of the shared cluster install banlieue (bootstrap), and the node then runs
   // a real cluster-wide `banlieue controller`. Two controllers on one VM overwrite each other.
   // A leader whose Lease is taken keeps leading until its renew deadline passes, so holding
   // the Lease alone is not enough: its Deployment is scaled to zero for the test (put back in

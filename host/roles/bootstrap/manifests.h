@@ -25,8 +25,7 @@ inline constexpr const char* kProviderImportsRole = "banlieue-provider-imports";
 
 struct BootstrapOptions {
   std::string namespace_ = kDefaultNamespace;
-  // The one image (binary + plugins). The local node agent runs pods whose repository is
-  // localhost/banlieue as local processes of the banlieue binary.
+  // The one image (binary + in-tree plugins), deploy/Dockerfile.
   std::string image;
   // Namespaces where the controller may read userData Secrets and ConfigMaps (a RoleBinding
   // each): never a cluster-wide Secret grant.

@@ -14,15 +14,6 @@
 namespace banlieue::roles {
 namespace {
 
-int portFromEnv(const char* name, int fallback) {
-  const char* value = std::getenv(name);
-  if (value == nullptr || *value == '\0') return fallback;
-  char* end = nullptr;
-  long port = std::strtol(value, &end, 10);
-  if (*end != '\0' || port < 0 || port > 65535) return fallback;
-  return static_cast<int>(port);
-}
-
 sigset_t stopSignals() {
   sigset_t set;
   sigemptyset(&set);
@@ -34,8 +25,6 @@ sigset_t stopSignals() {
 }  // namespace
 
 void addRoleProcessFlags(CLI::App* sub, RoleProcessOptions* options) {
-  options->health_port = portFromEnv("BANLIEUE_PORT_HEALTH", options->health_port);
-  options->metrics_port = portFromEnv("BANLIEUE_PORT_METRICS", options->metrics_port);
   sub->add_option("--kubeconfig", options->kubeconfig,
                   "Kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
   sub->add_option("--context", options->context, "Kubeconfig context");
@@ -43,11 +32,10 @@ void addRoleProcessFlags(CLI::App* sub, RoleProcessOptions* options) {
                   "Address the health and metrics endpoints listen on")
       ->capture_default_str();
   sub->add_option("--health-port", options->health_port,
-                  "Port of /healthz, /readyz and /metrics (-1: off; default $BANLIEUE_PORT_HEALTH "
-                  "or 8081)")
+                  "Port of /healthz, /readyz and /metrics (-1: off)")
       ->capture_default_str();
   sub->add_option("--metrics-port", options->metrics_port,
-                  "Port of /metrics (-1: off; default $BANLIEUE_PORT_METRICS or 8080)")
+                  "Port of /metrics (-1: off)")
       ->capture_default_str();
   sub->add_option("--kube-qps", options->kube_qps,
                   "Requests per second to the API server, sustained (0: no client-side limit; "

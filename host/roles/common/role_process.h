@@ -23,9 +23,7 @@ struct RoleProcessOptions {
   std::string context;
   std::string bind_address = "0.0.0.0";
   // /healthz, /readyz and /metrics; -1 leaves the server off. The defaults are the container
-  // ports the generated Deployments declare (health 8081, metrics 8080), unless the node agent
-  // assigned this pod other host ports ($BANLIEUE_PORT_HEALTH, $BANLIEUE_PORT_METRICS: pods on
-  // the development node share the host's network).
+  // ports the generated Deployments declare (health 8081, metrics 8080).
   int health_port = 8081;
   int metrics_port = 8080;
   double kube_qps = kube::ClientOptions{}.qps;

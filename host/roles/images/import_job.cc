@@ -279,8 +279,19 @@ StatusOr<std::string> importJob(const ImportJobParams& p) {
   Value containers = b.arr();
   b.push(containers, std::move(container));
 
+  // The image's user and group (65532, as its USER says): without runAsGroup a runtime gives
+  // a user the image's /etc/passwd does not list the group 0.
+  Value pod_security = b.obj();
+  b.add(pod_security, "runAsNonRoot", Value(true));
+  b.add(pod_security, "runAsUser", Value(int64_t{65532}));
+  b.add(pod_security, "runAsGroup", Value(int64_t{65532}));
+  Value seccomp = b.obj();
+  b.add(seccomp, "type", std::string("RuntimeDefault"));
+  b.add(pod_security, "seccompProfile", std::move(seccomp));
+
   Value pod_spec = b.obj();
   b.add(pod_spec, "serviceAccountName", p.service_account);
+  b.add(pod_spec, "securityContext", std::move(pod_security));
   b.add(pod_spec, "restartPolicy", std::string("Never"));
   b.add(pod_spec, "containers", std::move(containers));
   b.add(pod_spec, "volumes", std::move(volumes));
