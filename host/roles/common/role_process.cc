@@ -34,8 +34,7 @@ void addRoleProcessFlags(CLI::App* sub, RoleProcessOptions* options) {
   sub->add_option("--health-port", options->health_port,
                   "Port of /healthz, /readyz and /metrics (-1: off)")
       ->capture_default_str();
-  sub->add_option("--metrics-port", options->metrics_port,
-                  "Port of /metrics (-1: off)")
+  sub->add_option("--metrics-port", options->metrics_port, "Port of /metrics (-1: off)")
       ->capture_default_str();
   sub->add_option("--kube-qps", options->kube_qps,
                   "Requests per second to the API server, sustained (0: no client-side limit; "
