@@ -13,6 +13,7 @@
 // suites as separate tests (tests/e2e/CMakeLists.txt): FlowsTest (label flows) and
 // ProviderImageTest (label node).
 #include "host/common/version.h"
+#include "tests/proxmox/fake_pve.h"
 #include "tests/support/local_cluster.h"
 #include "tests/vsphere/plugin_driver.h"
 #include "tests/vsphere/vcsim.h"
@@ -934,6 +935,74 @@ TEST_F(ProviderImageTest, AClassNamingTheProviderImageRunsAVmToReady) {
   EXPECT_EQ(words(get(pods, "{..image}")),
             (std::multiset<std::string>{kProviderFileImage, kProviderFileImage}));
   expectNoCrash(ns);
+}
+
+// Backends a provider pod reaches over the cluster's network, as on a real site.
+class PodBackendsTest : public FlowsTest {};
+
+// The Proxmox plugin in its pod reaches the PVE API (the project's fake, the one backend with
+// no real part; it listens on the address pods reach) over TLS verified against the Provider's
+// CA with the token from its Secret: the Provider is Ready with the PVE nodes as failure
+// domains, a VM placed on node pve1 is a clone of that node's template, and deleting the VM
+// removes the guest.
+TEST_F(PodBackendsTest, AProxmoxProviderPodReachesItsApiAndRunsAVm) {
+  LocalCluster::TestNamespace scoped(cluster_);
+  const std::string ns = useNamespace(scoped);
+  ASSERT_TRUE(LocalCluster::eventually(
+      [&] {
+        return get("providerclass proxmox", "{.status.machineKind.kind}") == "ProxmoxMachine";
+      },
+      kConverge));
+  proxmox::testing::FakePve pve(cluster_.podReachableAddress());
+  const int guests_before = pve.guestCount();
+
+  using proxmox::testing::jsonEscape;
+  auto applied = cluster_.apply(
+      R"({"apiVersion":"v1","kind":"Secret","metadata":{"name":"pve-token","namespace":")" + ns +
+      R"("},"stringData":{"username":")" + proxmox::testing::FakePve::kUser +
+      R"(","tokenValue":")" + proxmox::testing::FakePve::kSecret + R"("}})");
+  ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  applied = cluster_.apply(
+      R"({"apiVersion":"banlieue.io/v1alpha1","kind":"Provider",)"
+      R"("metadata":{"name":"pve","namespace":")" +
+      ns +
+      R"(","labels":{"backend":"proxmox"}},)"
+      R"("spec":{"providerClassRef":{"name":"proxmox"},)"
+      R"("connection":{"endpoint":")" +
+      pve.url() + R"(","credentialsRef":{"name":"pve-token"},"caBundle":{"inline":")" +
+      jsonEscape(pve.caPem()) +
+      R"("}},)"
+      R"("capabilities":{"storageClasses":[{"name":"std","target":{"storage":"local-lvm"}}],)"
+      R"("networkClasses":[{"name":"lan","target":{"bridge":"vmbr1"}}]}}})");
+  ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  ASSERT_TRUE(waitFor(ns, "provider/pve", "Ready")) << namespaceState(ns);
+  EXPECT_EQ(words(get("provider pve -n " + ns, "{.status.failureDomains[*].name}")),
+            (std::multiset<std::string>{"pve1", "pve2"}));
+
+  // Template 9000 lives on node pve1: the VM is placed there.
+  const std::string image = "e2e-pve-" + suffix_;
+  cluster_objects_.push_back("vmimage/" + image);
+  auto created =
+      cluster_.apply("apiVersion: banlieue.io/v1alpha1\nkind: VMImage\nmetadata: {name: " + image +
+                     "}\nspec:\n  osFamily: linux\n"
+                     "  sources: [{providerClass: proxmox, kind: Template, ref: \"9000\"}]\n");
+  ASSERT_EQ(created.exit_code, 0) << created.output;
+  applyVm(ns, "pve-01", "backend: proxmox",
+          "    failureDomainSelector:\n      matchLabels: {node: pve1}\n", "", image);
+  ASSERT_TRUE(waitFor(ns, "vm/pve-01", "Ready", 180)) << namespaceState(ns);
+  EXPECT_EQ(get("vm pve-01 -n " + ns,
+                "{.status.scheduled.providerName}/{.status.infrastructureRef.kind}/"
+                "{.status.scheduled.failureDomain}"),
+            "pve/ProxmoxMachine/pve1");
+  EXPECT_EQ(pve.guestCount(), guests_before + 1);
+
+  auto deleted =
+      cluster_.kubectl("delete vm pve-01 --timeout=120s -n " + ns, std::chrono::seconds(150));
+  EXPECT_EQ(deleted.exit_code, 0) << deleted.output;
+  EXPECT_EQ(pve.guestCount(), guests_before);
+  expectNoCrash(ns);
+  // Before the fake goes: the Provider, while its pod can still reach it.
+  removeWorkloads();
 }
 
 }  // namespace

@@ -12,13 +12,14 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 extern char** environ;
 
 namespace banlieue::proxmox::testing {
 
-FakePve::FakePve() {
+FakePve::FakePve(std::string listen_address) : address_(std::move(listen_address)) {
   char dir[] = "/tmp/banlieue-fake-pve-XXXXXX";
   if (mkdtemp(dir) == nullptr) throw std::runtime_error("mkdtemp failed");
   dir_ = dir;
@@ -29,7 +30,8 @@ FakePve::FakePve() {
   posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
   posix_spawn_file_actions_addclose(&actions, fds[0]);
   std::string script = BANLIEUE_FAKE_PVE_SCRIPT;
-  std::vector<std::string> args = {"/usr/bin/python3", script, "--port", "0", "--dir", dir_};
+  std::vector<std::string> args = {"/usr/bin/python3", script,  "--port", "0", "--dir", dir_,
+                                   "--address",        address_};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

@@ -1,5 +1,6 @@
 // Starts tests/proxmox/fake_pve.py (the contract-faithful fake PVE API, see its header) on a
-// free loopback port for one test process, and talks to its test-only /_fake endpoints.
+// free port for one test process, and talks to its test-only /_fake endpoints. It listens on
+// loopback unless given an address the test's own cluster made (where its pods reach it).
 #pragma once
 
 #include "tests/support/json_escape.h"
@@ -20,12 +21,13 @@ class FakePve {
   static constexpr const char* kPasswordUser = "banlieue@pve";
   static constexpr const char* kPassword = "correct horse battery staple";
 
-  FakePve();  // throws std::runtime_error when the fake does not come up
+  // Throws std::runtime_error when the fake does not come up.
+  explicit FakePve(std::string listen_address = "127.0.0.1");
   ~FakePve();
   FakePve(const FakePve&) = delete;
   FakePve& operator=(const FakePve&) = delete;
 
-  std::string url() const { return "https://127.0.0.1:" + std::to_string(port_); }
+  std::string url() const { return "https://" + address_ + ":" + std::to_string(port_); }
   const std::string& caPem() const { return ca_pem_; }
 
   // {"vms": [...], "runningTasks": [...], "nodes": {...}}
@@ -48,6 +50,7 @@ class FakePve {
   std::string request(const std::string& method, const std::string& target) const;
 
   pid_t pid_ = -1;
+  std::string address_;
   int port_ = 0;
   std::string ca_pem_;
   std::string dir_;

@@ -636,15 +636,16 @@ class Handler(BaseHTTPRequestHandler):
         return upid
 
 
-def make_certificates(directory):
-    """A throwaway CA and a server certificate for 127.0.0.1 / localhost."""
+def make_certificates(directory, address):
+    """A throwaway CA and a server certificate for `address` (and localhost on loopback)."""
     def run(*args):
         subprocess.run(["openssl", *args], check=True, capture_output=True)
     ca_key, ca = os.path.join(directory, "ca.key"), os.path.join(directory, "ca.pem")
     key, csr, cert = (os.path.join(directory, n) for n in ("server.key", "server.csr", "server.pem"))
     ext = os.path.join(directory, "ext.cnf")
     with open(ext, "w") as f:
-        f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n")
+        names = "IP:%s" % address + (",DNS:localhost" if address == "127.0.0.1" else "")
+        f.write("subjectAltName=%s\nbasicConstraints=CA:FALSE\n" % names)
     run("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
         "-keyout", ca_key, "-out", ca, "-days", "2", "-subj", "/CN=banlieue fake PVE test CA")
     run("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
@@ -657,13 +658,15 @@ def make_certificates(directory):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--address", default="127.0.0.1",
+                        help="listen address: loopback, or an address the test's own cluster made")
     parser.add_argument("--token", default="banlieue@pve!provider=5f1d3c9e-2b7a-4c11-9d0e-8a6b4f2c7e10")
     parser.add_argument("--password", default="correct horse battery staple")
     parser.add_argument("--dir", default=None, help="where the test CA goes (default: a tmpdir)")
     args = parser.parse_args()
     directory = args.dir or tempfile.mkdtemp(prefix="fake-pve-")
-    ca, cert, key = make_certificates(directory)
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+    ca, cert, key = make_certificates(directory, args.address)
+    server = ThreadingHTTPServer((args.address, args.port), Handler)
     server.daemon_threads = True
     server.state = State(args.token, args.password, os.path.join(directory, "storage"))
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
