@@ -203,6 +203,13 @@ class FlowsTest : public ::testing::Test {
   std::string get(const std::string& what, const std::string& path) const {
     return jsonpath(cluster_, what, path);
   }
+  // True once the operator publishes ProviderClass `cls`'s machine kind `kind` (its plugin
+  // read), within kConverge.
+  bool classServes(const std::string& cls, const std::string& kind) const {
+    return LocalCluster::eventually(
+        [&] { return get("providerclass " + cls, "{.status.machineKind.kind}") == kind; },
+        kConverge);
+  }
   bool exists(const std::string& what) const {
     return cluster_.kubectl("get " + what + " -o name").exit_code == 0;
   }
@@ -597,11 +604,7 @@ TEST_F(FlowsTest, SwapFromLibvirtToTheThirdPartyFilePlugin) {
 TEST_F(FlowsTest, SwapFromLibvirtToVSphereAndBack) {
   LocalCluster::TestNamespace scoped(cluster_);
   const std::string ns = useNamespace(scoped);
-  ASSERT_TRUE(LocalCluster::eventually(
-      [&] {
-        return get("providerclass vsphere", "{.status.machineKind.kind}") == "VSphereMachine";
-      },
-      kConverge));
+  ASSERT_TRUE(classServes("vsphere", "VSphereMachine"));
   // Where the Provider's pod reaches this machine, with a certificate for that address.
   const std::string address = cluster_.podReachableAddress();
   ASSERT_FALSE(address.empty());
@@ -948,12 +951,11 @@ class PodBackendsTest : public FlowsTest {};
 TEST_F(PodBackendsTest, AProxmoxProviderPodReachesItsApiAndRunsAVm) {
   LocalCluster::TestNamespace scoped(cluster_);
   const std::string ns = useNamespace(scoped);
-  ASSERT_TRUE(LocalCluster::eventually(
-      [&] {
-        return get("providerclass proxmox", "{.status.machineKind.kind}") == "ProxmoxMachine";
-      },
-      kConverge));
-  proxmox::testing::FakePve pve(cluster_.podReachableAddress());
+  ASSERT_TRUE(classServes("proxmox", "ProxmoxMachine"));
+  // Where the Provider's pod reaches this machine, with a certificate for that address.
+  const std::string address = cluster_.podReachableAddress();
+  ASSERT_FALSE(address.empty());
+  proxmox::testing::FakePve pve(address);
   const int guests_before = pve.guestCount();
 
   using proxmox::testing::jsonEscape;
