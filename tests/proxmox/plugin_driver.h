@@ -25,19 +25,8 @@ inline banlieue_provider_v1_init_fn pluginInit() {
   return init;  // never dlclose: plugins are never unloaded (ABI rule)
 }
 
-// The one host of this process, like the real one: the SDK keeps the host table handed to
-// banlieue_provider_v1_init in a process-wide variable (sdk::host()), so each Driver loading
-// the plugin with a FakeHost of its own replaced it, and once that Driver was gone every other
-// Driver's calls asked a destroyed host whether they were cancelled (garbage: "reconcile of
-// default/par-N was cancelled" from parallel Drivers). Never destroyed, like the table the
-// plugin keeps.
-inline sdk::testing::FakeHost& processHost() {
-  static auto* host = new sdk::testing::FakeHost();
-  return *host;
-}
-
 inline const sdk::abi::ProviderClient& pluginClient() {
-  static const sdk::abi::ProviderClient client = processHost().load(pluginInit());
+  static const sdk::abi::ProviderClient client = sdk::testing::FakeHost::shared().load(pluginInit());
   return client;
 }
 
@@ -107,7 +96,7 @@ class Driver {
   }
 
  private:
-  sdk::testing::FakeHost& host_ = processHost();
+  sdk::testing::FakeHost& host_ = sdk::testing::FakeHost::shared();
   const sdk::abi::ProviderClient& client_ = pluginClient();
   banlieue_instance* instance_ = nullptr;
 };

@@ -15,6 +15,7 @@ PluginDriver::PluginDriver() {
   auto init = reinterpret_cast<banlieue_provider_v1_init_fn>(
       dlsym(handle_, BANLIEUE_PROVIDER_V1_INIT_SYMBOL));
   if (init == nullptr) throw std::runtime_error("no banlieue_provider_v1_init");
+  host_.clearRecords();
   client_ = host_.load(init);
 }
 

@@ -36,7 +36,7 @@ class PluginDriver {
 
  private:
   void* handle_ = nullptr;
-  sdk::testing::FakeHost host_;
+  sdk::testing::FakeHost& host_ = sdk::testing::FakeHost::shared();
   sdk::abi::ProviderClient client_;
   banlieue_instance* instance_ = nullptr;
 };

@@ -552,5 +552,19 @@ TEST_F(CustomNodeTest, UnknownPoolInTheNode) {
   EXPECT_EQ(r.reason, "PoolNotFound");
 }
 
+// The SDK keeps one host table per process (sdk::host()): a second harness that loaded the
+// plugin and is gone must not leave the first one's calls asking a destroyed host whether they
+// are cancelled (the Proxmox harness once failed that way under load).
+TEST_F(LibvirtPluginTest, ACallIsCancelledThroughTheHarnessHostAfterAnotherHarnessIsGone) {
+  {
+    Harness other;
+    ASSERT_TRUE(other.create(ProviderSpec{}).ok());
+  }
+  harness_.host().cancelAll(true);
+  auto outcome = harness_.reconcile(opts_);
+  harness_.host().cancelAll(false);
+  EXPECT_EQ(outcome.code, BANLIEUE_CANCELLED) << describeOutcome(outcome);
+}
+
 }  // namespace
 }  // namespace banlieue::libvirt::testing

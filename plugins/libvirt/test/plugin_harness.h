@@ -96,6 +96,7 @@ class Harness {
     auto init = reinterpret_cast<banlieue_provider_v1_init_fn>(
         dlsym(handle_, BANLIEUE_PROVIDER_V1_INIT_SYMBOL));
     if (init == nullptr) throw std::runtime_error("no init symbol");
+    host_.clearRecords();
     client_ = host_.load(init);
   }
   ~Harness() { destroy(); }  // the library stays loaded, as the host never unloads plugins
@@ -149,7 +150,7 @@ class Harness {
 
  private:
   void* handle_ = nullptr;
-  sdk::testing::FakeHost host_;
+  sdk::testing::FakeHost& host_ = sdk::testing::FakeHost::shared();
   sdk::abi::ProviderClient client_;
   banlieue_instance* instance_ = nullptr;
 };

@@ -45,11 +45,19 @@ class FakeHost {
 
   const banlieue_host_v1* table() const { return &table_; }
 
+  // The process's one FakeHost, never destroyed. A plugin built with the SDK keeps the host
+  // table of its latest initialisation for the whole process (sdk::host()), as a real host
+  // initialises it once; so test drivers that load a plugin share this host rather than own
+  // one each: otherwise, once the driver that loaded last is gone, every other driver's calls
+  // log to and ask cancellation of a destroyed host. Call clearRecords() as a test starts.
+  static FakeHost& shared() {
+    static auto* host = new FakeHost();
+    return *host;
+  }
+
   // Initialises a plugin through its entry function; throws std::runtime_error with the
-  // plugin's message when it refuses. A plugin built with the SDK keeps the host table of its
-  // latest initialisation for the whole process (sdk::host()), as a real host initialises it
-  // once: load one plugin through one FakeHost, and keep that FakeHost alive while any of its
-  // instances is in use (tests/proxmox/plugin_driver.h shares one per process).
+  // plugin's message when it refuses. Keep this FakeHost alive while any instance of the plugin
+  // is in use (see shared()).
   sdk::abi::ProviderClient load(banlieue_provider_v1_init_fn init) {
     sdk::abi::StringSink error;
     banlieue_sink sink = error.sink();
@@ -87,6 +95,14 @@ class FakeHost {
   }
 
   void cancelAll(bool cancelled = true) { cancelled_ = cancelled; }
+
+  // Forgets the recorded log lines and events and clears cancelAll.
+  void clearRecords() {
+    std::lock_guard lock(mutex_);
+    logs_.clear();
+    events_.clear();
+    cancelled_ = false;
+  }
 
   std::vector<LogLine> logs() const {
     std::lock_guard lock(mutex_);
