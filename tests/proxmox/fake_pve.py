@@ -127,6 +127,7 @@ class State:
         self.locks = {}  # lock name -> upid holding it
         self.counter = 0
         self.stale_nextid = 0  # how many /cluster/nextid answers name a taken VMID
+        self.malformed_resources = 0  # how many /cluster/resources answers are not a list
 
     @staticmethod
     def new_vm(vmid, node, name, template=False):
@@ -324,6 +325,13 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/_fake/stale-nextid" and method == "POST":
             state.stale_nextid = int(params["count"])
             return None
+        if path == "/_fake/vanish" and method == "POST":
+            # A guest destroyed behind banlieue's back (an admin, a lost host).
+            del state.vms[int(params["vmid"])]
+            return None
+        if path == "/_fake/malformed-resources" and method == "POST":
+            state.malformed_resources = int(params["count"])
+            return None
         raise PveError(404, "no such fake endpoint")
 
     # -- the API ------------------------------------------------------------------------------
@@ -365,6 +373,10 @@ class Handler(BaseHTTPRequestHandler):
                 out["path"] = st["path"]
             return out
         if parts == ["cluster", "resources"] and method == "GET":
+            if state.malformed_resources > 0:
+                # A proxy or a broken cluster filesystem answering something else.
+                state.malformed_resources -= 1
+                return {"errors": "cluster filesystem not ready"}
             return [self.resource(vm) for vm in state.vms.values()]
         if len(parts) >= 2 and parts[0] == "nodes":
             node = parts[1]

@@ -218,6 +218,54 @@ TEST_F(ProxmoxTest, ARetryWithoutTheTokenNeverClonesTwice) {
   remove(object);
 }
 
+// The host's copy of the object once the machine was provisioned: what it sends after a
+// successful reconcile.
+std::string provisioned(const std::string& object, int vmid) {
+  return object.substr(0, object.size() - 1) +
+         R"(,"status":{"initialization":{"provisioned":true},"vmid":)" + std::to_string(vmid) +
+         R"(,"node":"pve1","providerID":"proxmox://pve1/)" + std::to_string(vmid) + R"("}})";
+}
+
+// A provisioned guest that vanished out of band is not silently recreated (its disks may hold
+// data someone wants back): the user deletes the ProxmoxMachine to get a fresh one, as vSphere.
+TEST_F(ProxmoxTest, AProvisionedGuestThatVanishedIsNotRecreated) {
+  const std::string object = machine("gone", "a1b2c3d4-0000-4000-8000-0000000000e1", "");
+  CallOutcome out = driver_->drive("reconcile", object);
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  const int vmid = json::parse(out.body, "reply")["status"]["vmid"].GetInt();
+  fake_->fake("vanish?vmid=" + std::to_string(vmid));
+  ASSERT_EQ(fake_->guestCount(), 0);
+
+  out = driver_->once("reconcile", provisioned(object, vmid));
+  EXPECT_EQ(out.code, BANLIEUE_FAILED_PRECONDITION) << out.reason << ": " << out.message;
+  EXPECT_EQ(out.reason, "BackendMissing");
+  EXPECT_NE(out.message.find("VM " + std::to_string(vmid)), std::string::npos) << out.message;
+  EXPECT_EQ(fake_->guestCount(), 0) << "recreated behind the user's back";
+  remove(provisioned(object, vmid));
+}
+
+// A /cluster/resources answer that is not a list says nothing about which guests exist: it is
+// an error, never "no such guest" (which would clone a second VM, or release the finalizer of a
+// VM that still runs).
+TEST_F(ProxmoxTest, AMalformedGuestListingIsAnErrorNotAnAbsence) {
+  const std::string object = machine("listed", "a1b2c3d4-0000-4000-8000-0000000000e2", "");
+  CallOutcome out = driver_->drive("reconcile", object);
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  const int vmid = json::parse(out.body, "reply")["status"]["vmid"].GetInt();
+
+  fake_->fake("malformed-resources?count=1");
+  out = driver_->once("reconcile", provisioned(object, vmid));
+  EXPECT_EQ(out.code, BANLIEUE_UNAVAILABLE) << out.reason << ": " << out.message;
+  EXPECT_EQ(out.reason, "MalformedReply");
+  EXPECT_EQ(fake_->guestCount(), 1);
+
+  fake_->fake("malformed-resources?count=1");
+  out = driver_->once("finalize", provisioned(object, vmid));
+  EXPECT_EQ(out.code, BANLIEUE_UNAVAILABLE) << out.reason << ": " << out.message;
+  EXPECT_EQ(fake_->guestCount(), 1) << "the guest must still be there";
+  remove(provisioned(object, vmid));
+}
+
 TEST_F(ProxmoxTest, FiveParallelClonesOfOneTemplateAllSucceed) {
   // Five Provider calls at once, each its own host thread: PVE's clone lock on template 9000
   // turns all but one into "can't lock file"; the plugin's backoff and IN_PROGRESS retries

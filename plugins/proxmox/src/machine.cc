@@ -118,12 +118,24 @@ std::string ownerMarker(const std::string& uid) {
   return "banlieue-uid=" + lower(uid);
 }
 
+// Every guest and template of the cluster. Anything but a list says nothing about which guests
+// exist, so it is an error: read as "none", it would clone a second VM or release the finalizer
+// of a VM that still runs.
+rapidjson::Document listGuests(const PveClient& client, Deadline deadline) {
+  rapidjson::Document all = client.get("/cluster/resources?type=vm", deadline);
+  if (!all.IsArray()) {
+    throw sdk::Error(Code::kUnavailable, "MalformedReply",
+                     "GET /cluster/resources?type=vm answered " + json::serialize(all).substr(0, 200) +
+                         " instead of a list of guests");
+  }
+  return all;
+}
+
 // The guest of this object: the one tagged with its UID, or (a clone that has not been
 // configured yet) the one with its name whose description carries the UID.
 std::optional<Guest> findGuest(const PveClient& client, const sdk::ReconcileRequest& request,
                                Deadline deadline) {
-  rapidjson::Document all = client.get("/cluster/resources?type=vm", deadline);
-  if (!all.IsArray()) return std::nullopt;
+  rapidjson::Document all = listGuests(client, deadline);
   const std::string tag = ownerTag(request.uid);
   std::vector<Guest> by_name;
   for (const auto& entry : all.GetArray()) {
@@ -367,13 +379,11 @@ Status clone(const PveClient& client, const MachineSpec& spec, const sdk::Reconc
   }
   // The template may live on another node (shared storage): clone there, target ours.
   std::string template_node;
-  rapidjson::Document all = client.get("/cluster/resources?type=vm", deadline);
-  if (all.IsArray()) {
-    for (const auto& entry : all.GetArray()) {
-      if (asInt(json::member(&entry, "vmid")) != spec.template_vmid) continue;
-      if (json::stringOr(&entry, "node") == spec.node || template_node.empty()) {
-        template_node = json::stringOr(&entry, "node");
-      }
+  rapidjson::Document all = listGuests(client, deadline);
+  for (const auto& entry : all.GetArray()) {
+    if (asInt(json::member(&entry, "vmid")) != spec.template_vmid) continue;
+    if (json::stringOr(&entry, "node") == spec.node || template_node.empty()) {
+      template_node = json::stringOr(&entry, "node");
     }
   }
   if (template_node.empty()) {
@@ -455,6 +465,15 @@ Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileR
       return {Code::kCancelled, "Cancelled", "reconcile of " + name + " was cancelled"};
     }
     std::optional<Guest> guest = findGuest(client_, request, deadline);
+    if (!guest && json::boolean(request.status, "initialization.provisioned")) {
+      // Never recreate behind the user's back: the guest that vanished may hold data someone
+      // wants to recover; deleting the ProxmoxMachine makes a fresh one.
+      const int64_t vmid = json::integer(request.status, "vmid").value_or(0);
+      return {Code::kFailedPrecondition, "BackendMissing",
+              "VM " + (vmid > 0 ? std::to_string(vmid) + " " : std::string()) + "of " + name +
+                  " no longer exists in the PVE cluster; delete the ProxmoxMachine to recreate "
+                  "it"};
+    }
     if (!guest) return clone(client_, spec, request, deadline, reply);
     if (!guest->lock.empty()) {
       // A clone whose token was lost, or an admin's backup: wait for PVE to release it.
