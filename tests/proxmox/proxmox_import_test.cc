@@ -246,7 +246,9 @@ TEST_F(ProxmoxImportTest, UserDataWithoutSshSettingsIsNamedNotDropped) {
   EXPECT_EQ(out.reason, "SshNotConfigured") << out.message;
   // It never started without its userData.
   for (const auto& v : fake_->state()["vms"].GetArray()) {
-    if (json::stringOr(&v, "name") == "nossh") EXPECT_STREQ(v["status"].GetString(), "stopped");
+    if (json::stringOr(&v, "name") == "nossh") {
+      EXPECT_STREQ(v["status"].GetString(), "stopped");
+    }
   }
   CallOutcome gone = no_ssh.drive("finalize", object);
   EXPECT_TRUE(gone.ok()) << gone.reason << ": " << gone.message;

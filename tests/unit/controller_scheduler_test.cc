@@ -335,6 +335,28 @@ TEST_F(SchedulerTest, ExistingPlacementIsKeptUntilTheUserSelectsElsewhere) {
   EXPECT_EQ(run().placement.provider_name, "p1");
 }
 
+// A Provider being deleted takes no new VM and keeps none: its workload is removing its
+// machines (docs/adr/0024-provider-deletion-order.md).
+TEST_F(SchedulerTest, AProviderBeingDeletedIsNeverChosenNorKept) {
+  providers_ = {provider("p1", {fd("a")}), provider("p2", {fd("b")})};
+  imageReady("p1");
+  imageReady("p2");
+  vm_.status.scheduled = api::ScheduledPlacement{
+      .provider_name = "p1", .provider_class = "libvirt", .failure_domain = "a"};
+  providers_[0].metadata.deletion_timestamp = "2026-12-01T00:00:00Z";
+  auto result = run();
+  ASSERT_TRUE(result.scheduled) << result.message;
+  EXPECT_EQ(result.placement.provider_name, "p2");
+  EXPECT_FALSE(result.placement.kept);
+
+  providers_[1].metadata.deletion_timestamp = "2026-12-01T00:00:00Z";
+  result = run();
+  EXPECT_FALSE(result.scheduled);
+  EXPECT_EQ(result.reason, "NoProviderMatched");
+  EXPECT_EQ(result.message,
+            "no Provider in namespace team can take VMs: p1, p2 being deleted");
+}
+
 TEST_F(SchedulerTest, BackendIdsComeFromZoneTargetThenDefaultThenClassName) {
   auto p = provider("p1", {fd("a")});
   p.spec.capabilities = api::ProviderCapabilities{};

@@ -172,8 +172,8 @@ Strings controllerRules(const std::vector<DiscoveredPlugin>& plugins) {
 Strings operatorRules(const std::vector<DiscoveredPlugin>& plugins) {
   Strings out = {
       rule({api::kGroup}, {"providers", "providerclasses"}, kRead),
-      rule({api::kGroup}, {"providers"}, {"update", "patch"}),
-      rule({api::kGroup}, {"providers/finalizers"}, {"update"}),
+      rule({api::kGroup}, {"providers", "providerclasses"}, {"update", "patch"}),
+      rule({api::kGroup}, {"providers/finalizers", "providerclasses/finalizers"}, {"update"}),
       rule({api::kGroup}, {"providers/status", "providerclasses/status"}, kStatusWrite),
       rule({"apps"}, {"deployments"}, kAll),
       rule({""}, {"serviceaccounts"}, kAll),
@@ -190,6 +190,11 @@ Strings operatorRules(const std::vector<DiscoveredPlugin>& plugins) {
   std::set<std::string> seen(out.begin(), out.end());
   for (const auto& p : plugins) {
     for (auto& r : providerRules(p)) {
+      if (seen.insert(r).second) out.push_back(std::move(r));
+    }
+    // A Provider being deleted first has its infrastructure objects deleted (docs/adr/0024).
+    for (const auto& [group, plurals] : servedPlurals(p)) {
+      auto r = rule({group}, plurals, {"delete"});
       if (seen.insert(r).second) out.push_back(std::move(r));
     }
   }

@@ -203,18 +203,33 @@ SchedulingResult schedule(const SchedulingInput& input) {
   SchedulingResult result;
 
   // Filter 1, in a stable order so messages and the tie-break never depend on list order.
+  // A Provider being deleted is removing its machines (docs/adr/0024): it takes no VM, and a
+  // VM placed on it moves like any other placement change.
   std::vector<const api::Provider*> selected;
+  std::vector<std::string> deleting;
   for (const auto& provider : input.providers) {
     if (provider.metadata.namespace_ != vm.metadata.namespace_) continue;
     const auto& selector = vm.spec.placement.provider_selector;
-    if (!selector || selectorMatches(*selector, provider.metadata.labels))
-      selected.push_back(&provider);
+    if (selector && !selectorMatches(*selector, provider.metadata.labels)) continue;
+    if (!provider.metadata.deletion_timestamp.empty()) {
+      deleting.push_back(provider.metadata.name);
+      continue;
+    }
+    selected.push_back(&provider);
   }
   std::sort(selected.begin(), selected.end(),
             [](const auto* a, const auto* b) { return a->metadata.name < b->metadata.name; });
   if (selected.empty()) {
     result.reason = reasons::kNoProviderMatched;
-    result.message = "no providers matched providerSelector";
+    if (deleting.empty()) {
+      result.message = "no providers matched providerSelector";
+    } else {
+      std::sort(deleting.begin(), deleting.end());
+      std::string names;
+      for (const auto& name : deleting) names += (names.empty() ? "" : ", ") + name;
+      result.message = "no Provider in namespace " + vm.metadata.namespace_ +
+                       " can take VMs: " + names + " being deleted";
+    }
     return result;
   }
 

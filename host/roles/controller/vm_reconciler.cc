@@ -12,6 +12,7 @@
 
 #include <banlieue/sdk/json.h>
 
+#include <algorithm>
 #include <set>
 
 namespace banlieue::controller {
@@ -104,6 +105,13 @@ Result VmReconciler::refuse(Pass& pass, const std::string& reason, const std::st
   if (auto written = writeStatus(pass); !written.isOk()) return Result::retry(written);
   if (changed) warn(pass, reason, "Schedule", message);
   return requeue.count() > 0 ? Result::requeueAfter(requeue) : Result::done();
+}
+
+Result VmReconciler::refuseNameConflict(Pass& pass, const std::string& kind) {
+  return refuse(pass, "InfraNameConflict",
+                kind + " " + pass.key +
+                    " exists but is not owned by this VirtualMachine; rename or delete it",
+                30s);  // an unlabelled object's deletion is no event the informers see
 }
 
 Result VmReconciler::reconcile(const runtime::Request& request) {
@@ -219,6 +227,27 @@ Result VmReconciler::reconcilePlaced(Pass& pass, const Placement& placement) {
                   30s);
   }
 
+  // The previous placement's kind, from status.infrastructureRef, is watched even when no
+  // ProviderClass publishes it any more (its class deleted, then this process restarted):
+  // unseen, its object would be left running beside the new one.
+  if (const auto& ref = vm.status.infrastructure_ref; ref && !ref->kind.empty()) {
+    auto known = infra_.known();
+    bool watched = std::any_of(known.begin(), known.end(), [&](const InfraKind& k) {
+      return k.kind.group() == ref->api_group && k.kind.kind == ref->kind;
+    });
+    if (!watched) {
+      auto version = preferredApiVersion(client_, ref->api_group);
+      if (version.ok()) {
+        auto ensured = infra_.ensure(MachineKind{*version, ref->kind});
+        if (!ensured.ok() && ensured.status().reason() != "KindNotServed")
+          return Result::retry(ensured.status());
+      } else if (version.status().reason() != "KindNotServed" &&
+                 !kube::isNotFound(version.status())) {
+        return Result::retry(version.status());
+      }
+    }
+  }
+
   // Infra CRs this VM owns that do not match the placement: a backend swap.
   std::vector<std::pair<InfraKind, runtime::Object>> stale;
   runtime::Object live;
@@ -227,11 +256,7 @@ Result VmReconciler::reconcilePlaced(Pass& pass, const Placement& placement) {
     auto object = kind.informer->get(pass.key);
     if (!object) continue;
     if (!ownedBy(*object, vm.metadata.uid)) {
-      if (kind.key() == infra_kind->key())
-        return refuse(pass, "InfraNameConflict",
-                      kind.kind.kind + " " + pass.key +
-                          " exists but is not owned by this VirtualMachine; rename or delete it",
-                      0s);
+      if (kind.key() == infra_kind->key()) return refuseNameConflict(pass, kind.kind.kind);
       continue;
     }
     bool same = kind.key() == infra_kind->key() &&
@@ -339,6 +364,17 @@ Result VmReconciler::reconcilePlaced(Pass& pass, const Placement& placement) {
 
   rapidjson::Document applied_doc;
   const rapidjson::Value* current = live ? live.get() : nullptr;
+  if (current == nullptr) {
+    // The informer sees only objects labelled as ours: one of this name made by someone else
+    // would be force-applied over. One read, and only when creating.
+    auto existing = client_.get(infra_kind->type, ns, vm.metadata.name);
+    if (existing.ok() && !ownedBy(*existing, vm.metadata.uid)) {
+      return refuseNameConflict(pass, infra_kind->kind.kind);
+    }
+    if (!existing.ok() && !kube::isNotFound(existing.status())) {
+      return Result::retry(existing.status());
+    }
+  }
   if (current == nullptr || !infraUpToDate(*desired, *current)) {
     auto applied = client_.apply(infra_kind->type, ns, vm.metadata.name, json::serialize(*desired),
                                  {.field_manager = kFieldManager, .force = true});
@@ -383,6 +419,26 @@ Result VmReconciler::reconcilePlaced(Pass& pass, const Placement& placement) {
   return Result::done();
 }
 
+std::string VmReconciler::providerCannotFinalize(const std::string& ns,
+                                                const std::string& provider_name) {
+  if (provider_name.empty()) return {};
+  auto object = caches_.providers->get(ns + "/" + provider_name);
+  if (!object) {
+    return "Provider " + provider_name +
+           " does not exist, so nothing removes the backend machine (once it is gone, remove the "
+           "object's finalizer by hand)";
+  }
+  auto provider = decode<api::Provider>(object);
+  if (!provider.ok()) return {};
+  for (const auto& c : provider->status.conditions) {
+    if (c.type != conditions::kReady) continue;
+    if (c.status == "True") return {};
+    return "Provider " + provider_name + " is not Ready (" + c.reason +
+           (c.message.empty() ? "" : ": " + c.message) + ")";
+  }
+  return "Provider " + provider_name + " has not reported Ready (is its workload running?)";
+}
+
 Result VmReconciler::finalize(Pass& pass) {
   auto log = common::logger("controller");
   if (!runtime::hasFinalizer(*pass.object, kVmFinalizer)) return Result::done();
@@ -408,6 +464,7 @@ Result VmReconciler::finalize(Pass& pass) {
   }
 
   std::vector<std::string> remaining;
+  std::vector<std::string> blocked;  // why a remaining object may never go
   kube::KindResolver resolver(client_);
   for (const auto& [key, kind] : kinds) {
     auto type = resolver.resolve(kind.api_version, kind.kind);
@@ -425,7 +482,10 @@ Result VmReconciler::finalize(Pass& pass) {
       continue;
     }
     if (!ownedBy(*object, vm.metadata.uid)) continue;  // same name, someone else's object
-    remaining.push_back(kind.kind);
+    std::string provider_name = json::stringOr(&*object, "spec.providerRef.name");
+    remaining.push_back(kind.kind + " " + vm.metadata.name +
+                        (provider_name.empty() ? "" : " (Provider " + provider_name + ")"));
+    if (auto why = providerCannotFinalize(ns, provider_name); !why.empty()) blocked.push_back(why);
     if (json::stringOr(&*object, "metadata.deletionTimestamp").empty()) {
       auto removed = client_.remove(*type, ns, vm.metadata.name,
                                     {.precondition_uid = json::stringOr(&*object, "metadata.uid")});
@@ -435,10 +495,24 @@ Result VmReconciler::finalize(Pass& pass) {
   }
   if (!remaining.empty() || !unknown.empty()) {
     std::string detail;
-    for (const auto& k : remaining) detail += (detail.empty() ? "" : ", ") + k + " still present";
-    for (const auto& u : unknown) detail += (detail.empty() ? "" : ", ") + u;
+    if (!remaining.empty()) {
+      detail = "waiting for ";
+      for (size_t i = 0; i < remaining.size(); ++i)
+        detail += (i == 0 ? "" : ", ") + remaining[i];
+      detail += " to be deleted, each after its backend machine";
+    }
+    for (const auto& b : blocked) detail += "; " + b;
+    for (const auto& u : unknown) detail += (detail.empty() ? "" : "; ") + u;
     log->info("virtualmachine {}: waiting before releasing finalizer: {}", pass.key, detail);
-    if (!unknown.empty()) warn(pass, "InfrastructureUnknown", "Delete", detail);
+    // Ready says why the VM is still here: a deletion that cannot progress is named.
+    std::string reason = !unknown.empty()   ? "InfrastructureUnknown"
+                         : !blocked.empty() ? "DeletionBlocked"
+                                            : "Deleting";
+    setCondition(pass.status.conditions, conditions::kReady, "False", reason, detail,
+                 pass.generation, pass.now);
+    bool changed = encodeStatus(pass.status) != encodeStatus(vm.status);
+    if (auto written = writeStatus(pass); !written.isOk()) return Result::retry(written);
+    if (changed && reason != "Deleting") warn(pass, reason, "Delete", detail);
     return Result::requeueAfter(unknown.empty() ? 5s : 15s);
   }
   auto removed =

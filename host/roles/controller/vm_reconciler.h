@@ -56,6 +56,11 @@ class VmReconciler final : public runtime::Reconciler {
   // Sets Scheduled=False and Ready=False with the same reason, then writes.
   runtime::Result refuse(Pass& pass, const std::string& reason, const std::string& message,
                          std::chrono::seconds requeue);
+  // Why Provider `provider_name` cannot delete the VM's infra object now (absent, not Ready),
+  // or empty.
+  std::string providerCannotFinalize(const std::string& ns, const std::string& provider_name);
+  // An object of the VM's name and infra kind that the VM does not own.
+  runtime::Result refuseNameConflict(Pass& pass, const std::string& kind);
   void warn(const Pass& pass, const std::string& reason, const std::string& action,
             const std::string& note);
 

@@ -9,6 +9,8 @@
 
 #include <banlieue/sdk/json.h>
 
+#include <algorithm>
+
 namespace banlieue::roles::provider_operator {
 namespace {
 
@@ -20,11 +22,13 @@ rapidjson::Value str(const std::string& s, rapidjson::Document::AllocatorType& a
 
 ClassStatusReconciler::ClassStatusReconciler(kube::KubeClient& client, runtime::Informer& classes,
                                              runtime::Informer& providers,
-                                             PluginDirectories plugin_dirs)
+                                             PluginDirectories plugin_dirs,
+                                             std::chrono::seconds resync)
     : client_(client),
       classes_(classes),
       providers_(providers),
-      plugin_dirs_(std::move(plugin_dirs)) {}
+      plugin_dirs_(std::move(plugin_dirs)),
+      resync_(resync) {}
 
 StatusOr<bool> ClassStatusReconciler::clusterRoleExists(const std::string& backend) {
   auto role = client_.get(rbac::kClusterRole, "", backendClusterRoleName(backend));
@@ -40,10 +44,25 @@ runtime::Result ClassStatusReconciler::reconcile(const runtime::Request& request
   if (!provider_class.ok()) return runtime::Result::terminal(provider_class.status());
   const auto& spec = provider_class->spec;
 
+  // docs/adr/0024: a class stays while any Provider uses it, so their workloads can still be
+  // minted and their machines removed; the Providers themselves are the user's to delete.
+  auto referencing = providers_.byIndex(kClassIndex, request.name);
+  const bool deleting = !provider_class->metadata.deletion_timestamp.empty();
+  if (deleting && referencing.empty()) {
+    if (runtime::hasFinalizer(*object, kClassFinalizer)) {
+      auto removed = runtime::removeFinalizer(client_, kProviderClassType, *object, kClassFinalizer);
+      if (!removed.isOk()) return runtime::Result::retry(removed);
+    }
+    return runtime::Result::done();
+  }
+  if (!deleting && !runtime::hasFinalizer(*object, kClassFinalizer)) {
+    auto added = runtime::addFinalizer(client_, kProviderClassType, *object, kClassFinalizer);
+    if (!added.isOk()) return runtime::Result::retry(added);
+  }
+
   auto role_exists = clusterRoleExists(spec.backend);
   if (!role_exists.ok()) return runtime::Result::retry(role_exists.status());
   auto readiness = evaluateClass(*provider_class, plugin_dirs_, *role_exists);
-  auto referencing = providers_.byIndex(kClassIndex, request.name);
   const int64_t generation = provider_class->metadata.generation;
 
   // Messages are never empty: a 1.20 apiserver turns an applied "" into null on the next
@@ -57,7 +76,9 @@ runtime::Result ClassStatusReconciler::reconcile(const runtime::Request& request
       conditions != nullptr && conditions->IsArray()) {
     for (const auto& c : conditions->GetArray()) {
       auto type = sdk::json::stringOr(&c, "type", "");
-      if (type == "Ready" || type == "Paused") current.PushBack(rapidjson::Value(c, a), a);
+      if (type == "Ready" || type == "Paused" || type == "Deleting") {
+        current.PushBack(rapidjson::Value(c, a), a);
+      }
     }
   }
   std::string now = runtime::rfc3339Now();
@@ -74,6 +95,24 @@ runtime::Result ClassStatusReconciler::reconcile(const runtime::Request& request
                   : runtime::Condition{"Paused", "False", "NotPaused", "spec.paused is not set",
                                        generation},
       now);
+
+  if (deleting) {
+    std::vector<std::string> names;
+    for (const auto& p : referencing) names.push_back(runtime::objectKey(*p));
+    std::sort(names.begin(), names.end());
+    std::string listed;
+    for (size_t i = 0; i < names.size() && i < 5; ++i) listed += (i == 0 ? "" : ", ") + names[i];
+    if (names.size() > 5) listed += " and " + std::to_string(names.size() - 5) + " more";
+    runtime::setCondition(
+        current, a,
+        {"Deleting", "True", "ProvidersRemain",
+         std::to_string(names.size()) +
+             (names.size() == 1 ? " Provider still uses" : " Providers still use") +
+             " this class (" + listed +
+             "): the class goes once they are deleted or moved to another class",
+         generation},
+        now);
+  }
 
   rapidjson::Document doc(rapidjson::kObjectType);
   auto& d = doc.GetAllocator();
@@ -97,7 +136,7 @@ runtime::Result ClassStatusReconciler::reconcile(const runtime::Request& request
                                kube::ApplyOptions{kFieldManager, true, "status"});
   if (!applied.ok()) return runtime::Result::retry(applied.status());
   // The ClusterRole and the plugin directory are not watched: look again in a while.
-  return runtime::Result::requeueAfter(kRequeueDefault);
+  return runtime::Result::requeueAfter(resync_);
 }
 
 }  // namespace banlieue::roles::provider_operator

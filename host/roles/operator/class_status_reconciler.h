@@ -8,12 +8,15 @@
 #include "host/runtime/controller.h"
 #include "host/runtime/informer.h"
 
+#include <chrono>
+
 namespace banlieue::roles::provider_operator {
 
 class ClassStatusReconciler : public runtime::Reconciler {
  public:
   ClassStatusReconciler(kube::KubeClient& client, runtime::Informer& classes,
-                        runtime::Informer& providers, PluginDirectories plugin_dirs);
+                        runtime::Informer& providers, PluginDirectories plugin_dirs,
+                        std::chrono::seconds resync);
 
   runtime::Result reconcile(const runtime::Request& request) override;
 
@@ -24,6 +27,7 @@ class ClassStatusReconciler : public runtime::Reconciler {
   runtime::Informer& classes_;
   runtime::Informer& providers_;
   PluginDirectories plugin_dirs_;
+  std::chrono::seconds resync_;
 };
 
 }  // namespace banlieue::roles::provider_operator

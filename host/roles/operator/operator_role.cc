@@ -29,6 +29,7 @@ struct Options {
   std::string image_plugin_dir = "/usr/lib/banlieue/plugins";
   std::string build_namespace = kDefaultBuildNamespace;
   int workers = 2;
+  int resync_seconds = static_cast<int>(kRequeueDefault.count());
 };
 
 // Unique per process: two replicas of one pod template never share an identity.
@@ -66,7 +67,9 @@ int runOperator(const Options& o) {
   const std::string identity = leaderIdentity();
   runtime::EventRecorder events(client, {"banlieue.io/operator", identity});
   ProviderReconciler provider_reconciler(client, providers, classes, deployments, events,
-                                         {o.image_plugin_dir, o.build_namespace});
+                                         {o.image_plugin_dir, o.build_namespace},
+                                         {o.plugin_dir, o.image_plugin_dir},
+                                         std::chrono::seconds(o.resync_seconds));
   runtime::Controller provider_controller("operator-provider", provider_reconciler,
                                           runtime::ControllerOptions{o.workers});
   provider_controller.watch(providers);
@@ -84,7 +87,8 @@ int runOperator(const Options& o) {
   });
 
   ClassStatusReconciler class_reconciler(client, classes, providers,
-                                         {o.plugin_dir, o.image_plugin_dir});
+                                         {o.plugin_dir, o.image_plugin_dir},
+                                         std::chrono::seconds(o.resync_seconds));
   runtime::Controller class_controller("operator-providerclass", class_reconciler,
                                        runtime::ControllerOptions{1});
   class_controller.watch(classes);
@@ -198,6 +202,12 @@ void registerOperatorCommand(CLI::App& app, app::Action& action) {
       ->capture_default_str();
   sub->add_option("--workers", options->workers, "Provider reconciles run in parallel")
       ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  sub->add_option("--resync-seconds", options->resync_seconds,
+                  "Reconcile every Provider and ProviderClass again after this long with nothing "
+                  "changed; a safety net, since watches bring every change at once (and the only "
+                  "way a new backend ClusterRole is noticed)")
+      ->check(CLI::Range(1, 86400))
       ->capture_default_str();
   sub->callback([&action, options] { action = [options] { return runOperator(*options); }; });
 }

@@ -3,6 +3,7 @@
 #include "host/api/codec.h"
 #include "host/common/logging.h"
 #include "host/kube/api_error.h"
+#include "host/roles/operator/provider_teardown.h"
 #include "host/roles/operator/workload_names.h"
 #include "host/runtime/object_helpers.h"
 
@@ -65,13 +66,17 @@ std::string ownerProviderKey(const rapidjson::Value& minted) {
 
 ProviderReconciler::ProviderReconciler(kube::KubeClient& client, runtime::Informer& providers,
                                        runtime::Informer& classes, runtime::Informer& deployments,
-                                       runtime::EventRecorder& events, WorkloadOptions options)
+                                       runtime::EventRecorder& events, WorkloadOptions options,
+                                       PluginDirectories plugin_dirs, std::chrono::seconds resync)
     : client_(client),
       providers_(providers),
       classes_(classes),
       deployments_(deployments),
       events_(events),
-      options_(std::move(options)) {}
+      options_(std::move(options)),
+      plugin_dirs_(std::move(plugin_dirs)),
+      resync_(resync),
+      resolver_(client) {}
 
 Result ProviderReconciler::reconcile(const runtime::Request& request) {
   operatorLog()->debug("reconciling provider {}", request.key());
@@ -92,16 +97,7 @@ Result ProviderReconciler::reconcile(const runtime::Request& request) {
 
   if (!provider->metadata.deletion_timestamp.empty()) {
     if (!runtime::hasFinalizer(*object, kFinalizer)) return Result::done();
-    auto pruned = prune(request.ns, request.name, nullptr);
-    if (!pruned.ok()) return Result::retry(pruned.status());
-    events_.normal(
-        about, "WorkloadDeleted", "Cleanup",
-        "deleted the provider workload (" + std::to_string(pruned->size()) + " objects)");
-    if (auto s = runtime::removeFinalizer(client_, kProviderType, *object, kFinalizer); !s.isOk()) {
-      return Result::retry(s);
-    }
-    operatorLog()->info("provider {} deleted; its workload is gone", key);
-    return Result::done();
+    return finalize(request, object, *provider);
   }
 
   if (!runtime::hasFinalizer(*object, kFinalizer)) {
@@ -115,30 +111,30 @@ Result ProviderReconciler::reconcile(const runtime::Request& request) {
   if (!class_object) {
     events_.warning(about, "ProviderClassNotFound", "Resolve",
                     "ProviderClass " + class_name + " does not exist");
-    return Result::requeueAfter(kRequeueDefault);
+    return Result::requeueAfter(resync_);
   }
   auto provider_class = api::fromJson<api::ProviderClass>(api::serializeJson(*class_object));
   if (!provider_class.ok()) {
     events_.warning(about, "InvalidProviderClass", "Resolve",
                     "ProviderClass " + class_name + ": " + provider_class.status().message());
-    return Result::requeueAfter(kRequeueDefault);
+    return Result::requeueAfter(resync_);
   }
 
-  // Checked every 30 s rather than waiting long, so un-pausing takes effect quickly even if a
+  // Checked every resync period (30 s by default) rather than waiting long, so un-pausing takes effect quickly even if a
   // watch event were missed.
   if (provider->spec.paused || provider_class->spec.paused) {
     events_.normal(about, "Paused", "Reconcile",
                    provider->spec.paused
                        ? "Provider is paused: workload left as it is"
                        : "ProviderClass " + class_name + " is paused: workload left as it is");
-    return Result::requeueAfter(kRequeueDefault);
+    return Result::requeueAfter(resync_);
   }
 
   auto workload = buildWorkload(*provider, *provider_class, options_);
   if (!workload.ok()) {
     events_.warning(about, workload.status().reason(), "Build", workload.status().message());
     operatorLog()->warn("provider {}: {}", key, workload.status().message());
-    return Result::requeueAfter(kRequeueDefault);
+    return Result::requeueAfter(resync_);
   }
   for (auto& minted : workload->objects) {
     if (auto s = applyObject(minted); !s.isOk()) {
@@ -160,7 +156,7 @@ Result ProviderReconciler::reconcile(const runtime::Request& request) {
   if (auto s = applyStatus(request.ns, request.name, observedWorkload(*workload)); !s.isOk()) {
     return Result::retry(s);
   }
-  return Result::requeueAfter(kRequeueDefault);
+  return Result::requeueAfter(resync_);
 }
 
 namespace {
@@ -270,6 +266,97 @@ StatusOr<std::vector<std::string>> ProviderReconciler::prune(const std::string& 
     }
   }
   return removed;
+}
+
+Result ProviderReconciler::finalize(const runtime::Request& request, const runtime::Object& object,
+                                    const api::Provider& provider) {
+  const std::string key = request.key();
+  auto about = regarding(*object);
+  // What the class's plugin serves; with no class (never created, or removed by force) nothing
+  // can have run for this Provider through the operator, so nothing is waited for.
+  std::vector<api::InfrastructureKind> kinds;
+  if (auto class_object = classes_.get(provider.spec.provider_class_ref.name)) {
+    auto provider_class = api::fromJson<api::ProviderClass>(api::serializeJson(*class_object));
+    if (provider_class.ok()) kinds = servedKinds(*provider_class, plugin_dirs_);
+  }
+  auto dependents = releaseDependents(client_, resolver_, request.ns, request.name, kinds);
+  if (!dependents.ok()) return Result::retry(dependents.status());
+  if (!dependents->empty()) {
+    std::string reason =
+        dependents->remaining.empty() ? "InfrastructureUnknown" : "WaitingForInfrastructure";
+    std::string message = dependentsMessage(*dependents, workloadRunning(provider));
+    std::string previous;
+    if (const auto* conditions = sdk::json::find(object.get(), "status.conditions");
+        conditions != nullptr && conditions->IsArray()) {
+      for (const auto& c : conditions->GetArray()) {
+        if (sdk::json::stringOr(&c, "type", "") == "Deleting") {
+          previous = sdk::json::stringOr(&c, "message", "");
+        }
+      }
+    }
+    if (message != previous) {
+      if (auto s = applyDeleting(object, reason, message); !s.isOk()) return Result::retry(s);
+      events_.normal(about, reason, "Delete", message);
+      operatorLog()->info("provider {} being deleted: {}", key, message);
+    }
+    // Their deletion is the provider's work, not a watch of ours: look again shortly.
+    return Result::requeueAfter(kDependentsPoll);
+  }
+  auto pruned = prune(request.ns, request.name, nullptr);
+  if (!pruned.ok()) return Result::retry(pruned.status());
+  events_.normal(about, "WorkloadDeleted", "Cleanup",
+                 "deleted the provider workload (" + std::to_string(pruned->size()) + " objects)");
+  if (auto s = runtime::removeFinalizer(client_, kProviderType, *object, kFinalizer); !s.isOk()) {
+    return Result::retry(s);
+  }
+  operatorLog()->info("provider {} deleted; its workload is gone", key);
+  return Result::done();
+}
+
+bool ProviderReconciler::workloadRunning(const api::Provider& provider) {
+  const auto& workload = provider.status.workload;
+  if (!workload || workload->mode == "External") return true;  // runs elsewhere: cannot tell
+  auto deployment = deployments_.get(workload->namespace_ + "/" + workload->deployment_name);
+  return deployment &&
+         sdk::json::integer(deployment.get(), "status.readyReplicas").value_or(0) > 0;
+}
+
+Status ProviderReconciler::applyDeleting(const runtime::Object& object, const std::string& reason,
+                                         const std::string& message) {
+  rapidjson::Document doc(rapidjson::kObjectType);
+  auto& a = doc.GetAllocator();
+  auto s = [&](const std::string& v) {
+    return rapidjson::Value(v.c_str(), static_cast<rapidjson::SizeType>(v.size()), a);
+  };
+  // From the current entry, so lastTransitionTime stays when only the message changes.
+  rapidjson::Value conditions(rapidjson::kArrayType);
+  if (const auto* current = sdk::json::find(object.get(), "status.conditions");
+      current != nullptr && current->IsArray()) {
+    for (const auto& c : current->GetArray()) {
+      if (sdk::json::stringOr(&c, "type", "") == "Deleting") {
+        conditions.PushBack(rapidjson::Value(c, a), a);
+      }
+    }
+  }
+  runtime::setCondition(
+      conditions, a,
+      {"Deleting", "True", reason, message,
+       sdk::json::integer(object.get(), "metadata.generation").value_or(0)},
+      runtime::rfc3339Now());
+  rapidjson::Value status(rapidjson::kObjectType);
+  status.AddMember("conditions", conditions, a);
+  rapidjson::Value meta(rapidjson::kObjectType);
+  meta.AddMember("name", s(sdk::json::stringOr(object.get(), "metadata.name", "")), a);
+  meta.AddMember("namespace", s(sdk::json::stringOr(object.get(), "metadata.namespace", "")), a);
+  doc.AddMember("apiVersion", s(kProviderType.apiVersion()), a);
+  doc.AddMember("kind", "Provider", a);
+  doc.AddMember("metadata", meta, a);
+  doc.AddMember("status", status, a);
+  auto applied = client_.apply(
+      kProviderType, sdk::json::stringOr(object.get(), "metadata.namespace", ""),
+      sdk::json::stringOr(object.get(), "metadata.name", ""), api::serializeJson(doc),
+      kube::ApplyOptions{kDeletionFieldManager, true, "status"});
+  return applied.ok() ? Status() : applied.status();
 }
 
 api::ProviderWorkload ProviderReconciler::observedWorkload(const Workload& workload) {

@@ -4,6 +4,8 @@
 // status.workload — never status.conditions, which belong to the provider itself.
 #pragma once
 
+#include "host/kube/discovery.h"
+#include "host/roles/operator/class_readiness.h"
 #include "host/roles/operator/workload.h"
 #include "host/runtime/controller.h"
 #include "host/runtime/events.h"
@@ -17,7 +19,11 @@
 
 namespace banlieue::roles::provider_operator {
 
+// How often a Provider or ProviderClass is reconciled again with nothing changed: a safety net
+// (watches bring every change at once), overridden by `operator --resync-seconds`.
 inline constexpr std::chrono::seconds kRequeueDefault{30};
+// How often a Provider being deleted looks again at what still needs its workload.
+inline constexpr std::chrono::seconds kDependentsPoll{5};
 
 // Index of the Provider informer: spec.providerClassRef.name -> Provider keys.
 inline constexpr const char* kClassIndex = "providerClass";
@@ -30,7 +36,8 @@ class ProviderReconciler : public runtime::Reconciler {
  public:
   ProviderReconciler(kube::KubeClient& client, runtime::Informer& providers,
                      runtime::Informer& classes, runtime::Informer& deployments,
-                     runtime::EventRecorder& events, WorkloadOptions options);
+                     runtime::EventRecorder& events, WorkloadOptions options,
+                     PluginDirectories plugin_dirs, std::chrono::seconds resync = kRequeueDefault);
 
   runtime::Result reconcile(const runtime::Request& request) override;
 
@@ -46,6 +53,16 @@ class ProviderReconciler : public runtime::Reconciler {
   bool upToDate(const MintedObject& object);
   Status applyStatus(const std::string& ns, const std::string& name,
                      const api::ProviderWorkload& workload);
+  // A Provider being deleted: releases what it serves and keeps the workload until nothing is
+  // left (docs/adr/0024), saying what it waits for in its Deleting condition.
+  runtime::Result finalize(const runtime::Request& request, const runtime::Object& object,
+                           const api::Provider& provider);
+  // Whether the Provider's workload can finalize anything: External, or a ready replica.
+  bool workloadRunning(const api::Provider& provider);
+  // Writes status.conditions[Deleting] under a field manager of its own, so the applies of
+  // status.workload (and the provider's own conditions) keep their fields.
+  Status applyDeleting(const runtime::Object& object, const std::string& reason,
+                       const std::string& message);
   api::ProviderWorkload observedWorkload(const Workload& workload);
 
   kube::KubeClient& client_;
@@ -54,6 +71,9 @@ class ProviderReconciler : public runtime::Reconciler {
   runtime::Informer& deployments_;
   runtime::EventRecorder& events_;
   WorkloadOptions options_;
+  PluginDirectories plugin_dirs_;
+  std::chrono::seconds resync_;
+  kube::KindResolver resolver_;
   std::mutex applied_mutex_;
   // "plural/ns/name" -> "hash@stamp" of the last apply (stamp: generation for Deployments,
   // whose status changes often, otherwise resourceVersion).

@@ -11,6 +11,10 @@ namespace banlieue::roles::provider_operator {
 
 inline constexpr const char* kFieldManager = "banlieue.io/operator";
 inline constexpr const char* kFinalizer = "banlieue.io/provider-workload";
+// The field manager of a deleting Provider's Deleting condition (docs/adr/0024).
+inline constexpr const char* kDeletionFieldManager = "banlieue.io/operator-deletion";
+// Held on a ProviderClass while any Provider uses it (docs/adr/0024).
+inline constexpr const char* kClassFinalizer = "banlieue.io/providerclass-in-use";
 inline constexpr const char* kLabelProvider = "banlieue.io/provider";
 inline constexpr const char* kLabelProviderNamespace = "banlieue.io/provider-namespace";
 inline constexpr const char* kLabelProviderClass = "banlieue.io/provider-class";

@@ -1,0 +1,338 @@
+// The fixture of the controller's tests against the real local apiserver. The test plays the
+// provider runtime and the operator: it publishes ProviderClass.status.machineKind and
+// Provider.status.failureDomains, writes the infra CR's status and holds (then releases) the
+// provider's finalizer. Every write the controller makes goes through a counting client.
+#pragma once
+
+#include "host/kube/api_error.h"
+#include "host/kube/client.h"
+#include "host/roles/controller/manager.h"
+#include "host/runtime/object_helpers.h"
+#include "tests/support/local_cluster.h"
+
+#include <banlieue/sdk/json.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <thread>
+
+namespace banlieue::controller {
+
+using testing::LocalCluster;
+namespace json = sdk::json;
+
+inline const kube::ResourceType kLibvirtMachine{"infrastructure.banlieue.io", "v1beta2", "libvirtmachines",
+                                         true};
+inline const kube::ResourceType kProxmoxMachine{"infrastructure.banlieue.io", "v1beta2", "proxmoxmachines",
+                                         true};
+
+// Forwards to a real client and counts writes per "plural/ns/name".
+class CountingClient final : public kube::KubeClient {
+ public:
+  explicit CountingClient(kube::KubeClient& inner) : inner_(inner) {}
+
+  StatusOr<rapidjson::Document> get(const kube::ResourceType& t, const std::string& ns,
+                                    const std::string& name, const std::string& sub) override {
+    return inner_.get(t, ns, name, sub);
+  }
+  StatusOr<rapidjson::Document> list(const kube::ResourceType& t, const std::string& ns,
+                                     const kube::ListOptions& o) override {
+    return inner_.list(t, ns, o);
+  }
+  StatusOr<rapidjson::Document> create(const kube::ResourceType& t, const std::string& ns,
+                                       const std::string& body) override {
+    auto doc = json::parse(body, "create");
+    count(t, ns, json::stringOr(&doc, "metadata.name"));
+    return inner_.create(t, ns, body);
+  }
+  StatusOr<rapidjson::Document> update(const kube::ResourceType& t, const std::string& ns,
+                                       const std::string& name, const std::string& body,
+                                       const std::string& sub) override {
+    count(t, ns, name);
+    return inner_.update(t, ns, name, body, sub);
+  }
+  StatusOr<rapidjson::Document> patch(const kube::ResourceType& t, const std::string& ns,
+                                      const std::string& name, kube::PatchType type,
+                                      const std::string& body, const std::string& sub) override {
+    count(t, ns, name);
+    return inner_.patch(t, ns, name, type, body, sub);
+  }
+  StatusOr<rapidjson::Document> apply(const kube::ResourceType& t, const std::string& ns,
+                                      const std::string& name, const std::string& body,
+                                      const kube::ApplyOptions& o) override {
+    count(t, ns, name);
+    return inner_.apply(t, ns, name, body, o);
+  }
+  Status remove(const kube::ResourceType& t, const std::string& ns, const std::string& name,
+                const kube::DeleteOptions& o) override {
+    count(t, ns, name);
+    return inner_.remove(t, ns, name, o);
+  }
+  Status watch(const kube::ResourceType& t, const std::string& ns, const kube::WatchOptions& o,
+               const std::function<bool(kube::WatchEvent&)>& on_event,
+               const std::atomic<bool>* cancel) override {
+    return inner_.watch(t, ns, o, on_event, cancel);
+  }
+  StatusOr<rapidjson::Document> getDiscovery(const std::string& path) override {
+    return inner_.getDiscovery(path);
+  }
+
+  // Writes to objects (not Events) in `ns` whose name is `name`.
+  int objectWrites(const std::string& ns, const std::string& name) const {
+    std::lock_guard lock(mu_);
+    int total = 0;
+    for (const auto& [key, n] : counts_) {
+      if (key.rfind("events/", 0) != 0 && key.size() > ns.size() + name.size() &&
+          key.substr(key.size() - ns.size() - name.size() - 1) == ns + "/" + name)
+        total += n;
+    }
+    return total;
+  }
+  int eventWrites() const {
+    std::lock_guard lock(mu_);
+    int total = 0;
+    for (const auto& [key, n] : counts_)
+      if (key.rfind("events/", 0) == 0) total += n;
+    return total;
+  }
+  int total() const {
+    std::lock_guard lock(mu_);
+    int total = 0;
+    for (const auto& [key, n] : counts_) total += n;
+    return total;
+  }
+  std::string describe() const {
+    std::lock_guard lock(mu_);
+    std::string out;
+    for (const auto& [key, n] : counts_) out += key + "=" + std::to_string(n) + " ";
+    return out;
+  }
+
+ private:
+  void count(const kube::ResourceType& t, const std::string& ns, const std::string& name) {
+    std::lock_guard lock(mu_);
+    ++counts_[t.plural + "/" + ns + "/" + name];
+  }
+  kube::KubeClient& inner_;
+  mutable std::mutex mu_;
+  std::map<std::string, int> counts_;
+};
+
+class ControllerVmTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    client_ = cluster_.client();
+    ASSERT_NE(client_, nullptr);
+    prefix_ = ns_.name();
+    // Scoped to the test's namespace: tests run in parallel on one cluster, each with a
+    // controller of its own, and two controllers on one VM would overwrite each other.
+    counting_ = std::make_unique<CountingClient>(*client_);
+    idleDeployedController();
+    manager_ = std::make_unique<Manager>(
+        *counting_, ManagerOptions{.workers = 2, .ns = ns_.name(), .event_instance = "test"});
+    thread_ = std::thread([this] { manager_->run(stop_); });
+    ASSERT_TRUE(LocalCluster::eventually([&] { return manager_->synced(); }));
+  }
+
+  // A new controller process, as after a crash: it knows only what it lists again.
+  void restartController() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    stop_ = false;
+    manager_ = std::make_unique<Manager>(
+        *counting_, ManagerOptions{.workers = 2, .ns = ns_.name(), .event_instance = "test"});
+    thread_ = std::thread([this] { manager_->run(stop_); });
+    ASSERT_TRUE(LocalCluster::eventually([&] { return manager_->synced(); }));
+  }
+
+  void TearDown() override {
+    // Release every finalizer this test's objects hold so the namespace can go.
+    for (const auto* type : {&kLibvirtMachine, &kProxmoxMachine}) releaseAll(*type);
+    releaseAll(resources::kVirtualMachine);
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    cluster_.kubectl("delete vmclass,vmimage,providerclass -l banlieue-test=" + prefix_ +
+                     " --wait=false");
+    restoreDeployedController();
+  }
+
+  // Other tests of the shared cluster install banlieue (bootstrap), and the node then runs
+  // a real cluster-wide `banlieue controller`. Two controllers on one VM overwrite each other.
+  // A leader whose Lease is taken keeps leading until its renew deadline passes, so holding
+  // the Lease alone is not enough: its Deployment is scaled to zero for the test (put back in
+  // TearDown) and the test goes on once its pods are gone. The Lease, held here for an hour,
+  // keeps any controller that starts meanwhile a follower.
+  void idleDeployedController() {
+    cluster_.kubectl("create namespace banlieue-system");  // AlreadyExists is fine
+    std::string now = runtime::rfc3339MicroNow();
+    auto taken = cluster_.apply(
+        "apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata:\n  name: "
+        "banlieue-controller\n  namespace: banlieue-system\nspec:\n  holderIdentity: "
+        "controller-integration-tests\n  leaseDurationSeconds: 3600\n  acquireTime: '" +
+            now + "'\n  renewTime: '" + now + "'\n",
+        "--server-side --force-conflicts --field-manager=controller-integration-tests");
+    ASSERT_EQ(taken.exit_code, 0) << taken.output;
+    auto replicas = cluster_.kubectl(
+        "get deployment banlieue-controller -n banlieue-system -o jsonpath='{.spec.replicas}'");
+    displaced_replicas_ = replicas.exit_code == 0 ? replicas.output : "";
+    if (!displaced_replicas_.empty() && displaced_replicas_ != "0") {
+      auto scaled =
+          cluster_.kubectl("scale deployment banlieue-controller --replicas=0 -n banlieue-system");
+      ASSERT_EQ(scaled.exit_code, 0) << scaled.output;
+    }
+    ASSERT_TRUE(LocalCluster::eventually(
+        [&] {
+          auto pods = cluster_.kubectl(
+              "get pods -n banlieue-system -o jsonpath='{.items[*].metadata.name}' -l "
+              "app.kubernetes.io/name=banlieue,app.kubernetes.io/component=controller");
+          return pods.exit_code == 0 && pods.output.empty();
+        },
+        std::chrono::seconds(120)))
+        << "the deployed controller's pods did not go";
+  }
+
+  void restoreDeployedController() {
+    if (displaced_replicas_.empty() || displaced_replicas_ == "0") return;
+    cluster_.kubectl("scale deployment banlieue-controller --replicas=" + displaced_replicas_ +
+                     " -n banlieue-system");
+  }
+
+  // Enqueues the VM a few times and waits until those reconciles have all run: one started
+  // after the enqueues, and nothing is queued or in flight any more (a key enqueued while in
+  // flight is queued again when it is done). The positive signal instead of a quiet period.
+  void reconcileAndWait(const std::string& name) {
+    auto& controller = manager_->controller();
+    const uint64_t before = controller.stats().reconciles;
+    for (int i = 0; i < 5; ++i) controller.enqueue(ns_.name() + "/" + name);
+    ASSERT_TRUE(LocalCluster::eventually([&] {
+      if (controller.stats().reconciles <= before) return false;
+      auto queue = controller.queue().stats();
+      return queue.depth == 0 && queue.processing == 0;
+    })) << "the reconciles of "
+        << name << " did not finish";
+  }
+
+  void releaseAll(const kube::ResourceType& type) {
+    auto list = client_->list(type, ns_.name());
+    if (!list.ok()) return;
+    for (const auto& item : (*list)["items"].GetArray()) {
+      (void)client_->patch(type, ns_.name(), json::stringOr(&item, "metadata.name"),
+                           kube::PatchType::kMerge, R"({"metadata":{"finalizers":null}})", "");
+    }
+  }
+
+  void apply(const std::string& yaml) {
+    auto result = cluster_.apply(yaml, "-n " + ns_.name());
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+  }
+
+  void patchStatus(const kube::ResourceType& type, const std::string& ns, const std::string& name,
+                   const std::string& status_json) {
+    auto patched = client_->patch(type, ns, name, kube::PatchType::kMerge,
+                                  R"({"status":)" + status_json + "}", "status");
+    ASSERT_TRUE(patched.ok()) << patched.status().message();
+  }
+
+  // A ProviderClass whose plugin declares `kind`, as the operator would publish it.
+  void providerClass(const std::string& name, const std::string& kind) {
+    apply("apiVersion: banlieue.io/v1alpha1\nkind: ProviderClass\nmetadata:\n  name: " + name +
+          "\n  labels: {banlieue-test: " + prefix_ +
+          "}\nspec:\n  backend: test\n  deployment: External\n");
+    patchStatus(resources::kProviderClass, "", name,
+                R"({"machineKind":{"apiVersion":"infrastructure.banlieue.io/v1beta2","kind":")" +
+                    kind + R"("}})");
+  }
+
+  void provider(const std::string& name, const std::string& provider_class,
+                const std::string& labels, const std::string& fd_raw = "{}") {
+    apply("apiVersion: banlieue.io/v1alpha1\nkind: Provider\nmetadata:\n  name: " + name +
+          "\n  labels: " + labels + "\nspec:\n  providerClassRef: {name: " + provider_class +
+          "}\n  connection: {endpoint: 'test://" + name + "'}\n");
+    patchStatus(
+        resources::kProvider, ns_.name(), name,
+        R"({"failureDomains":[{"name":"fd-)" + name +
+            R"(","labels":{"zone":"z1"},"attributes":{"availableStorageClasses":["fast"],"availableNetworkClasses":["lan"],"raw":)" +
+            fd_raw + "}}]}");
+  }
+
+  void vmClass(const std::string& name) {
+    apply("apiVersion: banlieue.io/v1alpha1\nkind: VMClass\nmetadata:\n  name: " + name +
+          "\n  labels: {banlieue-test: " + prefix_ +
+          "}\nspec:\n  hardware:\n    cpus: 2\n    memoryMiB: 1024\n    disks: [{name: root, "
+          "sizeGiB: 10, storageClass: fast}]\n  network:\n    interfaces: [{name: eth0, "
+          "networkClass: lan}]\n");
+  }
+
+  // An image ready on each of `providers` ("name=resolvedRef").
+  void image(const std::string& name,
+             const std::vector<std::pair<std::string, std::string>>& rows) {
+    apply("apiVersion: banlieue.io/v1alpha1\nkind: VMImage\nmetadata:\n  name: " + name +
+          "\n  labels: {banlieue-test: " + prefix_ +
+          "}\nspec:\n  sources: [{providerClass: any, kind: Template, ref: x}]\n");
+    std::string list;
+    for (const auto& [provider_name, ref] : rows) {
+      list += std::string(list.empty() ? "" : ",") + R"({"providerName":")" + provider_name +
+              R"(","providerNamespace":")" + ns_.name() + R"(","ready":true,"resolvedRef":")" +
+              ref + R"("})";
+    }
+    patchStatus(resources::kVMImage, "", name, R"({"perProvider":[)" + list + "]}");
+  }
+
+  runtime::Object get(const kube::ResourceType& type, const std::string& name) {
+    auto object = client_->get(type, ns_.name(), name);
+    if (!object.ok()) return nullptr;
+    return std::make_shared<const rapidjson::Document>(std::move(object).value());
+  }
+
+  std::string condition(const std::string& vm, const std::string& type,
+                        const std::string& field = "status") {
+    auto object = get(resources::kVirtualMachine, vm);
+    if (!object) return "<absent>";
+    const auto* list = json::find(object.get(), "status.conditions");
+    if (list == nullptr) return "<none>";
+    for (const auto& c : list->GetArray())
+      if (json::stringOr(&c, "type") == type) return json::stringOr(&c, field.c_str());
+    return "<none>";
+  }
+
+  // The provider runtime's part: its finalizer, then a Ready status.
+  void provide(const kube::ResourceType& type, const std::string& name) {
+    auto finalized =
+        client_->patch(type, ns_.name(), name, kube::PatchType::kMerge,
+                       R"({"metadata":{"finalizers":["banlieue.io/provider-test"]}})", "");
+    ASSERT_TRUE(finalized.ok()) << finalized.status().message();
+    patchStatus(type, ns_.name(), name,
+                R"({"initialization":{"provisioned":true},"observedPowerState":"PoweredOn",
+                    "addresses":[{"type":"InternalIP","address":"192.0.2.10"}],
+                    "conditions":[{"type":"Ready","status":"True","reason":"Running",
+                                   "message":"running","lastTransitionTime":"2026-01-01T00:00:00Z"}]})");
+  }
+
+  void releaseProviderFinalizer(const kube::ResourceType& type, const std::string& name) {
+    auto released = client_->patch(type, ns_.name(), name, kube::PatchType::kMerge,
+                                   R"({"metadata":{"finalizers":null}})", "");
+    ASSERT_TRUE(released.ok() || kube::isNotFound(released.status()))
+        << released.status().message();
+  }
+
+  bool terminating(const kube::ResourceType& type, const std::string& name) {
+    auto object = get(type, name);
+    return object && !json::stringOr(object.get(), "metadata.deletionTimestamp").empty();
+  }
+
+  LocalCluster& cluster_ = LocalCluster::shared();
+  LocalCluster::TestNamespace ns_{cluster_};
+  std::string prefix_;
+  std::unique_ptr<kube::KubeClient> client_;
+  std::unique_ptr<CountingClient> counting_;
+  std::unique_ptr<Manager> manager_;
+  std::string displaced_replicas_;  // the deployed controller's replicas before the test
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace banlieue::controller
