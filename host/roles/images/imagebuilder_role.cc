@@ -4,6 +4,7 @@
 #include "host/api/vm_class.h"
 #include "host/common/base64.h"
 #include "host/kube/api_error.h"
+#include "host/roles/common/leadership.h"
 #include "host/roles/common/role_process.h"
 #include "host/roles/images/artifact_checksum.h"
 #include "host/roles/images/cloud_config_merge.h"
@@ -304,11 +305,11 @@ int runImageBuilder(const CommandOptions& o) {
   election.lease_namespace = o.lease_namespace;
   election.lease_name = "banlieue-imagebuilder";
   election.identity = identity();
-  runtime::LeaderElector elector(client, election);
+  std::atomic<bool> leading{false};
 
   runtime::HealthServer health;
-  health.addReadinessCheck("leader", [&elector](std::string& reason) {
-    if (elector.isLeader()) return true;
+  health.addReadinessCheck("leader", [&leading](std::string& reason) {
+    if (leading) return true;
     reason = "not leading (standby replica)";
     return false;
   });
@@ -323,27 +324,20 @@ int runImageBuilder(const CommandOptions& o) {
     return app::kExitFailure;
   }
 
-  // Work runs only while leading; losing the Lease ends the process (the Deployment restarts
-  // it as a candidate), so two replicas never write at once.
-  std::atomic<bool> work_stop{false};
-  std::thread campaign([&] {
-    elector.run(stop.stopping());
-    work_stop = true;
-  });
-  while (!work_stop && !elector.isLeader())
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  bool led = elector.isLeader();
-  std::vector<std::thread> threads;
-  if (led) {
-    spdlog::info("imagebuilder: leading; build namespace {}", options.build_namespace);
-    threads.emplace_back([&] { images.run(work_stop); });
-    threads.emplace_back([&] { artifacts.run(work_stop); });
-    threads.emplace_back([&] { controller.run(work_stop); });
-  }
-  campaign.join();
-  work_stop = true;
-  for (auto& t : threads) t.join();
-  if (!stop.stopping() && led) {
+  // Work runs only while leading, and stops before the Lease is released (ADR 0021): two
+  // replicas never write at once.
+  auto end = runWhileLeading(
+      client, election, stop,
+      [&](const std::atomic<bool>& work_stop) {
+        spdlog::info("imagebuilder: leading; build namespace {}", options.build_namespace);
+        std::thread images_thread([&] { images.run(work_stop); });
+        std::thread artifacts_thread([&] { artifacts.run(work_stop); });
+        controller.run(work_stop);
+        images_thread.join();
+        artifacts_thread.join();
+      },
+      {.leading = &leading});
+  if (end == LeadershipEnd::kLost) {
     spdlog::error("imagebuilder: lost the leader Lease; exiting");
     return app::kExitFailure;
   }

@@ -1,6 +1,7 @@
 #include "host/roles/operator/operator_role.h"
 
 #include "host/common/logging.h"
+#include "host/roles/common/leadership.h"
 #include "host/roles/common/role_process.h"
 #include "host/roles/operator/class_status_reconciler.h"
 #include "host/roles/operator/provider_reconciler.h"
@@ -110,12 +111,11 @@ int runOperator(const Options& o) {
                                 class_controller.enqueue(c);
                             }});
 
-  std::atomic<bool> lost_leadership{false};
   runtime::LeaderElectionConfig election;
   election.lease_namespace = o.lease_namespace;
   election.lease_name = o.lease_name;
   election.identity = identity;
-  runtime::LeaderElector elector(client, election);
+  std::atomic<bool> leading{false};
 
   runtime::HealthServer health;
   health.addReadinessCheck("informers", [&](std::string& reason) {
@@ -124,8 +124,8 @@ int runOperator(const Options& o) {
     return synced;
   });
   health.addReadinessCheck("leader", [&](std::string& reason) {
-    if (!elector.isLeader()) reason = "not leading " + o.lease_namespace + "/" + o.lease_name;
-    return elector.isLeader();
+    if (!leading) reason = "not leading " + o.lease_namespace + "/" + o.lease_name;
+    return leading.load();
   });
   RoleEndpoints endpoints;
   if (auto s = endpoints.start(o.process, health); !s.isOk()) {
@@ -138,34 +138,23 @@ int runOperator(const Options& o) {
   std::thread providers_thread([&] { providers.run(stop); });
   std::thread classes_thread([&] { classes.run(stop); });
   std::thread deployments_thread([&] { deployments.run(stop); });
-  std::thread election_thread([&] {
-    elector.run(stop);
-    // Leading ends only on stop or on a failed renewal; the latter must not leave two
-    // operators writing, so the process ends and its Deployment restarts it.
-    if (!stop.load()) {
-      lost_leadership = true;
-      stop_signal.requestStop();
-    }
-  });
 
-  while (!stop.load() && !elector.isLeader()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  std::thread provider_thread;
-  std::thread class_thread;
-  if (!stop.load()) {
-    log->info("leading {}/{}; reconciling Providers{}", o.lease_namespace, o.lease_name,
-              o.watch_namespace.empty() ? " in every namespace" : " in " + o.watch_namespace);
-    provider_thread = std::thread([&] { provider_controller.run(stop); });
-    class_thread = std::thread([&] { class_controller.run(stop); });
-  }
-  stop_signal.wait();
-  for (auto* t : {&provider_thread, &class_thread, &providers_thread, &classes_thread,
-                  &deployments_thread, &election_thread}) {
-    if (t->joinable()) t->join();
-  }
+  // The reconcilers run only while leading and stop before the Lease is released (ADR 0021),
+  // so an old and a new operator never write at once.
+  auto end = runWhileLeading(
+      client, election, stop_signal,
+      [&](const std::atomic<bool>& work_stop) {
+        log->info("leading {}/{}; reconciling Providers{}", o.lease_namespace, o.lease_name,
+                  o.watch_namespace.empty() ? " in every namespace" : " in " + o.watch_namespace);
+        std::thread class_thread([&] { class_controller.run(work_stop); });
+        provider_controller.run(work_stop);
+        class_thread.join();
+      },
+      {.leading = &leading});
+  stop_signal.requestStop();  // the informers end with the work
+  for (auto* t : {&providers_thread, &classes_thread, &deployments_thread}) t->join();
   health.stop();
-  if (lost_leadership) {
+  if (end == LeadershipEnd::kLost) {
     log->error("lost the lease {}/{}; exiting", o.lease_namespace, o.lease_name);
     return app::kExitFailure;
   }
