@@ -61,7 +61,13 @@ class CpprestTransport final : public HttpTransport {
     cfg.set_validate_certificates(!connection_.insecure_skip_tls_verify);
     Connection c = connection_;
     cfg.set_ssl_context_callback([c](boost::asio::ssl::context& ctx) {
-      if (!c.ca_pem.empty()) ctx.add_certificate_authority(boost::asio::buffer(c.ca_pem));
+      if (!c.ca_pem.empty()) {
+        // cpprestsdk has loaded the system's default verify paths by now. With a CA
+        // configured, client-go trusts that CA alone: start again from an empty store (the
+        // context frees the old one).
+        SSL_CTX_set_cert_store(ctx.native_handle(), X509_STORE_new());
+        ctx.add_certificate_authority(boost::asio::buffer(c.ca_pem));
+      }
       if (!c.client_cert_pem.empty()) {
         ctx.use_certificate_chain(boost::asio::buffer(c.client_cert_pem));
         ctx.use_private_key(boost::asio::buffer(c.client_key_pem), boost::asio::ssl::context::pem);
