@@ -7,10 +7,12 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <map>
@@ -188,22 +190,33 @@ StatusOr<ExecCommand> prepareExecCommand(const YAML::Node& exec,
 
 // Runs the plugin and reads the ExecCredential it prints.
 StatusOr<ExecCredential> runExecCredential(const ExecCommand& exec) {
-  auto errors =
-      std::filesystem::temp_directory_path() / ("banlieue-exec-" + std::to_string(::getpid()));
-  std::string line =
-      "timeout 30 " + exec.shell_line + " 2>" + shellQuote(errors.string()) + " </dev/null";
+  // Its stderr goes to an unnamed file of ours (created, then unlinked at once), inherited as a
+  // descriptor: no name another local user could predict or plant a symlink at.
+  std::string errors_template =
+      (std::filesystem::temp_directory_path() / "banlieue-exec-XXXXXX").string();
+  int errors_fd = ::mkstemp(errors_template.data());
+  if (errors_fd < 0) {
+    return error(Code::kUnavailable, "ExecCredentialFailed",
+                 exec.prefix + ": cannot create a file for its stderr: " + std::strerror(errno));
+  }
+  ::unlink(errors_template.c_str());
+  std::string line = "timeout 30 " + exec.shell_line + " 2>&" + std::to_string(errors_fd) +
+                     " " + std::to_string(errors_fd) + ">&- </dev/null";
   std::string output;
   FILE* pipe = ::popen(line.c_str(), "r");
-  if (pipe == nullptr)
+  if (pipe == nullptr) {
+    ::close(errors_fd);
     return error(Code::kUnavailable, "ExecCredentialFailed", exec.prefix + ": cannot start it");
+  }
   char buffer[4096];
   for (size_t n; (n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0;) output.append(buffer, n);
   int status = ::pclose(pipe);
-  std::string stderr_text = [&] {
-    auto text = readText(errors, "exec stderr");
-    return text.ok() ? *text : std::string();
-  }();
-  std::filesystem::remove(errors);
+  std::string stderr_text;
+  if (::lseek(errors_fd, 0, SEEK_SET) == 0) {
+    for (ssize_t n; (n = ::read(errors_fd, buffer, sizeof(buffer))) > 0 && stderr_text.size() < 4096;)
+      stderr_text.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(errors_fd);
   if (status != 0) {
     return error(Code::kUnauthenticated, "ExecCredentialFailed",
                  exec.prefix + ": '" + exec.command + "' failed" +
@@ -238,19 +251,25 @@ class ExecTokenSource final : public TokenSource {
   ExecTokenSource(ExecCommand command, const ExecCredential& first)
       : command_(std::move(command)), token_(first.token), expires_(first.expires) {}
 
+  // One caller refreshes, outside the lock; the others go on with the token there is (a
+  // rejected one gets its 401 and is retried), rather than wait up to the plugin's 30 s.
   std::string token() override {
+    {
+      std::lock_guard lock(mutex_);
+      bool expired = expires_ && std::chrono::system_clock::now() >= *expires_;
+      if (!(stale_ || expired) || refreshing_) return token_;
+      refreshing_ = true;
+    }
+    auto fresh = runExecCredential(command_);
     std::lock_guard lock(mutex_);
-    bool expired = expires_ && std::chrono::system_clock::now() >= *expires_;
-    if (stale_ || expired) {
-      auto fresh = runExecCredential(command_);
-      if (fresh.ok() && !fresh->token.empty()) {
-        token_ = fresh->token;
-        expires_ = fresh->expires;
-        stale_ = false;
-      } else if (!fresh.ok()) {
-        common::logger("kube")->warn("refreshing the credential failed: {}",
-                                     fresh.status().message());
-      }
+    refreshing_ = false;
+    if (fresh.ok() && !fresh->token.empty()) {
+      token_ = fresh->token;
+      expires_ = fresh->expires;
+      stale_ = false;
+    } else if (!fresh.ok()) {
+      common::logger("kube")->warn("refreshing the credential failed: {}",
+                                   fresh.status().message());
     }
     return token_;
   }
@@ -266,6 +285,7 @@ class ExecTokenSource final : public TokenSource {
   std::string token_;
   std::optional<std::chrono::system_clock::time_point> expires_;
   bool stale_ = false;
+  bool refreshing_ = false;
 };
 
 }  // namespace
