@@ -47,7 +47,6 @@ class BeastTransport final : public HttpTransport {
  public:
   BeastTransport(Url url, const TlsOptions& tls)
       : url_(std::move(url)), ssl_context_(ssl::context::tls_client) {
-    if (url_.scheme != "https") return;
     ssl_context_.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
                              ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
                              ssl::context::no_tlsv1_1);
@@ -83,14 +82,12 @@ class BeastTransport final : public HttpTransport {
   void reset() override {
     beast::error_code ignored;
     if (tls_stream_) beast::get_lowest_layer(*tls_stream_).socket().close(ignored);
-    if (plain_stream_) plain_stream_->socket().close(ignored);
     tls_stream_.reset();
-    plain_stream_.reset();
     buffer_.clear();
   }
 
  private:
-  bool connected() const { return tls_stream_.has_value() || plain_stream_.has_value(); }
+  bool connected() const { return tls_stream_.has_value(); }
 
   // Runs the asynchronous operation `start` to completion (or to the stream's expiry).
   template <class Start>
@@ -126,10 +123,6 @@ class BeastTransport final : public HttpTransport {
       stream.socket().close(ignored);
       fail(TransportError::Kind::kConnect, "connecting to", ec);
     }
-    if (url_.scheme != "https") {
-      plain_stream_.emplace(std::move(stream));
-      return;
-    }
     tls_stream_.emplace(std::move(stream), ssl_context_);
     SSL* handle = tls_stream_->native_handle();
     if (!isIpLiteral(url_.host)) SSL_set_tlsext_host_name(handle, url_.host.c_str());
@@ -145,8 +138,7 @@ class BeastTransport final : public HttpTransport {
   }
 
   HttpResponse exchange(const HttpRequest& request, Clock::time_point deadline, bool reused) {
-    if (tls_stream_) return exchangeOn(*tls_stream_, request, deadline, reused);
-    return exchangeOn(*plain_stream_, request, deadline, reused);
+    return exchangeOn(*tls_stream_, request, deadline, reused);
   }
 
   template <class Stream>
@@ -210,7 +202,6 @@ class BeastTransport final : public HttpTransport {
   Url url_;
   asio::io_context io_;
   ssl::context ssl_context_;
-  std::optional<beast::tcp_stream> plain_stream_;
   std::optional<beast::ssl_stream<beast::tcp_stream>> tls_stream_;
   beast::flat_buffer buffer_;
 };

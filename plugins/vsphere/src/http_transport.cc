@@ -22,8 +22,13 @@ Url Url::parse(const std::string& text) {
     throw std::invalid_argument("endpoint '" + text + "' has no scheme (want https://host/sdk)");
   }
   url.scheme = lower(text.substr(0, scheme_end));
-  if (url.scheme != "https" && url.scheme != "http") {
-    throw std::invalid_argument("endpoint '" + text + "': scheme must be https or http");
+  if (url.scheme == "http") {
+    throw std::invalid_argument("endpoint '" + text +
+                                "': plain http would send the vCenter password in clear; use "
+                                "https:// (with a caBundle)");
+  }
+  if (url.scheme != "https") {
+    throw std::invalid_argument("endpoint '" + text + "': scheme must be https");
   }
   std::string rest = text.substr(scheme_end + 3);
   auto slash = rest.find('/');
@@ -46,7 +51,7 @@ Url Url::parse(const std::string& text) {
     if (colon != std::string::npos) url.port = authority.substr(colon + 1);
   }
   if (url.host.empty()) throw std::invalid_argument("endpoint '" + text + "' has no host");
-  if (url.port.empty()) url.port = url.scheme == "https" ? "443" : "80";
+  if (url.port.empty()) url.port = "443";
   if (!std::all_of(url.port.begin(), url.port.end(),
                    [](unsigned char c) { return std::isdigit(c); })) {
     throw std::invalid_argument("endpoint '" + text + "' has a bad port");

@@ -13,7 +13,7 @@
 
 namespace banlieue::vsphere {
 
-// scheme://host[:port][/path]; only http and https.
+// https://host[:port][/path]: plain http is refused (it would carry the password in clear).
 struct Url {
   std::string scheme;
   std::string host;
