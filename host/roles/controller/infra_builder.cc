@@ -8,7 +8,9 @@
 
 #include <banlieue/sdk/json.h>
 
+#include <cctype>
 #include <charconv>
+#include <cstdio>
 #include <cstdint>
 
 namespace banlieue::controller {
@@ -371,6 +373,18 @@ std::string MachineKind::group() const {
   return slash == std::string::npos ? std::string() : api_version.substr(0, slash);
 }
 
+std::string ownedByLabelValue(const std::string& vm_name) {
+  constexpr size_t kMaxLabelValue = 63;
+  if (vm_name.size() <= kMaxLabelValue) return vm_name;
+  const uint64_t hash = common::fnv1a64(vm_name);  // the same in every process and version
+  std::string head = vm_name.substr(0, kMaxLabelValue - 17);
+  // A label value ends with an alphanumeric; VM names may have '-' or '.' anywhere.
+  while (!head.empty() && !std::isalnum(static_cast<unsigned char>(head.back()))) head.pop_back();
+  char suffix[18];
+  std::snprintf(suffix, sizeof(suffix), "-%016llx", static_cast<unsigned long long>(hash));
+  return head + suffix;
+}
+
 StatusOr<rapidjson::Document> buildInfraObject(const InfraBuildInput& in) {
   StatusOr<rapidjson::Document> built = buildError("unreachable");
   const bool in_tree_group = in.kind.group() == "infrastructure.banlieue.io";
@@ -394,7 +408,7 @@ StatusOr<rapidjson::Document> buildInfraObject(const InfraBuildInput& in) {
   rapidjson::Value labels(rapidjson::kObjectType);
   api::StringMap all_labels = vm.metadata.labels;
   all_labels[kProviderLabel] = in.provider->metadata.name;
-  all_labels[kOwnedByLabel] = vm.metadata.name;
+  all_labels[kOwnedByLabel] = ownedByLabelValue(vm.metadata.name);
   for (const auto& [key, value] : all_labels)
     labels.AddMember(json::stringValue(key, a), json::stringValue(value, a), a);
   metadata.AddMember("labels", labels, a);

@@ -25,6 +25,11 @@ namespace banlieue::controller {
 inline constexpr const char* kFieldManager = "banlieue.io/controller";
 inline constexpr const char* kProviderLabel = "banlieue.io/provider";
 inline constexpr const char* kOwnedByLabel = "banlieue.io/owned-by";
+
+// The owned-by label's value for a VM name: the name itself when it fits a label value (63
+// characters), otherwise its first characters and a hash of the whole, so a long VM name (up
+// to 253 characters) never makes every apply of its infra object invalid.
+std::string ownedByLabelValue(const std::string& vm_name);
 // FNV-1a of the applied object, so a removed field is noticed although the live object still
 // contains it (a subset comparison alone cannot see removals).
 inline constexpr const char* kAppliedHashAnnotation = "banlieue.io/applied-hash";

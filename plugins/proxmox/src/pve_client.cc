@@ -211,7 +211,13 @@ std::string upidNode(const std::string& upid) {
 int64_t asInt(const rapidjson::Value* value, int64_t fallback) {
   if (value == nullptr) return fallback;
   if (value->IsInt64()) return value->GetInt64();
-  if (value->IsNumber()) return static_cast<int64_t>(value->GetDouble());
+  if (value->IsNumber()) {
+    // Converting a double outside int64's range is undefined behaviour: such a number is no
+    // VMID, size or count this plugin can use.
+    double d = value->GetDouble();
+    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) return fallback;
+    return static_cast<int64_t>(d);
+  }
   if (value->IsString()) {
     try {
       return std::stoll(value->GetString());
