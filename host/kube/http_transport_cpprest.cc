@@ -16,6 +16,9 @@
 namespace banlieue::kube {
 namespace {
 
+// The longest watch line (one event) accepted before the stream is cut.
+constexpr size_t kMaxWatchLine = size_t{16} << 20;
+
 namespace http = web::http;
 
 class CpprestTransport final : public HttpTransport {
@@ -166,6 +169,15 @@ class CpprestTransport final : public HttpTransport {
           }
         }
         pending.erase(0, start);
+        if (pending.size() > kMaxWatchLine) {
+          // No object is this large (etcd's limit is 1.5 MiB): a broken or hostile endpoint,
+          // which must not grow this process's memory without bound.
+          abort.cancel();
+          return error(Code::kResourceExhausted, "WatchLineTooLong",
+                       request.method + " " + connection_.server + request.path + ": over " +
+                           std::to_string(kMaxWatchLine >> 20) +
+                           " MiB of stream without a line end");
+        }
       }
       if (!pending.empty()) (*on_line)(pending);
       return out;
