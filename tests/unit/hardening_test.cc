@@ -4,6 +4,8 @@
 #include "host/roles/controller/infra_builder.h"
 #include "plugins/proxmox/src/pve_client.h"
 
+#include <banlieue/sdk/digest.h>
+
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 
@@ -40,6 +42,23 @@ TEST(HardeningTest, ANumberOutOfRangeFromProxmoxIsTheFallbackNotUndefinedBehavio
   EXPECT_EQ(proxmox::asInt(&doc["negative"], -1), -1);
   EXPECT_EQ(proxmox::asInt(&doc["fine"], -1), 42);
   EXPECT_EQ(proxmox::asInt(&doc["max"], -1), 9223372036854775807LL);
+}
+
+// The one streaming digest of the SDK, which the host, libvirt and Proxmox use to check
+// artifacts before they reach a backend: the standard test vectors, and refusal of any other
+// algorithm (a checksum that cannot be checked fails closed).
+TEST(HardeningTest, TheSdkDigestMatchesTheStandardVectorsAndRefusesOtherAlgorithms) {
+  EXPECT_EQ(sdk::sha256Hex("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  sdk::Digest sha512("sha512");
+  sha512.update("a");
+  sha512.update("bc");  // streamed in pieces
+  EXPECT_EQ(sha512.hex(),
+            "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a"
+            "2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f");
+  EXPECT_EQ(sdk::Digest::hexLength("sha512"), 128u);
+  EXPECT_FALSE(sdk::Digest::supported("md5"));
+  EXPECT_THROW(sdk::Digest("md5"), std::invalid_argument);
 }
 
 }  // namespace

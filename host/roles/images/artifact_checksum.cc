@@ -1,7 +1,7 @@
 #include "host/roles/images/artifact_checksum.h"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
+#include <banlieue/sdk/digest.h>
 #include <unistd.h>
 
 #include <array>
@@ -54,10 +54,7 @@ StatusOr<Checksum> parseChecksum(const std::string& text) {
 
 StatusOr<std::string> fileDigest(const std::filesystem::path& file, const std::string& algorithm,
                                  const HashProgress& progress, const std::atomic<bool>* cancel) {
-  const EVP_MD* md = algorithm == "sha256"   ? EVP_sha256()
-                     : algorithm == "sha512" ? EVP_sha512()
-                                             : nullptr;
-  if (md == nullptr) {
+  if (!sdk::Digest::supported(algorithm)) {
     return error(Code::kInvalidArgument, "ChecksumAlgorithmUnsupported",
                  "checksum algorithm '" + algorithm + "' is not supported (sha256 or sha512)");
   }
@@ -69,10 +66,7 @@ StatusOr<std::string> fileDigest(const std::filesystem::path& file, const std::s
   std::unique_ptr<int, void (*)(int*)> closer(&fd, [](int* f) { ::close(*f); });
   std::error_code ec;
   uint64_t total = std::filesystem::file_size(file, ec);
-  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), md, nullptr) != 1) {
-    return error(Code::kInternal, "DigestFailed", "cannot initialise " + algorithm);
-  }
+  sdk::Digest digest(algorithm);
   std::vector<unsigned char> buffer(size_t{1} << 20);
   uint64_t done = 0;
   for (;;) {
@@ -86,21 +80,11 @@ StatusOr<std::string> fileDigest(const std::filesystem::path& file, const std::s
                    "cannot read " + file.string() + ": " + std::strerror(errno));
     }
     if (n == 0) break;
-    EVP_DigestUpdate(ctx.get(), buffer.data(), static_cast<size_t>(n));
+    digest.update(buffer.data(), static_cast<size_t>(n));
     done += static_cast<uint64_t>(n);
     if (progress) progress(done, total);
   }
-  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
-  unsigned int length = 0;
-  EVP_DigestFinal_ex(ctx.get(), digest.data(), &length);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(static_cast<size_t>(length) * 2);
-  for (unsigned int i = 0; i < length; ++i) {
-    hex.push_back(kHex[digest[i] >> 4]);
-    hex.push_back(kHex[digest[i] & 0xf]);
-  }
-  return hex;
+  return digest.hex();
 }
 
 Status verifyChecksum(const std::filesystem::path& file, const Checksum& expected,

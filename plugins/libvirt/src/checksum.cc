@@ -1,11 +1,10 @@
 #include "plugins/libvirt/src/checksum.h"
 
+#include <banlieue/sdk/digest.h>
 #include <banlieue/sdk/status.h>
-#include <openssl/evp.h>
 
 #include <cctype>
 #include <fstream>
-#include <memory>
 #include <vector>
 
 namespace banlieue::libvirt {
@@ -37,31 +36,18 @@ ExpectedChecksum parseChecksum(const std::string& text) {
 
 std::string fileDigest(const std::string& path, const std::string& algorithm,
                        const std::function<bool()>& stop) {
-  const EVP_MD* md = algorithm == "sha512" ? EVP_sha512() : EVP_sha256();
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), md, nullptr) != 1) {
-    throw Error(Code::kInternal, "DigestFailed", "cannot initialise " + algorithm);
-  }
+  sdk::Digest digest(algorithm == "sha512" ? "sha512" : "sha256");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(Code::kFailedPrecondition, "ArtifactUnreadable", "cannot read " + path);
   std::vector<char> buf(size_t{1} << 20);
   while (in) {
     if (stop && stop()) return {};
     in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    if (in.gcount() > 0) EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(in.gcount()));
+    if (in.gcount() > 0) digest.update(buf.data(), static_cast<size_t>(in.gcount()));
   }
   if (in.bad())
     throw Error(Code::kFailedPrecondition, "ArtifactUnreadable", "error reading " + path);
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx.get(), digest, &len);
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out += kHex[digest[i] >> 4];
-    out += kHex[digest[i] & 0xf];
-  }
-  return out;
+  return digest.hex();
 }
 
 }  // namespace banlieue::libvirt

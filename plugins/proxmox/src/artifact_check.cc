@@ -1,7 +1,7 @@
 #include "plugins/proxmox/src/artifact_check.h"
 
+#include <banlieue/sdk/digest.h>
 #include <banlieue/sdk/status.h>
-#include <openssl/evp.h>
 
 #include <algorithm>
 #include <cctype>
@@ -13,22 +13,6 @@ namespace {
 
 using sdk::Code;
 using sdk::Error;
-
-using MdContext = std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)>;
-
-size_t hexLength(const std::string& algorithm) {
-  if (algorithm == "sha256") return 64;
-  if (algorithm == "sha512") return 128;
-  return 0;
-}
-
-std::string toHex(const unsigned char* bytes, unsigned int len) {
-  std::string out(size_t{len} * 2, '0');
-  for (unsigned int i = 0; i < len; ++i) {
-    std::snprintf(&out[size_t{i} * 2], 3, "%02x", bytes[i]);
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -45,7 +29,7 @@ Digest parseDigest(const std::string& text) {
   };
   lower(d.algorithm);
   lower(d.hex);
-  const size_t want = hexLength(d.algorithm);
+  const size_t want = sdk::Digest::hexLength(d.algorithm);
   if (want == 0) {
     throw Error(Code::kInvalidArgument, "UnsupportedChecksum",
                 "checksum '" + text.substr(0, 72) +
@@ -67,14 +51,9 @@ void verifyArtifact(const std::string& path, const std::vector<Digest>& expected
     throw Error(Code::kInvalidArgument, "ChecksumMissing",
                 "no checksum to verify " + path + " against; imports fail closed");
   }
-  std::vector<MdContext> contexts;
-  for (const Digest& d : expected) {
-    const EVP_MD* md = d.algorithm == "sha512" ? EVP_sha512() : EVP_sha256();
-    contexts.emplace_back(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-    if (!contexts.back() || EVP_DigestInit_ex(contexts.back().get(), md, nullptr) != 1) {
-      throw Error(Code::kInternal, "DigestFailed", "cannot start a " + d.algorithm + " digest");
-    }
-  }
+  std::vector<sdk::Digest> digests;
+  digests.reserve(expected.size());
+  for (const Digest& d : expected) digests.emplace_back(d.algorithm);
   std::unique_ptr<FILE, decltype(&std::fclose)> file(std::fopen(path.c_str(), "rb"), std::fclose);
   if (!file) {
     throw Error(Code::kFailedPrecondition, "ArtifactUnreadable", "cannot open " + path);
@@ -83,17 +62,14 @@ void verifyArtifact(const std::string& path, const std::vector<Digest>& expected
   for (;;) {
     if (stop && stop()) throw Error(Code::kCancelled, "Cancelled", "the import was cancelled");
     const size_t n = std::fread(block.data(), 1, block.size(), file.get());
-    for (auto& ctx : contexts) EVP_DigestUpdate(ctx.get(), block.data(), n);
+    for (auto& digest : digests) digest.update(block.data(), n);
     if (n < block.size()) break;
   }
   if (std::ferror(file.get()) != 0) {
     throw Error(Code::kFailedPrecondition, "ArtifactUnreadable", "error reading " + path);
   }
   for (size_t i = 0; i < expected.size(); ++i) {
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
-    EVP_DigestFinal_ex(contexts[i].get(), digest, &len);
-    const std::string actual = toHex(digest, len);
+    const std::string actual = digests[i].hex();
     if (actual != expected[i].hex) {
       std::string message = path;
       message.append(": ").append(expected[i].algorithm).append(" is ").append(actual);
@@ -104,12 +80,7 @@ void verifyArtifact(const std::string& path, const std::vector<Digest>& expected
 }
 
 std::string sha256Hex(const std::string& data) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr) != 1) {
-    throw Error(Code::kInternal, "DigestFailed", "sha256 failed");
-  }
-  return toHex(digest, len);
+  return sdk::sha256Hex(data);
 }
 
 }  // namespace banlieue::proxmox
