@@ -2,6 +2,7 @@
 // --leader-election-namespace, answers /readyz only once its caches are synced and it leads,
 // does its job (a VM gets its infra CR), and on SIGTERM releases the Lease and exits 0.
 #include "host/kube/client.h"
+#include "tests/support/free_port.h"
 #include "tests/support/local_cluster.h"
 
 #include <banlieue/sdk/json.h>
@@ -26,20 +27,6 @@ namespace {
 
 using namespace std::chrono_literals;
 namespace json = sdk::json;
-
-// A port the kernel just handed out (closed again; the race with other binders is harmless
-// on a test machine and fails loudly if lost).
-int freePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
 
 TEST(ControllerRoleTest, LeadsServesReadyzReconcilesAndReleasesTheLeaseOnSigterm) {
   auto& cluster = LocalCluster::shared();

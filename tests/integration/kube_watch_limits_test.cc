@@ -4,6 +4,7 @@
 #include "host/kube/config.h"
 #include "host/kube/http_transport.h"
 #include "tests/support/background_process.h"
+#include "tests/support/free_port.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -17,21 +18,8 @@
 namespace banlieue::kube {
 namespace {
 
-int freePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  int port = ntohs(addr.sin_port);
-  ::close(fd);
-  return port;
-}
-
 TEST(KubeWatchLimitsTest, ALineWithoutEndIsCutAtTheBound) {
-  const int port = freePort();
+  const int port = testing::freePort();
   // 40 MiB of one line, in 1 MiB chunks, then the connection stays open.
   const std::string server =
       "import http.server, time\n"

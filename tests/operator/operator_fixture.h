@@ -8,6 +8,7 @@
 #include "host/roles/bootstrap/manifests.h"
 #include "host/roles/bootstrap/plugin_discovery.h"
 #include "host/roles/operator/workload_names.h"
+#include "tests/support/free_port.h"
 #include "tests/support/local_cluster.h"
 #include "tests/support/read_file.h"
 
@@ -49,19 +50,6 @@ inline constexpr auto kMint = std::chrono::seconds(60);
 // The suite's operator reconciles nothing again unprompted for this long (`--resync-seconds`),
 // longer than the whole suite: every write it makes answers a watch event.
 inline constexpr auto kResync = std::chrono::seconds(3600);
-
-inline int freePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  int port = ntohs(addr.sin_port);
-  ::close(fd);
-  return port;
-}
 
 // A kubeconfig for the cluster that authenticates with `token` only (no client certificate,
 // which the apiserver would prefer).

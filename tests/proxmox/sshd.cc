@@ -1,5 +1,7 @@
 #include "tests/proxmox/sshd.h"
 
+#include "tests/support/free_port.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pwd.h>
@@ -24,21 +26,6 @@ extern char** environ;
 
 namespace banlieue::proxmox::testing {
 namespace {
-
-int freePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    close(fd);
-    throw std::runtime_error("no free loopback port");
-  }
-  close(fd);
-  return ntohs(addr.sin_port);
-}
 
 bool accepts(int port) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -86,7 +73,8 @@ Sshd::Sshd() {
   if (geteuid() == 0) mkdir("/run/sshd", 0755);
   std::string log;
   for (int attempt = 0; attempt < 5; ++attempt) {
-    port_ = freePort();
+    port_ = banlieue::testing::freePort();
+    if (port_ == 0) throw std::runtime_error("no free loopback port");
     std::ofstream(dir_ + "/sshd_config")
         << "Port " << port_ << "\nListenAddress 127.0.0.1\nHostKey " << dir_
         << "/host_ed25519\nPidFile " << dir_ << "/sshd.pid\nAuthorizedKeysFile " << dir_

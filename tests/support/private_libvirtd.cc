@@ -1,5 +1,6 @@
 #include "tests/support/private_libvirtd.h"
 
+#include "tests/support/free_port.h"
 #include "tests/support/local_cluster.h"
 #include "tests/support/read_file.h"
 
@@ -43,23 +44,6 @@ bool inetAddress(const std::string& address, int port, sockaddr_in* out) {
   out->sin_family = AF_INET;
   out->sin_port = htons(static_cast<uint16_t>(port));
   return ::inet_pton(AF_INET, address.c_str(), &out->sin_addr) == 1;
-}
-
-// A port nobody listens on at `address` right now (0 when none could be had): the daemon takes
-// its TLS port from its configuration file, so the port is chosen before it starts.
-int freePort(const std::string& address) {
-  sockaddr_in addr{};
-  if (!inetAddress(address, 0, &addr)) return 0;
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return 0;
-  socklen_t len = sizeof(addr);
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  ::close(fd);
-  return port;
 }
 
 bool listening(const std::string& address, int port) {
