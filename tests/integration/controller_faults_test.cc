@@ -18,23 +18,12 @@ TEST_F(ControllerVmTest, ASwapAfterARestartFindsTheOldObjectThroughItsReference)
   provider("p3", prefix_ + "-px", "{site: three}", R"({"node":"pve1"})");
   vmClass(prefix_ + "-small");
   image(prefix_ + "-img", {{"p1", "/img/a"}, {"p3", "9000"}});
-  apply(
-      "apiVersion: banlieue.io/v1alpha1\nkind: VirtualMachine\nmetadata:\n  name: db\nspec:\n"
-      "  classRef: {name: " +
-      prefix_ + "-small}\n  imageRef: {name: " + prefix_ +
-      "-img}\n  placement: {providerSelector: {matchLabels: {site: one}}}\n");
-  ASSERT_TRUE(LocalCluster::eventually([&] { return get(kLibvirtMachine, "db") != nullptr; }));
-  provide(kLibvirtMachine, "db");
-  ASSERT_TRUE(LocalCluster::eventually([&] { return condition("db", "Ready") == "True"; }));
+  virtualMachine("db", "site: one");
+  provisionLibvirt("db");
 
   patchStatus(resources::kProviderClass, "", prefix_ + "-lv", R"({"machineKind":null})");
   restartController();
-  ASSERT_EQ(cluster_
-                .kubectl("patch vm db -n " + ns_.name() +
-                         " --type merge -p '{\"spec\":{\"placement\":{\"providerSelector\":{"
-                         "\"matchLabels\":{\"site\":\"three\"}}}}}'")
-                .exit_code,
-            0);
+  ASSERT_EQ(placeOn("db", "three").exit_code, 0);
   ASSERT_TRUE(LocalCluster::eventually([&] { return terminating(kLibvirtMachine, "db"); }))
       << condition("db", "Ready", "message");
   EXPECT_EQ(get(kProxmoxMachine, "db"), nullptr) << "created beside the old one";
@@ -57,10 +46,7 @@ TEST_F(ControllerVmTest, AnUnlabelledObjectOfTheVmsNameIsAConflictAndLeftAlone) 
       "  disks: [{name: root, sizeGiB: 1}]\n");
   const std::string before =
       json::stringOr(get(kLibvirtMachine, "db").get(), "metadata.resourceVersion");
-  apply(
-      "apiVersion: banlieue.io/v1alpha1\nkind: VirtualMachine\nmetadata:\n  name: db\nspec:\n"
-      "  classRef: {name: " +
-      prefix_ + "-small}\n  imageRef: {name: " + prefix_ + "-img}\n");
+  virtualMachine("db");
   ASSERT_TRUE(LocalCluster::eventually(
       [&] { return condition("db", "Ready", "reason") == "InfraNameConflict"; }))
       << condition("db", "Ready", "reason") << ": " << condition("db", "Ready", "message");
@@ -80,13 +66,8 @@ TEST_F(ControllerVmTest, ABlockedDeletionSaysWhatItWaitsFor) {
   provider("p1", prefix_ + "-lv", "{site: one}");
   vmClass(prefix_ + "-small");
   image(prefix_ + "-img", {{"p1", "/img/a"}});
-  apply(
-      "apiVersion: banlieue.io/v1alpha1\nkind: VirtualMachine\nmetadata:\n  name: db\nspec:\n"
-      "  classRef: {name: " +
-      prefix_ + "-small}\n  imageRef: {name: " + prefix_ + "-img}\n");
-  ASSERT_TRUE(LocalCluster::eventually([&] { return get(kLibvirtMachine, "db") != nullptr; }));
-  provide(kLibvirtMachine, "db");
-  ASSERT_TRUE(LocalCluster::eventually([&] { return condition("db", "Ready") == "True"; }));
+  virtualMachine("db");
+  provisionLibvirt("db");
 
   ASSERT_EQ(cluster_.kubectl("delete vm db --wait=false -n " + ns_.name()).exit_code, 0);
   const std::string waiting =

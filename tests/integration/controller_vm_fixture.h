@@ -282,6 +282,32 @@ class ControllerVmTest : public ::testing::Test {
     patchStatus(resources::kVMImage, "", name, R"({"perProvider":[)" + list + "]}");
   }
 
+  // A VirtualMachine of the test's class and image, optionally placed by Provider labels
+  // ("site: one" -> providerSelector matchLabels {site: one}).
+  void virtualMachine(const std::string& name, const std::string& match_labels = "") {
+    apply("apiVersion: banlieue.io/v1alpha1\nkind: VirtualMachine\nmetadata:\n  name: " + name +
+          "\nspec:\n  classRef: {name: " + prefix_ + "-small}\n  imageRef: {name: " + prefix_ +
+          "-img}\n" +
+          (match_labels.empty()
+               ? ""
+               : "  placement: {providerSelector: {matchLabels: {" + match_labels + "}}}\n"));
+  }
+
+  // Moves VM `name` to the Providers labelled site=`site`.
+  testing::CommandResult placeOn(const std::string& name, const std::string& site) {
+    return cluster_.kubectl("patch vm " + name + " -n " + ns_.name() +
+                            " --type merge -p '{\"spec\":{\"placement\":{\"providerSelector\":{"
+                            "\"matchLabels\":{\"site\":\"" +
+                            site + "\"}}}}}'");
+  }
+
+  // Waits for the VM's LibvirtMachine, plays its provider, and waits for the VM to be Ready.
+  void provisionLibvirt(const std::string& name) {
+    ASSERT_TRUE(LocalCluster::eventually([&] { return get(kLibvirtMachine, name) != nullptr; }));
+    provide(kLibvirtMachine, name);
+    ASSERT_TRUE(LocalCluster::eventually([&] { return condition(name, "Ready") == "True"; }));
+  }
+
   runtime::Object get(const kube::ResourceType& type, const std::string& name) {
     auto object = client_->get(type, ns_.name(), name);
     if (!object.ok()) return nullptr;

@@ -102,20 +102,9 @@ TEST_F(ControllerVmTest, BackendSwapConvergesWithinAKindAndAcrossKinds) {
   provider("p3", prefix_ + "-px", "{site: three}", R"({"node":"pve1"})");
   vmClass(prefix_ + "-small");
   image(prefix_ + "-img", {{"p1", "/img/a"}, {"p2", "/img/b"}, {"p3", "9000"}});
-  auto place = [&](const std::string& site) {
-    return cluster_.kubectl("patch vm db -n " + ns_.name() +
-                            " --type merge -p '{\"spec\":{\"placement\":{\"providerSelector\":{"
-                            "\"matchLabels\":{\"site\":\"" +
-                            site + "\"}}}}}'");
-  };
-  apply(
-      "apiVersion: banlieue.io/v1alpha1\nkind: VirtualMachine\nmetadata:\n  name: db\nspec:\n"
-      "  classRef: {name: " +
-      prefix_ + "-small}\n  imageRef: {name: " + prefix_ +
-      "-img}\n  placement: {providerSelector: {matchLabels: {site: one}}}\n");
-  ASSERT_TRUE(LocalCluster::eventually([&] { return get(kLibvirtMachine, "db") != nullptr; }));
-  provide(kLibvirtMachine, "db");
-  ASSERT_TRUE(LocalCluster::eventually([&] { return condition("db", "Ready") == "True"; }));
+  auto place = [&](const std::string& site) { return placeOn("db", site); };
+  virtualMachine("db", "site: one");
+  provisionLibvirt("db");
 
   // Same kind, other Provider: the old CR goes first (its provider removes the backend VM).
   ASSERT_EQ(place("two").exit_code, 0);
