@@ -200,8 +200,8 @@ StatusOr<ExecCredential> runExecCredential(const ExecCommand& exec) {
                  exec.prefix + ": cannot create a file for its stderr: " + std::strerror(errno));
   }
   ::unlink(errors_template.c_str());
-  std::string line = "timeout 30 " + exec.shell_line + " 2>&" + std::to_string(errors_fd) +
-                     " " + std::to_string(errors_fd) + ">&- </dev/null";
+  std::string line = "timeout 30 " + exec.shell_line + " 2>&" + std::to_string(errors_fd) + " " +
+                     std::to_string(errors_fd) + ">&- </dev/null";
   std::string output;
   FILE* pipe = ::popen(line.c_str(), "r");
   if (pipe == nullptr) {
@@ -213,7 +213,8 @@ StatusOr<ExecCredential> runExecCredential(const ExecCommand& exec) {
   int status = ::pclose(pipe);
   std::string stderr_text;
   if (::lseek(errors_fd, 0, SEEK_SET) == 0) {
-    for (ssize_t n; (n = ::read(errors_fd, buffer, sizeof(buffer))) > 0 && stderr_text.size() < 4096;)
+    for (ssize_t n;
+         (n = ::read(errors_fd, buffer, sizeof(buffer))) > 0 && stderr_text.size() < 4096;)
       stderr_text.append(buffer, static_cast<size_t>(n));
   }
   ::close(errors_fd);

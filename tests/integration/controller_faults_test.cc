@@ -47,9 +47,10 @@ TEST_F(ControllerVmTest, AnUnlabelledObjectOfTheVmsNameIsAConflictAndLeftAlone) 
   const std::string before =
       json::stringOr(get(kLibvirtMachine, "db").get(), "metadata.resourceVersion");
   virtualMachine("db");
-  ASSERT_TRUE(LocalCluster::eventually(
-      [&] { return condition("db", "Ready", "reason") == "InfraNameConflict"; }))
-      << condition("db", "Ready", "reason") << ": " << condition("db", "Ready", "message");
+  ASSERT_TRUE(LocalCluster::eventually([&] {
+    return condition("db", "Ready", "reason") == "InfraNameConflict";
+  })) << condition("db", "Ready", "reason")
+      << ": " << condition("db", "Ready", "message");
   EXPECT_EQ(condition("db", "Ready", "message"),
             "LibvirtMachine " + ns_.name() +
                 "/db exists but is not owned by this VirtualMachine; rename or delete it");
@@ -77,7 +78,8 @@ TEST_F(ControllerVmTest, ABlockedDeletionSaysWhatItWaitsFor) {
     return condition("db", "Ready", "reason") == "DeletionBlocked" &&
            condition("db", "Ready", "message") ==
                waiting + "; Provider p1 has not reported Ready (is its workload running?)";
-  })) << condition("db", "Ready", "reason") << ": " << condition("db", "Ready", "message");
+  })) << condition("db", "Ready", "reason")
+      << ": " << condition("db", "Ready", "message");
   EXPECT_EQ(condition("db", "Ready"), "False");
 
   patchStatus(resources::kProvider, ns_.name(), "p1",
@@ -86,10 +88,12 @@ TEST_F(ControllerVmTest, ABlockedDeletionSaysWhatItWaitsFor) {
   EXPECT_TRUE(LocalCluster::eventually([&] {
     return condition("db", "Ready", "reason") == "Deleting" &&
            condition("db", "Ready", "message") == waiting;
-  })) << condition("db", "Ready", "reason") << ": " << condition("db", "Ready", "message");
+  })) << condition("db", "Ready", "reason")
+      << ": " << condition("db", "Ready", "message");
 
   releaseProviderFinalizer(kLibvirtMachine, "db");
-  EXPECT_TRUE(LocalCluster::eventually([&] { return get(resources::kVirtualMachine, "db") == nullptr; }));
+  EXPECT_TRUE(
+      LocalCluster::eventually([&] { return get(resources::kVirtualMachine, "db") == nullptr; }));
 }
 
 }  // namespace

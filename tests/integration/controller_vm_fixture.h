@@ -25,10 +25,10 @@ namespace banlieue::controller {
 using testing::LocalCluster;
 namespace json = sdk::json;
 
-inline const kube::ResourceType kLibvirtMachine{"infrastructure.banlieue.io", "v1beta2", "libvirtmachines",
-                                         true};
-inline const kube::ResourceType kProxmoxMachine{"infrastructure.banlieue.io", "v1beta2", "proxmoxmachines",
-                                         true};
+inline const kube::ResourceType kLibvirtMachine{"infrastructure.banlieue.io", "v1beta2",
+                                                "libvirtmachines", true};
+inline const kube::ResourceType kProxmoxMachine{"infrastructure.banlieue.io", "v1beta2",
+                                                "proxmoxmachines", true};
 
 // Forwards to a real client and counts writes per "plural/ns/name".
 class CountingClient final : public kube::KubeClient {

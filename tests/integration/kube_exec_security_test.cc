@@ -57,9 +57,11 @@ class ExecCredentialSecurityTest : public ::testing::Test {
   fs::path dir_;
 };
 
-TEST_F(ExecCredentialSecurityTest, ThePluginsStderrNeverFollowsASymlinkPlantedInTheTemporaryDirectory) {
+TEST_F(ExecCredentialSecurityTest,
+       ThePluginsStderrNeverFollowsASymlinkPlantedInTheTemporaryDirectory) {
   // Where the client once sent the plugin's stderr: a name anyone could predict from the pid.
-  const fs::path planted = fs::temp_directory_path() / ("banlieue-exec-" + std::to_string(::getpid()));
+  const fs::path planted =
+      fs::temp_directory_path() / ("banlieue-exec-" + std::to_string(::getpid()));
   std::ofstream(dir_ / "victim") << "keep";
   fs::remove(planted);
   fs::create_symlink(dir_ / "victim", planted);
@@ -78,12 +80,12 @@ TEST_F(ExecCredentialSecurityTest, AFailingPluginsStderrIsInTheError) {
 
 TEST_F(ExecCredentialSecurityTest, ARefreshInProgressDoesNotHoldOtherRequests) {
   // The first run answers at once; the second (the refresh) waits until the test releases it.
-  auto loaded = loadKubeconfig({.files = {kubeconfig(
-                                    "if [ -e \"$d/ran\" ]; then touch \"$d/started\"\n"
-                                    "  i=0; while [ ! -e \"$d/release\" ] && [ $i -lt 200 ]; do "
-                                    "sleep 0.1; i=$((i+1)); done\n" +
-                                    credential("t2") + "else touch \"$d/ran\"\n" +
-                                    credential("t1") + "fi\n")}});
+  auto loaded = loadKubeconfig(
+      {.files = {kubeconfig("if [ -e \"$d/ran\" ]; then touch \"$d/started\"\n"
+                            "  i=0; while [ ! -e \"$d/release\" ] && [ $i -lt 200 ]; do "
+                            "sleep 0.1; i=$((i+1)); done\n" +
+                            credential("t2") + "else touch \"$d/ran\"\n" + credential("t1") +
+                            "fi\n")}});
   ASSERT_TRUE(loaded.ok()) << loaded.status().message();
   ASSERT_EQ(loaded->bearerToken(), "t1");
   ASSERT_TRUE(loaded->invalidateToken());

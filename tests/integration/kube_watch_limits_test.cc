@@ -51,8 +51,9 @@ TEST(KubeWatchLimitsTest, ALineWithoutEndIsCutAtTheBound) {
   StatusOr<HttpResponse> response = Status(Code::kUnavailable, "NotTried", "");
   for (int attempt = 0; attempt < 50; ++attempt) {  // until the server listens
     int lines = 0;
-    response = (*transport)->stream(request, [&](std::string_view) { return ++lines < 100; },
-                                    nullptr);
+    response = (*transport)
+                   ->stream(
+                       request, [&](std::string_view) { return ++lines < 100; }, nullptr);
     if (response.ok() || response.status().reason() != "ConnectionFailed") break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }

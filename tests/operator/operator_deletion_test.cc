@@ -14,18 +14,19 @@ class OperatorDeletionTest : public OperatorTest {
  protected:
   void createMachine(const std::string& ns, const std::string& name, const std::string& provider,
                      const std::string& finalizers = "[]") {
-    auto r = cluster_.apply("apiVersion: infrastructure.file.example.com/v1alpha1\n"
-                            "kind: FileMachine\nmetadata: {name: " +
-                            name + ", namespace: " + ns + ", finalizers: " + finalizers +
-                            ", labels: {banlieue.io/provider: " + provider +
-                            "}}\nspec: {providerRef: {name: " + provider +
-                            "}, cpus: 1, memoryMiB: 128}\n");
+    auto r = cluster_.apply(
+        "apiVersion: infrastructure.file.example.com/v1alpha1\n"
+        "kind: FileMachine\nmetadata: {name: " +
+        name + ", namespace: " + ns + ", finalizers: " + finalizers +
+        ", labels: {banlieue.io/provider: " + provider +
+        "}}\nspec: {providerRef: {name: " + provider + "}, cpus: 1, memoryMiB: 128}\n");
     ASSERT_EQ(r.exit_code, 0) << r.output;
   }
   std::string deleting(const std::string& what) {
-    return get(what, "{.status.conditions[?(@.type==\"Deleting\")].status}/"
-                     "{.status.conditions[?(@.type==\"Deleting\")].reason}: "
-                     "{.status.conditions[?(@.type==\"Deleting\")].message}");
+    return get(what,
+               "{.status.conditions[?(@.type==\"Deleting\")].status}/"
+               "{.status.conditions[?(@.type==\"Deleting\")].reason}: "
+               "{.status.conditions[?(@.type==\"Deleting\")].message}");
   }
 };
 
@@ -81,9 +82,9 @@ TEST_F(OperatorDeletionTest, AProviderFirstRemovesItsMachinesAndKeepsItsWorkload
       kMint))
       << deleting("provider lab -n " + n);
   EXPECT_TRUE(exists("deployment " + w + " -n " + n));
-  EXPECT_THAT(cluster_.kubectl("get events -n " + n + " --field-selector involvedObject.name=lab")
-                  .output,
-              HasSubstr("WaitingForInfrastructure"));
+  EXPECT_THAT(
+      cluster_.kubectl("get events -n " + n + " --field-selector involvedObject.name=lab").output,
+      HasSubstr("WaitingForInfrastructure"));
 
   ASSERT_EQ(cluster_
                 .kubectl("patch filemachine vm2 -n " + n +

@@ -53,7 +53,8 @@ inline constexpr auto kResync = std::chrono::seconds(3600);
 
 // A kubeconfig for the cluster that authenticates with `token` only (no client certificate,
 // which the apiserver would prefer).
-inline fs::path tokenKubeconfig(const LocalCluster& cluster, std::string token, const fs::path& path) {
+inline fs::path tokenKubeconfig(const LocalCluster& cluster, std::string token,
+                                const fs::path& path) {
   while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
   fs::copy_file(cluster.kubeconfig(), path, fs::copy_options::overwrite_existing);
   std::string k = LocalCluster::kubectlBinary() + " config --kubeconfig " + shellQuote(path);
@@ -123,26 +124,13 @@ class OperatorTest : public ::testing::Test {
 
     health_port_ = freePort();
     log_ = work_ / "operator.log";
-    std::vector<std::string> args = {BANLIEUE_BINARY,
-                                     "--log-level",
-                                     "debug",
-                                     "operator",
-                                     "--kubeconfig",
-                                     kubeconfig.string(),
-                                     "--namespace",
-                                     kSystem,
-                                     "--plugin-dir",
-                                     kPluginDir,
-                                     "--image-plugin-dir",
-                                     kImagePluginDir,
-                                     "--health-port",
-                                     std::to_string(health_port_),
-                                     "--metrics-port",
-                                     "-1",
-                                     // No periodic pass during a test: whatever the operator
-                                     // does, a watch event made it (see kResync).
-                                     "--resync-seconds",
-                                     std::to_string(kResync.count())};
+    std::vector<std::string> args = {
+        BANLIEUE_BINARY, "--log-level", "debug", "operator", "--kubeconfig", kubeconfig.string(),
+        "--namespace", kSystem, "--plugin-dir", kPluginDir, "--image-plugin-dir", kImagePluginDir,
+        "--health-port", std::to_string(health_port_), "--metrics-port", "-1",
+        // No periodic pass during a test: whatever the operator
+        // does, a watch event made it (see kResync).
+        "--resync-seconds", std::to_string(kResync.count())};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

@@ -26,7 +26,8 @@ inline banlieue_provider_v1_init_fn pluginInit() {
 }
 
 inline const sdk::abi::ProviderClient& pluginClient() {
-  static const sdk::abi::ProviderClient client = sdk::testing::FakeHost::shared().load(pluginInit());
+  static const sdk::abi::ProviderClient client =
+      sdk::testing::FakeHost::shared().load(pluginInit());
   return client;
 }
 

@@ -353,8 +353,7 @@ TEST_F(SchedulerTest, AProviderBeingDeletedIsNeverChosenNorKept) {
   result = run();
   EXPECT_FALSE(result.scheduled);
   EXPECT_EQ(result.reason, "NoProviderMatched");
-  EXPECT_EQ(result.message,
-            "no Provider in namespace team can take VMs: p1, p2 being deleted");
+  EXPECT_EQ(result.message, "no Provider in namespace team can take VMs: p1, p2 being deleted");
 }
 
 TEST_F(SchedulerTest, BackendIdsComeFromZoneTargetThenDefaultThenClassName) {

@@ -10,8 +10,8 @@
 
 #include <cctype>
 #include <charconv>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 
 namespace banlieue::controller {
 namespace {

@@ -420,7 +420,7 @@ Result VmReconciler::reconcilePlaced(Pass& pass, const Placement& placement) {
 }
 
 std::string VmReconciler::providerCannotFinalize(const std::string& ns,
-                                                const std::string& provider_name) {
+                                                 const std::string& provider_name) {
   if (provider_name.empty()) return {};
   auto object = caches_.providers->get(ns + "/" + provider_name);
   if (!object) {
@@ -497,8 +497,7 @@ Result VmReconciler::finalize(Pass& pass) {
     std::string detail;
     if (!remaining.empty()) {
       detail = "waiting for ";
-      for (size_t i = 0; i < remaining.size(); ++i)
-        detail += (i == 0 ? "" : ", ") + remaining[i];
+      for (size_t i = 0; i < remaining.size(); ++i) detail += (i == 0 ? "" : ", ") + remaining[i];
       detail += " to be deleted, each after its backend machine";
     }
     for (const auto& b : blocked) detail += "; " + b;

@@ -1,7 +1,7 @@
 #include "host/roles/images/artifact_checksum.h"
 
-#include <fcntl.h>
 #include <banlieue/sdk/digest.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <array>

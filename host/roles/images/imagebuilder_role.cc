@@ -326,17 +326,17 @@ int runImageBuilder(const CommandOptions& o) {
 
   // Work runs only while leading, and stops before the Lease is released (ADR 0021): two
   // replicas never write at once.
-  auto end = runWhileLeading(
-      client, election, stop,
-      [&](const std::atomic<bool>& work_stop) {
-        spdlog::info("imagebuilder: leading; build namespace {}", options.build_namespace);
-        std::thread images_thread([&] { images.run(work_stop); });
-        std::thread artifacts_thread([&] { artifacts.run(work_stop); });
-        controller.run(work_stop);
-        images_thread.join();
-        artifacts_thread.join();
-      },
-      {.leading = &leading});
+  auto end = runWhileLeading(client, election, stop,
+                             [&](const std::atomic<bool>& work_stop) {
+                               spdlog::info("imagebuilder: leading; build namespace {}",
+                                            options.build_namespace);
+                               std::thread images_thread([&] { images.run(work_stop); });
+                               std::thread artifacts_thread([&] { artifacts.run(work_stop); });
+                               controller.run(work_stop);
+                               images_thread.join();
+                               artifacts_thread.join();
+                             },
+                             {.leading = &leading});
   if (end == LeadershipEnd::kLost) {
     spdlog::error("imagebuilder: lost the leader Lease; exiting");
     return app::kExitFailure;

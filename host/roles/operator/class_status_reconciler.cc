@@ -50,7 +50,8 @@ runtime::Result ClassStatusReconciler::reconcile(const runtime::Request& request
   const bool deleting = !provider_class->metadata.deletion_timestamp.empty();
   if (deleting && referencing.empty()) {
     if (runtime::hasFinalizer(*object, kClassFinalizer)) {
-      auto removed = runtime::removeFinalizer(client_, kProviderClassType, *object, kClassFinalizer);
+      auto removed =
+          runtime::removeFinalizer(client_, kProviderClassType, *object, kClassFinalizer);
       if (!removed.isOk()) return runtime::Result::retry(removed);
     }
     return runtime::Result::done();

@@ -67,10 +67,9 @@ int runOperator(const Options& o) {
 
   const std::string identity = leaderIdentity();
   runtime::EventRecorder events(client, {"banlieue.io/operator", identity});
-  ProviderReconciler provider_reconciler(client, providers, classes, deployments, events,
-                                         {o.image_plugin_dir, o.build_namespace},
-                                         {o.plugin_dir, o.image_plugin_dir},
-                                         std::chrono::seconds(o.resync_seconds));
+  ProviderReconciler provider_reconciler(
+      client, providers, classes, deployments, events, {o.image_plugin_dir, o.build_namespace},
+      {o.plugin_dir, o.image_plugin_dir}, std::chrono::seconds(o.resync_seconds));
   runtime::Controller provider_controller("operator-provider", provider_reconciler,
                                           runtime::ControllerOptions{o.workers});
   provider_controller.watch(providers);

@@ -120,8 +120,8 @@ Result ProviderReconciler::reconcile(const runtime::Request& request) {
     return Result::requeueAfter(resync_);
   }
 
-  // Checked every resync period (30 s by default) rather than waiting long, so un-pausing takes effect quickly even if a
-  // watch event were missed.
+  // Checked every resync period (30 s by default) rather than waiting long, so un-pausing takes
+  // effect quickly even if a watch event were missed.
   if (provider->spec.paused || provider_class->spec.paused) {
     events_.normal(about, "Paused", "Reconcile",
                    provider->spec.paused
@@ -317,8 +317,7 @@ bool ProviderReconciler::workloadRunning(const api::Provider& provider) {
   const auto& workload = provider.status.workload;
   if (!workload || workload->mode == "External") return true;  // runs elsewhere: cannot tell
   auto deployment = deployments_.get(workload->namespace_ + "/" + workload->deployment_name);
-  return deployment &&
-         sdk::json::integer(deployment.get(), "status.readyReplicas").value_or(0) > 0;
+  return deployment && sdk::json::integer(deployment.get(), "status.readyReplicas").value_or(0) > 0;
 }
 
 Status ProviderReconciler::applyDeleting(const runtime::Object& object, const std::string& reason,
@@ -338,11 +337,10 @@ Status ProviderReconciler::applyDeleting(const runtime::Object& object, const st
       }
     }
   }
-  runtime::setCondition(
-      conditions, a,
-      {"Deleting", "True", reason, message,
-       sdk::json::integer(object.get(), "metadata.generation").value_or(0)},
-      runtime::rfc3339Now());
+  runtime::setCondition(conditions, a,
+                        {"Deleting", "True", reason, message,
+                         sdk::json::integer(object.get(), "metadata.generation").value_or(0)},
+                        runtime::rfc3339Now());
   rapidjson::Value status(rapidjson::kObjectType);
   status.AddMember("conditions", conditions, a);
   rapidjson::Value meta(rapidjson::kObjectType);
@@ -352,10 +350,10 @@ Status ProviderReconciler::applyDeleting(const runtime::Object& object, const st
   doc.AddMember("kind", "Provider", a);
   doc.AddMember("metadata", meta, a);
   doc.AddMember("status", status, a);
-  auto applied = client_.apply(
-      kProviderType, sdk::json::stringOr(object.get(), "metadata.namespace", ""),
-      sdk::json::stringOr(object.get(), "metadata.name", ""), api::serializeJson(doc),
-      kube::ApplyOptions{kDeletionFieldManager, true, "status"});
+  auto applied =
+      client_.apply(kProviderType, sdk::json::stringOr(object.get(), "metadata.namespace", ""),
+                    sdk::json::stringOr(object.get(), "metadata.name", ""), api::serializeJson(doc),
+                    kube::ApplyOptions{kDeletionFieldManager, true, "status"});
   return applied.ok() ? Status() : applied.status();
 }
 

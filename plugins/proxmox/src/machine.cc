@@ -125,8 +125,8 @@ rapidjson::Document listGuests(const PveClient& client, Deadline deadline) {
   rapidjson::Document all = client.get("/cluster/resources?type=vm", deadline);
   if (!all.IsArray()) {
     throw sdk::Error(Code::kUnavailable, "MalformedReply",
-                     "GET /cluster/resources?type=vm answered " + json::serialize(all).substr(0, 200) +
-                         " instead of a list of guests");
+                     "GET /cluster/resources?type=vm answered " +
+                         json::serialize(all).substr(0, 200) + " instead of a list of guests");
   }
   return all;
 }
