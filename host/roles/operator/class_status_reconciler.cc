@@ -99,6 +99,7 @@ runtime::Result ClassStatusReconciler::reconcile(const runtime::Request& request
 
   if (deleting) {
     std::vector<std::string> names;
+    names.reserve(referencing.size());
     for (const auto& p : referencing) names.push_back(runtime::objectKey(*p));
     std::sort(names.begin(), names.end());
     std::string listed;

@@ -112,8 +112,9 @@ class LibvirtPluginTest : public ::testing::Test {
   }
   static std::string uidFor(const std::string& name) {
     char buf[37];
-    std::snprintf(buf, sizeof(buf), "0000%04x-0000-4000-8000-%012zx", 1u,
-                  std::hash<std::string>{}(name)&0xFFFFFFFFFFFFull);
+    std::snprintf(
+        buf, sizeof(buf), "0000%04x-0000-4000-8000-%012llx", 1u,
+        static_cast<unsigned long long>(std::hash<std::string>{}(name)&0xFFFFFFFFFFFFull));
     return buf;
   }
   std::string domain() const { return "default-" + opts_.name; }
