@@ -40,11 +40,11 @@ runtime::Result ProviderReconciler::reconcile(const runtime::Request& request) {
     return runtime::Result::done();
   }
   const rapidjson::Value& p = *provider;
-  if (json::find(&p, "metadata.deletionTimestamp") != nullptr) {
-    // The operator tears this workload down; nothing more to report.
-    return runtime::Result::done();
-  }
+  const bool deleting = json::find(&p, "metadata.deletionTimestamp") != nullptr;
 
+  // Connected even while the Provider is being deleted: its infrastructure objects are being
+  // finalized, which needs the backend (docs/adr/0024), and this process may have started
+  // after the deletion did (a restarted pod).
   auto inputs = readConnectionInputs(context_.client, p);
   if (!inputs.ok()) {
     context_.session.disconnect();
@@ -53,6 +53,11 @@ runtime::Result ProviderReconciler::reconcile(const runtime::Request& request) {
   auto uid = json::stringOr(&p, "metadata.uid");
   if (auto s = context_.session.connect(*inputs, context_.callOptions(uid)); !s.isOk()) {
     return report(p, s, nullptr);
+  }
+  if (deleting) {
+    // No more failure domains to publish: the operator removes the workload once the objects
+    // are gone. The credentials are still checked, as they may rotate meanwhile.
+    return runtime::Result::requeueAfter(options_.credentials_poll);
   }
 
   // Walk the backend when the instance or the Provider changed, a walk is in progress, or the
