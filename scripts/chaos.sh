@@ -3,13 +3,15 @@
 # `scripts/dev.sh up --real` starts), N seeded cycles of VM operations with faults, then a
 # comparison of libvirtd's own domain list with the API objects.
 #
-#   scripts/chaos.sh [--cycles N] [--seed S] [--timeout SECONDS] [--down]
+#   scripts/chaos.sh [--cycles N] [--seed S] [--timeout SECONDS] [--fresh] [--down]
 #
 #   --cycles N        cycles to run (default 5)
 #   --seed S          seed of the PRNG that picks every operation, VM, fault and fault time
 #                     (default 1); the same seed gives the same sequence of operations and faults
 #                     (timings, and so what a fault interrupts, still vary from run to run)
 #   --timeout SECONDS how long one operation may take to reach its expected state (default 240)
+#   --fresh           start from a new cluster (scripts/dev.sh down first): an earlier run's
+#                     faults may have left something behind that this run would count
 #   --down            stop the cluster and libvirtd afterwards (scripts/dev.sh down)
 #
 # A cycle picks one operation: create a VM, resize it (hardwareOverride), power it off or on,
@@ -23,7 +25,8 @@
 # After the cycles it deletes every VM it created, waits (bounded), and compares
 # `virsh list --all` with the objects: a domain without its VM is leaked, two domains for one VM
 # are duplicated, and a VM, LibvirtMachine or Provider still carrying a deletionTimestamp is
-# stuck. ONE JSON document goes to stdout; progress goes to stderr.
+# stuck; a provider ReplicaSet whose Deployment is gone is a stale workload. ONE JSON document
+# goes to stdout; progress goes to stderr.
 #
 # Runs on its own cluster (BANLIEUE_LOCAL_STATE, default /tmp/banlieue-chaos), which it brings
 # up with `scripts/dev.sh up --real` (fast when it is already up). It deletes the walkthrough VM
@@ -32,15 +35,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
-usage() { sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; }
 
-cycles=5 seed=1 op_timeout=240 down=0
+cycles=5 seed=1 op_timeout=240 down=0 fresh=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --cycles) cycles=${2:?--cycles needs a number}; shift ;;
     --seed) seed=${2:?--seed needs a number}; shift ;;
     --timeout) op_timeout=${2:?--timeout needs seconds}; shift ;;
     --down) down=1 ;;
+    --fresh) fresh=1 ;;
     -h | --help) usage; exit 0 ;;
     *) echo "chaos.sh: unknown argument: $1" >&2; usage >&2; exit 2 ;;
   esac
@@ -86,6 +90,13 @@ main() {
   mkdir -p "$chaos_dir"
   : >"$chaos_dir/timeouts.jsonl"
   : >"$chaos_dir/anomalies.jsonl"
+  if [ "$fresh" -eq 1 ]; then
+    log "stopping the earlier cluster (scripts/dev.sh down)"
+    scripts/dev.sh down >&2
+    mkdir -p "$chaos_dir"
+    : >"$chaos_dir/timeouts.jsonl"
+    : >"$chaos_dir/anomalies.jsonl"
+  fi
   log "bringing up the cluster (scripts/dev.sh up --real, state $STATE)"
   scripts/dev.sh up --real >"$chaos_dir/dev-up.log" 2>&1 ||
     fail "scripts/dev.sh up --real failed: see $chaos_dir/dev-up.log"

@@ -42,15 +42,19 @@ inject() {
 # The pid comes from the node's own containerd (tasks carry host pids), matched by the
 # container id the pod's status names: no pgrep that could hit another cluster's pods.
 kill_role() {
-  local role=$1 pods id pid
-  pods=$(k get pods -n "$2" -o json 2>/dev/null) || { log "  fault: no pod list, $role not killed"; return 0; }
-  id=$(jq -r --arg p "$3" '[.items[] | select(.metadata.name | startswith($p))
-    | select(.metadata.deletionTimestamp == null)
-    | .status.containerStatuses[0] | select(.state.running) | .containerID][0] // ""
-    | sub("^containerd://"; "")' <<<"$pods")
+  local role=$1 pods id="" pid deadline=$((SECONDS + 30))
+  # A container that a previous fault killed may still be restarting: wait for it (bounded).
+  while [ -z "$id" ] && [ "$SECONDS" -lt "$deadline" ]; do
+    pods=$(k get pods -n "$2" -o json 2>/dev/null) || pods='{"items": []}'
+    id=$(jq -r --arg p "$3" '[.items[] | select(.metadata.name | startswith($p))
+      | select(.metadata.deletionTimestamp == null)
+      | .status.containerStatuses[0] | select(.state.running) | .containerID][0] // ""
+      | sub("^containerd://"; "")' <<<"$pods")
+    [ -n "$id" ] || sleep 1
+  done
   if [ -z "$id" ]; then
-    log "  fault: no running $3* container, $role not killed"
-    record anomalies "$(jq -cn --arg r "$role" '{what: "no running container to kill", role: $r}')"
+    log "  fault: no running $3* container for 30 s, $role not killed"
+    record anomalies "$(jq -cn --arg r "$role" '{what: "no running container to kill for 30 s", role: $r}')"
     return 0
   fi
   pid=$(ctr --address "$STATE/node/containerd.sock" -n k8s.io tasks ls 2>/dev/null |
@@ -71,7 +75,9 @@ restart_apiserver() {
   mapfile -d '' args <"/proc/$pid/cmdline"
   kill -KILL "$pid"
   for _ in $(seq 1 50); do [ "$(state_of "$pid")" = "" ] && break; sleep 0.1; done
-  start kube-apiserver "${args[@]}"
+  # In a subshell: the new apiserver is not this shell's child, so the next SIGKILL of it is
+  # not reported on stderr as a job of this shell.
+  (start kube-apiserver "${args[@]}")
   for _ in $(seq 1 120); do [ "$(readyz)" = ok ] && break; sleep 0.5; done
   [ "$(readyz)" = ok ] || fail "the kube-apiserver did not come back (see $STATE/logs/kube-apiserver.log)"
   apiserver_restarts=$((apiserver_restarts + 1))

@@ -6,7 +6,7 @@ declare -A vm_provider=() vm_power=() vm_memory=()
 next_vm=1
 run_label=chaos.banlieue.io/run
 leaked_count=0 duplicated_count=0 stuck_count=0
-leaked_names="" stuck_names=""
+leaked_names="" stuck_names="" stale_names="" stale_count=0
 
 # live_vms: the VMs the model holds, sorted, so a draw picks the same VM on every run.
 live_vms() { printf '%s\n' "${!vm_provider[@]}" | sed '/^$/d' | sort -V; }
@@ -86,7 +86,10 @@ run_cycle() {
   # A provider kill hits the Provider the operation's VM is on, when it has one.
   [ -z "$vm" ] || fault_target=${vm_provider[$vm]}
   op_started_ms=$(now_ms)
-  "op_${op//-/_}" "$vm" "${providers[$r_p]}" "$r_p"
+  # A Provider deletion deletes the Provider of the cycle's VM: one that has VMs.
+  local provider=${providers[$r_p]}
+  [ -z "$vm" ] || provider=${vm_provider[$vm]}
+  "op_${op//-/_}" "$vm" "$provider"
   wait_until "$expect_what" "${expect[@]}" || true
   if [ -n "$pending_fault" ]; then
     fault_at=0
@@ -98,7 +101,7 @@ run_cycle() {
 env_of() { echo "${provider_env[$1]}"; }
 
 op_create() {
-  local name=chaos-$next_vm provider=${providers[$(($3 % 2))]}
+  local name=chaos-$next_vm provider=$2
   next_vm=$((next_vm + 1))
   vm_provider[$name]=$provider vm_power[$name]=PoweredOn vm_memory[$name]=256
   kr create -f - >/dev/null <<EOF
@@ -210,6 +213,7 @@ finish() {
     jq -r '.items[] | select(.metadata.deletionTimestamp) | "\(.kind) \(.metadata.namespace)/\(.metadata.name)"')
   stuck_names=$stuck
   stuck_count=$(sed '/^$/d' <<<"$stuck" | wc -l)
+  stale_workloads
   for d in $leaked_names; do log "  leaked domain: $d"; done
   [ -z "$stuck" ] || log "  stuck: $stuck"
 }
@@ -222,4 +226,17 @@ inventory() {
   for d in $(domains); do
     grep -qx "${d#"$ns"-}" <<<"$names" || leaked_names+=$'\n'$d
   done
+}
+
+# stale_workloads: provider ReplicaSets and pods whose owner is gone. A Provider's workload
+# must go with it (ADR 0024); one left running competes for the recreated Provider's Lease.
+stale_workloads() {
+  local owners
+  owners=$(k get deploy,rs -A -o jsonpath='{range .items[*]}{.metadata.uid}{"\n"}{end}')
+  stale_names=$(k get rs,pods -A -l banlieue.io/provider -o json | jq -r --arg owners "$owners" '
+    ($owners | split("\n")) as $uids | .items[]
+    | select(any(.metadata.ownerReferences[]?; .controller and (.uid | IN($uids[]) | not)))
+    | "\(.kind) \(.metadata.namespace)/\(.metadata.name)"')
+  stale_count=$(sed '/^$/d' <<<"$stale_names" | wc -l)
+  [ -z "$stale_names" ] || log "  workload of a deleted owner still there: $(tr '\n' ' ' <<<"$stale_names")"
 }
