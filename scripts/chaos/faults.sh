@@ -10,7 +10,7 @@ paused_pid=""      # a stopped apiserver, for the EXIT trap
 # plan_fault: draws the cycle's fault, its second and its provider target. Always three draws,
 # so the sequence of the PRNG does not depend on what the cluster did.
 plan_fault() {
-  local r=$((RANDOM % 100)) at=$((RANDOM % 8)) target=${providers[$((RANDOM % 2))]}
+  local r=$((RANDOM % 100)) at=$((RANDOM % 4)) target=${providers[$((RANDOM % 2))]}
   if ((r < 20)); then pending_fault=""
   elif ((r < 36)); then pending_fault=kill-controller
   elif ((r < 52)); then pending_fault=kill-operator
