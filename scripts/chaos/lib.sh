@@ -120,6 +120,7 @@ report() {
     --argjson ops "$ops_json" --argjson seconds "$1" \
     --slurpfile leaked_list <(jq -Rn '[inputs]' <<<"$leaked_names") \
     --slurpfile stuck_list <(jq -Rn '[inputs]' <<<"$stuck_names") \
+    --slurpfile dup_list <(jq -Rn '[inputs]' <<<"$duplicated_names") \
     --slurpfile stale_list <(jq -Rn '[inputs]' <<<"$stale_names") --argjson stale "$stale_count" \
     --slurpfile timeouts <(jq -s . "$chaos_dir/timeouts.jsonl") \
     --slurpfile anomalies <(jq -s . "$chaos_dir/anomalies.jsonl") \
@@ -127,6 +128,7 @@ report() {
       apiserver_pauses: $pauses, leaked_backend_vms: $leaked, duplicated_backend_vms: $duplicated,
       stuck_objects: $stuck, max_converge_seconds: $converge, operations: $ops,
       leaked: ($leaked_list[0] | map(select(. != ""))),
+      duplicated: ($dup_list[0] | map(select(. != ""))),
       stuck: ($stuck_list[0] | map(select(. != ""))),
       stale_workloads: $stale, stale_workload_objects: ($stale_list[0] | map(select(. != ""))),
       timeouts: $timeouts[0], anomalies: $anomalies[0], run_seconds: $seconds}'

@@ -6,7 +6,7 @@ declare -A vm_provider=() vm_power=() vm_memory=()
 next_vm=1
 run_label=chaos.banlieue.io/run
 leaked_count=0 duplicated_count=0 stuck_count=0
-leaked_names="" stuck_names="" stale_names="" stale_count=0
+leaked_names="" stuck_names="" duplicated_names="" stale_names="" stale_count=0
 
 # live_vms: the VMs the model holds, sorted, so a draw picks the same VM on every run.
 live_vms() { printf '%s\n' "${!vm_provider[@]}" | sed '/^$/d' | sort -V; }
@@ -188,13 +188,13 @@ op_provider_delete() {
 # take the inventory again.
 finish() {
   current_cycle=end
-  local d vm dup stuck
+  local d vm stuck
   log "inventory with the run's VMs in place"
   inventory
-  dup=$(domains | sed -n "s/^$ns-//p" | sort | uniq -d)
-  duplicated_count=$(sed '/^$/d' <<<"$dup" | wc -l)
+  duplicated_names=$(sed '/^$/d' <<<"$duplicated_names" | sort -u)
+  duplicated_count=$(sed '/^$/d' <<<"$duplicated_names" | wc -l)
   for vm in $(live_vms); do
-    if [ "${vm_power[$vm]}" = PoweredOn ] && ! domains | grep -qx "$ns-$vm"; then
+    if ! domains | grep -qx "$ns-$vm"; then
       record anomalies "$(jq -cn --arg v "$vm" '{what: "VM with no domain", vm: $v}')"
     fi
   done
@@ -214,18 +214,32 @@ finish() {
   stuck_names=$stuck
   stuck_count=$(sed '/^$/d' <<<"$stuck" | wc -l)
   stale_workloads
-  for d in $leaked_names; do log "  leaked domain: $d"; done
+  [ -z "$leaked_names" ] || log "  leaked domains: $(tr '\n' ' ' <<<"$leaked_names")"
   [ -z "$stuck" ] || log "  stuck: $stuck"
 }
 
-# inventory: every domain must belong to a VM object that exists; the others are leaked.
+# inventory: each domain names its LibvirtMachine in its metadata (namespace, name, uid; see
+# plugins/libvirt/src/domain_xml.cc). A domain is leaked when that LibvirtMachine (that uid, not
+# just that name: an older incarnation of a swapped VM counts) is gone, or when it names none.
+# Two domains naming one VM are duplicated.
 inventory() {
-  local d names
-  names=$(k get vm -n "$ns" -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}') ||
-    fail "no VM list for the inventory"
+  local d owner uids owners=""
+  uids=$(k get libvirtmachine -A -o jsonpath='{range .items[*]}{.metadata.uid}{"\n"}{end}') ||
+    fail "no LibvirtMachine list for the inventory"
   for d in $(domains); do
-    grep -qx "${d#"$ns"-}" <<<"$names" || leaked_names+=$'\n'$d
+    owner=$(domain_owner "$d")
+    owners+=$'\n'${owner% *}
+    if [ -z "$owner" ] || ! grep -qx "${owner##* }" <<<"$uids"; then
+      leaked_names+=$'\n'"$d (${owner:-no banlieue metadata})"
+    fi
   done
+  duplicated_names+=$'\n'$(sed '/^$/d' <<<"$owners" | sort | uniq -d)
+}
+
+# domain_owner <domain>: "<namespace>/<name> <uid>" from the domain's banlieue metadata.
+domain_owner() {
+  virsh -q -c "$libvirt_uri" metadata "$1" https://banlieue.io/libvirt/1 2>/dev/null |
+    sed -n 's|.* namespace="\([^"]*\)".* name="\([^"]*\)".* uid="\([^"]*\)".*|\1/\2 \3|p'
 }
 
 # stale_workloads: provider ReplicaSets and pods whose owner is gone. A Provider's workload
