@@ -21,7 +21,8 @@
 # fault: SIGKILL of the controller's, the operator's or a provider pod's process (found through
 # the node's containerd), SIGKILL of the kube-apiserver and a restart with its own command line
 # (as deploy/local/up started it), or SIGSTOP of the apiserver for longer than the 15 s Lease,
-# then SIGCONT. It then waits (bounded) until the operation's expected state holds.
+# then SIGCONT. It then waits (bounded) until the operation's expected state holds; the first
+# operation that does not converge ends the cycles (the report says in which cycle).
 # After the cycles it deletes every VM it created, waits (bounded), and compares
 # `virsh list --all` with the objects: a domain without its VM is leaked, two domains for one VM
 # are duplicated, and a VM, LibvirtMachine or Provider still carrying a deletionTimestamp is
@@ -35,7 +36,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
-usage() { sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; }
 
 cycles=5 seed=1 op_timeout=240 down=0 fresh=0
 while [ $# -gt 0 ]; do
@@ -102,8 +103,16 @@ main() {
     fail "scripts/dev.sh up --real failed: see $chaos_dir/dev-up.log"
   prepare
   RANDOM=$seed
+  cycles_run=0 stopped_at=""
   for ((cycle = 1; cycle <= cycles; cycle++)); do
     run_cycle "$cycle"
+    cycles_run=$cycle
+    # Past a timeout the next operations would only wait on the same broken state.
+    if [ "$failed_waits" -gt 0 ]; then
+      stopped_at=$cycle
+      log "an operation did not converge: stopping the cycles, cleaning up, reporting"
+      break
+    fi
   done
   finish
   report "$((SECONDS - started))"

@@ -5,6 +5,7 @@
 run_started=$SECONDS
 current_cycle=0
 max_converge_ms=0
+failed_waits=0  # operations that did not converge: the cycles stop at the first one
 op_started_ms=""
 declare -A kills=([controller]=0 [operator]=0 [provider]=0)
 declare -A op_counts=()
@@ -61,6 +62,7 @@ wait_until() {
       record timeouts "$(jq -cn --arg w "$what" --arg s "$last_seen" --argjson t "$(seconds "$elapsed")" \
         '{what: $w, seconds: $t, last_seen: $s}')"
       [ "$elapsed" -le "$max_converge_ms" ] || max_converge_ms=$elapsed
+      failed_waits=$((failed_waits + 1))
       return 1
     fi
     sleep 1
@@ -117,14 +119,16 @@ report() {
     --argjson restarts "$apiserver_restarts" --argjson pauses "$apiserver_pauses" \
     --argjson leaked "$leaked_count" --argjson duplicated "$duplicated_count" \
     --argjson stuck "$stuck_count" --argjson converge "$(seconds "$max_converge_ms")" \
-    --argjson ops "$ops_json" --argjson seconds "$1" \
+    --argjson ops "$ops_json" --argjson seconds "$1" --argjson ran "$cycles_run" \
+    --arg stopped "$stopped_at" \
     --slurpfile leaked_list <(jq -Rn '[inputs]' <<<"$leaked_names") \
     --slurpfile stuck_list <(jq -Rn '[inputs]' <<<"$stuck_names") \
     --slurpfile dup_list <(jq -Rn '[inputs]' <<<"$duplicated_names") \
     --slurpfile stale_list <(jq -Rn '[inputs]' <<<"$stale_names") --argjson stale "$stale_count" \
     --slurpfile timeouts <(jq -s . "$chaos_dir/timeouts.jsonl") \
     --slurpfile anomalies <(jq -s . "$chaos_dir/anomalies.jsonl") \
-    '{cycles: $cycles, seed: $seed, kills: $kills, apiserver_restarts: $restarts,
+    '{cycles: $cycles, seed: $seed, cycles_run: $ran,
+      stopped_after_timeout_in_cycle: (if $stopped == "" then null else ($stopped | tonumber) end), kills: $kills, apiserver_restarts: $restarts,
       apiserver_pauses: $pauses, leaked_backend_vms: $leaked, duplicated_backend_vms: $duplicated,
       stuck_objects: $stuck, max_converge_seconds: $converge, operations: $ops,
       leaked: ($leaked_list[0] | map(select(. != ""))),

@@ -90,6 +90,7 @@ run_cycle() {
   local provider=${providers[$r_p]}
   [ -z "$vm" ] || provider=${vm_provider[$vm]}
   "op_${op//-/_}" "$vm" "$provider"
+  [ "$failed_waits" -eq 0 ] || return 0
   wait_until "$expect_what" "${expect[@]}" || true
   if [ -n "$pending_fault" ]; then
     fault_at=0
@@ -169,7 +170,11 @@ op_provider_delete() {
   for vm in $(live_vms); do [ "${vm_provider[$vm]}" = "$p" ] && on+=("$vm"); done
   log "  deleting Provider $p with ${#on[@]} VMs: ${on[*]:-}"
   kr delete provider "$p" -n "$ns" --wait=false >/dev/null
-  wait_until "Provider $p deleted" gone provider "$p" || true
+  if ! wait_until "Provider $p deleted" gone provider "$p"; then
+    record anomalies "$(jq -cn --arg p "$p" --arg s "$(provider_deleting "$p")" \
+      '{what: "Provider deletion did not finish", provider: $p, deleting: $s}')"
+    return 0
+  fi
   for vm in "${on[@]}"; do
     wait_until "LibvirtMachine $vm gone with its Provider" gone libvirtmachine "$vm" || true
     if domains | grep -qx "$ns-$vm"; then
@@ -182,6 +187,15 @@ op_provider_delete() {
   wait_until "Provider $p recreated and Ready" provider_ready "$p" || true
   expect_what="VMs back on $p: ${on[*]:-none}"
   expect=(vms_settled_on "$p")
+}
+
+# provider_deleting <provider>: its Deleting condition's message, and what its objects say.
+provider_deleting() {
+  k get provider "$1" -n "$ns" -o json 2>/dev/null |
+    jq -r '(.status.conditions // [])[] | select(.type == "Deleting") | .message' || true
+  k get libvirtmachine -n "$ns" -l "banlieue.io/provider=$1" -o json 2>/dev/null |
+    jq -r '.items[] | "\(.metadata.name): " + ([(.status.conditions // [])[]
+      | select(.type == "Ready") | .message] | join(""))' || true
 }
 
 # finish: the inventory with everything settled, then delete every VM of the run, wait, and
