@@ -35,7 +35,11 @@ kr() {
 }
 
 # record <file> <json object>: one line of the report's lists.
-record() { jq -cn --argjson c "$current_cycle" "$2 + {cycle: \$c}" >>"$chaos_dir/$1.jsonl"; }
+# The cycle is a number, or "end" for the clean-up's waits.
+record() {
+  jq -cn --arg c "$current_cycle" "$2"' + {cycle: (if $c | test("^[0-9]+$") then $c | tonumber else $c end)}' \
+    >>"$chaos_dir/$1.jsonl"
+}
 
 now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
 
