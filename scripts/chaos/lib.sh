@@ -1,0 +1,143 @@
+# Shared by scripts/chaos.sh: logging, kubectl with retries, waiting, the tallies, the report.
+# Sourced, not run.
+# shellcheck shell=bash disable=SC2034,SC2154  # globals of scripts/chaos.sh and its other parts
+
+run_started=$SECONDS
+current_cycle=0
+max_converge_ms=0
+failed_waits=0  # operations that did not converge: the cycles stop at the first one
+op_started_ms=""
+declare -A kills=([controller]=0 [operator]=0 [provider]=0)
+declare -A op_counts=()
+apiserver_restarts=0
+apiserver_pauses=0
+
+log() { printf '[chaos %4ss c%s] %s\n' "$((SECONDS - run_started))" "$current_cycle" "$*" >&2; }
+fail() { log "FATAL: $*"; exit 1; }
+
+# Every call is bounded: a paused apiserver must not hang the run.
+k() { "$kubectl" --request-timeout=10s "$@"; }
+
+# kr <kubectl args...>: retried for up to 120 s. The operations must land even when a fault
+# just took the apiserver away; only the time it takes them to converge is measured.
+kr() {
+  local deadline=$((SECONDS + 120)) out
+  while true; do
+    if out=$(k "$@" 2>&1); then
+      [ -z "$out" ] || printf '%s\n' "$out"
+      return 0
+    fi
+    # A delete of something already gone, or a create of something there: done.
+    case "$out" in *NotFound* | *AlreadyExists*) return 0 ;; esac
+    [ "$SECONDS" -lt "$deadline" ] || { log "kubectl $* kept failing: $out"; return 1; }
+    sleep 1
+  done
+}
+
+# record <file> <json object>: one line of the report's lists.
+# The cycle is a number, or "end" for the clean-up's waits.
+record() {
+  jq -cn --arg c "$current_cycle" "$2"' + {cycle: (if $c | test("^[0-9]+$") then $c | tonumber else $c end)}' \
+    >>"$chaos_dir/$1.jsonl"
+}
+
+now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
+
+# wait_until <what> <check-function> [args...]: polls the check about once a second for
+# op_timeout seconds, injecting the cycle's pending fault (faults.sh) when its second comes.
+# Times count from op_started_ms when the operation set it (so the kubectl call that issued it
+# counts), else from now. Records the time to converge (max_converge_ms) or a timeout with the
+# last state seen.
+wait_until() {
+  local what=$1 check=$2 start=${op_started_ms:-$(now_ms)} elapsed
+  shift 2
+  op_started_ms=""
+  while true; do
+    elapsed=$(($(now_ms) - start))
+    fault_due "$((elapsed / 1000))"
+    if "$check" "$@"; then
+      elapsed=$(($(now_ms) - start))
+      [ "$elapsed" -le "$max_converge_ms" ] || max_converge_ms=$elapsed
+      log "  $what: converged in $(seconds "$elapsed")s"
+      return 0
+    fi
+    if [ "$elapsed" -ge "$((op_timeout * 1000))" ]; then
+      log "  $what: NOT converged after $(seconds "$elapsed")s: $last_seen"
+      record timeouts "$(jq -cn --arg w "$what" --arg s "$last_seen" --argjson t "$(seconds "$elapsed")" \
+        '{what: $w, seconds: $t, last_seen: $s}')"
+      [ "$elapsed" -le "$max_converge_ms" ] || max_converge_ms=$elapsed
+      failed_waits=$((failed_waits + 1))
+      return 1
+    fi
+    sleep 1
+  done
+}
+
+# seconds <ms>: with one decimal.
+seconds() { printf '%d.%d' "$(($1 / 1000))" "$((($1 % 1000) / 100))"; }
+
+# The checks set last_seen, so a timeout says what the object looked like.
+last_seen=""
+
+# vm_settled <vm> <provider> <power>: the controller saw the current spec, the VM is Ready on
+# that Provider and its observed power state is the desired one.
+vm_settled() {
+  local json
+  json=$(k get vm "$1" -n "$ns" -o json 2>/dev/null) || { last_seen="no answer or no VM"; return 1; }
+  last_seen=$(jq -c '{gen: .metadata.generation, observed: .status.observedGeneration,
+    provider: .status.scheduled.providerName, power: .status.observedPowerState,
+    ready: ((.status.conditions // [])[] | select(.type == "Ready") | "\(.status) \(.reason): \(.message)")}' \
+    <<<"$json" 2>/dev/null || echo "$json" | head -c 300)
+  jq -e --arg p "$2" --arg w "$3" '.metadata.generation == .status.observedGeneration
+    and .status.scheduled.providerName == $p and .status.observedPowerState == $w
+    and any((.status.conditions // [])[]; .type == "Ready" and .status == "True")' \
+    <<<"$json" >/dev/null
+}
+
+# gone <kind> <name>: NotFound (an unanswered request is not "gone").
+gone() {
+  local out
+  if out=$(k get "$1" "$2" -n "$ns" -o jsonpath='{.metadata.deletionTimestamp}' 2>&1); then
+    last_seen="$1 $2 still there (deletionTimestamp ${out:-none})"
+    return 1
+  fi
+  [[ $out == *NotFound* ]] && return 0
+  last_seen="no answer: $out"
+  return 1
+}
+
+# vm_gone <vm>: the VM and its LibvirtMachine are both gone.
+vm_gone() { gone vm "$1" && gone libvirtmachine "$1"; }
+
+# domains: libvirtd's own inventory, one domain name a line.
+domains() { virsh -q -c "$libvirt_uri" list --all --name | sed '/^$/d'; }
+
+# report <seconds>: the one JSON document on stdout.
+report() {
+  local kills_json ops_json
+  kills_json=$(for r in "${!kills[@]}"; do echo "$r ${kills[$r]}"; done |
+    jq -Rn '[inputs | split(" ") | {(.[0]): (.[1] | tonumber)}] | add')
+  ops_json=$(for o in "${!op_counts[@]}"; do echo "$o ${op_counts[$o]}"; done |
+    jq -Rn '[inputs | split(" ") | {(.[0]): (.[1] | tonumber)}] | add // {}')
+  jq -n --argjson cycles "$cycles" --argjson seed "$seed" --argjson kills "$kills_json" \
+    --argjson restarts "$apiserver_restarts" --argjson pauses "$apiserver_pauses" \
+    --argjson leaked "$leaked_count" --argjson duplicated "$duplicated_count" \
+    --argjson stuck "$stuck_count" --argjson converge "$(seconds "$max_converge_ms")" \
+    --argjson ops "$ops_json" --argjson seconds "$1" --argjson ran "$cycles_run" \
+    --arg stopped "$stopped_at" \
+    --slurpfile leaked_list <(jq -Rn '[inputs]' <<<"$leaked_names") \
+    --slurpfile stuck_list <(jq -Rn '[inputs]' <<<"$stuck_names") \
+    --slurpfile dup_list <(jq -Rn '[inputs]' <<<"$duplicated_names") \
+    --slurpfile stale_list <(jq -Rn '[inputs]' <<<"$stale_names") --argjson stale "$stale_count" \
+    --slurpfile timeouts <(jq -s . "$chaos_dir/timeouts.jsonl") \
+    --slurpfile anomalies <(jq -s . "$chaos_dir/anomalies.jsonl") \
+    '{cycles: $cycles, seed: $seed, cycles_run: $ran,
+      stopped_after_timeout_in_cycle: (if $stopped == "" then null else ($stopped | tonumber) end), kills: $kills, apiserver_restarts: $restarts,
+      apiserver_pauses: $pauses, leaked_backend_vms: $leaked, duplicated_backend_vms: $duplicated,
+      stuck_objects: $stuck, max_converge_seconds: $converge, operations: $ops,
+      leaked: ($leaked_list[0] | map(select(. != ""))),
+      duplicated: ($dup_list[0] | map(select(. != ""))),
+      stuck: ($stuck_list[0] | map(select(. != ""))),
+      stale_workloads: $stale, stale_workload_objects: ($stale_list[0] | map(select(. != ""))),
+      timeouts: $timeouts[0], anomalies: $anomalies[0], run_seconds: $seconds}'
+}
