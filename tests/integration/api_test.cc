@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <sstream>
 
 namespace banlieue {
 namespace {
@@ -249,6 +250,21 @@ TEST_F(BootstrapTest, DryRunAndApplyGiveTheSameStateAndRerunsChangeNothing) {
         return r.exit_code == 0 && r.output == "1=1;1=1;";
       },
       std::chrono::seconds(60)));
+  // And the operator's first pass over the ProviderClass: its finalizer and its status
+  // (docs/adr/0024), writes of its own that a rerun must not count as bootstrap's.
+  ASSERT_TRUE(LocalCluster::eventually(
+      [&] {
+        auto r = cluster.kubectl(
+            "get providerclass acme -o jsonpath='{.metadata.finalizers} "
+            "{.metadata.generation} {.status.observedGeneration}'");
+        std::istringstream fields(r.output);
+        std::string finalizers, generation, observed;
+        fields >> finalizers >> generation >> observed;
+        return r.exit_code == 0 && finalizers == "[\"banlieue.io/providerclass-in-use\"]" &&
+               !generation.empty() && generation == observed;
+      },
+      std::chrono::seconds(60)))
+      << cluster.kubectl("get providerclass acme -o yaml").output;
 
   // The same objects, applied by bootstrap itself: nothing to change.
   auto first = bootstrap(ns.name());
