@@ -18,14 +18,9 @@ using namespace std::chrono_literals;
 
 TEST(ProviderDeletionTest, AProviderStartedDuringItsProvidersDeletionStillFinalizesTheMachines) {
   auto& cluster = LocalCluster::shared();
-  auto crd =
-      cluster.kubectl(std::string("apply -f ") + PLUGIN_DIR + "/file/crds/filemachines.yaml");
+  auto crd = cluster.installCrd(std::string(PLUGIN_DIR) + "/file/crds/filemachines.yaml",
+                                "filemachines.infrastructure.file.example.com");
   ASSERT_EQ(crd.exit_code, 0) << crd.output;
-  ASSERT_EQ(cluster
-                .kubectl("wait --for=condition=Established --timeout=60s "
-                         "crd/filemachines.infrastructure.file.example.com")
-                .exit_code,
-            0);
   LocalCluster::TestNamespace ns(cluster);
   const std::string n = ns.name();
   const std::string cls = "file-" + n;

@@ -37,14 +37,9 @@ class ProviderRuntimeTest : public ::testing::Test {
   static void SetUpTestSuite() {
     // The plugin's own CRD, as `banlieue bootstrap operator` would install it.
     auto& cluster = LocalCluster::shared();
-    auto crd =
-        cluster.kubectl(std::string("apply -f ") + PLUGIN_DIR + "/file/crds/filemachines.yaml");
+    auto crd = cluster.installCrd(std::string(PLUGIN_DIR) + "/file/crds/filemachines.yaml",
+                                  "filemachines.infrastructure.file.example.com");
     ASSERT_EQ(crd.exit_code, 0) << crd.output;
-    ASSERT_EQ(cluster
-                  .kubectl("wait --for=condition=Established --timeout=60s "
-                           "crd/filemachines.infrastructure.file.example.com")
-                  .exit_code,
-              0);
   }
 
   void SetUp() override {

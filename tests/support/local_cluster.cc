@@ -177,6 +177,12 @@ std::unique_ptr<kube::KubeClient> LocalCluster::client() const {
   return kube::makeKubeClient(std::move(transport).value());
 }
 
+CommandResult LocalCluster::installCrd(const std::string& file, const std::string& crd_name) const {
+  auto applied = kubectl("apply -f " + shellQuote(file));
+  if (applied.exit_code != 0) return applied;
+  return kubectl("wait --for=condition=Established --timeout=60s crd/" + crd_name);
+}
+
 CommandResult LocalCluster::kubectl(const std::string& args, std::chrono::seconds timeout) const {
   return runCommand(
       kubectlBinary() + " --kubeconfig " + shellQuote(kubeconfig_.string()) + " " + args, timeout);

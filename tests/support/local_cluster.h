@@ -58,6 +58,9 @@ class LocalCluster {
                         std::chrono::seconds timeout = std::chrono::seconds(60)) const;
   // kubectl apply -f - with `manifest` on stdin.
   CommandResult apply(const std::string& manifest, const std::string& extra_args = {}) const;
+  // Applies the CRD file `file` (a plugin's own, as bootstrap would) and waits until the API
+  // server serves `crd_name`; a non-zero exit code carries the failing step's output.
+  CommandResult installCrd(const std::string& file, const std::string& crd_name) const;
 
   // Creates a fresh namespace named after the running test; deleted by ~TestNamespace.
   class TestNamespace {
