@@ -1,5 +1,6 @@
-// The private libvirtd of the image tests (tests/support/private_libvirtd.h) is found by its own
-// socket, runs beside any other libvirtd, never outlives the process that started it, and its
+// The private libvirtd of the image and e2e tests (tests/support/private_libvirtd.h) is found by
+// its own socket, runs beside any other libvirtd, never outlives the process that started it
+// (nor do its QEMU domains), restarts under its clients as a host's daemon does, and its
 // TLS listener (what pods reach) serves only the client it allows, each side verifying the other.
 #include "tests/support/private_libvirtd.h"
 
@@ -8,6 +9,8 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -15,6 +18,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 
 namespace banlieue::testing {
@@ -115,8 +119,27 @@ TEST_F(PrivateLibvirtdTest, TlsListenerServesOnlyTheAllowedClientWithBothSidesVe
   EXPECT_THAT(misnamed.output, HasSubstr("localhost"));
 }
 
+// The host pids of the processes in the PID namespace whose init is `init` (the init included).
+std::set<pid_t> namespaceMembers(pid_t init) {
+  std::set<pid_t> members;
+  std::error_code ec;
+  const fs::path ns = fs::read_symlink("/proc/" + std::to_string(init) + "/ns/pid", ec);
+  if (ec) return members;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::error_code link_ec;
+    if (fs::read_symlink(entry.path() / "ns/pid", link_ec) == ns && !link_ec &&
+        !processGone(std::stoi(name))) {
+      members.insert(std::stoi(name));
+    }
+  }
+  return members;
+}
+
 // The process that started the daemon is killed (as a crashed or timed-out test is): the daemon
-// goes with it instead of lingering for every later run to trip over.
+// and everything in its namespace go with it instead of lingering for every later run to trip
+// over.
 TEST_F(PrivateLibvirtdTest, DiesWithTheProcessThatStartedIt) {
   TempDir dir;
   const std::string pool = "bnl-holder-" + std::to_string(::getpid());  // no allocation after fork
@@ -130,17 +153,70 @@ TEST_F(PrivateLibvirtdTest, DiesWithTheProcessThatStartedIt) {
   const bool ready = LocalCluster::eventually([&] {
     return fs::exists(dir.path() / "holder.ready") || ::waitpid(holder, nullptr, WNOHANG) != 0;
   });
-  std::string daemon_pid = readFile(dir.path() / "libvirtd.pid");
+  const std::string init_pid = readFile(dir.path() / "daemon.pid");
+  const std::set<pid_t> members =
+      init_pid.empty() ? std::set<pid_t>{} : namespaceMembers(std::stoi(init_pid));
   ::kill(holder, SIGKILL);
   ::waitpid(holder, nullptr, 0);
   ASSERT_TRUE(ready && fs::exists(dir.path() / "holder.ready"))
       << "the holder did not start its libvirtd: " << readFile(dir.path() / "libvirtd.out")
       << readFile(dir.path() / "libvirtd.log");
-  ASSERT_FALSE(daemon_pid.empty());
-  const pid_t daemon = static_cast<pid_t>(std::stol(daemon_pid));
-  EXPECT_TRUE(LocalCluster::eventually([&] { return processGone(daemon); }))
-      << "libvirtd " << daemon << " outlived the process that started it";
-  if (!processGone(daemon)) ::kill(daemon, SIGKILL);
+  // The namespace's init and libvirtd at least.
+  ASSERT_GE(members.size(), 2U) << "daemon.pid: " << init_pid;
+  for (pid_t member : members) {
+    EXPECT_TRUE(LocalCluster::eventually([&] { return processGone(member); }))
+        << "process " << member << " (" << readFile("/proc/" + std::to_string(member) + "/comm")
+        << ") outlived the process that started it";
+    if (!processGone(member)) ::kill(member, SIGKILL);
+  }
+}
+
+// A QEMU domain of the private daemon (the plugin's e2e test runs them) keeps running while the
+// daemon restarts, as on a real host, and is gone once the daemon is stopped: a test's domains
+// never outlive it.
+TEST_F(PrivateLibvirtdTest, DomainsSurviveARestartAndDieWithTheDaemon) {
+  TempDir dir;
+  PrivateLibvirtd daemon;
+  std::string error;
+  const std::string name = "bnl-plv-" + std::to_string(::getpid());
+  ASSERT_TRUE(daemon.start(dir.path(), name, &error)) << error;
+  // No disk and no OS: the firmware waits for ever, which is all a running domain needs here.
+  const std::string xml = "<domain type='qemu'><name>" + name +
+                          "</name><memory unit='MiB'>64</memory><vcpu>1</vcpu>"
+                          "<os><type arch='x86_64'>hvm</type></os>"
+                          "<devices/></domain>";
+  virDomainPtr domain = virDomainCreateXML(daemon.connection(), xml.c_str(), 0);
+  ASSERT_NE(domain, nullptr) << virGetLastErrorMessage() << "\n" << daemon.log();
+  virDomainFree(domain);
+  auto qemus = [&] {
+    std::set<pid_t> found;
+    const std::string init_pid = readFile(dir.path() / "daemon.pid");
+    for (pid_t member : namespaceMembers(std::stoi(init_pid))) {
+      if (readFile("/proc/" + std::to_string(member) + "/comm").rfind("qemu", 0) == 0) {
+        found.insert(member);
+      }
+    }
+    return found;
+  };
+  const std::set<pid_t> before = qemus();
+  ASSERT_EQ(before.size(), 1U);
+
+  const std::string daemon_pid = readFile(dir.path() / "libvirtd.pid");
+  ASSERT_TRUE(daemon.restart(&error)) << error;
+  EXPECT_NE(readFile(dir.path() / "libvirtd.pid"), daemon_pid) << "libvirtd did not restart";
+  EXPECT_EQ(qemus(), before);
+  virDomainPtr again = virDomainLookupByName(daemon.connection(), name.c_str());
+  ASSERT_NE(again, nullptr) << virGetLastErrorMessage();
+  int state = 0;
+  EXPECT_EQ(virDomainGetState(again, &state, nullptr, 0), 0);
+  EXPECT_EQ(state, VIR_DOMAIN_RUNNING);
+  virDomainFree(again);
+
+  daemon.stop();
+  const pid_t qemu = *before.begin();
+  EXPECT_TRUE(LocalCluster::eventually([&] { return processGone(qemu); }))
+      << "QEMU " << qemu << " outlived its daemon";
+  if (!processGone(qemu)) ::kill(qemu, SIGKILL);
 }
 
 }  // namespace

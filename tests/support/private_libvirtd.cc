@@ -8,6 +8,8 @@
 #include <fcntl.h>
 #include <libvirt/virterror.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
@@ -16,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -31,8 +34,113 @@ namespace fs = std::filesystem;
 
 constexpr const char* kLibvirtd = "/usr/sbin/libvirtd";
 // Where a system libvirtd keeps machine-wide state (the QEMU driver's lock and pid file among
-// it). The private daemon gets its own copy of each, so it runs beside any other libvirtd.
-constexpr const char* kStateDirs[] = {"/run/libvirt", "/var/lib/libvirt", "/var/cache/libvirt"};
+// it), QEMU's per-domain logs, and its configuration (persistent domains and networks are
+// written under /etc/libvirt/qemu, and the QEMU driver reads /etc/libvirt/qemu.conf). The
+// private daemon gets its own copy of each, so it runs beside any other libvirtd and leaves
+// nothing behind in the machine's.
+constexpr const char* kPrivateDirs[] = {"/run/libvirt", "/var/lib/libvirt", "/var/cache/libvirt",
+                                        "/var/log/libvirt", "/etc/libvirt"};
+// What QEMU needs beyond the defaults: its console and stderr go to a file, so no virtlogd
+// (another machine-wide daemon) is needed.
+constexpr const char* kQemuConf = "stdio_handler = \"file\"\n";
+
+// Exit codes of the namespace's init (initMain), read back by exitDescription().
+enum InitExit : int {
+  kNoFork = 120,
+  kNoProc = 122,
+  kNoPrivateDirs = 123,
+  kNoPrivateMounts = 124,
+  kParentGone = 125,
+  kNoExec = 127,
+};
+
+// Everything the namespace's init needs, built before clone(): after it the child may make
+// only async-signal-safe calls (the test process has other threads).
+struct InitPlan {
+  std::vector<std::pair<std::string, std::string>> binds;  // the test's directory → the machine's
+  std::string output;                                      // the daemon's stdout and stderr
+  std::vector<std::string> args;
+  std::vector<char*> argv;  // args as execv wants them
+  int parent_alive = -1;    // a pipe's read end: hung up once the test process is gone
+  int parent_alive_write = -1;
+  sigset_t handled;  // blocked, and taken with sigwaitinfo
+};
+
+// The test's own copy of one of the machine's libvirt directories: /var/lib/libvirt is
+// <dir>/state/var-lib-libvirt.
+fs::path privateCopy(const fs::path& dir, const std::string& machine) {
+  std::string name = machine.substr(1);
+  std::replace(name.begin(), name.end(), '/', '-');
+  return dir / "state" / name;
+}
+
+pid_t spawnDaemon(const InitPlan& plan) {
+  const pid_t pid = ::fork();
+  if (pid != 0) return pid;
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  sigset_t none;
+  ::sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  const int fd = ::open(plan.output.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd >= 0) {
+    ::dup2(fd, STDOUT_FILENO);
+    ::dup2(fd, STDERR_FILENO);
+  }
+  ::execv(kLibvirtd, plan.argv.data());
+  ::_exit(kNoExec);
+}
+
+// Process 1 of the daemon's PID namespace: libvirtd's parent, the reaper of the QEMU processes
+// libvirtd starts (they are orphaned to it), and the reason none of them outlives the test:
+// when it exits, or dies with the test (PR_SET_PDEATHSIG), the kernel kills every process in
+// the namespace. SIGTERM stops the daemon and then itself; SIGUSR1 restarts the daemon alone,
+// so the domains keep running as they do when a real host's libvirtd restarts.
+int initMain(void* arg) {
+  const auto& plan = *static_cast<const InitPlan*>(arg);
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  ::close(plan.parent_alive_write);
+  pollfd alive{plan.parent_alive, POLLIN, 0};
+  if (::poll(&alive, 1, 0) != 0) ::_exit(kParentGone);  // it died before the prctl
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) ::_exit(kNoPrivateMounts);
+  // This namespace's own /proc: libvirtd reads its QEMU processes there by their pids here.
+  if (::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+    ::_exit(kNoProc);
+  }
+  for (const auto& [own, machine] : plan.binds) {
+    if (::mount(own.c_str(), machine.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+      ::_exit(kNoPrivateDirs);
+    }
+  }
+  pid_t daemon = spawnDaemon(plan);
+  if (daemon < 0) ::_exit(kNoFork);
+  bool restarting = false;
+  bool stopping = false;
+  for (;;) {
+    const int sig = ::sigwaitinfo(&plan.handled, nullptr);
+    if (sig == SIGTERM || sig == SIGINT) {
+      stopping = true;
+      if (daemon <= 0) ::_exit(0);
+      ::kill(daemon, SIGTERM);
+    } else if (sig == SIGUSR1) {
+      restarting = true;
+      if (daemon > 0) ::kill(daemon, SIGTERM);
+    } else if (sig == SIGCHLD) {
+      int status = 0;
+      pid_t done = 0;
+      while ((done = ::waitpid(-1, &status, WNOHANG)) > 0) {
+        if (done != daemon) continue;  // a QEMU process
+        daemon = 0;
+        if (!restarting || stopping) {
+          ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+        }
+        restarting = false;
+        daemon = spawnDaemon(plan);
+        if (daemon < 0) ::_exit(kNoFork);
+      }
+    }
+  }
+}
+
 // The DN the daemon allows (tls_allowed_dn_list), and one signed by the same CA it refuses.
 constexpr const char* kClientDn = "O=banlieue,CN=banlieue-provider";
 constexpr const char* kClientSubject = "/O=banlieue/CN=banlieue-provider";
@@ -152,73 +260,18 @@ bool PrivateLibvirtd::start(const fs::path& dir, const std::string& pool, std::s
     conf_file << "listen_tls = 0\n";
   }
   conf_file.close();
-  // The daemon's machine-wide state directories, replaced by the test's own in the daemon's
-  // mount namespace. Every string the child needs is built before fork().
-  std::vector<std::pair<std::string, std::string>> binds;
-  for (const char* state : kStateDirs) {
-    fs::path own = dir / "state" / fs::path(state).filename();
-    fs::create_directories(own);
-    fs::create_directories(state);  // a mount point (/run/libvirt exists only once libvirtd ran)
-    binds.emplace_back(own.string(), state);
+  tls_address_ = options.tls_address;
+  tls_port_ = tls_port;
+  // The machine's libvirt directories, replaced by the test's own in the daemon's mount
+  // namespace.
+  for (const char* machine : kPrivateDirs) {
+    fs::create_directories(privateCopy(dir, machine));
+    fs::create_directories(machine);  // a mount point (/run/libvirt exists only once one ran)
   }
-  const std::string conf = (dir / "libvirtd.conf").string();
-  const std::string pid_file = (dir / "libvirtd.pid").string();
-  const std::string output = (dir / "libvirtd.out").string();
-  const pid_t parent = ::getpid();
-
-  pid_ = ::fork();
-  if (pid_ < 0) {
-    *error = std::string("fork: ") + std::strerror(errno);
-    pid_ = 0;
-    return false;
-  }
-  if (pid_ == 0) {
-    // Dies with the test (SIGKILL of the test included): an orphaned daemon would hold the
-    // test's pool and socket. Only async-signal-safe calls from here to exec.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(125);
-    if (::unshare(CLONE_NEWNS) != 0 ||
-        ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
-      ::_exit(124);
-    }
-    for (const auto& [own, state] : binds) {
-      if (::mount(own.c_str(), state.c_str(), nullptr, MS_BIND, nullptr) != 0) ::_exit(123);
-    }
-    int fd = ::open(output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd >= 0) {
-      ::dup2(fd, STDOUT_FILENO);
-      ::dup2(fd, STDERR_FILENO);
-    }
-    // --listen: the TLS listener (libvirtd opens no TCP socket without it).
-    ::execl(kLibvirtd, "libvirtd", "-f", conf.c_str(), "-p", pid_file.c_str(),
-            tls ? "--listen" : nullptr, nullptr);
-    ::_exit(127);
-  }
-  const fs::path socket = dir / "sock/libvirt-sock";
-  if (!LocalCluster::eventually([&] { return fs::exists(socket) || !running(); },
-                                std::chrono::seconds(30)) ||
-      !running()) {
-    *error =
-        "libvirtd made no socket in 30 s (" + exitDescription() + "): " + readFile(output) + log();
-    return false;
-  }
-  if (tls && (!LocalCluster::eventually(
-                  [&] { return listening(options.tls_address, tls_port) || !running(); },
-                  std::chrono::seconds(30)) ||
-              !running())) {
-    *error = "libvirtd did not listen on " + options.tls_address + ":" + std::to_string(tls_port) +
-             " in 30 s (" + exitDescription() + "): " + readFile(output) + log();
-    return false;
-  }
-  if (tls) {
-    tls_uri_ = "qemu+tls://" + options.tls_address + ":" + std::to_string(tls_port) + "/system";
-  }
-  uri_ = "qemu:///system?socket=" + socket.string();
-  conn_ = virConnectOpen(uri_.c_str());
-  if (conn_ == nullptr) {
-    *error = std::string("cannot connect to the private libvirtd: ") + virGetLastErrorMessage();
-    return false;
-  }
+  std::ofstream(privateCopy(dir, "/etc/libvirt") / "qemu.conf") << kQemuConf;
+  std::ofstream(dir / "libvirtd.out", std::ios::trunc).close();
+  if (!launch(error)) return false;
+  if (!waitUntilServing(error)) return false;
   std::string xml = "<pool type='dir'><name>" + pool_ + "</name><target><path>" +
                     pool_path_.string() + "</path></target></pool>";
   virStoragePoolPtr p = virStoragePoolCreateXML(conn_, xml.c_str(), 0);
@@ -228,6 +281,102 @@ bool PrivateLibvirtd::start(const fs::path& dir, const std::string& pool, std::s
   }
   virStoragePoolFree(p);
   return true;
+}
+
+bool PrivateLibvirtd::launch(std::string* error) {
+  InitPlan plan;
+  for (const char* machine : kPrivateDirs) {
+    plan.binds.emplace_back(privateCopy(dir_, machine).string(), machine);
+  }
+  plan.output = (dir_ / "libvirtd.out").string();
+  // --listen: the TLS listener (libvirtd opens no TCP socket without it).
+  plan.args = {"libvirtd", "-f", (dir_ / "libvirtd.conf").string(), "-p",
+               (dir_ / "libvirtd.pid").string()};
+  if (!tls_address_.empty()) plan.args.emplace_back("--listen");
+  for (std::string& arg : plan.args) plan.argv.push_back(arg.data());
+  plan.argv.push_back(nullptr);
+  int alive[2];
+  if (::pipe2(alive, O_CLOEXEC) != 0) {
+    *error = std::string("pipe: ") + std::strerror(errno);
+    return false;
+  }
+  plan.parent_alive = alive[0];
+  plan.parent_alive_write = alive[1];
+  ::sigemptyset(&plan.handled);
+  for (int sig : {SIGTERM, SIGINT, SIGUSR1, SIGCHLD}) ::sigaddset(&plan.handled, sig);
+  // The init takes these signals with sigwaitinfo: blocked from its first instruction on.
+  sigset_t previous;
+  ::pthread_sigmask(SIG_BLOCK, &plan.handled, &previous);
+  std::vector<char> stack(size_t{256} << 10);
+  pid_ =
+      ::clone(initMain, stack.data() + stack.size(), CLONE_NEWNS | CLONE_NEWPID | SIGCHLD, &plan);
+  const int clone_errno = errno;
+  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  ::close(alive[0]);
+  if (pid_ < 0) {
+    ::close(alive[1]);
+    *error = std::string("clone: ") + std::strerror(clone_errno);
+    pid_ = 0;
+    return false;
+  }
+  parent_alive_ = alive[1];
+  exited_ = false;
+  std::ofstream(dir_ / "daemon.pid") << pid_ << "\n";
+  return true;
+}
+
+bool PrivateLibvirtd::waitUntilServing(std::string* error) {
+  const fs::path socket = dir_ / "sock/libvirt-sock";
+  uri_ = "qemu:///system?socket=" + socket.string();
+  const auto limit = std::chrono::seconds(30);
+  if (!LocalCluster::eventually(
+          [&] {
+            if (!running()) return true;
+            if (conn_ == nullptr && fs::exists(socket)) conn_ = virConnectOpen(uri_.c_str());
+            return conn_ != nullptr;
+          },
+          limit) ||
+      !running()) {
+    *error = "libvirtd did not serve its socket in 30 s (" + exitDescription() +
+             "): " + virGetLastErrorMessage() + "\n" + readFile(dir_ / "libvirtd.out") + log();
+    return false;
+  }
+  if (tls_address_.empty()) return true;
+  if (!LocalCluster::eventually([&] { return listening(tls_address_, tls_port_) || !running(); },
+                                limit) ||
+      !running()) {
+    *error = "libvirtd did not listen on " + tls_address_ + ":" + std::to_string(tls_port_) +
+             " in 30 s (" + exitDescription() + "): " + readFile(dir_ / "libvirtd.out") + log();
+    return false;
+  }
+  tls_uri_ = "qemu+tls://" + tls_address_ + ":" + std::to_string(tls_port_) + "/system";
+  return true;
+}
+
+bool PrivateLibvirtd::restart(std::string* error) {
+  if (!running()) {
+    *error = "the daemon is not running (" + exitDescription() + ")";
+    return false;
+  }
+  const std::string before = readFile(dir_ / "libvirtd.pid");
+  if (conn_ != nullptr) {
+    virConnectClose(conn_);
+    conn_ = nullptr;
+  }
+  ::kill(pid_, SIGUSR1);
+  // The new daemon writes its own pid file: its pid in the namespace is not the old one's.
+  if (!LocalCluster::eventually(
+          [&] {
+            const std::string now = readFile(dir_ / "libvirtd.pid");
+            return (!now.empty() && now != before) || !running();
+          },
+          std::chrono::seconds(30)) ||
+      !running()) {
+    *error = "libvirtd did not come back in 30 s (" + exitDescription() +
+             "): " + readFile(dir_ / "libvirtd.out") + log();
+    return false;
+  }
+  return waitUntilServing(error);
 }
 
 bool PrivateLibvirtd::running() {
@@ -242,9 +391,12 @@ std::string PrivateLibvirtd::exitDescription() const {
   if (!exited_) return "running";
   if (WIFEXITED(wait_status_)) {
     switch (WEXITSTATUS(wait_status_)) {
-      case 123: return "could not bind its state directories";
-      case 124: return "could not make a mount namespace of its own";
-      case 127: return "could not exec " + std::string(kLibvirtd);
+      case kNoFork: return "its namespace's init could not fork libvirtd";
+      case kNoProc: return "could not mount a /proc of its own PID namespace";
+      case kNoPrivateDirs: return "could not bind its own libvirt directories";
+      case kNoPrivateMounts: return "could not make a mount namespace of its own";
+      case kParentGone: return "the process that started it was gone";
+      case kNoExec: return "could not exec " + std::string(kLibvirtd);
       default: return "exited with " + std::to_string(WEXITSTATUS(wait_status_));
     }
   }
@@ -284,6 +436,8 @@ void PrivateLibvirtd::stop() {
     conn_ = nullptr;
   }
   if (pid_ > 0) {
+    // The init stops libvirtd, then exits: the kernel kills what is left in the namespace (the
+    // test's QEMU processes).
     if (running()) ::kill(pid_, SIGTERM);
     LocalCluster::eventually([this] { return !running(); }, std::chrono::seconds(15));
     if (running()) {
@@ -292,6 +446,10 @@ void PrivateLibvirtd::stop() {
     }
     pid_ = 0;
     exited_ = false;
+  }
+  if (parent_alive_ >= 0) {
+    ::close(parent_alive_);
+    parent_alive_ = -1;
   }
 }
 

@@ -7,10 +7,14 @@
 // certificate the daemon allows by its DN (tls_allowed_dn_list). The daemon verifies the
 // client's certificate and the client verifies the daemon's: nothing runs with no_verify.
 //
-// libvirtd keeps machine-wide state (its QEMU driver's lock under /run/libvirt): the daemon runs
-// in a mount namespace of its own where those directories are the test's, so it runs beside any
-// other libvirtd (the system's, `scripts/dev.sh --real`'s). It is the test process's child and
-// is killed when the test process dies, however it dies: a daemon never outlives its test.
+// libvirtd keeps machine-wide state (its QEMU driver's lock under /run/libvirt, persistent
+// domains under /etc/libvirt): the daemon runs in a mount namespace of its own where those
+// directories are the test's, so it runs beside any other libvirtd (the system's,
+// `scripts/dev.sh --real`'s) and leaves nothing in the machine's. It runs QEMU domains (TCG or
+// KVM) without virtlogd: QEMU's output goes to a file. It also runs in a PID namespace of its
+// own whose init is the test process's child: when the test process dies, however it dies, the
+// init, the daemon and every QEMU the daemon started die with it. Neither the daemon nor its
+// domains ever outlive their test.
 // Tests still take the CTest resource lock `libvirtd` (one QEMU at a time on 2 cores).
 #pragma once
 
@@ -48,6 +52,11 @@ class PrivateLibvirtd {
     return start(dir, pool, error, Options{});
   }
 
+  // Restarts libvirtd alone, as a host's daemon restarts under its clients: its running domains
+  // keep running, its connections break, and it serves the same socket and TLS port again.
+  // connection() is a new one afterwards. On failure returns false with the reason in `error`.
+  bool restart(std::string* error);
+
   const std::string& uri() const { return uri_; }  // qemu:///system?socket=<dir>/sock/...
   // qemu+tls://<tls_address>:<port>/system; empty without a TLS listener.
   const std::string& tlsUri() const { return tls_uri_; }
@@ -76,13 +85,20 @@ class PrivateLibvirtd {
   std::string uri_;
   std::string tls_uri_;
   std::string pool_;
-  // Whether the daemon still runs (reaps it once it has exited).
+  // Whether the daemon's namespace still runs (reaps its init once it has exited).
   bool running();
+  // Starts the namespace's init, which starts libvirtd; its host pid goes to <dir>/daemon.pid.
+  bool launch(std::string* error);
+  // Waits until the daemon serves its socket (and TLS port), and connects to it.
+  bool waitUntilServing(std::string* error);
   // The CA, the server certificate for `address` and the clients, under dir_/pki.
   bool makePki(const std::string& address, std::string* error);
   std::string exitDescription() const;
 
-  pid_t pid_ = 0;
+  std::string tls_address_;
+  int tls_port_ = 0;
+  pid_t pid_ = 0;          // the namespace's init, in the test's PID namespace
+  int parent_alive_ = -1;  // the init sees this pipe hang up when the test process is gone
   bool exited_ = false;
   int wait_status_ = 0;
   virConnectPtr conn_ = nullptr;
