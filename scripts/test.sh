@@ -19,11 +19,14 @@ tidy=${TIDY:-changed}
 [ "${SKIP_TIDY:-0}" = 1 ] && tidy=off
 build_dir=build/$preset
 results=$(mktemp -d)
-trap 'rm -rf "$results"' EXIT
+# The integration tier leaves the local cluster up for the e2e tier (below), which stops it; an
+# interrupted run stops it here (a no-op when nothing runs).
+cluster_state=$build_dir/local-cluster
+trap 'rm -rf "$results"; [ -d "$cluster_state" ] && deploy/local/down --purge --state-dir "$cluster_state" >/dev/null 2>&1' EXIT
 
 # The fewest tests each tier may run: a label typo or a test binary that registers nothing must
 # not pass as an empty or shrunken tier. Raise these when tests are added.
-declare -A minimum=([unit]=298 [abi]=70 [integration]=154 [e2e]=5)
+declare -A minimum=([unit]=298 [abi]=70 [integration]=154 [e2e]=4)
 tiers=(unit abi integration e2e)
 
 step_names=()
@@ -83,6 +86,10 @@ for tier in "${tiers[@]}"; do
   # tier leaves out tests that belong to another tier.
   select=(-L "^${tier}\$")
   [ "$tier" = abi ] && select+=(-LE '^(unit|integration|e2e)$')
+  # One local cluster (the CTest fixture local_cluster, about 80 s to start and stop) serves
+  # both tiers that need it: integration starts it and leaves it up, e2e uses it and stops it.
+  [ "$tier" = integration ] && select+=(-E '^local_cluster_down$' -FC '^local_cluster$')
+  [ "$tier" = e2e ] && select+=(-FS '^local_cluster$')
   if ! ctest --preset "$preset" "${select[@]}" -j "$jobs" --no-tests=error --output-on-failure \
          --output-junit "$results/$tier.xml"; then
     failed=1

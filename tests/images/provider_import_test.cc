@@ -86,7 +86,10 @@ class ProviderImportTest : public ::testing::Test {
     for (const auto& image : images_) {
       cluster_.kubectl("delete vmimage " + image + " --ignore-not-found --wait=false");
     }
-    if (!class_.empty()) cluster_.kubectl("delete providerclass " + class_ + " --ignore-not-found");
+    // No wait: an operator elsewhere in the cluster holds the class's in-use finalizer until
+    // this test's namespace and its Provider are gone (ADR 0024).
+    if (!class_.empty())
+      cluster_.kubectl("delete providerclass " + class_ + " --ignore-not-found --wait=false");
     cluster_.kubectl("delete clusterrolebinding,clusterrole " + ns_->name() +
                      "-image-import --ignore-not-found");
     std::error_code ec;

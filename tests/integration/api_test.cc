@@ -92,7 +92,7 @@ spec:
 
   cluster.kubectl("delete vmclass db-prod-large small --ignore-not-found");
   cluster.kubectl("delete vmimage ubuntu-22-04 --ignore-not-found");
-  cluster.kubectl("delete providerclass api-test-libvirt --ignore-not-found");
+  cluster.kubectl("delete providerclass api-test-libvirt --ignore-not-found --wait=false");
 }
 
 struct Invalid {

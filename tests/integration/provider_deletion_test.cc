@@ -69,7 +69,7 @@ TEST(ProviderDeletionTest, AProviderStartedDuringItsProvidersDeletionStillFinali
   second.reset();
   cluster.kubectl("patch provider files -n " + n +
                   " --type=merge -p '{\"metadata\":{\"finalizers\":null}}'");
-  cluster.kubectl("delete providerclass " + cls + " --ignore-not-found");
+  cluster.kubectl("delete providerclass " + cls + " --ignore-not-found --wait=false");
   std::error_code ec;
   fs::remove_all(backend, ec);
 }

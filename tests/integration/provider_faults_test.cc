@@ -75,7 +75,9 @@ spec:
 
   void TearDown() override {
     provider_.reset();
-    cluster_.kubectl("delete providerclass " + class_ + " --ignore-not-found");
+    // No wait: an operator elsewhere in the cluster holds the class's in-use finalizer until
+    // this test's namespace and its Provider are gone (ADR 0024).
+    cluster_.kubectl("delete providerclass " + class_ + " --ignore-not-found --wait=false");
     std::error_code ec;
     fs::remove_all(state_dir_, ec);
   }

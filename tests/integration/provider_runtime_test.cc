@@ -51,7 +51,9 @@ class ProviderRuntimeTest : public ::testing::Test {
 
   void TearDown() override {
     provider_.reset();
-    cluster_.kubectl("delete providerclass " + class_ + " --ignore-not-found");
+    // No wait: an operator elsewhere in the cluster holds the class's in-use finalizer until
+    // this test's namespace and its Provider are gone (ADR 0024).
+    cluster_.kubectl("delete providerclass " + class_ + " --ignore-not-found --wait=false");
     std::error_code ec;
     fs::remove_all(backend_dir_, ec);
   }
