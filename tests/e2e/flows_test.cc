@@ -794,7 +794,10 @@ TEST_F(FlowsTest, PoolSpreadsOverFailureDomains) {
   EXPECT_EQ(words(get("filemachines -n " + ns, "{.items[*].status.failureDomain}")), one_each);
 }
 
-// userData from a Secret, with placeholders rendered by the controller, lands in the backend.
+// userData from a Secret, with placeholders rendered by the controller, lands in the backend:
+// only once the Secret opted in, and never through the infrastructure object (ADR 0026). The
+// deployed roles' own RBAC carries it: the controller writes the rendered Secret, the provider
+// pod reads it.
 TEST_F(FlowsTest, UserDataIsRenderedIntoTheBackend) {
   LocalCluster::TestNamespace scoped(cluster_);
   const std::string ns = useNamespace(scoped);
@@ -817,7 +820,22 @@ TEST_F(FlowsTest, UserDataIsRenderedIntoTheBackend) {
   ASSERT_EQ(secret.exit_code, 0) << secret.output;
   applyVm(ns, "web-01", "tier: files",
           "  userData:\n    secretRef: {name: web-user-data, key: user-data}\n");
+  // Not labelled for use as userData: refused, and nothing is made of it.
+  EXPECT_TRUE(LocalCluster::eventually(
+      [&] { return condition(ns, "web-01", "Ready") == "False/UserDataNotAllowed"; }, kConverge))
+      << condition(ns, "web-01", "Ready");
+  EXPECT_THAT(get("vm web-01 -n " + ns, "{.status.conditions[?(@.type==\"Ready\")].message}"),
+              HasSubstr("banlieue.io/user-data=true"));
+  EXPECT_EQ(cluster_.kubectl("get secret web-01-rendered-userdata -n " + ns).exit_code, 1);
+  ASSERT_EQ(
+      cluster_.kubectl("label secret web-user-data banlieue.io/user-data=true -n " + ns).exit_code,
+      0);
   ASSERT_TRUE(waitFor(ns, "vm/web-01", "Ready"));
+  // The infrastructure object names the rendered Secret and holds no text.
+  const std::string machine = "filemachine web-01 -n " + ns;
+  EXPECT_EQ(get(machine, "{.spec.userData}"), "");
+  EXPECT_EQ(get(machine, "{.metadata.annotations.banlieue\\.io/user-data-secret}"),
+            "web-01-rendered-userdata");
   auto vm = backendFile(files, "web-01");
   ASSERT_TRUE(vm.has_value());
   std::string user_data = json::stringOr(&*vm, "userData");

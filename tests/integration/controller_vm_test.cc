@@ -3,6 +3,8 @@
 // migration, recovery, pools and cluster aggregation.
 #include "tests/integration/controller_vm_fixture.h"
 
+#include "host/common/base64.h"
+
 namespace banlieue::controller {
 namespace {
 
@@ -27,7 +29,21 @@ TEST_F(ControllerVmTest, CreateBecomesReadyPowerFlowsSteadyStateIsSilentDeleteLe
   auto machine = get(kLibvirtMachine, "web");
   EXPECT_EQ(json::stringOr(machine.get(), "spec.providerRef.name"), "p1");
   EXPECT_EQ(json::stringOr(machine.get(), "spec.failureDomain"), "fd-p1");
-  EXPECT_EQ(json::stringOr(machine.get(), "spec.userData"), "hostname: web ${OTHER}");
+  // The rendered userData is in the VM's own Secret; the infra object only names it (ADR 0026).
+  EXPECT_EQ(json::find(machine.get(), "spec.userData"), nullptr);
+  const auto* annotations = json::find(machine.get(), "metadata.annotations");
+  ASSERT_NE(annotations, nullptr);
+  ASSERT_TRUE(annotations->HasMember("banlieue.io/user-data-secret"));
+  EXPECT_STREQ((*annotations)["banlieue.io/user-data-secret"].GetString(), "web-rendered-userdata");
+  auto rendered = client_->get(kube::resources::kSecret, ns_.name(), "web-rendered-userdata");
+  ASSERT_TRUE(rendered.ok()) << rendered.status().message();
+  EXPECT_STREQ((*annotations)["banlieue.io/user-data-revision"].GetString(),
+               json::stringOr(&*rendered, "metadata.resourceVersion").c_str());
+  EXPECT_EQ(json::stringOr(&*rendered, "type"), "banlieue.io/rendered-user-data");
+  EXPECT_EQ(common::decodeBase64(json::stringOr(&*rendered, "data.userData")),
+            "hostname: web ${OTHER}");
+  EXPECT_EQ(json::stringOr(runtime::controllerReference(*rendered), "uid"),
+            json::stringOr(get(resources::kVirtualMachine, "web").get(), "metadata.uid"));
   EXPECT_EQ(json::stringOr(machine.get(), "spec.bootSource.volume"), "/images/debian.qcow2");
   const auto* labels = json::find(machine.get(), "metadata.labels");
   ASSERT_NE(labels, nullptr);

@@ -161,7 +161,7 @@ class InfraBuilderTest : public ::testing::Test {
                           .provider = &provider_,
                           .placement = &placement_,
                           .kind = {"infrastructure.banlieue.io/v1beta2", kind},
-                          .user_data = std::string("#cloud-config")};
+                          .user_data = UserDataReference{"web-1-user-data", "42"}};
     return buildInfraObject(input);
   }
 
@@ -191,7 +191,11 @@ TEST_F(InfraBuilderTest, ContractFieldsOnEveryKind) {
     EXPECT_EQ(json::stringOr(d, "spec.providerRef.name"), "p1");
     EXPECT_EQ(json::stringOr(d, "spec.failureDomain"), "host-a");
     EXPECT_EQ(json::stringOr(d, "spec.desiredPowerState"), "PoweredOff");
-    EXPECT_EQ(json::stringOr(d, "spec.userData"), "#cloud-config");
+    // userData by reference only: the text stays in its Secret (ADR 0026).
+    EXPECT_EQ(json::find(d, "spec.userData"), nullptr);
+    const auto& annotations = *json::find(d, "metadata.annotations");
+    EXPECT_STREQ(annotations["banlieue.io/user-data-secret"].GetString(), "web-1-user-data");
+    EXPECT_STREQ(annotations["banlieue.io/user-data-revision"].GetString(), "42");
     EXPECT_EQ(json::find(d, "spec.providerID"), nullptr) << "providerID belongs to the provider";
     EXPECT_EQ(json::find(d, "status"), nullptr);
   }

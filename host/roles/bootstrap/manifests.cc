@@ -380,10 +380,12 @@ std::vector<rapidjson::Document> buildBootstrapObjects(
     out.push_back(parse(binding("RoleBinding", r.name + "-leader-election", ns, r.component, "Role",
                                 r.name + "-leader-election", r.name, ns)));
     if (r.name == kControllerName) {
-      // userData Secrets and ConfigMaps: readable only in the namespaces named here.
+      // userData Secrets and ConfigMaps: readable only in the namespaces named here, where the
+      // controller also writes each VM's rendered userData Secret (docs/adr/0026).
       std::string userdata = std::string(kControllerName) + "-userdata";
-      out.push_back(parse(
-          clusterRole(userdata, r.component, {rule({""}, {"secrets", "configmaps"}, {"get"})})));
+      out.push_back(parse(clusterRole(userdata, r.component,
+                                      {rule({""}, {"secrets"}, {"get", "create", "patch"}),
+                                       rule({""}, {"configmaps"}, {"get"})})));
       for (const auto& user_ns : options.userdata_namespaces) {
         out.push_back(parse(binding("RoleBinding", userdata, user_ns, r.component, "ClusterRole",
                                     userdata, r.name, ns)));

@@ -146,7 +146,6 @@ void fillCommon(const InfraBuildInput& in, Spec& spec) {
   spec.failure_domain = in.placement->failure_domain;
   spec.provider_ref.name = in.provider->metadata.name;
   spec.desired_power_state = in.vm->spec.desired_power_state;
-  spec.user_data = in.user_data.value_or("");
 }
 
 // Encodes a typed machine and keeps apiVersion, kind and spec (the metadata is set by the caller,
@@ -315,7 +314,7 @@ rapidjson::Value ipamJson(const api::IpamSpec& ipam, Alloc& a) {
 }
 
 // The machine spec banlieue gives kinds it has no builder for (third-party providers read it):
-// providerRef, failureDomain, desiredPowerState, userData, cpus, memoryMiB, firmware, tpmEnabled,
+// providerRef, failureDomain, desiredPowerState, cpus, memoryMiB, firmware, tpmEnabled,
 // image {name, ref}, disks [{name, sizeGiB, storageClass, backendId}] and
 // network [{name, networkClass, backendId, ipam}].
 StatusOr<rapidjson::Document> buildGeneric(const InfraBuildInput& in) {
@@ -329,7 +328,6 @@ StatusOr<rapidjson::Document> buildGeneric(const InfraBuildInput& in) {
   spec.AddMember("providerRef", provider_ref, a);
   addString(spec, "failureDomain", in.placement->failure_domain, a);
   addString(spec, "desiredPowerState", in.vm->spec.desired_power_state, a);
-  if (in.user_data) addString(spec, "userData", *in.user_data, a);
   spec.AddMember("cpus", cpusOf(in), a);
   spec.AddMember("memoryMiB", memoryOf(in), a);
   addString(spec, "firmware", in.vm_class->spec.firmware, a);
@@ -412,6 +410,29 @@ StatusOr<rapidjson::Document> buildInfraObject(const InfraBuildInput& in) {
   for (const auto& [key, value] : all_labels)
     labels.AddMember(json::stringValue(key, a), json::stringValue(value, a), a);
   metadata.AddMember("labels", labels, a);
+  rapidjson::Value owners(rapidjson::kArrayType);
+  owners.PushBack(vmControllerReference(vm, a), a);
+  metadata.AddMember("ownerReferences", owners, a);
+  rapidjson::Value annotations(rapidjson::kObjectType);
+  if (in.user_data) {
+    // The rendered text stays in its Secret (docs/adr/0026); the object only names it.
+    annotations.AddMember(rapidjson::StringRef(kUserDataSecretAnnotation),
+                          json::stringValue(in.user_data->secret, a), a);
+    annotations.AddMember(rapidjson::StringRef(kUserDataRevisionAnnotation),
+                          json::stringValue(in.user_data->revision, a), a);
+  }
+  metadata.AddMember("annotations", annotations, a);
+  // The hash covers everything above and the spec; it is added last so it does not hash itself.
+  doc.AddMember("metadata", metadata, a);
+  std::string hash =
+      std::to_string(common::fnv1a64(json::serialize(doc), common::kFnv1a64TruncatedBasis));
+  doc["metadata"]["annotations"].AddMember(rapidjson::StringRef(kAppliedHashAnnotation),
+                                           json::stringValue(hash, a), a);
+  return doc;
+}
+
+rapidjson::Value vmControllerReference(const api::VirtualMachine& vm,
+                                       rapidjson::Document::AllocatorType& a) {
   rapidjson::Value owner(rapidjson::kObjectType);
   addString(owner, "apiVersion", "banlieue.io/v1alpha1", a);
   addString(owner, "kind", "VirtualMachine", a);
@@ -419,18 +440,7 @@ StatusOr<rapidjson::Document> buildInfraObject(const InfraBuildInput& in) {
   addString(owner, "uid", vm.metadata.uid, a);
   owner.AddMember("controller", true, a);
   owner.AddMember("blockOwnerDeletion", true, a);
-  rapidjson::Value owners(rapidjson::kArrayType);
-  owners.PushBack(owner, a);
-  metadata.AddMember("ownerReferences", owners, a);
-  // The hash covers everything above and the spec; it is added last so it does not hash itself.
-  doc.AddMember("metadata", metadata, a);
-  std::string hash =
-      std::to_string(common::fnv1a64(json::serialize(doc), common::kFnv1a64TruncatedBasis));
-  rapidjson::Value annotations(rapidjson::kObjectType);
-  annotations.AddMember(rapidjson::StringRef(kAppliedHashAnnotation), json::stringValue(hash, a),
-                        a);
-  doc["metadata"].AddMember("annotations", annotations, a);
-  return doc;
+  return owner;
 }
 
 bool jsonContains(const rapidjson::Value& have, const rapidjson::Value& want) {

@@ -5,14 +5,16 @@
 //
 // Every kind carries the contract fields: same name and namespace as the VM, labels
 // `banlieue.io/provider` and `banlieue.io/owned-by` (plus the VM's own labels), a controller
-// ownerReference to the VM, spec.providerRef, spec.failureDomain, spec.desiredPowerState and the
-// rendered spec.userData. spec.providerID is never set here: the provider runtime owns it.
+// ownerReference to the VM, spec.providerRef, spec.failureDomain, spec.desiredPowerState and,
+// for a VM with userData, the annotations naming the Secret that holds it rendered (never the
+// text: docs/adr/0026). spec.providerID is never set here: the provider runtime owns it.
 #pragma once
 
 #include "host/api/provider.h"
 #include "host/api/virtual_machine.h"
 #include "host/api/vm_class.h"
 #include "host/common/status_or.h"
+#include "host/roles/controller/rendered_user_data.h"
 #include "host/roles/controller/scheduler.h"
 
 #include <rapidjson/document.h>
@@ -47,8 +49,13 @@ struct InfraBuildInput {
   const api::Provider* provider = nullptr;
   const Placement* placement = nullptr;
   MachineKind kind;
-  std::optional<std::string> user_data;  // rendered
+  std::optional<UserDataReference> user_data;  // the rendered Secret, when the VM has userData
 };
+
+// The controller ownerReference to `vm` its objects carry (the infrastructure object, the
+// rendered userData Secret).
+rapidjson::Value vmControllerReference(const api::VirtualMachine& vm,
+                                       rapidjson::Document::AllocatorType& a);
 
 // The complete object to apply (InvalidArgument, reason InfraBuildFailed, when the inputs cannot
 // make one, e.g. a vSphere failure domain without a datacenter).

@@ -6,6 +6,7 @@
 #include "host/common/logging.h"
 #include "host/kube/api_error.h"
 #include "host/roles/controller/infra_builder.h"
+#include "host/roles/controller/rendered_user_data.h"
 #include "host/roles/controller/status_mirror.h"
 #include "host/roles/controller/user_data.h"
 #include "host/runtime/object_helpers.h"
@@ -321,8 +322,10 @@ Result VmReconciler::reconcilePlaced(Pass& pass, const Placement& placement) {
     return Result::requeueAfter(5s);  // the infra watch usually brings it back sooner
   }
 
-  // userData, read in the VM's namespace only when the VM names it.
-  std::optional<std::string> user_data;
+  // userData, read in the VM's namespace only when the VM names it, from a Secret only when the
+  // Secret opted in; rendered, it goes to a Secret of the VM's, never into the infra object
+  // (docs/adr/0026).
+  std::optional<UserDataReference> user_data;
   auto ref = userDataRef(vm.spec);
   if (!ref.ok()) return refuse(pass, "InfraBuildFailed", ref.status().message(), 0s);
   if (ref->has_value()) {
@@ -336,9 +339,23 @@ Result VmReconciler::reconcilePlaced(Pass& pass, const Placement& placement) {
                                 : what + ": " + object.status().message();
       return refuse(pass, "InfraBuildFailed", message, 30s);
     }
+    if (source.secret && !optedInAsUserData(*object)) {
+      return refuse(pass, "UserDataNotAllowed",
+                    "Secret " + source.name + " (" + source.field() +
+                        ") is not marked for use as userData: label it " + kUserDataOptInLabel +
+                        "=true to let any VirtualMachine of this namespace boot with its content",
+                    30s);  // no Secret watch: the label is noticed at the next check
+    }
     auto text = extractUserData(*object, source);
     if (!text.ok()) return refuse(pass, "InfraBuildFailed", text.status().message(), 30s);
-    user_data = renderUserData(*text, vm);
+    auto written = writeRenderedUserData(pass, renderUserData(*text, vm));
+    if (!written.ok()) {
+      if (written.status().reason() == "UserDataSecretConflict") {
+        return refuse(pass, "UserDataSecretConflict", written.status().message(), 30s);
+      }
+      return Result::retry(written.status());
+    }
+    user_data = std::move(written).value();
   }
 
   InfraBuildInput build{.vm = &vm,
@@ -417,6 +434,32 @@ Result VmReconciler::reconcilePlaced(Pass& pass, const Placement& placement) {
   mirrorInfra(pass.status, observeInfra(*current), pass.generation, pass.now);
   if (auto written = writeStatus(pass); !written.isOk()) return Result::retry(written);
   return Result::done();
+}
+
+StatusOr<UserDataReference> VmReconciler::writeRenderedUserData(const Pass& pass,
+                                                                const std::string& text) {
+  const auto& vm = pass.vm;
+  const std::string& ns = vm.metadata.namespace_;
+  const std::string name = renderedUserDataSecretName(vm.metadata.name);
+  auto current = client_.get(kube::resources::kSecret, ns, name);
+  if (current.ok()) {
+    if (!ownedBy(*current, vm.metadata.uid)) {
+      return error(Code::kFailedPrecondition, "UserDataSecretConflict",
+                   "Secret " + name +
+                       " exists but is not owned by this VirtualMachine, and its rendered "
+                       "userData goes there; rename or delete that Secret");
+    }
+    if (renderedUserDataText(*current) == text) {
+      return UserDataReference{name, json::stringOr(&*current, "metadata.resourceVersion")};
+    }
+  } else if (!kube::isNotFound(current.status())) {
+    return current.status();
+  }
+  auto applied = client_.apply(kube::resources::kSecret, ns, name,
+                               json::serialize(renderedUserDataSecret(vm, text)),
+                               {.field_manager = kFieldManager, .force = true});
+  if (!applied.ok()) return applied.status();
+  return UserDataReference{name, json::stringOr(&*applied, "metadata.resourceVersion")};
 }
 
 std::string VmReconciler::providerCannotFinalize(const std::string& ns,

@@ -59,6 +59,10 @@ class VmReconciler final : public runtime::Reconciler {
   // Why Provider `provider_name` cannot delete the VM's infra object now (absent, not Ready),
   // or empty.
   std::string providerCannotFinalize(const std::string& ns, const std::string& provider_name);
+  // Writes the VM's rendered userData to its Secret unless that already holds it, and returns
+  // the reference the infra object carries (docs/adr/0026). Reason UserDataSecretConflict when
+  // a Secret of that name is not the VM's.
+  StatusOr<UserDataReference> writeRenderedUserData(const Pass& pass, const std::string& text);
   // An object of the VM's name and infra kind that the VM does not own.
   runtime::Result refuseNameConflict(Pass& pass, const std::string& kind);
   void warn(const Pass& pass, const std::string& reason, const std::string& action,

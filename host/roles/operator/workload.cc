@@ -425,8 +425,10 @@ std::vector<api::PolicyRule> providerRoleRules(const api::Provider& provider,
   // selector) but not create, whose name is unknown when authorizing: rules that carry names
   // never grant create, and the one create rule below is for Leases only.
   std::vector<api::PolicyRule> rules;
-  auto secrets = namesOf({credentialsSecret(provider), caSecret(provider)});
-  if (!secrets.empty()) rules.push_back(rule({""}, {"secrets"}, {"get"}, secrets));
+  // Any Secret of the namespace by name, no list or watch: besides its credentials, the
+  // provider reads each machine's rendered userData Secret, whose names RBAC cannot know in
+  // advance (docs/adr/0026).
+  rules.push_back(rule({""}, {"secrets"}, {"get"}));
   auto config_maps = namesOf({caConfigMap(provider)});
   if (!config_maps.empty()) rules.push_back(rule({""}, {"configmaps"}, {"get"}, config_maps));
   rules.push_back(rule({"coordination.k8s.io"}, {"leases"}, {"create"}));

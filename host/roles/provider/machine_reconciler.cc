@@ -3,6 +3,7 @@
 #include "host/common/logging.h"
 #include "host/plugin/status_policy.h"
 #include "host/roles/provider/status_writer.h"
+#include "host/roles/provider/user_data_resolution.h"
 #include "host/runtime/object_helpers.h"
 
 #include <banlieue/sdk/json.h>
@@ -43,13 +44,15 @@ MachineReconciler::MachineReconciler(RuntimeContext& context, kube::ResourceType
       providers_(providers),
       options_(options) {}
 
-std::string MachineReconciler::callRequest(const rapidjson::Value& object) const {
+std::string MachineReconciler::callRequest(const rapidjson::Value& object,
+                                           const std::optional<std::string>& user_data) const {
   rapidjson::Document request(rapidjson::kObjectType);
   auto& a = request.GetAllocator();
   rapidjson::Value copy(object, a);
   if (auto meta = copy.FindMember("metadata"); meta != copy.MemberEnd() && meta->value.IsObject()) {
     meta->value.RemoveMember("managedFields");
   }
+  if (user_data) injectUserData(copy, *user_data, a);
   request.AddMember("object", copy, a);
   rapidjson::Value references(rapidjson::kObjectType);
   if (auto provider = providers_.get(context_.provider_namespace + "/" + context_.provider_name)) {
@@ -101,7 +104,11 @@ runtime::Result MachineReconciler::reconcile(const runtime::Request& request) {
   }
   std::string uid = json::stringOr(&o, "metadata.uid");
   if (auto held = crashHold(o, uid, false)) return *held;
-  auto result = instance->reconcile(kind_, callRequest(o), context_.callOptions(uid, describe(o)));
+  // The rendered userData, from the Secret the object names (docs/adr/0026): only for the call.
+  auto user_data = resolveUserData(context_.client, o);
+  if (!user_data.ok()) return failed(o, user_data.status(), false);
+  auto result = instance->reconcile(kind_, callRequest(o, *user_data),
+                                    context_.callOptions(uid, describe(o)));
   if (context_.quarantine != nullptr) context_.quarantine->survived(uid);
   bool in_progress = result.code() == BANLIEUE_IN_PROGRESS;
   if (!result.ok() && !in_progress) return failed(o, statusOf(result), false);

@@ -32,8 +32,10 @@ class MachineReconciler final : public runtime::Reconciler {
   runtime::Result reconcile(const runtime::Request& request) override;
 
  private:
-  // {"object", "references": {"provider"}, "operation"?}
-  std::string callRequest(const rapidjson::Value& object) const;
+  // {"object", "references": {"provider"}, "operation"?}; with `user_data`, the object's copy
+  // carries it as spec.userData.
+  std::string callRequest(const rapidjson::Value& object,
+                          const std::optional<std::string>& user_data = std::nullopt) const;
   runtime::Result finalize(const rapidjson::Value& object);
   std::string describe(const rapidjson::Value& object) const;  // "Kind ns/name"
   // Set while the object is held back after the process died during its plugin call.

@@ -1,0 +1,18 @@
+// How userData reaches a backend (docs/adr/0026), shared by the controller, which writes it, and
+// the provider runtime, which reads it: a Secret opts in to being a VM's userData by a label;
+// the controller renders it into a Secret of the VM's own; the infrastructure object names that
+// Secret and its revision in annotations, never the text.
+#pragma once
+
+namespace banlieue::api {
+
+// The label, with value "true", a Secret must carry to be used as a VirtualMachine's userData.
+inline constexpr const char* kUserDataOptInLabel = "banlieue.io/user-data";
+// The type and key of the Secret holding a VM's rendered userData (controller-owned by the VM).
+inline constexpr const char* kRenderedUserDataType = "banlieue.io/rendered-user-data";
+inline constexpr const char* kRenderedUserDataKey = "userData";
+// On the infrastructure object: the rendered Secret's name, and its resourceVersion.
+inline constexpr const char* kUserDataSecretAnnotation = "banlieue.io/user-data-secret";
+inline constexpr const char* kUserDataRevisionAnnotation = "banlieue.io/user-data-revision";
+
+}  // namespace banlieue::api
