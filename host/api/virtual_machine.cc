@@ -33,8 +33,9 @@ const Fields<Placement>& Placement::describe() {
 const Fields<UserDataSource>& UserDataSource::describe() {
   using T = UserDataSource;
   static const Fields<T> f =
-      Fields<T>("Guest user data; exactly one of secretRef, configMapRef (default key "
-                "user-data). A Secret is used only when labelled banlieue.io/user-data=true")
+      Fields<T>(
+          "Guest user data; exactly one of secretRef, configMapRef (default key "
+          "user-data). A Secret is used only when labelled banlieue.io/user-data=true")
           .field("secretRef", &T::secret_ref)
           .field("configMapRef", &T::config_map_ref);
   return f;
