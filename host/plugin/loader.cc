@@ -120,6 +120,7 @@ StatusOr<std::shared_ptr<Plugin>> PluginLoader::loadDirectory(
     return error(Code::kPermissionDenied, "PluginOutsideRoot",
                  dir.string() + ": plugins load only from directories inside " + root.string());
   }
+  if (options_.test_hook) options_.test_hook("resolved");
   for (const auto& trusted : {root, dir}) {
     if (auto st = checkTrustedPath(trusted); !st.isOk()) return st;
   }
@@ -167,6 +168,7 @@ StatusOr<std::shared_ptr<Plugin>> PluginLoader::loadDirectory(
   // Load by path, so debuggers and sanitizers name the library in stack traces, then make
   // sure the file loaded is the one checked and hashed above. Swapping it in between would
   // need write access to a directory we just verified only root (or we) can write.
+  if (options_.test_hook) options_.test_hook("verified");
   boost::dll::shared_library library;
   try {
     library.load(lib, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);

@@ -16,9 +16,11 @@
 #include "host/plugin/plugin.h"
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace banlieue::plugin {
 
@@ -29,6 +31,10 @@ struct LoadOptions {
   std::filesystem::path plugin_root = kDefaultPluginRoot;
   // An operator-side pin (e.g. from the ProviderClass); checked besides the manifest's own.
   std::optional<std::string> expected_sha256;
+  // Tests only: called at fixed points of a load so a test can change the file system there
+  // and prove the loader does not care. "resolved": the paths are canonical and nothing is
+  // opened yet; "verified": every check before dlopen has passed.
+  std::function<void(std::string_view stage)> test_hook;
 };
 
 class PluginLoader {
