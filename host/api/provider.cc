@@ -167,7 +167,11 @@ const Fields<PluginRef>& PluginRef::describe() {
                  {.description = "Plugin directory (holding provider.json) or its .so; must "
                                  "resolve inside the runtime's plugin directory",
                   .required = true,
-                  .min_length = 1});
+                  .min_length = 1})
+          .field("sha256", &T::sha256,
+                 {.description = "Lowercase hex SHA-256 of the plugin's library; when set, the "
+                                 "provider refuses to load any other (before running its code)",
+                  .pattern = "^[0-9a-f]{64}$"});
   return f;
 }
 

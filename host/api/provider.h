@@ -119,6 +119,7 @@ using Provider = Resource<ProviderSpec, ProviderStatus>;
 
 struct PluginRef {
   std::string path;
+  std::string sha256;  // pin of the library's content; empty: none (docs/adr/0025)
   static const Fields<PluginRef>& describe();
 };
 

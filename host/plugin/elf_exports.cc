@@ -4,6 +4,7 @@
 
 #include <elf.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -152,9 +153,18 @@ StatusOr<std::vector<std::string>> exportedSymbols(const std::filesystem::path& 
     return error(Code::kNotFound, "PluginLibraryMissing",
                  library.string() + ": cannot be opened: " + std::strerror(errno));
   }
-  off_t size = ::lseek(fd.get(), 0, SEEK_END);
+  return exportedSymbols(fd.get(), library);
+}
+
+StatusOr<std::vector<std::string>> exportedSymbols(int fd, const std::filesystem::path& library) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    return error(Code::kNotFound, "PluginLibraryMissing",
+                 library.string() + ": cannot be read: " + std::strerror(errno));
+  }
+  off_t size = st.st_size;
   if (size < static_cast<off_t>(EI_NIDENT)) return notElf(library, "is too short for ELF");
-  ElfFile file(library, fd.get(), size);
+  ElfFile file(library, fd, size);
   auto ident = file.read(0, EI_NIDENT, "the ELF identification");
   if (!ident.ok()) return ident.status();
   if (std::memcmp(ident->data(), ELFMAG, SELFMAG) != 0) {

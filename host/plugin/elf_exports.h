@@ -19,4 +19,8 @@ namespace banlieue::plugin {
 // headers (a library the loader could dlopen).
 StatusOr<std::vector<std::string>> exportedSymbols(const std::filesystem::path& library);
 
+// The same, read with pread from a descriptor already open on the library (the loader's,
+// so the symbols checked are those of the file it maps); `library` names it in errors.
+StatusOr<std::vector<std::string>> exportedSymbols(int fd, const std::filesystem::path& library);
+
 }  // namespace banlieue::plugin

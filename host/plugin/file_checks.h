@@ -52,9 +52,21 @@ bool isInside(const std::filesystem::path& child, const std::filesystem::path& r
 // root or the effective user; otherwise anyone could drop a plugin into it.
 Status checkTrustedPath(const std::filesystem::path& directory);
 
-// Opens directory/name (a plain name, no '/') without following symlinks and checks it is a
-// regular file, owned by root or us, not writable by group or others. `what` names the
-// file in errors ("library named by provider.json").
+// Opens `root` and then each component of `relative` (plain names, no "." or "..") below it,
+// one openat(O_NOFOLLOW | O_DIRECTORY) at a time, and checks every directory on the way as
+// checkTrustedPath does. Returns the last one's descriptor: whatever is opened through it is
+// inside the directories checked, however the paths change meanwhile. Reasons:
+// PluginDirectoryMissing, PluginDirectoryIsSymlink, PluginDirectoryUntrusted.
+StatusOr<UniqueFd> openTrustedDirectory(const std::filesystem::path& root,
+                                        const std::filesystem::path& relative);
+
+// Opens name (a plain name, no '/') in the directory open as `directory_fd` without following
+// symlinks and checks it is a regular file, owned by root or us, not writable by group or
+// others. `directory` names it in errors, `what` the file ("library named by provider.json").
+StatusOr<OpenFile> openTrustedFileAt(int directory_fd, const std::filesystem::path& directory,
+                                     const std::string& name, const std::string& what);
+
+// The same, opening `directory` by path first.
 StatusOr<OpenFile> openTrustedFile(const std::filesystem::path& directory, const std::string& name,
                                    const std::string& what);
 

@@ -1,6 +1,7 @@
 #include "host/plugin/loader.h"
 
 #include "host/common/logging.h"
+#include "host/plugin/elf_exports.h"
 #include "host/plugin/file_checks.h"
 #include "host/plugin/sha256.h"
 
@@ -8,10 +9,13 @@
 #define BOOST_DLL_USE_STD_FS 1
 #include <boost/dll/shared_library.hpp>
 
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <link.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <deque>
 #include <map>
@@ -27,6 +31,7 @@ struct LibraryRegistry {
   std::mutex load_mutex;  // loads are serialized (dlopen from one thread at a time)
   std::mutex mutex;       // guards the containers
   std::deque<boost::dll::shared_library> libraries;
+  std::deque<UniqueFd> descriptors;  // what each library was mapped from, kept open
   std::deque<std::unique_ptr<HostServices>> services;
   std::map<std::pair<dev_t, ino_t>, std::shared_ptr<Plugin>> by_file;
 };
@@ -44,6 +49,18 @@ std::string hex32(uint32_t v) {
 Status refuse(Code code, const char* reason, const std::filesystem::path& file,
               const std::string& why) {
   return error(code, reason, file.string() + ": " + why);
+}
+
+// Whether the object behind a dlopen handle is the file open as `checked`: its link-map name
+// (the /proc/<pid>/fd/<n> it was opened as, or an earlier load's) names the same inode.
+bool sameFile(void* handle, const OpenFile& checked) {
+  struct link_map* map = nullptr;
+  if (::dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || map == nullptr || map->l_name == nullptr) {
+    return false;
+  }
+  struct stat loaded {};
+  return ::stat(map->l_name, &loaded) == 0 && loaded.st_dev == checked.device &&
+         loaded.st_ino == checked.inode;
 }
 
 // The table checks, applied to what init returned.
@@ -120,20 +137,49 @@ StatusOr<std::shared_ptr<Plugin>> PluginLoader::loadDirectory(
     return error(Code::kPermissionDenied, "PluginOutsideRoot",
                  dir.string() + ": plugins load only from directories inside " + root.string());
   }
-  for (const auto& trusted : {root, dir}) {
-    if (auto st = checkTrustedPath(trusted); !st.isOk()) return st;
-  }
+  if (options_.test_hook) options_.test_hook("resolved");
+  // From here on every file is reached through a descriptor of a checked directory, never by
+  // path again: a directory swapped for a symlink is refused, one swapped for another is
+  // checked as itself.
+  auto dir_fd = openTrustedDirectory(root, dir.lexically_relative(root));
+  if (!dir_fd.ok()) return dir_fd.status();
 
-  auto manifest = readManifest(dir);
+  auto manifest = readManifestAt(dir_fd->get(), dir);
   if (!manifest.ok()) return manifest.status();
   Manifest& m = manifest.value();
   if (auto st = checkAbiCompatibility(m, BANLIEUE_ABI_MAJOR, BANLIEUE_ABI_MINOR); !st.isOk())
     return st;
+  if (options_.expected_name && m.name != *options_.expected_name) {
+    return error(Code::kFailedPrecondition, "BackendMismatch",
+                 m.file.string() + ": names the plugin '" + m.name + "' but backend '" +
+                     *options_.expected_name + "' is expected here; refusing to load it");
+  }
 
   auto lib = m.libraryPath();
-  auto file = openTrustedFile(dir, m.library, "library named by provider.json");
+  auto file = openTrustedFileAt(dir_fd->get(), dir, m.library, "library named by provider.json");
   if (!file.ok()) return file.status();
-  const OpenFile& opened = file.value();
+  OpenFile& opened = file.value();
+
+  struct Pin {
+    std::string who;
+    const std::optional<std::string>& digest;
+  };
+  std::optional<std::string> digest;
+  for (const Pin& pin :
+       {Pin{"provider.json pins", m.sha256},
+        Pin{options_.expected_sha256_source + " pins", options_.expected_sha256}}) {
+    if (!pin.digest) continue;
+    if (!digest) {
+      auto hashed = sha256Fd(opened.fd.get());
+      if (!hashed.ok()) return hashed.status();
+      digest = *hashed;
+    }
+    if (*digest != *pin.digest) {
+      return refuse(
+          Code::kPermissionDenied, "PluginChecksumMismatch", lib,
+          "sha256 is " + *digest + " but " + pin.who + " " + *pin.digest + "; refusing to load");
+    }
+  }
 
   {
     std::lock_guard lock(registry().mutex);
@@ -148,56 +194,51 @@ StatusOr<std::shared_ptr<Plugin>> PluginLoader::loadDirectory(
     }
   }
 
-  struct Pin {
-    const char* who;
-    const std::optional<std::string>& digest;
-  };
-  for (const Pin& pin :
-       {Pin{"provider.json pins", m.sha256}, Pin{"the operator pins", options_.expected_sha256}}) {
-    if (!pin.digest) continue;
-    auto digest = sha256Fd(opened.fd.get());
-    if (!digest.ok()) return digest.status();
-    if (*digest != *pin.digest) {
-      return refuse(
-          Code::kPermissionDenied, "PluginChecksumMismatch", lib,
-          "sha256 is " + *digest + " but " + pin.who + " " + *pin.digest + "; refusing to load");
-    }
-  }
-
-  // Load by path, so debuggers and sanitizers name the library in stack traces, then make
-  // sure the file loaded is the one checked and hashed above. Swapping it in between would
-  // need write access to a directory we just verified only root (or we) can write.
-  boost::dll::shared_library library;
-  try {
-    library.load(lib, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
-  } catch (const std::exception& e) {
-    return refuse(Code::kFailedPrecondition, "PluginLoadFailed", lib,
-                  std::string("dlopen failed: ") + e.what());
-  }
-  struct stat loaded {};
-  if (::stat(lib.c_str(), &loaded) != 0 || loaded.st_dev != opened.device ||
-      loaded.st_ino != opened.inode) {
-    std::lock_guard lock(registry().mutex);
-    registry().libraries.push_back(std::move(library));
-    return refuse(Code::kPermissionDenied, "PluginChangedWhileLoading", lib,
-                  "the file changed between its checks and dlopen; refusing to use it");
-  }
-  bool has_entry = library.has(BANLIEUE_PROVIDER_V1_INIT_SYMBOL);
-  banlieue_provider_v1_init_fn init = nullptr;
-  if (has_entry) {
-    init = library.get<std::remove_pointer_t<banlieue_provider_v1_init_fn>>(
-        BANLIEUE_PROVIDER_V1_INIT_SYMBOL);
-  }
-  {
-    std::lock_guard lock(registry().mutex);
-    registry().libraries.push_back(std::move(library));
-  }
-  if (!has_entry) {
+  // The entry point, from the dynamic symbol table of the checked descriptor: a library that
+  // cannot be a plugin is refused before its constructors could run.
+  auto exports = exportedSymbols(opened.fd.get(), lib);
+  if (!exports.ok()) return exports.status();
+  if (!std::binary_search(exports->begin(), exports->end(),
+                          std::string(BANLIEUE_PROVIDER_V1_INIT_SYMBOL))) {
     return refuse(
         Code::kFailedPrecondition, "PluginEntryMissing", lib,
         "does not export banlieue_provider_v1_init; build it with banlieue_provider_plugin() "
         "and BANLIEUE_PROVIDER_PLUGIN()");
   }
+
+  if (options_.test_hook) options_.test_hook("verified");
+  // dlopen the descriptor, not the path: /proc/<pid>/fd/<n> opens the inode it holds, whatever
+  // the path names now. The pid rather than "self" keeps the name the link map records valid
+  // for a debugger or a sanitizer's symbolizer (other processes); the descriptor stays open
+  // for as long as the library is mapped, so the name never points at anything else.
+  std::string mapped_as =
+      "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(opened.fd.get());
+  boost::dll::shared_library library;
+  try {
+    library.load(mapped_as, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+  } catch (const std::exception& e) {
+    return refuse(Code::kFailedPrecondition, "PluginLoadFailed", lib,
+                  std::string("dlopen of ") + mapped_as + " (needs /proc) failed: " + e.what());
+  }
+  // Defense in depth: the object dlopen returned (a new one, or one already mapped from the
+  // same inode) is backed by the inode that was checked.
+  bool same_file = sameFile(library.native(), opened);
+  const boost::dll::shared_library* loaded = nullptr;
+  {
+    std::lock_guard lock(registry().mutex);
+    loaded = &registry().libraries.emplace_back(std::move(library));
+    registry().descriptors.push_back(std::move(opened.fd));
+  }
+  if (!same_file) {
+    return refuse(Code::kPermissionDenied, "PluginChangedWhileLoading", lib,
+                  "dlopen returned an object that is not the file checked; refusing to use it");
+  }
+  if (!loaded->has(BANLIEUE_PROVIDER_V1_INIT_SYMBOL)) {
+    return refuse(Code::kFailedPrecondition, "PluginEntryMissing", lib,
+                  "the loaded library does not export banlieue_provider_v1_init");
+  }
+  auto init = loaded->get<std::remove_pointer_t<banlieue_provider_v1_init_fn>>(
+      BANLIEUE_PROVIDER_V1_INIT_SYMBOL);
 
   HostServices* services = nullptr;
   {
@@ -216,8 +257,8 @@ StatusOr<std::shared_ptr<Plugin>> PluginLoader::loadDirectory(
   if (auto st = checkTable(m, lib, table); !st.isOk()) return st;
 
   sdk::abi::ProviderClient client(table);
-  log->info("loaded plugin {} {} from {} (ABI {}.{}, table {} bytes)", m.name,
-            table->provider_version ? table->provider_version : "?", lib.string(),
+  log->info("loaded plugin {} {} from {} as {} (ABI {}.{}, table {} bytes)", m.name,
+            table->provider_version ? table->provider_version : "?", lib.string(), mapped_as,
             table->header.abi_major, table->header.abi_minor, table->header.struct_size);
   auto plugin = std::make_shared<Plugin>(std::move(m), client, services);
   std::lock_guard lock(registry().mutex);

@@ -4,8 +4,11 @@
 
 #include "host/plugin/file_checks.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <limits>
 #include <regex>
 
@@ -48,18 +51,28 @@ bool isDnsLabel(const std::string& s) {
 }  // namespace
 
 StatusOr<Manifest> readManifest(const std::filesystem::path& directory) {
-  Manifest m;
   std::error_code ec;
   if (!std::filesystem::is_directory(directory, ec)) {
     return error(
         Code::kNotFound, "PluginDirectoryMissing",
         directory.string() + ": not a plugin directory (it does not exist or is not a directory)");
   }
-  m.directory = std::filesystem::canonical(directory, ec);
+  auto canonical = std::filesystem::canonical(directory, ec);
+  UniqueFd fd(::open(canonical.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd.get() < 0) {
+    return error(Code::kNotFound, "PluginDirectoryMissing",
+                 canonical.string() + ": " + std::strerror(errno));
+  }
+  return readManifestAt(fd.get(), canonical);
+}
+
+StatusOr<Manifest> readManifestAt(int directory_fd, const std::filesystem::path& directory) {
+  Manifest m;
+  m.directory = directory;
   m.file = m.directory / kManifestFile;
   // Read through a checked descriptor: no symlink out of the directory, no FIFO or device,
   // and a size cap so a hostile manifest cannot exhaust memory.
-  auto opened = openTrustedFile(m.directory, kManifestFile, "manifest");
+  auto opened = openTrustedFileAt(directory_fd, m.directory, kManifestFile, "manifest");
   if (!opened.ok()) {
     if (opened.status().reason() == "PluginFileMissing") {
       return error(

@@ -42,6 +42,10 @@ struct Manifest {
 // Reads and checks <directory>/provider.json. Every error names the file and the field.
 StatusOr<Manifest> readManifest(const std::filesystem::path& directory);
 
+// The same, reading provider.json through the directory already open as `directory_fd`;
+// `directory` (absolute, canonical) is what the manifest and its errors name.
+StatusOr<Manifest> readManifestAt(int directory_fd, const std::filesystem::path& directory);
+
 // Checks the manifest against this host's ABI (major equal, minorRequired not above ours).
 Status checkAbiCompatibility(const Manifest& manifest, int host_major, int host_minor);
 

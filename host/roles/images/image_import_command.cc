@@ -37,6 +37,7 @@ constexpr const char* kDefaultTerminationLog = "/dev/termination-log";
 struct Options {
   RoleProcessOptions kube;
   std::string plugin_dir = plugin::kDefaultPluginRoot;
+  std::string plugin_sha256;
   std::string backend;
   std::string provider;  // ns/name
   std::string provider_file;
@@ -246,7 +247,12 @@ Outcome runImport(const Options& o, const std::atomic<bool>& stop) {
   }
 
   // 4. The plugin, under the loader's rules (plugin root, manifest first, ownership, ABI).
-  plugin::PluginLoader loader({.plugin_root = o.plugin_dir});
+  plugin::LoadOptions load{.plugin_root = o.plugin_dir};
+  if (!o.plugin_sha256.empty()) {
+    load.expected_sha256 = o.plugin_sha256;
+    load.expected_sha256_source = "the ProviderClass (--plugin-sha256)";
+  }
+  plugin::PluginLoader loader(load);
   auto loaded = loader.load(o.backend);
   if (!loaded.ok()) return fail(kImportPluginLoadFailed, loaded.status());
   std::shared_ptr<plugin::Plugin> plug = *loaded;
@@ -365,6 +371,9 @@ void registerImageImportCommand(CLI::App& app, app::Action& action) {
   sub->add_option("--plugin-dir", o->plugin_dir, "Directory holding one sub-directory per plugin")
       ->capture_default_str();
   sub->add_option("--backend", o->backend, "Plugin directory name under --plugin-dir")->required();
+  sub->add_option("--plugin-sha256", o->plugin_sha256,
+                  "Refuse to load a plugin library with another sha256 (the ProviderClass's "
+                  "spec.plugin.sha256)");
   auto* provider = sub->add_option("--provider", o->provider, "The Provider, as namespace/name");
   auto* provider_file =
       sub->add_option("--provider-file", o->provider_file, "The Provider from a JSON/YAML file")

@@ -203,6 +203,11 @@ StatusOr<std::string> importJob(const ImportJobParams& p) {
       p.failure_domain, "--artifact",      artifact_path,
       "--format",       p.artifact_format, "--checksum",
       p.checksum};
+  // The plugin is loaded under the class's pin here too (docs/adr/0025).
+  if (!p.plugin_sha256.empty()) {
+    args.emplace_back("--plugin-sha256");
+    args.push_back(p.plugin_sha256);
+  }
   Value arg_values = b.arr();
   for (const auto& a : args) b.push(arg_values, b.str(a));
 

@@ -52,6 +52,7 @@ struct ImportJobParams {
   std::string service_account = kImportServiceAccount;
   std::string container_image = "localhost/banlieue:latest";
   std::string plugin_dir = "/usr/lib/banlieue/plugins";
+  std::string plugin_sha256;  // the ProviderClass's spec.plugin.sha256; empty: none
   std::string log_level = "info";
   int backoff_limit = 2;
   int active_deadline_seconds = 3600;

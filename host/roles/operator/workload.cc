@@ -348,6 +348,10 @@ MintedObject deployment(const Context& c) {
 
   auto template_meta = object();
   put(template_meta, "labels", stringMap(c.labels, a), a);
+  if (spec.plugin && !spec.plugin->sha256.empty()) {
+    put(template_meta, "annotations",
+        stringMap({{kPluginSha256Annotation, spec.plugin->sha256}}, a), a);
+  }
   auto pod_template = object();
   put(pod_template, "metadata", std::move(template_meta), a);
   put(pod_template, "spec", std::move(pod), a);

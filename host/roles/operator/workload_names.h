@@ -31,6 +31,11 @@ std::string capName(const std::string& name);
 // desired state is unchanged can skip the write (see ProviderReconciler::applyObject).
 inline constexpr const char* kAppliedHashAnnotation = "banlieue.io/applied-hash";
 
+// On the provider Deployment's pod template when the class pins its plugin
+// (spec.plugin.sha256): a changed pin replaces the pods. A running process keeps the library
+// it loaded; the new pods read the pin from the class and refuse any other (docs/adr/0025).
+inline constexpr const char* kPluginSha256Annotation = "banlieue.io/plugin-sha256";
+
 // banlieue-provider-<class>-<provider>: Deployment, ServiceAccount, Role, RoleBinding and the
 // provider's leader-election Lease (when the workload runs in the Provider's namespace).
 std::string workloadName(const std::string& provider_class, const std::string& provider);

@@ -193,6 +193,7 @@ ImportPlan planImports(const rapidjson::Value& image, const ImageRowContext& con
     p.job_namespace = settings.job_namespace;
     p.container_image = settings.container_image;
     p.plugin_dir = settings.plugin_dir;
+    p.plugin_sha256 = settings.plugin_sha256;
     p.log_level = settings.log_level;
     std::string base = images::importJobName(p);
     p.generation_suffix = token;

@@ -34,6 +34,7 @@ struct ImportSettings {
   std::string backend;
   std::string container_image;  // the ProviderClass's image; empty: no Jobs can be run
   std::string plugin_dir;       // where plugins live inside that image
+  std::string plugin_sha256;    // the class's spec.plugin.sha256, passed on to the Jobs
   std::string job_namespace;
   std::string artifacts_host_root;  // dev nodes: hostPath <root>/<pvcRef> instead of the PVC
   std::string log_level = "info";

@@ -39,14 +39,16 @@ StatusOr<ResolvedPlugin> resolvePlugin(kube::KubeClient& client, const std::stri
   std::string path = json::stringOr(&*provider_class, "spec.plugin.path", backend);
   auto directory = plugin::resolvePluginPath(plugin_dir, path);
   if (!directory.ok()) return directory.status();
-  plugin::PluginLoader loader({.plugin_root = plugin_dir});
-  auto loaded = loader.loadDirectory(*directory);
-  if (!loaded.ok()) return loaded.status();
-  if ((*loaded)->manifest().name != backend) {
-    return error(Code::kFailedPrecondition, "BackendMismatch",
-                 directory->string() + " holds plugin '" + (*loaded)->manifest().name + "', not '" +
-                     backend + "'");
+  // The class's pin and the backend name are checked by the loader before any plugin code
+  // runs (docs/adr/0025).
+  plugin::LoadOptions options{.plugin_root = plugin_dir, .expected_name = backend};
+  if (const auto* pin = json::find(&*provider_class, "spec.plugin.sha256");
+      pin != nullptr && pin->IsString() && pin->GetStringLength() > 0) {
+    options.expected_sha256 = pin->GetString();
+    options.expected_sha256_source = "ProviderClass " + class_name + " spec.plugin.sha256";
   }
+  auto loaded = plugin::PluginLoader(options).loadDirectory(*directory);
+  if (!loaded.ok()) return loaded.status();
   std::string image;
   if (json::stringOr(&*provider_class, "spec.deployment", "Managed") != "External") {
     image = json::stringOr(&*provider_class, "spec.image.repository");
@@ -55,7 +57,8 @@ StatusOr<ResolvedPlugin> resolvePlugin(kube::KubeClient& client, const std::stri
     if (!image.empty() && !tag.empty()) image += ":" + tag;
     if (!image.empty() && !digest.empty()) image += "@" + digest;
   }
-  return ResolvedPlugin{std::move(*loaded), class_name, *directory, image};
+  return ResolvedPlugin{std::move(*loaded), class_name, *directory, image,
+                        options.expected_sha256.value_or("")};
 }
 
 }  // namespace banlieue::roles::provider

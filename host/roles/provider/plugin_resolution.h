@@ -24,11 +24,16 @@ struct ResolvedPlugin {
   // The class's spec.image as a reference (repo:tag, repo@digest, repo:tag@digest); empty for
   // an External class. Import Jobs run it: it holds this binary and the same plugins.
   std::string container_image;
+  std::string plugin_sha256;  // the class's spec.plugin.sha256 the plugin was loaded under
 };
 
-// Reasons: ProviderNotFound, ProviderClassNotFound, BackendMismatch (the class is for another
-// backend than this process was started for), PluginPathInvalid, PluginPathEscapes,
-// PluginNotFound, and the loader's own (e.g. AbiMismatch, PluginLoadFailed).
+// The class's spec.plugin.sha256, when set, pins the library (PluginChecksumMismatch names both
+// digests); the plugin must be named for `backend` in its provider.json. Both are checked
+// before any plugin code runs.
+// Reasons: ProviderNotFound, ProviderClassNotFound, BackendMismatch (the class, or the plugin
+// its path names, is for another backend than this process was started for),
+// PluginPathInvalid, PluginPathEscapes, PluginNotFound, and the loader's own (e.g.
+// AbiMismatch, PluginChecksumMismatch, PluginLoadFailed).
 StatusOr<ResolvedPlugin> resolvePlugin(kube::KubeClient& client, const std::string& backend,
                                        const std::string& provider_namespace,
                                        const std::string& provider_name,

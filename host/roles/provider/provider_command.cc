@@ -68,6 +68,7 @@ ImportSettings importSettings(const Options& o, const ResolvedPlugin& resolved) 
   settings.backend = resolved.directory.filename().string();
   settings.plugin_dir = importPluginDir(o, resolved.directory.parent_path());
   settings.container_image = resolved.container_image;
+  settings.plugin_sha256 = resolved.plugin_sha256;
   settings.job_namespace = o.import_namespace;
   settings.artifacts_host_root = o.artifacts_host_root;
   settings.retry_after = std::chrono::seconds(o.import_retry_seconds);

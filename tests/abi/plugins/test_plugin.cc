@@ -252,6 +252,22 @@ BANLIEUE_PROVIDER_PLUGIN(TestProvider)
 #define TEST_EXPORT_NAME banlieue_provider_v1_init
 #endif
 
+#if defined(TEST_VARIANT_CONSTRUCTOR_MARKER) || defined(TEST_VARIANT_MISSING_SYMBOL)
+#include <cstdio>
+#include <cstdlib>
+// Shows whether any code of this library ran: a constructor runs the moment the library is
+// mapped, before the host could look at anything it exports. It appends a line to the file
+// named by BANLIEUE_TEST_CONSTRUCTOR_MARKER (the loader's security tests set it).
+__attribute__((constructor)) static void markConstructorRan() {
+  const char* marker = std::getenv("BANLIEUE_TEST_CONSTRUCTOR_MARKER");
+  if (marker == nullptr) return;
+  if (FILE* f = std::fopen(marker, "a")) {
+    std::fputs("constructor ran\n", f);
+    std::fclose(f);
+  }
+}
+#endif
+
 namespace {
 #ifdef TEST_VARIANT_KEEPS_BORROWED
 // The contract breach: the request pointer is kept past the call and read on the next one.
