@@ -15,4 +15,10 @@ inline constexpr const char* kRenderedUserDataKey = "userData";
 inline constexpr const char* kUserDataSecretAnnotation = "banlieue.io/user-data-secret";
 inline constexpr const char* kUserDataRevisionAnnotation = "banlieue.io/user-data-revision";
 
+// The RoleBinding bootstrap makes in each namespace where the controller may read userData
+// (--userdata-namespace). Its presence is how the operator knows a namespace uses userData, and
+// only there does a provider get the right to read Secrets by any name (its VMs' rendered
+// userData); elsewhere it reads its own credentials and CA Secrets only.
+inline constexpr const char* kUserDataRoleBinding = "banlieue-controller-userdata";
+
 }  // namespace banlieue::api

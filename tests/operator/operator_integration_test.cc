@@ -170,6 +170,33 @@ TEST_F(OperatorTest, TheProviderIdentityReadsItsOwnSecretAndNoOther) {
             "yes\n");
 }
 
+// In a namespace where userData is enabled (bootstrap's RoleBinding for the controller there),
+// the provider reads Secrets by any name, for its machines' rendered userData (docs/adr/0026),
+// and still cannot list them.
+TEST_F(OperatorTest, InAUserDataNamespaceTheProviderReadsSecretsByNameButCannotList) {
+  LocalCluster::TestNamespace ns(cluster_);
+  const std::string n = ns.name();
+  ASSERT_EQ(cluster_
+                .kubectl("create rolebinding banlieue-controller-userdata --clusterrole=view "
+                         "--serviceaccount=banlieue-system:banlieue-controller -n " +
+                         n)
+                .exit_code,
+            0);
+  std::string cls = createClass("userdata");
+  createProvider(n, "lab", cls);
+  const std::string w = workloadOf(cls, "lab");
+  const std::string sa = "--as=system:serviceaccount:" + n + ":" + w + " -n " + n;
+  EXPECT_TRUE(LocalCluster::eventually(
+      [&] {
+        return cluster_.kubectl("auth can-i get secret/web-rendered-userdata " + sa).output ==
+               "yes\n";
+      },
+      kMint))
+      << get("role " + w + " -n " + n, "{.rules}");
+  EXPECT_NE(cluster_.kubectl("auth can-i list secrets " + sa).output, "yes\n");
+  EXPECT_NE(cluster_.kubectl("auth can-i watch secrets " + sa).output, "yes\n");
+}
+
 TEST_F(OperatorTest, AClassEditRollsEveryProviderOfTheClassAtOnce) {
   LocalCluster::TestNamespace ns(cluster_);
   const std::string n = ns.name();

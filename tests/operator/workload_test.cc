@@ -152,10 +152,7 @@ TEST(Workload, ManagedMintsEverythingInOrderWithLabelsAndOwners) {
   EXPECT_EQ(stringOr(&jobs_subject, "namespace", ""), "team-a");
 }
 
-// Secrets of its namespace by name only (its credentials, and each machine's rendered userData,
-// whose names RBAC cannot know in advance: docs/adr/0026); never list or watch, which would
-// hand it every Secret's content at once.
-TEST(Workload, SecretsAreReadByNameAndNeverListedOrWatched) {
+TEST(Workload, TheSecretRuleNamesExactlyTheProvidersSecrets) {
   auto p = provider();
   api::CABundleSource ca;
   ca.secret_ref = api::KeySelector{"lab-ca", "ca.crt"};
@@ -165,8 +162,8 @@ TEST(Workload, SecretsAreReadByNameAndNeverListedOrWatched) {
   for (const auto& r : rules) {
     if (r.resources == std::vector<std::string>{"secrets"}) {
       ++secret_rules;
+      EXPECT_THAT(r.resource_names, ElementsAre("lab-credentials", "lab-ca"));
       EXPECT_THAT(r.verbs, ElementsAre("get"));
-      EXPECT_THAT(r.api_groups, ElementsAre(""));
     }
     // resourceNames cannot restrict create: a named rule never carries it, except a token
     // for the SA itself (External only).
@@ -177,22 +174,44 @@ TEST(Workload, SecretsAreReadByNameAndNeverListedOrWatched) {
   EXPECT_EQ(secret_rules, 1);
 }
 
-TEST(Workload, NoRoleListsOrWatchesSecrets) {
+TEST(Workload, NoCredentialsMeansNoSecretAccessAtAll) {
   auto p = provider();
   p.spec.connection.credentials_ref.reset();
   auto w = buildWorkload(p, managedClass(), {});
   ASSERT_TRUE(w.ok());
   for (const auto& o : w->objects) {
-    if (o.type.plural != "roles" && o.type.plural != "clusterroles") continue;
+    if (o.type.plural != "roles") continue;
+    for (const auto& r : find(&o.body, "rules")->GetArray()) {
+      EXPECT_THAT(strings(find(&r, "resources")), ::testing::Not(::testing::Contains("secrets")))
+          << o.name;
+      // An empty resourceNames list would grant every object of the resource.
+      if (const auto* names = find(&r, "resourceNames")) {
+        EXPECT_FALSE(names->Empty());
+      }
+    }
+  }
+}
+
+// In a namespace where userData is enabled: Secrets of the namespace by any name (its machines'
+// rendered userData, whose names RBAC cannot know in advance: docs/adr/0026), and still never
+// list or watch, which would hand it every Secret's content at once.
+TEST(Workload, WithUserDataSecretsAreReadByNameAndNeverListedOrWatched) {
+  auto w = buildWorkload(provider(), managedClass(), {}, /*reads_user_data=*/true);
+  ASSERT_TRUE(w.ok());
+  int secret_rules = 0;
+  for (const auto& o : w->objects) {
+    // The provider's own Role (its import Jobs' Role keeps naming the connection's Secrets).
+    if (o.type.plural != "roles" || o.name != w->name) continue;
     for (const auto& r : find(&o.body, "rules")->GetArray()) {
       if (!::testing::Matches(::testing::Contains("secrets"))(strings(find(&r, "resources")))) {
         continue;
       }
+      ++secret_rules;
       EXPECT_THAT(strings(find(&r, "verbs")), ElementsAre("get")) << o.name;
-      // An empty resourceNames list would read as "no names" to some tools: omitted instead.
       EXPECT_EQ(find(&r, "resourceNames"), nullptr) << o.name;
     }
   }
+  EXPECT_EQ(secret_rules, 1);
 }
 
 TEST(Workload, TheDeploymentRunsTheProviderRuntimeByContract) {

@@ -1,5 +1,7 @@
 #include "host/roles/bootstrap/manifests.h"
 
+#include "host/api/user_data_contract.h"
+
 #include "host/api/crd.h"
 #include "host/api/kinds.h"
 #include "host/common/version.h"
@@ -382,7 +384,7 @@ std::vector<rapidjson::Document> buildBootstrapObjects(
     if (r.name == kControllerName) {
       // userData Secrets and ConfigMaps: readable only in the namespaces named here, where the
       // controller also writes each VM's rendered userData Secret (docs/adr/0026).
-      std::string userdata = std::string(kControllerName) + "-userdata";
+      const std::string userdata = api::kUserDataRoleBinding;  // also its ClusterRole's name
       out.push_back(parse(clusterRole(userdata, r.component,
                                       {rule({""}, {"secrets"}, {"get", "create", "patch"}),
                                        rule({""}, {"configmaps"}, {"get"})})));

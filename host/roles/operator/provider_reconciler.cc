@@ -1,6 +1,7 @@
 #include "host/roles/operator/provider_reconciler.h"
 
 #include "host/api/codec.h"
+#include "host/api/user_data_contract.h"
 #include "host/common/logging.h"
 #include "host/kube/api_error.h"
 #include "host/roles/operator/provider_teardown.h"
@@ -130,7 +131,14 @@ Result ProviderReconciler::reconcile(const runtime::Request& request) {
     return Result::requeueAfter(resync_);
   }
 
-  auto workload = buildWorkload(*provider, *provider_class, options_);
+  // userData enabled in this namespace (bootstrap's RoleBinding for the controller): the
+  // provider reads its machines' rendered userData Secrets there (docs/adr/0026).
+  auto user_data_binding =
+      client_.get(rbac::kRoleBinding, provider->metadata.namespace_, api::kUserDataRoleBinding);
+  if (!user_data_binding.ok() && !kube::isNotFound(user_data_binding.status())) {
+    return Result::retry(user_data_binding.status());
+  }
+  auto workload = buildWorkload(*provider, *provider_class, options_, user_data_binding.ok());
   if (!workload.ok()) {
     events_.warning(about, workload.status().reason(), "Build", workload.status().message());
     operatorLog()->warn("provider {}: {}", key, workload.status().message());

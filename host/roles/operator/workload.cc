@@ -424,15 +424,21 @@ Status validateClassForWorkload(const api::ProviderClass& provider_class) {
 
 std::vector<api::PolicyRule> providerRoleRules(const api::Provider& provider,
                                                const api::ProviderClass& provider_class,
-                                               const std::string& workload_name) {
+                                               const std::string& workload_name,
+                                               bool reads_user_data) {
   // resourceNames restrict get/update/patch (and list/watch narrowed to one name by a field
   // selector) but not create, whose name is unknown when authorizing: rules that carry names
   // never grant create, and the one create rule below is for Leases only.
   std::vector<api::PolicyRule> rules;
-  // Any Secret of the namespace by name, no list or watch: besides its credentials, the
-  // provider reads each machine's rendered userData Secret, whose names RBAC cannot know in
-  // advance (docs/adr/0026).
-  rules.push_back(rule({""}, {"secrets"}, {"get"}));
+  if (reads_user_data) {
+    // Any Secret of the namespace by name, never list or watch: besides its credentials, the
+    // provider reads each machine's rendered userData Secret, whose names RBAC cannot know in
+    // advance (docs/adr/0026). Only in namespaces where userData is enabled.
+    rules.push_back(rule({""}, {"secrets"}, {"get"}));
+  } else if (auto secrets = namesOf({credentialsSecret(provider), caSecret(provider)});
+             !secrets.empty()) {
+    rules.push_back(rule({""}, {"secrets"}, {"get"}, secrets));
+  }
   auto config_maps = namesOf({caConfigMap(provider)});
   if (!config_maps.empty()) rules.push_back(rule({""}, {"configmaps"}, {"get"}, config_maps));
   rules.push_back(rule({"coordination.k8s.io"}, {"leases"}, {"create"}));
@@ -454,7 +460,7 @@ std::vector<api::PolicyRule> providerRoleRules(const api::Provider& provider,
 
 StatusOr<Workload> buildWorkload(const api::Provider& provider,
                                  const api::ProviderClass& provider_class,
-                                 const WorkloadOptions& options) {
+                                 const WorkloadOptions& options, bool reads_user_data) {
   if (auto s = validateClassForWorkload(provider_class); !s.isOk()) return s;
   const auto& p = provider.metadata;
   if (p.name.size() > kMaxNameLength || p.namespace_.size() > kMaxNameLength) {
@@ -489,7 +495,8 @@ StatusOr<Workload> buildWorkload(const api::Provider& provider,
 
   w.objects.push_back(
       start(c, kube::resources::kServiceAccount, "ServiceAccount", w.name, w.workload_ns));
-  w.objects.push_back(role(c, w.name, providerRoleRules(provider, provider_class, w.name)));
+  w.objects.push_back(
+      role(c, w.name, providerRoleRules(provider, provider_class, w.name, reads_user_data)));
   w.objects.push_back(binding(c, rbac::kRoleBinding, "RoleBinding", w.name, p.namespace_, "Role",
                               w.name, w.name, w.workload_ns));
   if (!w.external) {

@@ -78,13 +78,17 @@ std::string imageReference(const api::ContainerImage& image);
 // ProviderNameTooLong (names that cannot be label values).
 Status validateClassForWorkload(const api::ProviderClass& provider_class);
 
+// `reads_user_data`: the Provider's namespace uses userData (bootstrap bound the controller's
+// userData role there), so the provider may read Secrets of the namespace by any name, for its
+// machines' rendered userData (docs/adr/0026); otherwise only its credentials and CA Secrets.
 StatusOr<Workload> buildWorkload(const api::Provider& provider,
                                  const api::ProviderClass& provider_class,
-                                 const WorkloadOptions& options);
+                                 const WorkloadOptions& options, bool reads_user_data = false);
 
 // The Role rules of the provider's own identity (exposed for tests).
 std::vector<api::PolicyRule> providerRoleRules(const api::Provider& provider,
                                                const api::ProviderClass& provider_class,
-                                               const std::string& workload_name);
+                                               const std::string& workload_name,
+                                               bool reads_user_data = false);
 
 }  // namespace banlieue::roles::provider_operator

@@ -1,6 +1,7 @@
 #include "host/roles/provider/machine_reconciler.h"
 
 #include "host/common/logging.h"
+#include "host/plugin/payload_schemas.h"
 #include "host/plugin/status_policy.h"
 #include "host/roles/provider/status_writer.h"
 #include "host/roles/provider/user_data_resolution.h"
@@ -30,6 +31,31 @@ void setMember(rapidjson::Document& doc, const char* name, rapidjson::Value valu
   } else {
     doc.AddMember(rapidjson::Value(name, a), std::move(value), a);
   }
+}
+
+// A plugin that breaks the protocol has a bug that does not go away in milliseconds: the object
+// is tried again after a minute (an edit of it still brings it back at once), not in a loop of
+// refused replies or refused status writes.
+constexpr std::chrono::seconds kProtocolErrorRetry{60};
+constexpr const char* kProtocolErrorNextTry = " (next try in 60 s)";
+
+// Why a reconcile reply breaks the protocol (sdk/schemas/reconcile.response.json; IN_PROGRESS
+// needs the operation's token), or OK. ProviderProtocolError with the offending field; kInternal
+// because a terminal code would drop the object's stored operation token.
+Status protocolViolation(const std::string& body, bool in_progress) {
+  auto valid = plugin::validatePayload("reconcile.response", body);
+  if (valid.isOk() && in_progress) {
+    rapidjson::Document reply;
+    reply.Parse(body.c_str());
+    if (json::stringOr(&reply, "operation.token").empty()) {
+      valid = error(Code::kInvalidArgument, "MissingOperation",
+                    "reconcile.response: IN_PROGRESS without operation.token");
+    }
+  }
+  if (valid.isOk()) return valid;
+  return error(
+      Code::kInternal, "ProviderProtocolError",
+      "the plugin's reply breaks the protocol: " + valid.message() + kProtocolErrorNextTry);
 }
 
 }  // namespace
@@ -112,6 +138,10 @@ runtime::Result MachineReconciler::reconcile(const runtime::Request& request) {
   if (context_.quarantine != nullptr) context_.quarantine->survived(uid);
   bool in_progress = result.code() == BANLIEUE_IN_PROGRESS;
   if (!result.ok() && !in_progress) return failed(o, statusOf(result), false);
+  if (auto violation = protocolViolation(result.outcome.body, in_progress); !violation.isOk()) {
+    failed(o, violation, false);
+    return runtime::Result::requeueAfter(kProtocolErrorRetry);
+  }
 
   rapidjson::Document reply;
   reply.Parse(result.outcome.body.c_str());
@@ -258,6 +288,20 @@ runtime::Result MachineReconciler::writeStatus(const rapidjson::Value& object,
   std::string version;
   auto written = applyStatusIfChanged(context_.client, type_, object, status,
                                       context_.fieldManager(), /*whole_status=*/true, &version);
+  if (!written.ok() && (written.status().code() == Code::kInvalidArgument ||
+                        written.status().code() == Code::kInternal)) {
+    // Refused (422, or 500 "failed to create typed patch object" from a 1.20 apiserver). When
+    // the status as it was, with the reason, goes through, the plugin's fields were the cause:
+    // said once on the object and tried again in a minute, instead of the same refused write on
+    // every pass with nothing on the object.
+    bool reported = false;
+    failed(object,
+           error(Code::kInternal, "ProviderProtocolError",
+                 "the apiserver refused the status the " + context_.backend +
+                     " plugin reported: " + written.status().message() + kProtocolErrorNextTry),
+           false, &reported);
+    if (reported) return runtime::Result::requeueAfter(kProtocolErrorRetry);
+  }
   if (!written.ok()) return runtime::Result::retry(written.status());
   if (*written) {
     std::string key = runtime::objectKey(object);
@@ -274,7 +318,7 @@ runtime::Result MachineReconciler::writeStatus(const rapidjson::Value& object,
 }
 
 runtime::Result MachineReconciler::failed(const rapidjson::Value& object, const Status& failure,
-                                          bool deleting) {
+                                          bool deleting, bool* reported) {
   auto policy = plugin::policyFor(static_cast<banlieue_status>(failure.code()));
   auto status = currentStatus(object);
   auto& a = status.GetAllocator();
@@ -288,6 +332,7 @@ runtime::Result MachineReconciler::failed(const rapidjson::Value& object, const 
   setMember(status, "observedGeneration", rapidjson::Value(generation));
   auto written = applyStatusIfChanged(context_.client, type_, object, status,
                                       context_.fieldManager(), /*whole_status=*/true);
+  if (reported != nullptr) *reported = written.ok();
   if (written.ok() && *written && policy.warning_event) {
     context_.events.warning(object, failure.reason(), deleting ? "Finalize" : "Reconcile", message);
   }

@@ -47,7 +47,9 @@ class MachineReconciler final : public runtime::Reconciler {
   // would write the same status again.
   bool cacheHasOurWrites(const std::string& key);
   // Ready=False with the failure's reason; the plugin's last reported fields are kept.
-  runtime::Result failed(const rapidjson::Value& object, const Status& failure, bool deleting);
+  // `reported`, when given, tells whether that status write went through.
+  runtime::Result failed(const rapidjson::Value& object, const Status& failure, bool deleting,
+                         bool* reported = nullptr);
 
   RuntimeContext& context_;
   kube::ResourceType type_;

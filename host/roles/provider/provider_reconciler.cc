@@ -1,6 +1,7 @@
 #include "host/roles/provider/provider_reconciler.h"
 
 #include "host/common/logging.h"
+#include "host/plugin/payload_schemas.h"
 #include "host/plugin/status_policy.h"
 #include "host/roles/provider/status_writer.h"
 
@@ -105,6 +106,13 @@ runtime::Result ProviderReconciler::reconcile(const runtime::Request& request) {
     walk_token_.reset();
   }
   if (!result.ok()) return report(p, statusOf(result), nullptr);
+  if (auto valid = plugin::validatePayload("introspect.response", result.outcome.body);
+      !valid.isOk()) {
+    return report(p,
+                  error(Code::kInternal, "ProviderProtocolError",
+                        "the plugin's introspect reply breaks the protocol: " + valid.message()),
+                  nullptr);
+  }
   rapidjson::Document body;
   body.Parse(result.outcome.body.c_str());
   {

@@ -160,6 +160,15 @@ class TestInstance final : public banlieue::sdk::Instance {
     rapidjson::Value init(rapidjson::kObjectType);
     init.AddMember("provisioned", true, a);
     reply.status().AddMember("initialization", init, a);
+#ifdef TEST_VARIANT_FAULTY
+    // spec.badReply: a reply the protocol forbids (addresses must be a list); spec.badStatus: one
+    // the protocol allows and the kind's CRD refuses (the faults test's TestMachine declares
+    // status.capacity an integer).
+    if (json::boolean(request.spec, "badReply")) {
+      reply.status().AddMember("addresses", "not-a-list", a);
+    }
+    if (json::boolean(request.spec, "badStatus")) reply.status().AddMember("capacity", "lots", a);
+#endif
     call.event(BANLIEUE_EVENT_NORMAL, "Provisioned", "test VM " + request.name + " is running");
     BANLIEUE_LOG(kInfo, "provisioned " + request.namespace_ + "/" + request.name);
     return Status::ok();
