@@ -57,8 +57,11 @@ http::status runChecks(const std::vector<NamedCheck>& checks, bool verbose, std:
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket socket, const std::vector<NamedCheck>& liveness,
-          const std::vector<NamedCheck>& readiness)
-      : stream_(std::move(socket)), liveness_(liveness), readiness_(readiness) {}
+          const std::vector<NamedCheck>& readiness, bool serves_metrics)
+      : stream_(std::move(socket)),
+        liveness_(liveness),
+        readiness_(readiness),
+        serves_metrics_(serves_metrics) {}
 
   void start() { read(); }
 
@@ -89,12 +92,13 @@ class Session : public std::enable_shared_from_this<Session> {
       status = runChecks(liveness_, verbose, body);
     } else if (path == "/readyz") {
       status = runChecks(readiness_, verbose, body);
-    } else if (path == "/metrics") {
+    } else if (path == "/metrics" && serves_metrics_) {
       body = MetricsRegistry::global().render();
       content_type = "text/plain; version=0.0.4; charset=utf-8";
     } else {
       status = http::status::not_found;
-      body = "not found: serves /healthz, /readyz and /metrics\n";
+      body = serves_metrics_ ? "not found: serves /healthz, /readyz and /metrics\n"
+                             : "not found: serves /healthz and /readyz\n";
     }
     response->result(status);
     response->set(http::field::content_type, content_type);
@@ -111,6 +115,7 @@ class Session : public std::enable_shared_from_this<Session> {
   http::request<http::string_body> request_;
   const std::vector<NamedCheck>& liveness_;
   const std::vector<NamedCheck>& readiness_;
+  bool serves_metrics_;
 };
 
 }  // namespace
@@ -121,11 +126,12 @@ struct HealthServer::Impl {
   std::vector<NamedCheck> liveness, readiness;
   std::thread thread;
   int port = 0;
+  bool serves_metrics = true;
 
   void accept() {
     acceptor.async_accept(asio::make_strand(io), [this](beast::error_code ec, tcp::socket socket) {
       if (ec) return;  // acceptor closed
-      std::make_shared<Session>(std::move(socket), liveness, readiness)->start();
+      std::make_shared<Session>(std::move(socket), liveness, readiness, serves_metrics)->start();
       accept();
     });
   }
@@ -141,6 +147,10 @@ void HealthServer::addLivenessCheck(const std::string& name, HealthCheck check) 
 }
 void HealthServer::addReadinessCheck(const std::string& name, HealthCheck check) {
   impl_->readiness.push_back({name, std::move(check)});
+}
+
+void HealthServer::setServesMetrics(bool serves) {
+  impl_->serves_metrics = serves;
 }
 
 Status HealthServer::start(const std::string& address, int port) {

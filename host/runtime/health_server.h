@@ -2,7 +2,7 @@
 //   /healthz  200 while the process's liveness checks pass (kubelet livenessProbe);
 //   /readyz   200 only when every readiness check passes, e.g. informer caches synced and,
 //             where it matters, this replica leading (kubelet readinessProbe, `kubectl wait`);
-//   /metrics  the Prometheus text format of MetricsRegistry::global().
+//   /metrics  the Prometheus text format of MetricsRegistry::global() (unless turned off).
 // A failing check answers 500 with one "[-]name: reason" line per failure; `?verbose` lists
 // the passing ones too, as kube-apiserver does. Plain HTTP: these endpoints carry no secrets
 // and are meant for the node-local kubelet and a scraper inside the cluster network.
@@ -29,6 +29,9 @@ class HealthServer {
   // Before start().
   void addLivenessCheck(const std::string& name, HealthCheck check);
   void addReadinessCheck(const std::string& name, HealthCheck check);
+  // Whether /metrics is served here too (the default); a role whose metrics have a port and
+  // address of their own turns it off, so the health port never exposes them.
+  void setServesMetrics(bool serves);
 
   // Binds `address:port` (port 0 picks a free one) and serves on a background thread.
   Status start(const std::string& address, int port);

@@ -239,7 +239,7 @@ TEST(Workload, TheDeploymentRunsTheProviderRuntimeByContract) {
       ElementsAre("--log-level", "debug", "--log-format", "json", "provider", "file", "--provider",
                   "team-a/lab", "--plugin-dir", "/opt/plugins", "--leader-election-id",
                   "banlieue-provider-file-lab", "--leader-election-namespace", "team-a",
-                  "--state-dir", "/var/lib/banlieue"));
+                  "--state-dir", "/var/lib/banlieue", "--metrics-bind-address", "127.0.0.1"));
   // A read-only root filesystem: the crash journal and /tmp are the pod's own emptyDirs.
   EXPECT_TRUE(sdk::json::boolean(&container, "securityContext.readOnlyRootFilesystem", false));
   const auto* mounts = find(&container, "volumeMounts");

@@ -405,7 +405,11 @@ std::vector<rapidjson::Document> buildBootstrapObjects(
       out.push_back(parse(
           binding("RoleBinding", build, build_ns, r.component, "ClusterRole", build, r.name, ns)));
     }
-    out.push_back(parse(deployment(r.name, ns, r.component, options.image, r.args)));
+    // /metrics on loopback, written out so the choice shows in the manifest: a platform team
+    // that scrapes from the cluster changes it to 0.0.0.0, behind a NetworkPolicy.
+    Strings args = r.args;
+    args.insert(args.end(), {"--metrics-bind-address", "127.0.0.1"});
+    out.push_back(parse(deployment(r.name, ns, r.component, options.image, args)));
   }
 
   if (options.provider_classes) {

@@ -29,10 +29,16 @@ void addRoleProcessFlags(CLI::App* sub, RoleProcessOptions* options) {
                   "Kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
   sub->add_option("--context", options->context, "Kubeconfig context");
   sub->add_option("--bind-address", options->bind_address,
-                  "Address the health and metrics endpoints listen on")
+                  "Address /healthz and /readyz listen on (the kubelet probes the pod's IP)")
+      ->capture_default_str();
+  sub->add_option("--metrics-bind-address", options->metrics_bind_address,
+                  "Address /metrics listens on: loopback keeps it inside the pod (a sidecar or "
+                  "kubectl port-forward); 0.0.0.0 lets the cluster scrape it, unauthenticated, "
+                  "so pair it with a NetworkPolicy")
       ->capture_default_str();
   sub->add_option("--health-port", options->health_port,
-                  "Port of /healthz, /readyz and /metrics (-1: off)")
+                  "Port of /healthz and /readyz (-1: off; equal to --metrics-port: /metrics "
+                  "too, on the health address)")
       ->capture_default_str();
   sub->add_option("--metrics-port", options->metrics_port, "Port of /metrics (-1: off)")
       ->capture_default_str();
@@ -89,12 +95,17 @@ void StopSignal::requestStop() {
 }
 
 Status RoleEndpoints::start(const RoleProcessOptions& options, runtime::HealthServer& health) {
+  const bool shared_port = options.metrics_port >= 0 && options.metrics_port == options.health_port;
+  health.setServesMetrics(shared_port);
   if (options.health_port >= 0) {
     if (auto s = health.start(options.bind_address, options.health_port); !s.isOk()) return s;
     common::logger("role")->info("health endpoints on {}:{}", options.bind_address, health.port());
   }
-  if (options.metrics_port >= 0 && options.metrics_port != options.health_port) {
-    if (auto s = metrics_.start(options.bind_address, options.metrics_port); !s.isOk()) return s;
+  if (options.metrics_port >= 0 && !shared_port) {
+    if (auto s = metrics_.start(options.metrics_bind_address, options.metrics_port); !s.isOk()) {
+      return s;
+    }
+    common::logger("role")->info("metrics on {}:{}", options.metrics_bind_address, metrics_.port());
   }
   return Status::ok();
 }

@@ -21,17 +21,23 @@ namespace banlieue::roles {
 struct RoleProcessOptions {
   std::string kubeconfig;  // empty: $KUBECONFIG, in-cluster, ~/.kube/config
   std::string context;
+  // /healthz and /readyz on every address by default: the kubelet probes the pod's IP.
   std::string bind_address = "0.0.0.0";
-  // /healthz, /readyz and /metrics; -1 leaves the server off. The defaults are the container
-  // ports the generated Deployments declare (health 8081, metrics 8080).
+  // /metrics on loopback by default: only the pod itself (a scraping sidecar, or
+  // `kubectl port-forward`) reads them, unless the manifests choose another address.
+  std::string metrics_bind_address = "127.0.0.1";
+  // -1 leaves a server off; the same port for both serves /metrics on the health address. The
+  // defaults are the container ports the generated Deployments declare (health 8081, metrics
+  // 8080).
   int health_port = 8081;
   int metrics_port = 8080;
   double kube_qps = kube::ClientOptions{}.qps;
   int kube_burst = kube::ClientOptions{}.burst;
 };
 
-// Adds --kubeconfig, --context, --bind-address, --health-port, --metrics-port, --kube-qps and
-// --kube-burst to `sub`, with defaults taken from the environment as described above.
+// Adds --kubeconfig, --context, --bind-address, --metrics-bind-address, --health-port,
+// --metrics-port, --kube-qps and --kube-burst to `sub`, with defaults taken from the environment as
+// described above.
 void addRoleProcessFlags(CLI::App* sub, RoleProcessOptions* options);
 
 // The API server client for these options; errors name the kubeconfig problem.
@@ -57,11 +63,13 @@ class StopSignal {
   std::thread waiter_;  // takes the signals; polls stop_ so requestStop() ends it too
 };
 
-// Starts `health` on the health port and, when it differs, a second endpoint serving /metrics
-// (and the same checks) on the metrics port.
+// Starts `health` on the health address and port and, when the metrics port differs, a second
+// endpoint serving /metrics (and the same checks) on the metrics address and port; /metrics is
+// then not served on the health port.
 class RoleEndpoints {
  public:
   Status start(const RoleProcessOptions& options, runtime::HealthServer& health);
+  int metricsPort() const { return metrics_.port(); }
 
  private:
   runtime::HealthServer metrics_;

@@ -258,7 +258,9 @@ Strings providerArgs(const Context& c) {
           // also the workload namespace unless the class moves Deployments elsewhere.
           "--leader-election-namespace", c.provider.metadata.namespace_,
           // The crash journal: survives a container restart (emptyDir), not the pod.
-          "--state-dir", kStateMountPath};
+          "--state-dir", kStateMountPath,
+          // Metrics stay inside the pod unless the class's platform team exposes them.
+          "--metrics-bind-address", "127.0.0.1"};
 }
 
 // The root filesystem is read-only: the runtime's state and the plugins' scratch files go to
