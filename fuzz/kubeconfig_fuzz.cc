@@ -16,15 +16,17 @@
 
 namespace {
 
-// One private folder per process; the input is the only file in it.
-std::filesystem::path kubeconfigPath() {
-  static const std::filesystem::path path = [] {
+// One private folder per process, removed at exit; the input is the only file in it. Never
+// freed: the exit handler runs after static destructors would have.
+const std::filesystem::path& kubeconfigPath() {
+  static const std::filesystem::path* path = [] {
     std::string dir = (std::filesystem::temp_directory_path() / "banlieue-fuzz-XXXXXX").string();
     if (::mkdtemp(dir.data()) == nullptr) std::abort();
+    auto* file = new std::filesystem::path(std::filesystem::path(dir) / "config");
     std::atexit([] { std::filesystem::remove_all(kubeconfigPath().parent_path()); });
-    return std::filesystem::path(dir) / "config";
+    return file;
   }();
-  return path;
+  return *path;
 }
 
 }  // namespace
@@ -36,7 +38,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return true;
   }();
   (void)quiet;
-  const auto path = kubeconfigPath();
+  const auto& path = kubeconfigPath();
   {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));

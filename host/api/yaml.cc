@@ -217,7 +217,7 @@ class StreamCheck final : public YAML::EventHandler {
   }
 
   size_t documents_ = 0;
-  size_t last_document_pos_ = 0;
+  int last_document_pos_ = 0;
   size_t nodes_ = 0;
   std::vector<std::pair<YAML::anchor_t, size_t>> open_;
   std::map<YAML::anchor_t, size_t> sizes_;

@@ -139,6 +139,11 @@ std::optional<std::chrono::system_clock::time_point> parseRfc3339(const std::str
   if (t >= std::chrono::system_clock::to_time_t(std::chrono::system_clock::time_point::max())) {
     return std::chrono::system_clock::time_point::max();
   }
+  // And it starts in 1677: earlier expiries have long passed (converting them overflowed,
+  // found by fuzz/exec_credential_fuzz.cc).
+  if (t <= std::chrono::system_clock::to_time_t(std::chrono::system_clock::time_point::min())) {
+    return std::chrono::system_clock::time_point::min();
+  }
   return std::chrono::system_clock::from_time_t(t);
 }
 
