@@ -63,7 +63,8 @@ StatusOr<std::string> mergeCloudConfigs(const std::vector<CloudConfigLayer>& lay
   for (size_t i = 0; i < layers.size(); ++i) {
     const auto& layer = layers[i];
     if (auto checked = api::checkYamlStream(layer.text, layer.source); !checked.isOk()) {
-      return error(Code::kInvalidArgument, "CloudConfigInvalid", checked.message());
+      return error(Code::kInvalidArgument, "CloudConfigInvalid",
+                   layer.source + " is not YAML (" + checked.message() + ")");
     }
     YAML::Node doc;
     try {
