@@ -18,6 +18,11 @@ function(banlieue_target_defaults target)
     target_compile_options(${target} PRIVATE -fsanitize=${BANLIEUE_SANITIZERS} -fno-omit-frame-pointer)
     target_link_options(${target} PRIVATE -fsanitize=${BANLIEUE_SANITIZERS})
   endif()
+  # Coverage for libFuzzer in everything a fuzz target links; optimised a little (-O1, as
+  # libFuzzer's docs advise) while Debug keeps assertions.
+  if(BANLIEUE_FUZZ)
+    target_compile_options(${target} PRIVATE -fsanitize=fuzzer-no-link -O1)
+  endif()
 endfunction()
 
 # banlieue_cc_library(NAME SRCS ... [DEPS ...] [PUBLIC_DEPS ...])

@@ -32,6 +32,8 @@ packages=(
   # toolchain
   git ccache
   clang-format clang-tidy
+  # scripts/fuzz.sh: clang with libFuzzer and the sanitizer runtimes (preset fuzz)
+  clang libclang-rt-dev
   # scripts/lint.sh: compile_commands.json lookups for the clang-tidy result cache
   jq
   # vcsim for the vSphere plugin's tests, built from Debian's govmomi simulator library

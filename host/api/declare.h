@@ -41,12 +41,15 @@ struct Codec<Quantity> {
 template <class SpecT, class StatusT>
 const Fields<Resource<SpecT, StatusT>>& Resource<SpecT, StatusT>::describe() {
   using R = Resource<SpecT, StatusT>;
-  static const Fields<R> fields = Fields<R>()
-                                      .field("apiVersion", &R::api_version)
-                                      .field("kind", &R::kind)
-                                      .field("metadata", &R::metadata)
-                                      .field("spec", &R::spec)
-                                      .field("status", &R::status);
+  static const Fields<R> fields =
+      Fields<R>()
+          .field("apiVersion", &R::api_version)
+          .field("kind", &R::kind)
+          .field("metadata", &R::metadata)
+          // Required when it has required fields (an absent spec could not hold them; the
+          // CRDs of those kinds require spec too).
+          .field("spec", &R::spec, {.required = SpecT::describe().hasRequired()})
+          .field("status", &R::status);
   return fields;
 }
 

@@ -1,5 +1,6 @@
 #include "host/api/fields.h"
 
+#include <banlieue/sdk/json.h>
 #include <rapidjson/error/en.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -127,6 +128,11 @@ void applySpecToSchema(const FieldSpec& spec, Json& schema, Alloc& a) {
 }
 
 Status parseJson(std::string_view text, rapidjson::Document& doc) {
+  if (sdk::json::nestsDeeperThan(text)) {
+    return error(
+        Code::kInvalidArgument, "InvalidJson",
+        "not valid JSON: it nests deeper than " + std::to_string(sdk::json::kMaxDepth) + " levels");
+  }
   std::string copy(text);
   doc.Parse(copy.c_str(), copy.size());
   if (doc.HasParseError()) {

@@ -2,11 +2,16 @@
 
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 #include <regex>
+#include <sstream>
+#include <utility>
 
 namespace banlieue::api {
 namespace {
@@ -146,6 +151,78 @@ void toJson(const YAML::Node& node, rapidjson::Value& out, rapidjson::Document::
   out.SetString(s.data(), static_cast<rapidjson::SizeType>(s.size()), a);
 }
 
+// The largest document parseYamlDocuments builds, counting every node an alias repeats: a few
+// lines of nested anchors (a "billion laughs") would otherwise expand into gigabytes.
+constexpr size_t kMaxExpandedNodes = size_t{1} << 17;
+
+// A first pass over the events of a stream, before yaml-cpp builds nodes: it refuses a stream
+// whose aliases expand past kMaxExpandedNodes, and one on which yaml-cpp's LoadAll would never
+// return (0.7 starts a new document without consuming a stray ',' or '?', forever).
+class StreamCheck final : public YAML::EventHandler {
+ public:
+  // Empty when the stream may be loaded; otherwise why not.
+  std::string problem;
+
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (documents_ > 0 && mark.pos == last_document_pos_) {
+      problem = "no document can start at line " + std::to_string(mark.line + 1) + ", column " +
+                std::to_string(mark.column + 1);
+    }
+    ++documents_;
+    last_document_pos_ = mark.pos;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t anchor) override { leaf(anchor); }
+  void OnAlias(const YAML::Mark&, YAML::anchor_t anchor) override {
+    auto it = sizes_.find(anchor);
+    add(it == sizes_.end() ? 1 : it->second);
+  }
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t anchor,
+                const std::string&) override {
+    leaf(anchor);
+  }
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
+    open(anchor);
+  }
+  void OnSequenceEnd() override { close(); }
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value) override {
+    open(anchor);
+  }
+  void OnMapEnd() override { close(); }
+
+  bool stop() const { return !problem.empty(); }
+
+ private:
+  void add(size_t nodes) {
+    nodes_ = nodes > kMaxExpandedNodes ? kMaxExpandedNodes + 1 : nodes_ + nodes;
+    if (nodes_ > kMaxExpandedNodes && problem.empty()) {
+      problem = "its aliases expand to more than " + std::to_string(kMaxExpandedNodes) + " nodes";
+    }
+  }
+  void leaf(YAML::anchor_t anchor) {
+    add(1);
+    if (anchor != YAML::NullAnchor) sizes_[anchor] = 1;
+  }
+  void open(YAML::anchor_t anchor) {
+    open_.emplace_back(anchor, nodes_);
+    add(1);
+  }
+  void close() {
+    if (open_.empty()) return;
+    auto [anchor, at_start] = open_.back();
+    open_.pop_back();
+    if (anchor != YAML::NullAnchor) sizes_[anchor] = nodes_ - at_start;
+  }
+
+  size_t documents_ = 0;
+  int last_document_pos_ = 0;
+  size_t nodes_ = 0;
+  std::vector<std::pair<YAML::anchor_t, size_t>> open_;
+  std::map<YAML::anchor_t, size_t> sizes_;
+};
+
 }  // namespace
 
 std::string toYaml(const rapidjson::Value& value) {
@@ -164,8 +241,29 @@ std::string toYamlStream(const std::vector<const rapidjson::Value*>& documents) 
   return out;
 }
 
+Status checkYamlStream(const std::string& text, const std::string& what) {
+  StreamCheck check;
+  try {
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    while (!check.stop() && parser.HandleNextDocument(check)) {
+    }
+  } catch (const YAML::Exception& e) {
+    return error(Code::kInvalidArgument, "InvalidYaml",
+                 what + ": not valid YAML: " + e.msg + " at line " +
+                     std::to_string(e.mark.line + 1) + ", column " +
+                     std::to_string(e.mark.column + 1));
+  }
+  if (check.stop()) {
+    return error(Code::kInvalidArgument, "InvalidYaml",
+                 what + ": not valid YAML: " + check.problem);
+  }
+  return Status::ok();
+}
+
 StatusOr<std::vector<rapidjson::Document>> parseYamlDocuments(const std::string& text,
                                                               const std::string& what) {
+  if (auto checked = checkYamlStream(text, what); !checked.isOk()) return checked;
   std::vector<YAML::Node> nodes;
   try {
     nodes = YAML::LoadAll(text);

@@ -18,6 +18,11 @@ std::string toYaml(const rapidjson::Value& value);
 // Documents joined with "---" lines, the form `kubectl apply -f -` reads.
 std::string toYamlStream(const std::vector<const rapidjson::Value*>& documents);
 
+// Refuses (reason InvalidYaml) a stream whose aliases expand past 2^17 nodes (a "billion
+// laughs"), or on which yaml-cpp 0.7's LoadAll would never return (a stray ',' where a document
+// starts). Call it before handing text from outside to yaml-cpp; parseYamlDocuments does.
+Status checkYamlStream(const std::string& text, const std::string& what);
+
 // Every non-empty document of a YAML stream as JSON. `what` names the source in errors.
 StatusOr<std::vector<rapidjson::Document>> parseYamlDocuments(const std::string& text,
                                                               const std::string& what);

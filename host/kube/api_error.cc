@@ -48,8 +48,8 @@ Status apiError(const HttpResponse& response, const std::string& what) {
   std::string reason = mapping.reason;
   std::string message;
   rapidjson::Document doc;
-  doc.Parse(response.body.data(), response.body.size());
-  if (!doc.HasParseError() && json::stringOr(&doc, "kind") == "Status") {
+  if (!json::nestsDeeperThan(response.body)) doc.Parse(response.body.data(), response.body.size());
+  if (doc.IsObject() && !doc.HasParseError() && json::stringOr(&doc, "kind") == "Status") {
     if (auto r = json::string(&doc, "reason"); r && !r->empty()) reason = std::string(*r);
     message = json::stringOr(&doc, "message");
     if (const auto* causes = json::find(&doc, "details.causes"); causes && causes->IsArray()) {

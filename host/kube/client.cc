@@ -233,6 +233,13 @@ class HttpKubeClient final : public KubeClient {
             stream_error = error(Code::kDataLoss, "InvalidWatchEvent", what + ": " + e.what());
             return false;
           }
+          // JSON but no event (a list, a string): FindMember below asserts on a non-object
+          // (found by fuzz/watch_stream_fuzz.cc).
+          if (!doc.IsObject()) {
+            stream_error = error(Code::kDataLoss, "InvalidWatchEvent",
+                                 what + ": a line of the stream is not a JSON object");
+            return false;
+          }
           event.type = json::stringOr(&doc, "type");
           if (auto it = doc.FindMember("object"); it != doc.MemberEnd()) {
             event.object.CopyFrom(it->value, event.object.GetAllocator());

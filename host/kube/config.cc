@@ -73,7 +73,7 @@ Status mergeFile(const std::filesystem::path& file, NamedEntries& merged) {
     }
     for (std::size_t i = 0; i < entries.size(); ++i) {
       const YAML::Node entry = entries[i];
-      if (!entry["name"] || !entry["name"].IsScalar()) {
+      if (!entry.IsMap() || !entry["name"] || !entry["name"].IsScalar()) {
         return error(Code::kInvalidArgument, "InvalidKubeconfig",
                      file.string() + ": " + list + "[" + std::to_string(i) + "] has no name");
       }
@@ -97,6 +97,7 @@ Status mergeFile(const std::filesystem::path& file, NamedEntries& merged) {
 }
 
 std::string scalar(const YAML::Node& node, const char* key) {
+  if (!node.IsMap()) return {};
   const YAML::Node v = node[key];
   return v && v.IsScalar() ? v.as<std::string>() : std::string();
 }
@@ -128,13 +129,6 @@ std::string shellQuote(const std::string& arg) {
   return out + "'";
 }
 
-struct ExecCredential {
-  std::string token;
-  std::string client_cert_pem;
-  std::string client_key_pem;
-  std::optional<std::chrono::system_clock::time_point> expires;  // status.expirationTimestamp
-};
-
 // "2026-11-29T12:00:00Z" (RFC 3339, UTC, optional fraction); nullopt when unparsable.
 std::optional<std::chrono::system_clock::time_point> parseRfc3339(const std::string& text) {
   std::tm tm{};
@@ -144,6 +138,11 @@ std::optional<std::chrono::system_clock::time_point> parseRfc3339(const std::str
   // system_clock counts nanoseconds: it ends in 2262. Later expiries mean "never" here.
   if (t >= std::chrono::system_clock::to_time_t(std::chrono::system_clock::time_point::max())) {
     return std::chrono::system_clock::time_point::max();
+  }
+  // And it starts in 1677: earlier expiries have long passed (converting them overflowed,
+  // found by fuzz/exec_credential_fuzz.cc).
+  if (t <= std::chrono::system_clock::to_time_t(std::chrono::system_clock::time_point::min())) {
+    return std::chrono::system_clock::time_point::min();
   }
   return std::chrono::system_clock::from_time_t(t);
 }
@@ -223,25 +222,7 @@ StatusOr<ExecCredential> runExecCredential(const ExecCommand& exec) {
                  exec.prefix + ": '" + exec.command + "' failed" +
                      (stderr_text.empty() ? "" : ": " + stderr_text.substr(0, 300)));
   }
-  rapidjson::Document doc;
-  doc.Parse(output.data(), output.size());
-  if (doc.HasParseError() || sdk::json::stringOr(&doc, "kind") != "ExecCredential") {
-    return error(Code::kUnauthenticated, "ExecCredentialFailed",
-                 exec.prefix + ": '" + exec.command + "' did not print an ExecCredential");
-  }
-  ExecCredential credential;
-  credential.token = sdk::json::stringOr(&doc, "status.token");
-  credential.client_cert_pem = sdk::json::stringOr(&doc, "status.clientCertificateData");
-  credential.client_key_pem = sdk::json::stringOr(&doc, "status.clientKeyData");
-  if (auto expiry = sdk::json::stringOr(&doc, "status.expirationTimestamp"); !expiry.empty()) {
-    credential.expires = parseRfc3339(expiry);
-  }
-  if (credential.token.empty() && credential.client_cert_pem.empty()) {
-    return error(
-        Code::kUnauthenticated, "ExecCredentialFailed",
-        exec.prefix + ": the ExecCredential carries neither a token nor a client certificate");
-  }
-  return credential;
+  return parseExecCredential(output, exec.prefix + ": '" + exec.command + "'");
 }
 
 // An exec plugin's token, run again when it has expired or the server rejected it (401), as
@@ -291,6 +272,28 @@ class ExecTokenSource final : public TokenSource {
 
 }  // namespace
 
+StatusOr<ExecCredential> parseExecCredential(std::string_view output, const std::string& what) {
+  rapidjson::Document doc;
+  if (!sdk::json::nestsDeeperThan(output)) doc.Parse(output.data(), output.size());
+  if (!doc.IsObject() || doc.HasParseError() ||
+      sdk::json::stringOr(&doc, "kind") != "ExecCredential") {
+    return error(Code::kUnauthenticated, "ExecCredentialFailed",
+                 what + " did not print an ExecCredential");
+  }
+  ExecCredential credential;
+  credential.token = sdk::json::stringOr(&doc, "status.token");
+  credential.client_cert_pem = sdk::json::stringOr(&doc, "status.clientCertificateData");
+  credential.client_key_pem = sdk::json::stringOr(&doc, "status.clientKeyData");
+  if (auto expiry = sdk::json::stringOr(&doc, "status.expirationTimestamp"); !expiry.empty()) {
+    credential.expires = parseRfc3339(expiry);
+  }
+  if (credential.token.empty() && credential.client_cert_pem.empty()) {
+    return error(Code::kUnauthenticated, "ExecCredentialFailed",
+                 what + ": the ExecCredential carries neither a token nor a client certificate");
+  }
+  return credential;
+}
+
 std::string Connection::bearerToken() const {
   if (token_source) return token_source->token();
   if (token_file.empty()) return token;
@@ -316,7 +319,9 @@ std::vector<std::filesystem::path> splitKubeconfigEnv(const std::string& value) 
   return files;
 }
 
-StatusOr<Connection> loadKubeconfig(const KubeconfigOptions& options) {
+namespace {
+
+StatusOr<Connection> resolveKubeconfig(const KubeconfigOptions& options) {
   std::vector<std::filesystem::path> files = options.files;
   if (files.empty()) {
     if (const char* env = std::getenv("KUBECONFIG"); env && *env) files = splitKubeconfigEnv(env);
@@ -410,6 +415,11 @@ StatusOr<Connection> loadKubeconfig(const KubeconfigOptions& options) {
       if (c.token_file.is_relative()) c.token_file = user_file.parent_path() / c.token_file;
     }
     if (const YAML::Node exec = user["exec"]; exec) {
+      if (!options.allow_exec_plugins) {
+        return error(Code::kPermissionDenied, "ExecPluginDenied",
+                     user_file.string() + ": user '" + user_name +
+                         "' runs an exec credential plugin, and exec plugins are not allowed");
+      }
       auto command = prepareExecCommand(exec, user_file, where);
       if (!command.ok()) return command.status();
       auto credential = runExecCredential(*command);
@@ -425,6 +435,20 @@ StatusOr<Connection> loadKubeconfig(const KubeconfigOptions& options) {
     }
   }
   return c;
+}
+
+}  // namespace
+
+StatusOr<Connection> loadKubeconfig(const KubeconfigOptions& options) {
+  // yaml-cpp throws where a node has another shape than the one asked for (a scalar where a
+  // mapping belongs, a mapping among exec args): such a kubeconfig is invalid, not a crash.
+  try {
+    return resolveKubeconfig(options);
+  } catch (const YAML::Exception& e) {
+    return error(Code::kInvalidArgument, "InvalidKubeconfig",
+                 "kubeconfig: a field has the wrong type (line " + std::to_string(e.mark.line + 1) +
+                     "): " + e.msg);
+  }
 }
 
 StatusOr<Connection> loadInClusterConfig(const std::filesystem::path& root) {

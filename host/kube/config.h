@@ -4,10 +4,12 @@
 
 #include "host/common/status_or.h"
 
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace banlieue::kube {
@@ -49,7 +51,24 @@ struct KubeconfigOptions {
   // $KUBECONFIG, else ~/.kube/config.
   std::vector<std::filesystem::path> files;
   std::optional<std::string> context;  // --context; default: current-context
+  // Whether a user's exec credential plugin runs (kuberc's credentialPluginPolicy AllowAll or
+  // DenyAll). Denied, a context whose user has `exec` is refused (reason ExecPluginDenied)
+  // before anything runs: for reading a kubeconfig whose author is not trusted.
+  bool allow_exec_plugins = true;
 };
+
+// What an exec credential plugin printed: client.authentication.k8s.io ExecCredential.
+struct ExecCredential {
+  std::string token;
+  std::string client_cert_pem;
+  std::string client_key_pem;
+  std::optional<std::chrono::system_clock::time_point> expires;  // status.expirationTimestamp
+};
+
+// Reads a plugin's standard output. Unauthenticated (reason ExecCredentialFailed, the message
+// starting with `what`) when it is not an ExecCredential or carries neither a token nor a
+// client certificate.
+StatusOr<ExecCredential> parseExecCredential(std::string_view output, const std::string& what);
 
 // Reads and merges kubeconfig files. Errors name the file and the missing field.
 StatusOr<Connection> loadKubeconfig(const KubeconfigOptions& options);

@@ -3,6 +3,7 @@
 #include "host/common/logging.h"
 #include "host/common/version.h"
 #include "host/kube/http_transport.h"
+#include "host/kube/line_framer.h"
 
 #include <cpprest/http_client.h>
 #include <boost/asio/ssl.hpp>
@@ -144,7 +145,7 @@ class CpprestTransport final : public HttpTransport {
         }
       } join_guard{finished, guard};
       auto body = response.body();
-      std::string pending;
+      LineFramer framer(kMaxWatchLine);
       std::vector<uint8_t> chunk(size_t{64} * 1024);
       for (;;) {
         if (cancel != nullptr && cancel->load()) {
@@ -156,20 +157,18 @@ class CpprestTransport final : public HttpTransport {
         auto buffer = body.streambuf();
         auto first = buffer.bumpc().get();
         if (first == std::char_traits<char>::eof()) break;  // the server ended the stream
-        pending.push_back(static_cast<char>(first));
+        chunk[0] = static_cast<uint8_t>(first);
+        size_t n = 1;
         if (size_t available = buffer.in_avail(); available > 0) {
-          size_t n = buffer.getn(chunk.data(), std::min(available, chunk.size())).get();
-          pending.append(reinterpret_cast<const char*>(chunk.data()), n);
+          n += buffer.getn(chunk.data() + 1, std::min(available, chunk.size() - 1)).get();
         }
-        size_t start = 0;
-        for (size_t nl; (nl = pending.find('\n', start)) != std::string::npos; start = nl + 1) {
-          if (!(*on_line)(std::string_view(pending).substr(start, nl - start))) {
-            abort.cancel();
-            return out;
-          }
+        auto framed =
+            framer.feed(std::string_view(reinterpret_cast<const char*>(chunk.data()), n), *on_line);
+        if (framed == LineFramer::Result::kStopped) {
+          abort.cancel();
+          return out;
         }
-        pending.erase(0, start);
-        if (pending.size() > kMaxWatchLine) {
+        if (framed == LineFramer::Result::kTooLong) {
           // No object is this large (etcd's limit is 1.5 MiB): a broken or hostile endpoint,
           // which must not grow this process's memory without bound.
           abort.cancel();
@@ -179,7 +178,7 @@ class CpprestTransport final : public HttpTransport {
                            " MiB of stream without a line end");
         }
       }
-      if (!pending.empty()) (*on_line)(pending);
+      framer.finish(*on_line);
       return out;
     } catch (const pplx::task_canceled&) {
       if (cancel != nullptr && cancel->load()) return HttpResponse{200, {}, {}};  // asked to stop

@@ -85,11 +85,17 @@ StatusOr<Manifest> readManifestAt(int directory_fd, const std::filesystem::path&
     return invalid(m, "is " + std::to_string(opened->size) + " bytes; a manifest may be at most " +
                           std::to_string(kMaxManifestBytes));
   }
-  m.raw_json.resize(static_cast<size_t>(opened->size));
-  ssize_t got = ::pread(opened->fd.get(), m.raw_json.data(), m.raw_json.size(), 0);
-  if (got != static_cast<ssize_t>(m.raw_json.size()))
-    return invalid(m, "could not be read in full");
+  std::string raw_json(static_cast<size_t>(opened->size), '\0');
+  ssize_t got = ::pread(opened->fd.get(), raw_json.data(), raw_json.size(), 0);
+  if (got != static_cast<ssize_t>(raw_json.size())) return invalid(m, "could not be read in full");
+  return parseManifest(std::move(raw_json), directory);
+}
 
+StatusOr<Manifest> parseManifest(std::string raw_json, const std::filesystem::path& directory) {
+  Manifest m;
+  m.directory = directory;
+  m.file = m.directory / kManifestFile;
+  m.raw_json = std::move(raw_json);
   rapidjson::Document doc;
   try {
     doc = json::parse(m.raw_json, m.file.string());

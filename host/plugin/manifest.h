@@ -46,6 +46,10 @@ StatusOr<Manifest> readManifest(const std::filesystem::path& directory);
 // `directory` (absolute, canonical) is what the manifest and its errors name.
 StatusOr<Manifest> readManifestAt(int directory_fd, const std::filesystem::path& directory);
 
+// Checks the text of a provider.json already read (at most 1 MiB) for the plugin directory
+// `directory`; readManifestAt reads the file and calls this.
+StatusOr<Manifest> parseManifest(std::string raw_json, const std::filesystem::path& directory);
+
 // Checks the manifest against this host's ABI (major equal, minorRequired not above ours).
 Status checkAbiCompatibility(const Manifest& manifest, int host_major, int host_minor);
 

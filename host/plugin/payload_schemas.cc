@@ -2,6 +2,7 @@
 
 #include "host/plugin/payload_schemas_data.h"  // generated from sdk/schemas/ by CMake
 
+#include <banlieue/sdk/json.h>
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
 #include <rapidjson/schema.h>
@@ -42,6 +43,11 @@ Status validatePayload(std::string_view schema_name, std::string_view document) 
   if (it == schemas.end()) {
     return error(Code::kInternal, "UnknownSchema",
                  "no payload schema named " + std::string(schema_name));
+  }
+  if (sdk::json::nestsDeeperThan(document)) {
+    return error(Code::kInvalidArgument, "InvalidJson",
+                 std::string(schema_name) + ": not valid JSON: it nests deeper than " +
+                     std::to_string(sdk::json::kMaxDepth) + " levels");
   }
   rapidjson::Document doc;
   doc.Parse(document.data(), document.size());

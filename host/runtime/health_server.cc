@@ -79,26 +79,35 @@ class Session : public std::enable_shared_from_this<Session> {
     auto response = std::make_shared<http::response<http::string_body>>();
     response->version(request_.version());
     response->keep_alive(request_.keep_alive());
-    std::string target(request_.target());
-    std::string path = target.substr(0, target.find('?'));
-    bool verbose = target.find("verbose") != std::string::npos;
+    auto route = routeHealthRequest(
+        request_.method() == http::verb::get || request_.method() == http::verb::head,
+        std::string_view(request_.target().data(), request_.target().size()));
     std::string body;
     http::status status = http::status::ok;
     std::string content_type = "text/plain; charset=utf-8";
-    if (request_.method() != http::verb::get && request_.method() != http::verb::head) {
-      status = http::status::method_not_allowed;
-      body = "only GET\n";
-    } else if (path == "/healthz" || path == "/livez") {
-      status = runChecks(liveness_, verbose, body);
-    } else if (path == "/readyz") {
-      status = runChecks(readiness_, verbose, body);
-    } else if (path == "/metrics" && serves_metrics_) {
-      body = MetricsRegistry::global().render();
-      content_type = "text/plain; version=0.0.4; charset=utf-8";
-    } else {
-      status = http::status::not_found;
-      body = serves_metrics_ ? "not found: serves /healthz, /readyz and /metrics\n"
-                             : "not found: serves /healthz and /readyz\n";
+    switch (route.endpoint) {
+      case HealthRoute::Endpoint::kMethodNotAllowed:
+        status = http::status::method_not_allowed;
+        body = "only GET\n";
+        break;
+      case HealthRoute::Endpoint::kLiveness:
+        status = runChecks(liveness_, route.verbose, body);
+        break;
+      case HealthRoute::Endpoint::kReadiness:
+        status = runChecks(readiness_, route.verbose, body);
+        break;
+      case HealthRoute::Endpoint::kMetrics:
+        if (serves_metrics_) {
+          body = MetricsRegistry::global().render();
+          content_type = "text/plain; version=0.0.4; charset=utf-8";
+          break;
+        }
+        [[fallthrough]];  // metrics have an address and port of their own
+      case HealthRoute::Endpoint::kNotFound:
+        status = http::status::not_found;
+        body = serves_metrics_ ? "not found: serves /healthz, /readyz and /metrics\n"
+                               : "not found: serves /healthz and /readyz\n";
+        break;
     }
     response->result(status);
     response->set(http::field::content_type, content_type);
@@ -119,6 +128,17 @@ class Session : public std::enable_shared_from_this<Session> {
 };
 
 }  // namespace
+
+HealthRoute routeHealthRequest(bool get_or_head, std::string_view target) {
+  using Endpoint = HealthRoute::Endpoint;
+  std::string_view path = target.substr(0, target.find('?'));
+  bool verbose = target.find("verbose") != std::string_view::npos;
+  if (!get_or_head) return {Endpoint::kMethodNotAllowed, verbose};
+  if (path == "/healthz" || path == "/livez") return {Endpoint::kLiveness, verbose};
+  if (path == "/readyz") return {Endpoint::kReadiness, verbose};
+  if (path == "/metrics") return {Endpoint::kMetrics, verbose};
+  return {Endpoint::kNotFound, verbose};
+}
 
 struct HealthServer::Impl {
   asio::io_context io{1};

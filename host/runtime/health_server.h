@@ -13,8 +13,19 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace banlieue::runtime {
+
+// Which endpoint one request asks for, from its method (GET or HEAD) and request target; the
+// session parses the request with Beast and answers what this says. Pure, so the request
+// parsing is fuzzed end to end (fuzz/health_request_fuzz.cc).
+struct HealthRoute {
+  enum class Endpoint { kLiveness, kReadiness, kMetrics, kNotFound, kMethodNotAllowed };
+  Endpoint endpoint;
+  bool verbose;  // ?verbose: list the passing checks too
+};
+HealthRoute routeHealthRequest(bool get_or_head, std::string_view target);
 
 // Returns true when healthy; otherwise fills `reason`.
 using HealthCheck = std::function<bool(std::string& reason)>;

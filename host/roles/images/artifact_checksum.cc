@@ -32,6 +32,11 @@ StatusOr<Checksum> parseChecksum(const std::string& text) {
                  "checksum '" + text + "' is not <algorithm>:<hex> (sha256: or sha512:)");
   }
   Checksum c{text.substr(0, colon), text.substr(colon + 1)};
+  // As the plugins that import read it: the algorithm's case does not matter (found by
+  // fuzz/checksum_fuzz.cc: "SHA256:..." was refused here and accepted by libvirt and Proxmox).
+  for (char& ch : c.algorithm) {
+    if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
+  }
   size_t bytes = digestLength(c.algorithm);
   if (bytes == 0) {
     return error(Code::kInvalidArgument, "ChecksumAlgorithmUnsupported",

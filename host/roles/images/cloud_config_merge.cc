@@ -1,5 +1,7 @@
 #include "host/roles/images/cloud_config_merge.h"
 
+#include "host/api/yaml.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <optional>
@@ -60,6 +62,10 @@ StatusOr<std::string> mergeCloudConfigs(const std::vector<CloudConfigLayer>& lay
   YAML::Node merged(YAML::NodeType::Map);
   for (size_t i = 0; i < layers.size(); ++i) {
     const auto& layer = layers[i];
+    if (auto checked = api::checkYamlStream(layer.text, layer.source); !checked.isOk()) {
+      return error(Code::kInvalidArgument, "CloudConfigInvalid",
+                   layer.source + " is not YAML (" + checked.message() + ")");
+    }
     YAML::Node doc;
     try {
       doc = YAML::Load(layer.text);

@@ -131,7 +131,8 @@ rapidjson::Document PveClient::send(const HttpRequest& request, Deadline deadlin
     std::string message = response.reason;
     // A 400 names each bad parameter in "errors"; fold them into the message.
     rapidjson::Document doc;
-    doc.Parse(response.body.data(), response.body.size());
+    if (!json::nestsDeeperThan(response.body))
+      doc.Parse(response.body.data(), response.body.size());
     if (!doc.HasParseError() && doc.IsObject()) {
       if (const auto* errors = json::member(&doc, "errors"); errors && errors->IsObject()) {
         for (const auto& m : errors->GetObject()) {
@@ -143,7 +144,7 @@ rapidjson::Document PveClient::send(const HttpRequest& request, Deadline deadlin
     throw PveError(response.status, what + ": " + message);
   }
   rapidjson::Document doc;
-  doc.Parse(response.body.data(), response.body.size());
+  if (!json::nestsDeeperThan(response.body)) doc.Parse(response.body.data(), response.body.size());
   if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("data")) {
     throw PveError(502, what + ": the answer is not a {\"data\": ...} envelope");
   }

@@ -17,13 +17,51 @@
 
 namespace banlieue::sdk::json {
 
+// The deepest nesting of arrays and objects a document may have. RapidJSON parses, copies,
+// validates and frees values recursively, so a few hundred KiB of '[' overflow the stack of
+// whoever reads them: an API server, a backend's API or a plugin could crash the process. Go's
+// encoding/json (the API server's) stops at 10000; no banlieue payload nests beyond a few dozen.
+inline constexpr size_t kMaxDepth = 1000;
+
+// Whether `text` nests arrays and objects deeper than `max_depth` ('[' and '{' inside strings
+// do not count). One pass, no allocation: call it on outside text before RapidJSON parses it.
+inline bool nestsDeeperThan(std::string_view text, size_t max_depth = kMaxDepth) {
+  size_t depth = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) return true;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return false;
+}
+
 // Parses text; on failure throws Error(kInvalidArgument, "InvalidJson", "<what> is not valid
-// JSON: <detail> at offset N"). `what` names the document ("reconcile request").
+// JSON: <detail> at offset N"), also for a document nested deeper than kMaxDepth. `what` names the
+// document ("reconcile request").
 inline rapidjson::Document parse(std::string_view text, std::string_view what) {
   if (auto nul = text.find('\0'); nul != std::string_view::npos) {
     throw Error(
         Code::kInvalidArgument, "InvalidJson",
         std::string(what) + " is not valid JSON: a NUL byte at offset " + std::to_string(nul));
+  }
+  if (nestsDeeperThan(text)) {
+    throw Error(Code::kInvalidArgument, "InvalidJson",
+                std::string(what) + " is not valid JSON: it nests deeper than " +
+                    std::to_string(kMaxDepth) + " levels");
   }
   rapidjson::Document doc;
   // Parse from a NUL-terminated, padded copy: RapidJSON's (pointer, length) overload goes
