@@ -12,8 +12,9 @@
 # build/fuzz/crashes/<target>/crash-<sha1> (or leak-, timeout-, oom-): minimise it with
 #   build/fuzz/fuzz/<target>_fuzz -minimize_crash=1 -runs=10000 <file>
 # and add it to fuzz/corpus/<target>/ with the fix, so the unit tier replays it from then on.
-# Time: the first configure and build take about 15 minutes on 2 cores (ccache: a minute when
-# warm); the runs take --seconds per target (15 targets: about 6 minutes at the default).
+# Time: the first clang build took 24 minutes at JOBS=1 NICE=19 on a shared 2-core machine
+# (ccache: a minute or two after a change); the runs take --seconds per target (15 targets:
+# about 6 minutes at the default).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
