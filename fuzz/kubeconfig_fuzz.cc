@@ -3,7 +3,7 @@
 // Any bytes must give a Connection or an error Status, never a crash or an exception.
 // Properties: a loaded connection has a server without a trailing slash, and a client
 // certificate only together with its key.
-#include "host/common/logging.h"
+#include "fuzz/quiet_logging.h"
 #include "host/kube/config.h"
 
 #include <unistd.h>
@@ -33,11 +33,7 @@ const std::filesystem::path& kubeconfigPath() {
 
 // NOLINTNEXTLINE(readability-identifier-naming): libFuzzer's entry point
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const bool quiet = [] {
-    banlieue::common::configureLogging(spdlog::level::off, banlieue::common::LogFormat::kText);
-    return true;
-  }();
-  (void)quiet;
+  banlieue::fuzz::silenceLoggingOnce();
   const auto& path = kubeconfigPath();
   {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);

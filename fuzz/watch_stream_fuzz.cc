@@ -2,7 +2,7 @@
 // (LineFramer, fed in chunks of a size the input picks) and the client's decoding of each line
 // into an event. Any bytes must give events or an error Status, never a crash. Property: the
 // lines do not depend on how the stream was chunked.
-#include "host/common/logging.h"
+#include "fuzz/quiet_logging.h"
 #include "host/kube/client.h"
 #include "host/kube/line_framer.h"
 
@@ -67,11 +67,7 @@ std::vector<std::string> frame(std::string_view body, size_t chunk) {
 
 // NOLINTNEXTLINE(readability-identifier-naming): libFuzzer's entry point
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const bool quiet = [] {
-    banlieue::common::configureLogging(spdlog::level::off, banlieue::common::LogFormat::kText);
-    return true;
-  }();
-  (void)quiet;
+  banlieue::fuzz::silenceLoggingOnce();
   std::string_view body(reinterpret_cast<const char*>(data), size);
   const size_t chunk = 1 + (size % 97);
 
