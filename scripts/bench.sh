@@ -1,25 +1,33 @@
 #!/usr/bin/env bash
 # The end-to-end benchmark (issue #10; bench/README.md explains every figure). Builds the
-# release preset, starts a private local control plane (deploy/local/up --state-dir <own dir>),
+# release preset, starts a private local cluster with a real node (deploy/local/up --node
+# --state-dir <own dir>, the image localhost/banlieue:<version> built from the release build),
 # installs the CRDs, runs `banlieue controller` and one `banlieue provider file` (the example
-# plugin, which answers at once) as plain processes, applies a VMClass, VMImage, ProviderClass
-# and Provider, then converges N VirtualMachines, watches 60 s of steady state, runs the
-# minimal client against the same apiserver, and stops everything it started (also on failure
-# or Ctrl-C). One JSON document on stdout; progress on stderr.
+# plugin, which answers at once, from its provider image) as pods of one-replica Deployments
+# with the RBAC `banlieue bootstrap operator` and the operator would give them, applies a
+# VMClass, VMImage, ProviderClass and Provider, then converges N VirtualMachines, watches 60 s
+# of steady state, runs the minimal client against the same apiserver, and stops everything it
+# started, the node included (also on failure or Ctrl-C). One JSON document on stdout; progress
+# on stderr. Needs root (the node), as deploy/local/up --node does; re-runs itself with sudo.
 #
-#   scripts/bench.sh [--vms N] [--threads T] [--kube-qps Q] [--no-limit] [--keep]
+#   scripts/bench.sh [--vms N] [--threads T] [--kube-qps Q] [--no-limit] [--keep] [--processes]
 #     --vms N        VirtualMachines to converge (default 100)
 #     --threads T    client threads creating VMs, and the minimal client's threads (default 16)
 #     --kube-qps Q   passed to both roles (default: the roles' own default, 50, burst 100;
 #                    with Q, burst 1.5 x Q)
 #     --no-limit     skip the minimal client (no limit_seconds or ratio): for RSS at large N
-#     --keep         leave the control plane and its state directory up afterwards
+#     --keep         leave the cluster, its node and its state directory up afterwards (and the
+#                    roles' pods, when the run failed before stopping them)
+#     --processes    run the roles as plain host processes on a control plane without a node,
+#                    as before 2026-12 (no root needed): to compare with earlier figures
+#   JOBS=J           parallel compile jobs for the build step (default 2)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
+argv=("$@")
 
-vms=100 threads=16 qps="" keep=0 limit=1
+vms=100 threads=16 qps="" keep=0 limit=1 mode=node
 while [ $# -gt 0 ]; do
   case "$1" in
     --vms) vms=${2:?--vms needs a number}; shift 2 ;;
@@ -27,6 +35,7 @@ while [ $# -gt 0 ]; do
     --kube-qps) qps=${2:?--kube-qps needs a number}; shift 2 ;;
     --no-limit) limit=0; shift ;;
     --keep) keep=1; shift ;;
+    --processes) mode=processes; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "scripts/bench.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
   esac
@@ -35,6 +44,15 @@ done
 [[ $threads =~ ^[1-9][0-9]*$ ]] || { echo "scripts/bench.sh: --threads must be a positive integer" >&2; exit 2; }
 [ -z "$qps" ] || [[ $qps =~ ^[0-9]+([.][0-9]+)?$ ]] ||
   { echo "scripts/bench.sh: --kube-qps must be a number" >&2; exit 2; }
+jobs=${JOBS:-2}
+[[ $jobs =~ ^[1-9][0-9]*$ ]] || { echo "scripts/bench.sh: JOBS must be a positive integer" >&2; exit 2; }
+if [ "$mode" = node ] && [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null; then
+    exec sudo --preserve-env=JOBS,BANLIEUE_K8S_CACHE "$0" "${argv[@]+"${argv[@]}"}"
+  fi
+  echo "scripts/bench.sh: needs root for the node (or --processes)" >&2
+  exit 1
+fi
 
 started=$SECONDS
 say() { printf '[bench %4ss] %s\n' "$((SECONDS - started))" "$*" >&2; }
@@ -45,10 +63,13 @@ build=$root/build/release
 bin=$build/host/banlieue
 plugin_dir=$build/plugins-dir
 
-say "building the release preset (banlieue, the file plugin, converge_bench, abi_call_bench)"
+# The node's image carries every in-tree plugin (deploy/local/images packages them all) and the
+# file plugin's provider image its plugin: all are built, whichever mode runs.
+say "building the release preset (banlieue, the plugins, converge_bench, abi_call_bench; -j$jobs)"
 deploy/local/build >&2
 cmake --preset release >/dev/null
-cmake --build --preset release -j2 --target banlieue banlieue-provider-file converge_bench \
+cmake --build --preset release -j"$jobs" --target banlieue banlieue-provider-file \
+  banlieue-provider-libvirt banlieue-provider-vsphere banlieue-provider-proxmox converge_bench \
   abi_call_bench >&2
 [ -x "$bin" ] || fail "$bin was not built"
 [ -f "$plugin_dir/file/provider.json" ] || fail "the file plugin is not in $plugin_dir/file"
@@ -56,12 +77,30 @@ cmake --build --preset release -j2 --target banlieue banlieue-provider-file conv
 state=$(mktemp -d /tmp/banlieue-bench.XXXXXX)
 kubeconfig=$state/kubeconfig
 logs=$state/bench-logs
-mkdir -p "$logs" "$state/file-backend"
+mkdir -p "$logs"
 role_pids=()
+k() { kubectl --kubeconfig "$kubeconfig" "$@"; }
+provider_workload=banlieue-provider-file-files  # the operator's name for it (workload_names.cc)
 
-# Stops the roles by pid (SIGTERM, then SIGKILL after 10 s), then the control plane.
+# Stops the roles, and waits until their processes are gone (the minimal client must not share
+# the CPU with them). Host processes: by pid, SIGTERM, then SIGKILL after 10 s. Pods: their
+# Deployments go to 0 replicas; the kubelet stops the containers (SIGTERM, then its grace).
 stop_roles() {
   local pid
+  if [ "$mode" = node ]; then
+    if [ ${#role_pids[@]} -gt 0 ]; then
+      k scale deployment -n banlieue-system banlieue-controller --replicas 0 >/dev/null || true
+      k scale deployment -n bench "$provider_workload" --replicas 0 >/dev/null || true
+      for pid in "${role_pids[@]}"; do
+        for _ in $(seq 1 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        if kill -0 "$pid" 2>/dev/null; then
+          fail "the role with pid $pid was still running 60 s after its scale-down"
+        fi
+      done
+    fi
+    role_pids=()
+    return 0
+  fi
   for pid in "${role_pids[@]+"${role_pids[@]}"}"; do
     kill -TERM "$pid" 2>/dev/null || continue
     for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
@@ -73,7 +112,15 @@ stop_roles() {
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
-  stop_roles
+  if [ "$rc" -ne 0 ] && [ "$mode" = node ] && [ -f "$state/run/node.env" ]; then
+    # The pods' logs go with the node: their last lines, for the failure above.
+    for role in banlieue-system/banlieue-controller "bench/$provider_workload"; do
+      say "the last lines of $role:"
+      k --request-timeout=10s logs -n "${role%%/*}" "deploy/${role#*/}" --tail 10 >&2 2>&1 || true
+    done
+  fi
+  # Host processes are stopped here; pods stop with the node, or stay up with --keep.
+  [ "$mode" = node ] || stop_roles
   if [ "$keep" -eq 1 ]; then
     say "kept: KUBECONFIG=$kubeconfig; stop with deploy/local/down --purge --state-dir $state"
   else
@@ -86,14 +133,32 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-say "starting a private control plane in $state"
-deploy/local/up --state-dir "$state" >&2
-k() { kubectl --kubeconfig "$kubeconfig" "$@"; }
+if [ "$mode" = node ]; then
+  say "starting a private control plane and node in $state (image from $build)"
+  deploy/local/up --state-dir "$state" --node --image-build-dir "$build" >&2
+else
+  say "starting a private control plane in $state"
+  deploy/local/up --state-dir "$state" >&2
+fi
 
 say "installing the CRDs (deploy/crds and the file plugin's)"
 k apply --server-side --field-manager=banlieue-bench -f deploy/crds \
   -f "$plugin_dir/file/crds/filemachines.yaml" >/dev/null
 k wait --for=condition=Established --timeout=60s crd --all >/dev/null
+
+version=$("$bin" --version | awk '{ print $2 }')
+backend_dir=/var/lib/bench-files  # an emptyDir of the provider pod
+if [ "$mode" = node ]; then
+  # A Managed class of the file plugin's provider image, as a platform team would write it;
+  # no operator runs, so the script publishes the status the operator would (below).
+  class_spec="{backend: file, deployment: Managed, plugin: {path: /usr/lib/banlieue/plugins/file},
+    image: {repository: localhost/banlieue-provider-file, tag: \"$version\", pullPolicy: IfNotPresent}}"
+  endpoint=file://$backend_dir
+else
+  class_spec="{backend: file, deployment: External, plugin: {path: file}}"
+  endpoint=file://$state/file-backend
+  mkdir -p "$state/file-backend"
+fi
 
 # What `banlieue bootstrap operator` and the operator would have done: the namespace, the
 # ProviderClass and its published machineKind (the operator reads it from provider.json).
@@ -103,17 +168,14 @@ k apply -f - >/dev/null <<YAML
 apiVersion: banlieue.io/v1alpha1
 kind: ProviderClass
 metadata: {name: file}
-spec:
-  backend: file
-  deployment: External
-  plugin: {path: file}
+spec: $class_spec
 ---
 apiVersion: banlieue.io/v1alpha1
 kind: Provider
 metadata: {name: files, namespace: bench}
 spec:
   providerClassRef: {name: file}
-  connection: {endpoint: "file://$state/file-backend"}
+  connection: {endpoint: "$endpoint"}
   capabilities:
     storageClasses: [{name: local}]
     networkClasses: [{name: lan}]
@@ -139,53 +201,222 @@ k patch providerclass file --subresource=status --type=merge -p \
   '{"status":{"machineKind":{"apiVersion":"infrastructure.file.example.com/v1alpha1","kind":"FileMachine"}}}' \
   >/dev/null
 
-free_port() {
-  local port
-  for _ in $(seq 1 200); do
-    port=$((20000 + RANDOM % 40000))
-    [ -z "$(ss -Htan "sport = :$port" 2>/dev/null)" ] && { echo "$port"; return 0; }
-  done
-  fail "no free loopback port"
-}
 qps_flags=()
 if [ -n "$qps" ]; then
   qps_flags=(--kube-qps "$qps" --kube-burst "$(awk -v q="$qps" 'BEGIN { printf "%d", q * 1.5 + 1 }')")
 fi
+provider_args=(provider file --provider bench/files --leader-election-namespace bench)
+controller_args=(controller --no-leader-elect)
 
-# start_role <name> <health-port> <metrics-port> <args...>: starts it, waits for /readyz and
-# sets role_pid and startup_ms (milliseconds from exec to the first ready answer). Not run in
-# a subshell, so the pid is in role_pids before anything can fail.
-start_role() {
-  local name=$1 health=$2 metrics=$3 t0 pid
-  shift 3
-  t0=$(now_ms)
-  "$bin" --log-level info "$@" --kubeconfig "$kubeconfig" --bind-address 127.0.0.1 \
-    --health-port "$health" --metrics-port "$metrics" "${qps_flags[@]+"${qps_flags[@]}"}" \
-    >"$logs/$name.log" 2>&1 </dev/null &
-  pid=$!
-  role_pids+=("$pid")
-  role_pid=$pid
-  for _ in $(seq 1 6000); do
-    kill -0 "$pid" 2>/dev/null || fail "$name exited: $(tail -n 5 "$logs/$name.log")"
-    if curl -sf -o /dev/null --max-time 1 "http://127.0.0.1:$health/readyz"; then
-      startup_ms=$(($(now_ms) - t0))
-      return 0
-    fi
-    sleep 0.01
-  done
-  fail "$name was not ready within 60 s: $(tail -n 5 "$logs/$name.log")"
-}
+# Each started role sets role_pid (host pid), role_url (http://<address>:<port> of /metrics) and
+# startup_ms.
+if [ "$mode" = processes ]; then
+  free_port() {
+    local port
+    for _ in $(seq 1 200); do
+      port=$((20000 + RANDOM % 40000))
+      [ -z "$(ss -Htan "sport = :$port" 2>/dev/null)" ] && { echo "$port"; return 0; }
+    done
+    fail "no free loopback port"
+  }
+  # start_role <name> <args...>: starts it, waits for /readyz and sets startup_ms (milliseconds
+  # from exec to the first ready answer). Not run in a subshell, so the pid is in role_pids
+  # before anything can fail.
+  start_role() {
+    local name=$1 health metrics t0 pid
+    shift
+    health=$(free_port) metrics=$(free_port)
+    t0=$(now_ms)
+    "$bin" --log-level info "$@" --kubeconfig "$kubeconfig" --bind-address 127.0.0.1 \
+      --health-port "$health" --metrics-port "$metrics" "${qps_flags[@]+"${qps_flags[@]}"}" \
+      >"$logs/$name.log" 2>&1 </dev/null &
+    pid=$!
+    role_pids+=("$pid")
+    role_pid=$pid role_url=http://127.0.0.1:$metrics
+    for _ in $(seq 1 6000); do
+      kill -0 "$pid" 2>/dev/null || fail "$name exited: $(tail -n 5 "$logs/$name.log")"
+      if curl -sf -o /dev/null --max-time 1 "http://127.0.0.1:$health/readyz"; then
+        startup_ms=$(($(now_ms) - t0))
+        return 0
+      fi
+      sleep 0.01
+    done
+    fail "$name was not ready within 60 s: $(tail -n 5 "$logs/$name.log")"
+  }
+  say "starting banlieue provider file (Provider bench/files)"
+  start_role provider "${provider_args[@]}" --plugin-dir "$plugin_dir"
+  provider_pid=$role_pid provider_url=$role_url provider_startup_ms=$startup_ms
+  say "starting banlieue controller (no leader election: one replica)"
+  start_role controller "${controller_args[@]}"
+  controller_pid=$role_pid controller_url=$role_url controller_startup_ms=$startup_ms
+else
+  node_sock=$state/node/containerd.sock
+  # CNI host-local (deploy/local/node.sh) records each pod address as a file named after it.
+  ipam_dir=$state/node/cni/ipam/banlieue-pods
 
-provider_health=$(free_port) provider_metrics=$(free_port)
-say "starting banlieue provider file (Provider bench/files)"
-start_role provider "$provider_health" "$provider_metrics" provider file \
-  --provider bench/files --plugin-dir "$plugin_dir" --leader-election-namespace bench
-provider_pid=$role_pid provider_startup_ms=$startup_ms
+  # The RBAC as installed: `banlieue bootstrap operator --dry-run` with this build's plugins,
+  # converted to JSON by kubectl. Taken from it: the namespaces, everything of the controller
+  # (ServiceAccount, ClusterRoles, bindings, its Deployment), the file plugin's provider
+  # ClusterRole and the provider-imports ClusterRole the operator binds per Provider. Not
+  # taken: the operator and the imagebuilder, which have nothing to do here.
+  "$bin" --log-level warn bootstrap operator --dry-run --skip-crds --skip-provider-classes \
+    --plugin-dir "$plugin_dir" --image "localhost/banlieue:$version" >"$logs/bootstrap.yaml"
+  k create --dry-run=client -o json -f "$logs/bootstrap.yaml" |
+    jq -s '[.[] | if .kind == "List" then .items[] else . end]' >"$logs/bootstrap.json"
+  jq '{apiVersion: "v1", kind: "List", items: [.[] | select(.kind != "Deployment") | select(
+        .kind == "Namespace"
+        or .metadata.labels["app.kubernetes.io/component"] == "controller"
+        or (.kind == "ClusterRole" and (.metadata.name == "banlieue-provider-file"
+                                        or .metadata.name == "banlieue-provider-imports")))]}' \
+    "$logs/bootstrap.json" >"$logs/rbac.json"
+  grep -q '"banlieue-provider-file"' "$logs/rbac.json" ||
+    fail "bootstrap operator --plugin-dir $plugin_dir wrote no ClusterRole banlieue-provider-file"
 
-controller_health=$(free_port) controller_metrics=$(free_port)
-say "starting banlieue controller (no leader election: one replica)"
-start_role controller "$controller_health" "$controller_metrics" controller --no-leader-elect
-controller_pid=$role_pid controller_startup_ms=$startup_ms
+  # What the operator mints for a Managed Provider (host/roles/operator/workload.cc,
+  # providerRoleRules and buildWorkload; its name from workload_names.cc): a ServiceAccount, a
+  # Role for its own Lease and Events in the Provider's namespace, its backend's ClusterRole,
+  # and read access to its import Jobs and their pods in the build namespace. The import Jobs'
+  # own Role is left out: the file plugin imports no images.
+  cluster_name=banlieue-provider-file-bench-files
+  cat >"$logs/provider-rbac.yaml" <<YAML
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: $provider_workload, namespace: bench}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: $provider_workload, namespace: bench}
+rules:
+- {apiGroups: [coordination.k8s.io], resources: [leases], verbs: [create]}
+- {apiGroups: [coordination.k8s.io], resources: [leases], resourceNames: [$provider_workload], verbs: [get, update, patch]}
+- {apiGroups: ["", events.k8s.io], resources: [events], verbs: [create, patch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: $provider_workload, namespace: bench}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: $provider_workload}
+subjects: [{kind: ServiceAccount, name: $provider_workload, namespace: bench}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: $cluster_name, namespace: banlieue-imagebuild}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: banlieue-provider-imports}
+subjects: [{kind: ServiceAccount, name: $provider_workload, namespace: bench}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: $cluster_name}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: banlieue-provider-file}
+subjects: [{kind: ServiceAccount, name: $provider_workload, namespace: bench}]
+YAML
+  say "installing the roles' RBAC (bootstrap operator's, and the operator's for the Provider)"
+  k apply -f "$logs/rbac.json" >/dev/null
+  k apply -f "$logs/provider-rbac.yaml" >/dev/null
+
+  # The Deployments: bootstrap's controller Deployment (image, securityContext, probes,
+  # resources as shipped) with the benchmark's arguments, and the provider's made from it as
+  # the operator makes it: its ServiceAccount, the provider image, /tmp as an emptyDir (the
+  # root filesystem is read-only), plus an emptyDir for the file backend. /metrics listens on
+  # every address of the pod (the shipped default is loopback), so the host scrapes it
+  # through the pod's address on the node's bridge.
+  json_array() { printf '%s\n' "$@" | jq -cRs 'rtrimstr("\n") | split("\n")'; }
+  common_args=(--metrics-bind-address 0.0.0.0 "${qps_flags[@]+"${qps_flags[@]}"}")
+  jq --argjson args "$(json_array --log-level info "${controller_args[@]}" "${common_args[@]}")" \
+    '.[] | select(.kind == "Deployment" and .metadata.name == "banlieue-controller")
+     | .spec.template.spec.containers[0].args = $args' "$logs/bootstrap.json" \
+    >"$logs/controller-deployment.json"
+  [ -s "$logs/controller-deployment.json" ] || fail "no controller Deployment in $logs/bootstrap.json"
+  jq --arg name "$provider_workload" --arg image "localhost/banlieue-provider-file:$version" \
+    --arg backend "$backend_dir" \
+    --argjson args "$(json_array --log-level info "${provider_args[@]}" \
+      --plugin-dir /usr/lib/banlieue/plugins "${common_args[@]}")" \
+    '.metadata.name = $name | .metadata.namespace = "bench"
+     | .metadata.labels["app.kubernetes.io/component"] = "provider-file"
+     | .spec.selector.matchLabels["app.kubernetes.io/component"] = "provider-file"
+     | .spec.template.metadata.labels["app.kubernetes.io/component"] = "provider-file"
+     | .spec.template.spec.serviceAccountName = $name
+     | .spec.template.spec.containers[0] |= (.name = "provider" | .image = $image | .args = $args
+         | .volumeMounts = [{name: "tmp", mountPath: "/tmp"}, {name: "backend", mountPath: $backend}])
+     | .spec.template.spec.volumes = [{name: "tmp", emptyDir: {}}, {name: "backend", emptyDir: {}}]' \
+    "$logs/controller-deployment.json" >"$logs/provider-deployment.json"
+
+  pod_addresses() {
+    local f
+    for f in "$ipam_dir"/*; do
+      [[ ${f##*/} =~ ^[0-9]+(\.[0-9]+){3}$ ]] && echo "${f##*/}"
+    done
+    return 0
+  }
+  # The host pid of a container, from the node's containerd (its tasks carry host pids).
+  task_pid() {
+    ctr --address "$node_sock" -n k8s.io tasks ls 2>/dev/null |
+      awk -v id="$1" '$1 == id && $3 == "RUNNING" { print $2 }'
+  }
+  # container_of <namespace> <pod address>: "<pod> <container id> <restarts>" of the running
+  # container of the pod with that address, or nothing (yet).
+  container_of() {
+    k get pods -n "$1" -o json | jq -r --arg ip "$2" '.items[] | select(.status.podIP == $ip)
+      | .metadata.name as $pod | .status.containerStatuses[0]? | select(.state.running != null)
+      | "\($pod) \(.containerID | sub("^containerd://"; "")) \(.restartCount)"' | head -n 1
+  }
+  # start_role <name> <namespace> <deployment.json>: applies the Deployment, waits for its pod's
+  # /readyz through the pod's address and sets startup_ms: from the container process's start
+  # (its start time in /proc/<pid>/stat; runc forks it when the container is created and it
+  # execs banlieue when the container starts) to the first 200 of /readyz, polled every 10 ms.
+  # The address is taken when CNI allocates it, before the container exists, so the polls
+  # begin before the process does.
+  start_role() {
+    local name=$1 ns=$2 manifest=$3 before ip="" a deadline=$((SECONDS + 180)) polls=0 uptime
+    local info pod container restarts pid ticks deployment
+    deployment=$(jq -r .metadata.name "$manifest")
+    before=$(pod_addresses)
+    k apply -f "$manifest" >/dev/null
+    while true; do
+      # A sandbox that failed and was made again has a new address.
+      if [ -z "$ip" ] || [ ! -e "$ipam_dir/$ip" ]; then
+        ip=""
+        for a in $(pod_addresses); do grep -qxF "$a" <<<"$before" || ip=$a; done
+      fi
+      if [ -n "$ip" ]; then
+        curl -sf -o /dev/null --max-time 1 "http://$ip:8081/readyz" && break
+        polls=$((polls + 1))
+      fi
+      if [ "$SECONDS" -ge "$deadline" ]; then
+        k describe pods -n "$ns" >"$logs/$name-pods.txt" 2>&1 || true
+        fail "$name (${ip:-no pod address}) was not ready within 180 s: $(k logs -n "$ns" "deploy/$deployment" --tail 5 2>&1 || true) (pods: $logs/$name-pods.txt)"
+      fi
+      sleep 0.01
+    done
+    read -r uptime _ </proc/uptime
+    [ "$polls" -gt 0 ] || say "warning: $name answered the first poll; its startup_ms is an upper bound"
+    # The API learns the container id from the kubelet's next status update.
+    until info=$(container_of "$ns" "$ip") && [ -n "$info" ]; do
+      [ "$SECONDS" -lt "$deadline" ] || fail "$name: no running container with address $ip in the API"
+      sleep 0.2
+    done
+    read -r pod container restarts <<<"$info"
+    pid=$(task_pid "$container")
+    [ -n "$pid" ] || fail "$name: containerd has no running task for container $container"
+    grep -q "$container" "/proc/$pid/cgroup" ||
+      fail "$name: pid $pid is not in the cgroup of container $container"
+    [ "$(tr '\0' ' ' <"/proc/$pid/cmdline" | cut -d' ' -f1)" = /usr/bin/banlieue ] ||
+      fail "$name: pid $pid is not /usr/bin/banlieue: $(tr '\0' ' ' <"/proc/$pid/cmdline")"
+    ticks=$(sed 's/^.*) //' "/proc/$pid/stat" | cut -d' ' -f20)
+    startup_ms=$(awk -v u="$uptime" -v t="$ticks" -v hz="$(getconf CLK_TCK)" \
+      'BEGIN { printf "%d", (u - t / hz) * 1000 }')
+    role_pids+=("$pid")
+    role_pid=$pid role_url=http://$ip:8080 role_container=$container
+    say "  $name: pod $pod, $ip, pid $pid, container ${container:0:12}, restarts $restarts"
+  }
+  say "starting banlieue provider file (Deployment bench/$provider_workload, Provider bench/files)"
+  start_role provider bench "$logs/provider-deployment.json"
+  provider_pid=$role_pid provider_url=$role_url provider_startup_ms=$startup_ms
+  provider_container=$role_container
+  say "starting banlieue controller (Deployment banlieue-system/banlieue-controller; no leader election: one replica)"
+  start_role controller banlieue-system "$logs/controller-deployment.json"
+  controller_pid=$role_pid controller_url=$role_url controller_startup_ms=$startup_ms
+  controller_container=$role_container
+fi
 
 say "waiting for the Provider to be Ready and the image ready on it"
 k wait --for=condition=Ready --timeout=120s -n bench provider/files >/dev/null ||
@@ -198,7 +429,7 @@ done
 [ "$ready" = true ] || fail "VMImage bench is not ready on files: $(k get vmimage bench -o yaml)"
 
 # Metrics: banlieue_kube_write_requests_total and banlieue_reconcile_total of one role.
-scrape() { curl -sf --max-time 10 "http://127.0.0.1:$1/metrics" >"$2" || fail "cannot scrape :$1"; }
+scrape() { curl -sf --max-time 10 "$1/metrics" >"$2" || fail "cannot scrape $1/metrics"; }
 # "<resource>[/<subresource>] <count>" for every write series of a scrape.
 writes_of() {
   awk '/^banlieue_kube_write_requests_total\{/ {
@@ -236,21 +467,44 @@ counts_json() {
   awk 'BEGIN { printf "{" } NF == 2 { printf "%s\"%s\":%d", (k++ ? "," : ""), $1, $2 } END { printf "}" }'
 }
 
-scrape "$controller_metrics" "$logs/controller.0"
-scrape "$provider_metrics" "$logs/provider.0"
+scrape "$controller_url" "$logs/controller.0"
+scrape "$provider_url" "$logs/provider.0"
 
 say "converging $vms VirtualMachines ($threads client threads)"
 converge_json=$("$build/bench/converge_bench" converge "$kubeconfig" bench "$vms" "$threads" \
   $((120 + vms))) || fail "the VMs did not converge (logs: $logs)"
 say "converged: $converge_json"
-scrape "$controller_metrics" "$logs/controller.1"
-scrape "$provider_metrics" "$logs/provider.1"
+scrape "$controller_url" "$logs/controller.1"
+scrape "$provider_url" "$logs/provider.1"
 
 say "steady state: counting writes for 60 s"
 sleep 60
-scrape "$controller_metrics" "$logs/controller.2"
-scrape "$provider_metrics" "$logs/provider.2"
+scrape "$controller_url" "$logs/controller.2"
+scrape "$provider_url" "$logs/provider.2"
 
+# A role that restarted during the run would have reset its counters and its peak RSS.
+if [ "$mode" = node ]; then
+  [ "$(task_pid "$controller_container")" = "$controller_pid" ] ||
+    fail "the controller's container restarted during the run: its figures would be wrong"
+  [ "$(task_pid "$provider_container")" = "$provider_pid" ] ||
+    fail "the provider's container restarted during the run: its figures would be wrong"
+fi
+# CPU time the container's limit (the shipped 1 CPU) held the role back, over its whole life:
+# cgroup v1's cpu.stat throttled_time (ns), or v2's throttled_usec; null for host processes.
+throttled_seconds() {
+  local path stat
+  [ "$mode" = node ] || { echo null; return 0; }
+  path=$(awk -F: '$2 ~ /(^|,)cpu(,|$)/ { print $3 }' "/proc/$1/cgroup")
+  if [ -n "$path" ]; then
+    stat=/sys/fs/cgroup/cpu$path/cpu.stat
+  else
+    stat=/sys/fs/cgroup$(awk -F: '$1 == 0 { print $3 }' "/proc/$1/cgroup")/cpu.stat
+  fi
+  awk '$1 == "throttled_time" { v = $2 / 1e9 } $1 == "throttled_usec" { v = $2 / 1e6 }
+       END { if (v == "") print "null"; else printf "%.2f", v }' "$stat" 2>/dev/null || echo null
+}
+controller_throttled=$(throttled_seconds "$controller_pid")
+provider_throttled=$(throttled_seconds "$provider_pid")
 hwm_mb() { awk '/^VmHWM:/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
 controller_rss_mb=$(hwm_mb "$controller_pid")
 provider_rss_mb=$(hwm_mb "$provider_pid")
@@ -311,8 +565,9 @@ cat <<JSON
   "controller_rss_mb": $controller_rss_mb,
   "provider_rss_mb": $provider_rss_mb,
   "startup_ms": {"controller": $controller_startup_ms, "provider": $provider_startup_ms},
+  "cpu_throttled_seconds": {"controller": $controller_throttled, "provider": $provider_throttled},
   "abi_call_us": $abi_call_us,
-  "settings": {"client_threads": $threads, "kube_qps": "${qps:-role default}", "plugin": "file (examples/file-provider)"},
+  "settings": {"client_threads": $threads, "kube_qps": "${qps:-role default}", "plugin": "file (examples/file-provider)", "roles": "$([ "$mode" = node ] && echo "pods on the real node" || echo "host processes")"},
   "machine": {"nproc": $(nproc), "mem_mb": $(awk '/^MemTotal:/ { printf "%d", $2 / 1024 }' /proc/meminfo), "loadavg_at_end": "$(cut -d' ' -f1-3 /proc/loadavg)"}
 }
 JSON
