@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <mutex>
 #include <set>
 
@@ -44,11 +45,15 @@ class FakeClock final : public Clock {
                  TimePoint deadline) override;
   void forget(std::condition_variable& cv) override;
   void advance(std::chrono::nanoseconds by);
+  // Threads inside waitUntil right now: a test that moves time only while this is nonzero
+  // (and nothing else runs) never moves it under a thread that has not yet looked at it.
+  size_t sleeping() const;
 
  private:
   mutable std::mutex mutex_;
   TimePoint now_{std::chrono::hours(1)};
   std::set<std::condition_variable*> waiters_;
+  size_t sleeping_ = 0;
 };
 
 }  // namespace banlieue::common

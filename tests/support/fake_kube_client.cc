@@ -2,8 +2,22 @@
 
 #include <banlieue/sdk/json.h>
 
+#include <utility>
+
 namespace banlieue::testing {
 namespace {
+
+// Counts a request from its start to its answer (FakeKubeClient::inFlight()).
+class InFlight {
+ public:
+  explicit InFlight(std::atomic<int>& count) : count_(count) { ++count_; }
+  ~InFlight() { --count_; }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+
+ private:
+  std::atomic<int>& count_;
+};
 
 namespace json = sdk::json;
 
@@ -13,9 +27,23 @@ Status notFound(const kube::ResourceType& type, const std::string& ns, const std
 
 }  // namespace
 
+int FakeKubeClient::inFlight() const {
+  return in_flight_.load();
+}
+
+void FakeKubeClient::failNext(Injector injector) {
+  std::lock_guard lock(inject_mutex_);
+  fail_next_ = std::move(injector);
+}
+
 Status FakeKubeClient::injected(const std::string& verb, const std::string& plural) {
-  if (!fail_next) return Status::ok();
-  return fail_next(verb, plural);
+  Injector injector;
+  {
+    std::lock_guard lock(inject_mutex_);
+    injector = fail_next_;
+  }
+  // Called on a copy, outside the lock: an injector may replace or clear itself.
+  return injector ? injector(verb, plural) : Status::ok();
 }
 
 int FakeKubeClient::writes() const {
@@ -43,6 +71,7 @@ StatusOr<rapidjson::Document> FakeKubeClient::store(const Key& key, rapidjson::D
 StatusOr<rapidjson::Document> FakeKubeClient::get(const kube::ResourceType& type,
                                                   const std::string& ns, const std::string& name,
                                                   const std::string&) {
+  InFlight in_flight(in_flight_);
   if (auto st = injected("get", type.plural); !st.isOk()) return st;
   std::lock_guard lock(mutex_);
   auto it = objects_.find({type.plural, ns, name});
@@ -53,6 +82,7 @@ StatusOr<rapidjson::Document> FakeKubeClient::get(const kube::ResourceType& type
 StatusOr<rapidjson::Document> FakeKubeClient::list(const kube::ResourceType& type,
                                                    const std::string& ns,
                                                    const kube::ListOptions&) {
+  InFlight in_flight(in_flight_);
   if (auto st = injected("list", type.plural); !st.isOk()) return st;
   std::lock_guard lock(mutex_);
   std::string body =
@@ -69,6 +99,7 @@ StatusOr<rapidjson::Document> FakeKubeClient::list(const kube::ResourceType& typ
 StatusOr<rapidjson::Document> FakeKubeClient::create(const kube::ResourceType& type,
                                                      const std::string& ns,
                                                      const std::string& object_json) {
+  InFlight in_flight(in_flight_);
   if (auto st = injected("create", type.plural); !st.isOk()) return st;
   auto object = json::parse(object_json, "object");
   std::string name = json::stringOr(&object, "metadata.name");
@@ -85,6 +116,7 @@ StatusOr<rapidjson::Document> FakeKubeClient::update(const kube::ResourceType& t
                                                      const std::string& ns, const std::string& name,
                                                      const std::string& object_json,
                                                      const std::string&) {
+  InFlight in_flight(in_flight_);
   if (auto st = injected("update", type.plural); !st.isOk()) return st;
   auto object = json::parse(object_json, "object");
   std::lock_guard lock(mutex_);
@@ -132,6 +164,7 @@ StatusOr<rapidjson::Document> FakeKubeClient::patch(const kube::ResourceType& ty
                                                     kube::PatchType patch_type,
                                                     const std::string& patch_json,
                                                     const std::string&) {
+  InFlight in_flight(in_flight_);
   if (auto st = injected("patch", type.plural); !st.isOk()) return st;
   if (patch_type != kube::PatchType::kMerge) {
     return error(Code::kUnimplemented, "Unimplemented",
@@ -157,6 +190,7 @@ StatusOr<rapidjson::Document> FakeKubeClient::apply(const kube::ResourceType& ty
                                                     const std::string& ns, const std::string& name,
                                                     const std::string& object_json,
                                                     const kube::ApplyOptions&) {
+  InFlight in_flight(in_flight_);
   if (auto st = injected("apply", type.plural); !st.isOk()) return st;
   std::lock_guard lock(mutex_);
   return store({type.plural, ns, name}, json::parse(object_json, "object"));
@@ -164,6 +198,7 @@ StatusOr<rapidjson::Document> FakeKubeClient::apply(const kube::ResourceType& ty
 
 Status FakeKubeClient::remove(const kube::ResourceType& type, const std::string& ns,
                               const std::string& name, const kube::DeleteOptions&) {
+  InFlight in_flight(in_flight_);
   if (auto st = injected("delete", type.plural); !st.isOk()) return st;
   std::lock_guard lock(mutex_);
   if (objects_.erase({type.plural, ns, name}) == 0) return notFound(type, ns, name);
@@ -175,6 +210,7 @@ Status FakeKubeClient::watch(const kube::ResourceType& type, const std::string&,
                              const kube::WatchOptions&,
                              const std::function<bool(kube::WatchEvent&)>&,
                              const std::atomic<bool>*) {
+  InFlight in_flight(in_flight_);
   return error(Code::kUnimplemented, "Unimplemented",
                "the fake client does not watch " + type.plural);
 }

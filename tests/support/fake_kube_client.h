@@ -6,6 +6,7 @@
 
 #include "host/kube/client.h"
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -16,8 +17,10 @@ namespace banlieue::testing {
 
 class FakeKubeClient final : public kube::KubeClient {
  public:
+  using Injector = std::function<Status(const std::string& verb, const std::string& plural)>;
   // When set, called before every request; a non-OK status is returned instead of serving it.
-  std::function<Status(const std::string& verb, const std::string& plural)> fail_next;
+  // Safe to call from any thread, and from inside the injector itself (it runs on a copy).
+  void failNext(Injector injector);
 
   StatusOr<rapidjson::Document> get(const kube::ResourceType& type, const std::string& ns,
                                     const std::string& name,
@@ -44,12 +47,18 @@ class FakeKubeClient final : public kube::KubeClient {
                const std::atomic<bool>* cancel) override;
 
   int writes() const;
+  // Requests started and not yet answered (one blocked in an injector counts): a test on a fake
+  // clock moves time only while none is being served, so no request is starved of its budget.
+  int inFlight() const;
 
  private:
   using Key = std::tuple<std::string, std::string, std::string>;
   StatusOr<rapidjson::Document> store(const Key& key, rapidjson::Document object);
   Status injected(const std::string& verb, const std::string& plural);
 
+  std::atomic<int> in_flight_{0};
+  std::mutex inject_mutex_;
+  Injector fail_next_;
   mutable std::mutex mutex_;
   std::map<Key, std::string> objects_;  // serialized
   int64_t version_ = 100;

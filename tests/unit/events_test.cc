@@ -118,9 +118,9 @@ TEST(EventRecorderTest, RefilledBucketsAreForgotten) {
 
 TEST(EventRecorderTest, ApiFailuresAreSwallowedAndCounted) {
   FakeKubeClient client;
-  client.fail_next = [](const std::string&, const std::string&) {
+  client.failNext([](const std::string&, const std::string&) {
     return Status(Code::kUnavailable, "ServiceUnavailable", "apiserver down");
-  };
+  });
   FakeClock clock;
   auto& dropped = MetricsRegistry::global().counter(
       "banlieue_events_dropped_total", "Events not written, by cause", {{"cause", "api_error"}});

@@ -95,14 +95,14 @@ TEST(LeaderElectionTest, AConcurrentWriteMakesTheLoserBackOff) {
   clock.advance(16s);
   // Just before b writes, a renews: b's read is stale and its update must conflict.
   bool raced = false;
-  client.fail_next = [&](const std::string& verb, const std::string&) {
+  client.failNext([&](const std::string& verb, const std::string&) {
     if (verb == "update" && !raced) {
       raced = true;
-      client.fail_next = nullptr;
+      client.failNext(nullptr);
       EXPECT_TRUE(a.tryAcquireOrRenew());
     }
     return Status::ok();
-  };
+  });
   EXPECT_FALSE(b.tryAcquireOrRenew());
   EXPECT_TRUE(raced);
   EXPECT_EQ(holder(client), "a");
@@ -118,9 +118,9 @@ TEST(LeaderElectionTest, TheLeaderStepsDownWhenRenewalFailsPastTheDeadline) {
   std::atomic<bool> stop{false};
   auto running = std::async(std::launch::async, [&] { a.run(stop); });
   ASSERT_TRUE(eventually([&] { return a.isLeader(); }));
-  client.fail_next = [](const std::string&, const std::string&) {
+  client.failNext([](const std::string&, const std::string&) {
     return error(Code::kUnavailable, "ConnectionFailed", "apiserver unreachable");
-  };
+  });
   // Time moves a second at a time until the leader gives up, however long its thread takes to
   // notice each step; the clock never moved before the failures began, so its last renewal was
   // at the start and it must not give up before the renew deadline.

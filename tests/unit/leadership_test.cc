@@ -77,9 +77,9 @@ TEST(LeadershipTest, ALostLeaseStopsTheWorkAndGivesUpOnWorkThatDoesNotReturn) {
   std::atomic<bool> release_work{false};
   std::atomic<bool> abandoned{false};
   std::atomic<bool> failing{false};
-  client.fail_next = [&](const std::string&, const std::string&) {
+  client.failNext([&](const std::string&, const std::string&) {
     return failing ? error(Code::kUnavailable, "ConnectionFailed", "apiserver gone") : Status::ok();
-  };
+  });
   std::atomic<bool> leading{false};
   auto running = std::async(std::launch::async, [&] {
     return runWhileLeading(client, config(), signals,

@@ -73,16 +73,16 @@ TEST_F(FinalizerTest, AddAndRemoveLeaveOtherFinalizersAlone) {
 
 TEST_F(FinalizerTest, AConcurrentWriterIsNotClobbered) {
   bool raced = false;
-  client_.fail_next = [&](const std::string& verb, const std::string&) {
+  client_.failNext([&](const std::string& verb, const std::string&) {
     if (verb == "patch" && !raced) {
       raced = true;
-      client_.fail_next = nullptr;
+      client_.failNext(nullptr);
       // Another controller adds its finalizer between our read and our write.
       EXPECT_TRUE(
           addFinalizer(client_, kube::resources::kConfigMap, "ns", "vm", "third.io/late").isOk());
     }
     return Status::ok();
-  };
+  });
   ASSERT_TRUE(
       addFinalizer(client_, kube::resources::kConfigMap, "ns", "vm", "banlieue.io/vm").isOk());
   EXPECT_TRUE(raced);
@@ -92,10 +92,10 @@ TEST_F(FinalizerTest, AConcurrentWriterIsNotClobbered) {
 
 // Every request the fake serves from now on, by verb.
 void recordRequests(FakeKubeClient& client, std::vector<std::string>& verbs) {
-  client.fail_next = [&verbs](const std::string& verb, const std::string&) {
+  client.failNext([&verbs](const std::string& verb, const std::string&) {
     verbs.push_back(verb);
     return Status::ok();
-  };
+  });
 }
 
 TEST_F(FinalizerTest, AnUpToDateCachedCopyCostsOnePatchAndNoRead) {
@@ -105,7 +105,7 @@ TEST_F(FinalizerTest, AnUpToDateCachedCopyCostsOnePatchAndNoRead) {
   recordRequests(client_, verbs);
   ASSERT_TRUE(addFinalizer(client_, kube::resources::kConfigMap, *cached, "banlieue.io/vm").isOk());
   EXPECT_THAT(verbs, ::testing::ElementsAre("patch"));
-  client_.fail_next = nullptr;
+  client_.failNext(nullptr);
   EXPECT_THAT(finalizers(), ::testing::ElementsAre("other.io/keep", "banlieue.io/vm"));
 
   auto with = client_.get(kube::resources::kConfigMap, "ns", "vm", "");
@@ -117,7 +117,7 @@ TEST_F(FinalizerTest, AnUpToDateCachedCopyCostsOnePatchAndNoRead) {
   ASSERT_TRUE(
       removeFinalizer(client_, kube::resources::kConfigMap, *with, "banlieue.io/vm").isOk());
   EXPECT_THAT(verbs, ::testing::ElementsAre("patch"));
-  client_.fail_next = nullptr;
+  client_.failNext(nullptr);
   EXPECT_THAT(finalizers(), ::testing::ElementsAre("other.io/keep"));
 }
 
@@ -132,7 +132,7 @@ TEST_F(FinalizerTest, AStaleCachedCopyIsRereadAndAnotherWritersFinalizerKept) {
   ASSERT_TRUE(addFinalizer(client_, kube::resources::kConfigMap, *stale, "banlieue.io/vm").isOk());
   EXPECT_THAT(verbs, ::testing::ElementsAre("patch", "get", "patch"))
       << "the guarded patch conflicts, then a read and a second patch";
-  client_.fail_next = nullptr;
+  client_.failNext(nullptr);
   EXPECT_THAT(finalizers(),
               ::testing::ElementsAre("other.io/keep", "third.io/late", "banlieue.io/vm"));
 
@@ -167,7 +167,7 @@ TEST_F(FinalizerTest, ADeletingObjectGetsNoNewFinalizer) {
   s = addFinalizer(client_, kube::resources::kConfigMap, *stale, "banlieue.io/vm");
   EXPECT_EQ(s.reason(), "ObjectDeleting") << "a deletion that began after the cache's copy";
   EXPECT_THAT(verbs, ::testing::ElementsAre("patch", "get"));
-  client_.fail_next = nullptr;
+  client_.failNext(nullptr);
   EXPECT_THAT(finalizers(), ::testing::ElementsAre("other.io/keep"));
   EXPECT_TRUE(
       removeFinalizer(client_, kube::resources::kConfigMap, *deleting, "other.io/keep").isOk())

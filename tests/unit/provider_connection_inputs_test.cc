@@ -118,11 +118,11 @@ TEST_F(ConnectionInputsTest, EachMissingPieceHasItsReason) {
 }
 
 TEST_F(ConnectionInputsTest, AForbiddenSecretSaysSo) {
-  client_.fail_next = [](const std::string& verb, const std::string& plural) {
+  client_.failNext([](const std::string& verb, const std::string& plural) {
     return verb == "get" && plural == "secrets"
                ? Status(Code::kPermissionDenied, "Forbidden", "secrets \"x\" is forbidden")
                : Status::ok();
-  };
+  });
   auto denied =
       readConnectionInputs(client_, provider(R"({"endpoint":"x","credentialsRef":{"name":"x"}})"));
   ASSERT_FALSE(denied.ok());
