@@ -81,6 +81,14 @@ Status editFinalizers(kube::KubeClient& client, const kube::ResourceType& type,
 
 }  // namespace
 
+std::string annotation(const rapidjson::Value& object, const std::string& key) {
+  const auto* annotations = json::find(&object, "metadata.annotations");
+  if (annotations == nullptr || !annotations->IsObject()) return {};
+  auto it = annotations->FindMember(rapidjson::StringRef(key.data(), key.size()));
+  if (it == annotations->MemberEnd() || !it->value.IsString()) return {};
+  return {it->value.GetString(), it->value.GetStringLength()};
+}
+
 bool hasFinalizer(const rapidjson::Value& object, const std::string& finalizer) {
   const auto* list = json::find(&object, "metadata.finalizers");
   if (list == nullptr || !list->IsArray()) return false;

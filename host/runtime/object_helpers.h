@@ -20,6 +20,10 @@ namespace banlieue::runtime {
 
 bool hasFinalizer(const rapidjson::Value& object, const std::string& finalizer);
 
+// metadata.annotations[key], or "" when absent or not a string. Annotation keys hold dots and
+// slashes, so they are looked up as one member, never as a json::find path.
+std::string annotation(const rapidjson::Value& object, const std::string& key);
+
 // OK when the object carries (add) or no longer carries (remove) the finalizer afterwards.
 // Removing from an object that is already gone is OK. Adding to an object being deleted fails
 // with reason ObjectDeleting: the caller's next pass sees the deletion and finalizes instead.

@@ -14,7 +14,7 @@
 namespace banlieue::roles::bootstrap {
 namespace {
 
-struct Flags {
+struct BootstrapFlags {
   BootstrapOptions options;
   std::string plugin_dir = kImagePluginDir;
   bool dry_run = false;
@@ -23,7 +23,7 @@ struct Flags {
   int crd_timeout_seconds = 60;
 };
 
-int run(const Flags& flags) {
+int runBootstrap(const BootstrapFlags& flags) {
   auto plugins = discoverPlugins(flags.plugin_dir);
   if (!plugins.ok()) {
     std::cerr << "banlieue bootstrap operator: " << plugins.status().message() << "\n";
@@ -74,7 +74,7 @@ void registerBootstrapCommand(CLI::App& app, app::Action& action) {
   bootstrap->require_subcommand(1);
   auto* op = bootstrap->add_subcommand(
       "operator", "Apply the namespace, CRDs, RBAC, Deployments and one ProviderClass per plugin");
-  auto flags = std::make_shared<Flags>();
+  auto flags = std::make_shared<BootstrapFlags>();
   flags->options.image = defaultImage();
   op->add_flag("--dry-run", flags->dry_run,
                "Print the objects as multi-document YAML instead of applying them");
@@ -104,7 +104,7 @@ void registerBootstrapCommand(CLI::App& app, app::Action& action) {
                  "Seconds to wait for each CRD to become Established")
       ->capture_default_str()
       ->check(CLI::Range(1, 3600));
-  op->callback([&action, flags] { action = [flags] { return run(*flags); }; });
+  op->callback([&action, flags] { action = [flags] { return runBootstrap(*flags); }; });
 }
 
 }  // namespace banlieue::roles::bootstrap

@@ -13,7 +13,7 @@
 namespace banlieue::roles::crdgen {
 namespace {
 
-struct Flags {
+struct CrdgenFlags {
   std::string out;
   std::string deploy;
   std::string plugin_dir;
@@ -52,7 +52,7 @@ int writeDeploy(const std::filesystem::path& dir,
   return app::kExitOk;
 }
 
-int run(const Flags& flags) {
+int runCrdgen(const CrdgenFlags& flags) {
   std::vector<bootstrap::DiscoveredPlugin> plugins;
   if (!flags.plugin_dir.empty()) {
     auto found = bootstrap::discoverPlugins(flags.plugin_dir, {.missing_ok = false});
@@ -88,7 +88,7 @@ int run(const Flags& flags) {
 
 void registerCrdgenCommand(CLI::App& app, app::Action& action) {
   auto* sub = app.add_subcommand("crdgen", "Print the CRDs generated from the C++ API types");
-  auto flags = std::make_shared<Flags>();
+  auto flags = std::make_shared<CrdgenFlags>();
   sub->add_option("--out", flags->out,
                   "Write one <group>_<plural>.yaml per CRD into this directory instead of stdout");
   sub->add_option("--deploy", flags->deploy,
@@ -96,7 +96,7 @@ void registerCrdgenCommand(CLI::App& app, app::Action& action) {
                   "objects without CRDs) and kustomization.yaml");
   sub->add_option("--plugin-dir", flags->plugin_dir,
                   "Also emit the CRDs the plugins in this directory ship");
-  sub->callback([&action, flags] { action = [flags] { return run(*flags); }; });
+  sub->callback([&action, flags] { action = [flags] { return runCrdgen(*flags); }; });
 }
 
 }  // namespace banlieue::roles::crdgen

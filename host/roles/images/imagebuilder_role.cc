@@ -11,6 +11,7 @@
 #include "host/roles/images/os_artifact.h"
 #include "host/runtime/health_server.h"
 #include "host/runtime/leader_election.h"
+#include "host/runtime/object_helpers.h"
 
 #include <banlieue/sdk/json.h>
 #include <rapidjson/document.h>
@@ -26,6 +27,7 @@ namespace banlieue::roles::images {
 namespace {
 
 namespace json = sdk::json;
+using runtime::annotation;
 namespace fs = std::filesystem;
 using runtime::Request;
 using runtime::Result;
@@ -33,14 +35,6 @@ using runtime::Result;
 // Secrets are not watched (the imagebuilder may only read the ones VMImages name), so a
 // missing or unmergeable cloud-config is looked at again after this long.
 constexpr auto kSecretRecheck = std::chrono::seconds(30);
-
-// metadata.annotations[key]: annotation keys contain dots, which json::find would split on.
-std::string annotation(const rapidjson::Value& object, const char* key) {
-  const auto* annotations = json::find(&object, "metadata.annotations");
-  if (annotations == nullptr || !annotations->IsObject()) return {};
-  auto it = annotations->FindMember(key);
-  return it != annotations->MemberEnd() && it->value.IsString() ? it->value.GetString() : "";
-}
 
 bool isHex64(const std::string& s) {
   if (s.size() != 64) return false;

@@ -12,13 +12,7 @@
 #include <algorithm>
 
 namespace banlieue::roles::provider_operator {
-namespace {
-
-rapidjson::Value str(const std::string& s, rapidjson::Document::AllocatorType& a) {
-  return rapidjson::Value(s.c_str(), static_cast<rapidjson::SizeType>(s.size()), a);
-}
-
-}  // namespace
+namespace {}  // namespace
 
 ClassStatusReconciler::ClassStatusReconciler(kube::KubeClient& client, runtime::Informer& classes,
                                              runtime::Informer& providers,
@@ -124,13 +118,13 @@ runtime::Result ClassStatusReconciler::reconcile(const runtime::Request& request
   status.AddMember("observedGeneration", generation, d);
   if (readiness.machine_kind) {
     rapidjson::Value kind(rapidjson::kObjectType);
-    kind.AddMember("apiVersion", str(readiness.machine_kind->api_version, d), d);
-    kind.AddMember("kind", str(readiness.machine_kind->kind, d), d);
+    kind.AddMember("apiVersion", sdk::json::stringValue(readiness.machine_kind->api_version, d), d);
+    kind.AddMember("kind", sdk::json::stringValue(readiness.machine_kind->kind, d), d);
     status.AddMember("machineKind", kind, d);
   }
   rapidjson::Value meta(rapidjson::kObjectType);
-  meta.AddMember("name", str(request.name, d), d);
-  doc.AddMember("apiVersion", str(kProviderClassType.apiVersion(), d), d);
+  meta.AddMember("name", sdk::json::stringValue(request.name, d), d);
+  doc.AddMember("apiVersion", sdk::json::stringValue(kProviderClassType.apiVersion(), d), d);
   doc.AddMember("kind", "ProviderClass", d);
   doc.AddMember("metadata", meta, d);
   doc.AddMember("status", status, d);

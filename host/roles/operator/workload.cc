@@ -5,6 +5,7 @@
 #include "host/common/fnv_hash.h"
 #include "host/roles/operator/workload_names.h"
 
+#include <banlieue/sdk/json.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -21,19 +22,16 @@ constexpr int kHealthPort = 8081;
 constexpr int64_t kNonRootId = 65532;
 constexpr const char* kStateMountPath = "/var/lib/banlieue";
 
-rapidjson::Value str(const std::string& s, Alloc& a) {
-  return rapidjson::Value(s.c_str(), static_cast<rapidjson::SizeType>(s.size()), a);
-}
-
 rapidjson::Value strings(const Strings& items, Alloc& a) {
   rapidjson::Value out(rapidjson::kArrayType);
-  for (const auto& s : items) out.PushBack(str(s, a), a);
+  for (const auto& s : items) out.PushBack(sdk::json::stringValue(s, a), a);
   return out;
 }
 
 rapidjson::Value stringMap(const std::map<std::string, std::string>& items, Alloc& a) {
   rapidjson::Value out(rapidjson::kObjectType);
-  for (const auto& [k, v] : items) out.AddMember(str(k, a), str(v, a), a);
+  for (const auto& [k, v] : items)
+    out.AddMember(sdk::json::stringValue(k, a), sdk::json::stringValue(v, a), a);
   return out;
 }
 
@@ -42,7 +40,7 @@ void put(rapidjson::Value& object, const char* key, rapidjson::Value value, Allo
 }
 
 void put(rapidjson::Value& object, const char* key, const std::string& value, Alloc& a) {
-  put(object, key, str(value, a), a);
+  put(object, key, sdk::json::stringValue(value, a), a);
 }
 
 rapidjson::Value object() {

@@ -1,6 +1,7 @@
 #include "host/roles/provider/image_import_plan.h"
 
 #include "host/roles/images/import_job.h"
+#include "host/runtime/object_helpers.h"
 
 #include <banlieue/sdk/json.h>
 
@@ -12,14 +13,9 @@ namespace banlieue::roles::provider {
 namespace {
 
 namespace json = sdk::json;
+using runtime::annotation;
 namespace images = roles::images;
 using State = images::ImportOutcome::State;
-
-std::string annotation(const rapidjson::Value& object, const char* key) {
-  const auto* annotations = json::find(&object, "metadata.annotations");
-  const auto* value = json::member(annotations, key);
-  return value != nullptr && value->IsString() ? value->GetString() : std::string();
-}
 
 std::string trim(const std::string& text) {
   auto first = text.find_first_not_of(" \t\r\n");

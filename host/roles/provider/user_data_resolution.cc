@@ -11,14 +11,7 @@ namespace banlieue::roles::provider {
 namespace {
 
 namespace json = sdk::json;
-
-std::string annotation(const rapidjson::Value& object, const char* key) {
-  const auto* annotations = json::find(&object, "metadata.annotations");  // keys contain dots
-  if (annotations == nullptr || !annotations->IsObject()) return {};
-  auto it = annotations->FindMember(key);
-  if (it == annotations->MemberEnd() || !it->value.IsString()) return {};
-  return {it->value.GetString(), it->value.GetStringLength()};
-}
+using runtime::annotation;
 
 std::string controllerUid(const rapidjson::Value& object) {
   const auto* owner = runtime::controllerReference(object);

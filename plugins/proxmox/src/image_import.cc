@@ -24,7 +24,7 @@ namespace {
 constexpr std::chrono::seconds kRequestTimeout{30};
 // How long a PVE import or template task may take before the import gives up.
 constexpr std::chrono::minutes kTaskTimeout{60};
-constexpr std::chrono::milliseconds kTaskPoll{200};
+constexpr std::chrono::milliseconds kImportTaskPoll{200};
 constexpr int kVmidAttempts = 6;
 
 Deadline requestDeadline() {
@@ -158,7 +158,7 @@ void awaitTask(const PveClient& client, const std::string& node, const std::stri
     if (std::chrono::steady_clock::now() > give_up) {
       throw Error(Code::kDeadlineExceeded, "TaskTimeout", what + " did not finish in time");
     }
-    std::this_thread::sleep_for(kTaskPoll);
+    std::this_thread::sleep_for(kImportTaskPoll);
   }
 }
 

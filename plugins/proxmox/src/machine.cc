@@ -5,6 +5,8 @@
 #include "plugins/proxmox/src/specs.h"
 #include "plugins/proxmox/src/user_data.h"
 
+#include <banlieue/sdk/text.h>
+
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -27,12 +29,6 @@ constexpr int kShutdownTimeoutSeconds = 120;
 
 std::string who(const sdk::ReconcileRequest& r) {
   return (r.namespace_.empty() ? std::string() : r.namespace_ + "/") + r.name;
-}
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
 }
 
 // "clone:UPID:pve1:..." -> {"clone", "UPID:pve1:..."}; anything else is no token (ABI rule:
@@ -115,7 +111,7 @@ std::set<std::string> splitTags(const std::string& tags) {
 }
 
 std::string ownerMarker(const std::string& uid) {
-  return "banlieue-uid=" + lower(uid);
+  return "banlieue-uid=" + sdk::asciiLower(uid);
 }
 
 // Every guest and template of the cluster. Anything but a list says nothing about which guests
@@ -238,7 +234,8 @@ Form configChanges(const MachineSpec& spec, const sdk::ReconcileRequest& request
     if (nic.vlan) value += ",tag=" + std::to_string(*nic.vlan);
     bool same = current["model"] == nic.model && current["bridge"] == nic.bridge &&
                 current["tag"] == (nic.vlan ? std::to_string(*nic.vlan) : "") &&
-                (nic.mac_address.empty() || lower(current["mac"]) == lower(nic.mac_address));
+                (nic.mac_address.empty() ||
+                 sdk::asciiLower(current["mac"]) == sdk::asciiLower(nic.mac_address));
     if (!same) changes.emplace_back(key, value);
     std::string ip = "ip=dhcp";
     if (nic.static_ip) {
@@ -444,7 +441,7 @@ Status clone(const PveClient& client, const MachineSpec& spec, const sdk::Reconc
 }  // namespace
 
 std::string ownerTag(const std::string& uid) {
-  return "banlieue-" + lower(uid);
+  return "banlieue-" + sdk::asciiLower(uid);
 }
 
 Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileRequest& request,

@@ -3,20 +3,15 @@
 #include "plugins/proxmox/src/artifact_check.h"
 
 #include <banlieue/sdk/host.h>
+#include <banlieue/sdk/text.h>
 
 #include <algorithm>
 
 namespace banlieue::proxmox {
 namespace {
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
 std::string filePrefix(const std::string& uid) {
-  return "banlieue-" + lower(uid) + "-";
+  return "banlieue-" + sdk::asciiLower(uid) + "-";
 }
 
 // The user= volume of a cicustom value ("user=local:snippets/x.yaml,network=...").

@@ -3,6 +3,8 @@
 // TCP stream, so a stalled vCenter can never block a call past its deadline.
 #include "plugins/vsphere/src/http_transport.h"
 
+#include <banlieue/sdk/text.h>
+
 #include <openssl/ssl.h>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -26,12 +28,6 @@ using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
 constexpr uint64_t kMaxResponseBytes = 64ull << 20;  // a huge RetrievePropertiesEx page
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
 
 bool isIpLiteral(const std::string& host) {
   beast::error_code ec;
@@ -180,7 +176,7 @@ class BeastTransport final : public HttpTransport {
     HttpResponse response;
     response.status = static_cast<int>(message.result_int());
     for (const auto& field : message) {
-      response.headers.emplace_back(lower(std::string(field.name_string())),
+      response.headers.emplace_back(sdk::asciiLower(std::string(field.name_string())),
                                     std::string(field.value()));
     }
     response.body = std::move(message.body());

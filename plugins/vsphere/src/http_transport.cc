@@ -1,19 +1,13 @@
 // Endpoint parsing and response helpers shared by every HttpTransport.
 #include "plugins/vsphere/src/http_transport.h"
 
+#include <banlieue/sdk/text.h>
+
 #include <algorithm>
 #include <cctype>
 
 namespace banlieue::vsphere {
-namespace {
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 Url Url::parse(const std::string& text) {
   Url url;
@@ -21,7 +15,7 @@ Url Url::parse(const std::string& text) {
   if (scheme_end == std::string::npos) {
     throw std::invalid_argument("endpoint '" + text + "' has no scheme (want https://host/sdk)");
   }
-  url.scheme = lower(text.substr(0, scheme_end));
+  url.scheme = sdk::asciiLower(text.substr(0, scheme_end));
   if (url.scheme == "http") {
     throw std::invalid_argument("endpoint '" + text +
                                 "': plain http would send the vCenter password in clear; use "

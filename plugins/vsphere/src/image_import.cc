@@ -90,8 +90,8 @@ int64_t nowSeconds() {
   return static_cast<int64_t>(std::time(nullptr));
 }
 
-Status started(sdk::Reply& reply, const std::string& phase, const MoRef& task,
-               const std::string& what) {
+Status importStarted(sdk::Reply& reply, const std::string& phase, const MoRef& task,
+                     const std::string& what) {
   reply.setOperation(phase + ":" + task.value, what);
   reply.requeueAfter(kPoll);
   return Status::inProgress("Importing", what);
@@ -375,7 +375,7 @@ Status ImageImporter::import(const sdk::Call& call, const sdk::ImportImageReques
       w.moref("pool", cluster->resource_pool);
       MoRef task = vim_.startTask("CreateVM_Task", folder, w.str(), deadline);
       writeZoneRow(reply, fd->name, name, folder_path, false, "Importing", "creating the VM");
-      return started(reply, "create", task, who + ": creating the VM");
+      return importStarted(reply, "create", task, who + ": creating the VM");
     }
 
     ImportVm vm = readImportVm(vim_, *existing, deadline);
@@ -392,8 +392,9 @@ Status ImageImporter::import(const sdk::Call& call, const sdk::ImportImageReques
       // Deferred and manual modes keep the ISO attached: each clone installs on first boot.
       if (vm.power_state != "poweredOff") {
         progress("powering off before marking as template");
-        return started(reply, "poweroff", vim_.startTask("PowerOffVM_Task", vm.ref, {}, deadline),
-                       who + ": powering off");
+        return importStarted(reply, "poweroff",
+                             vim_.startTask("PowerOffVM_Task", vm.ref, {}, deadline),
+                             who + ": powering off");
       }
       vim_.markAsTemplate(vm.ref, deadline);
       writeZoneRow(reply, fd->name, name, folder_path, true, "", "");
@@ -404,8 +405,9 @@ Status ImageImporter::import(const sdk::Call& call, const sdk::ImportImageReques
       XmlWriter w;
       w.open("spec").raw(markerXml("installing:" + std::to_string(nowSeconds()))).close("spec");
       progress("starting the installer");
-      return started(reply, "prepare", vim_.startTask("ReconfigVM_Task", vm.ref, w.str(), deadline),
-                     who + ": starting the installer");
+      return importStarted(reply, "prepare",
+                           vim_.startTask("ReconfigVM_Task", vm.ref, w.str(), deadline),
+                           who + ": starting the installer");
     }
     if (vm.marker.rfind("installing:", 0) == 0) {
       int64_t since = 0;
@@ -421,9 +423,9 @@ Status ImageImporter::import(const sdk::Call& call, const sdk::ImportImageReques
           XmlWriter w;
           w.open("spec").raw(markerXml(vm.marker + ":on")).close("spec");
           progress("installing");
-          return started(reply, "mark",
-                         vim_.startTask("ReconfigVM_Task", vm.ref, w.str(), deadline),
-                         who + ": installing");
+          return importStarted(reply, "mark",
+                               vim_.startTask("ReconfigVM_Task", vm.ref, w.str(), deadline),
+                               who + ": installing");
         }
         if (nowSeconds() - since > settings.install_timeout_seconds) {
           // The VM stays for debugging; deleting it starts the import over.
@@ -441,8 +443,9 @@ Status ImageImporter::import(const sdk::Call& call, const sdk::ImportImageReques
       }
       if (!seen_on) {
         progress("installing");
-        return started(reply, "install", vim_.startTask("PowerOnVM_Task", vm.ref, {}, deadline),
-                       who + ": powering on the installer");
+        return importStarted(reply, "install",
+                             vim_.startTask("PowerOnVM_Task", vm.ref, {}, deadline),
+                             who + ": powering on the installer");
       }
       // Powered off after the install: detach the ISO so clones do not boot the installer.
       XmlWriter w;
@@ -453,8 +456,9 @@ Status ImageImporter::import(const sdk::Call& call, const sdk::ImportImageReques
       w.raw(markerXml("installed"));
       w.close("spec");
       progress("removing the CD-ROM");
-      return started(reply, "finish", vim_.startTask("ReconfigVM_Task", vm.ref, w.str(), deadline),
-                     who + ": removing the CD-ROM");
+      return importStarted(reply, "finish",
+                           vim_.startTask("ReconfigVM_Task", vm.ref, w.str(), deadline),
+                           who + ": removing the CD-ROM");
     }
     return {Code::kFailedPrecondition, "ForeignVM",
             "a VM named " + name + " already exists in " + folder_path +

@@ -9,22 +9,22 @@ namespace json = sdk::json;
 
 constexpr int64_t kMaxDiskGiB = int64_t{62} * 1024;  // vSphere's 62 TiB virtual disk limit
 
-[[noreturn]] void invalid(const std::string& field, const std::string& what) {
+[[noreturn]] void invalidMachineSpec(const std::string& field, const std::string& what) {
   throw sdk::Error(sdk::Code::kInvalidArgument, "InvalidSpec",
                    "VSphereMachine spec." + field + " " + what);
 }
 
 std::string required(const rapidjson::Value* spec, const char* field) {
   std::string value = json::stringOr(spec, field);
-  if (value.empty()) invalid(field, "is required");
+  if (value.empty()) invalidMachineSpec(field, "is required");
   return value;
 }
 
 int64_t ranged(const rapidjson::Value* spec, const char* field, int64_t min, int64_t max) {
   auto value = json::integer(spec, field);
-  if (!value) invalid(field, "is required and must be an integer");
+  if (!value) invalidMachineSpec(field, "is required and must be an integer");
   if (*value < min || *value > max) {
-    invalid(field, "must be within " + std::to_string(min) + ".." + std::to_string(max));
+    invalidMachineSpec(field, "must be within " + std::to_string(min) + ".." + std::to_string(max));
   }
   return *value;
 }
@@ -32,7 +32,7 @@ int64_t ranged(const rapidjson::Value* spec, const char* field, int64_t min, int
 }  // namespace
 
 MachineSpec MachineSpec::parse(const rapidjson::Value* spec) {
-  if (spec == nullptr || !spec->IsObject()) invalid("", "is missing");
+  if (spec == nullptr || !spec->IsObject()) invalidMachineSpec("", "is missing");
   MachineSpec m;
   m.template_name = required(spec, "template");
   m.template_folder = json::stringOr(spec, "templateFolder");
@@ -45,17 +45,19 @@ MachineSpec MachineSpec::parse(const rapidjson::Value* spec) {
   m.num_cpus = ranged(spec, "numCpus", 1, 256);
   m.memory_mib = ranged(spec, "memoryMiB", 128, 4194304);
   if (const auto* disks = json::member(spec, "disks"); disks != nullptr) {
-    if (!disks->IsArray() || disks->Size() > 32) invalid("disks", "must be a list of at most 32");
+    if (!disks->IsArray() || disks->Size() > 32)
+      invalidMachineSpec("disks", "must be a list of at most 32");
     for (rapidjson::SizeType i = 0; i < disks->Size(); ++i) {
       std::string at = "disks[" + std::to_string(i) + "]";
       auto size = json::integer(&(*disks)[i], "sizeGiB");
-      if (!size || *size < 1 || *size > kMaxDiskGiB) invalid(at + ".sizeGiB", "must be 1..63488");
+      if (!size || *size < 1 || *size > kMaxDiskGiB)
+        invalidMachineSpec(at + ".sizeGiB", "must be 1..63488");
       m.disks.push_back({json::stringOr(&(*disks)[i], "name"), *size});
     }
   }
   const auto* network = json::member(spec, "network");
   if (network == nullptr || !network->IsArray() || network->Size() < 1 || network->Size() > 16) {
-    invalid("network", "must list 1..16 NICs");
+    invalidMachineSpec("network", "must list 1..16 NICs");
   }
   for (rapidjson::SizeType i = 0; i < network->Size(); ++i) {
     const rapidjson::Value* nic = &(*network)[i];
@@ -63,16 +65,16 @@ MachineSpec MachineSpec::parse(const rapidjson::Value* spec) {
     MachineNic n;
     n.name = json::stringOr(nic, "name");
     n.port_group = json::stringOr(nic, "portGroup");
-    if (n.port_group.empty()) invalid(at + ".portGroup", "is required");
+    if (n.port_group.empty()) invalidMachineSpec(at + ".portGroup", "is required");
     if (const auto* s = json::find(nic, "ipam.static"); s != nullptr && s->IsObject()) {
       if (json::find(nic, "ipam.pool") != nullptr)
-        invalid(at + ".ipam", "sets both static and pool");
+        invalidMachineSpec(at + ".ipam", "sets both static and pool");
       StaticIp ip;
       ip.address = json::stringOr(s, "address");
-      if (ip.address.empty()) invalid(at + ".ipam.static.address", "is required");
+      if (ip.address.empty()) invalidMachineSpec(at + ".ipam.static.address", "is required");
       auto prefix = json::integer(s, "prefix");
       if (!prefix || *prefix < 0 || *prefix > 128)
-        invalid(at + ".ipam.static.prefix", "must be 0..128");
+        invalidMachineSpec(at + ".ipam.static.prefix", "must be 0..128");
       ip.prefix = static_cast<int>(*prefix);
       ip.gateway = json::stringOr(s, "gateway");
       ip.domain = json::stringOr(s, "domain");
@@ -89,7 +91,7 @@ MachineSpec MachineSpec::parse(const rapidjson::Value* spec) {
   m.desired_power_state = json::stringOr(spec, "desiredPowerState", "PoweredOn");
   if (m.desired_power_state != "PoweredOn" && m.desired_power_state != "PoweredOff" &&
       m.desired_power_state != "Suspended") {
-    invalid("desiredPowerState", "must be PoweredOn, PoweredOff or Suspended");
+    invalidMachineSpec("desiredPowerState", "must be PoweredOn, PoweredOff or Suspended");
   }
   return m;
 }
