@@ -8,7 +8,13 @@
 #   PRESET=asan scripts/test.sh  # the same under ASan+UBSan
 #   TIDY=full scripts/test.sh    # clang-tidy on every file (also: TIDY=off, or SKIP_TIDY=1)
 #   TIDY_SINCE=main scripts/test.sh  # clang-tidy only on files changed since main
+#   SANITIZE=off scripts/test.sh     # without the sanitizer tiers (a quicker local run)
 #
+# After the dev build's unit and abi tiers, the same two tiers run again under ASan+UBSan
+# (preset ci-asan, which builds only what they run) and the threaded runtime tests (label
+# `threads`: informer, work queue, leader election, controller, events) under TSan (preset
+# ci-tsan, which builds only those). Only with the dev preset: PRESET=asan is itself a
+# sanitizer run.
 # Time budget (README, "CI time budget"): a fresh machine's run within 45 minutes, a warm
 # machine's (a second clone at another path) within 15. The summary prints each step's time.
 set -euo pipefail
@@ -22,12 +28,25 @@ results=$(mktemp -d)
 # The integration tier leaves the local cluster up for the e2e tier (below), which stops it; an
 # interrupted run stops it here (a no-op when nothing runs).
 cluster_state=$build_dir/local-cluster
-trap 'rm -rf "$results"; [ -d "$cluster_state" ] && deploy/local/down --purge --state-dir "$cluster_state" >/dev/null 2>&1' EXIT
+integration_pid=""
+stop_background() {  # the integration tier, when the run ends while it runs in the background
+  [ -n "$integration_pid" ] || return 0
+  pkill -TERM -P "$integration_pid" 2>/dev/null || true
+  kill "$integration_pid" 2>/dev/null || true
+  wait "$integration_pid" 2>/dev/null || true
+}
+trap 'stop_background; rm -rf "$results"; [ -d "$cluster_state" ] && deploy/local/down --purge --state-dir "$cluster_state" >/dev/null 2>&1' EXIT
 
 # The fewest tests each tier may run: a label typo or a test binary that registers nothing must
 # not pass as an empty or shrunken tier. Raise these when tests are added.
-declare -A minimum=([unit]=336 [abi]=80 [integration]=159 [e2e]=4)
-tiers=(unit abi integration e2e)
+declare -A minimum=([unit]=336 [abi]=80 [asan-unit]=336 [asan-abi]=80 [tsan-threads]=37
+  [integration]=159 [e2e]=4)
+tiers=(unit abi)
+sanitize=${SANITIZE:-on}
+case $sanitize in on | off) ;; *) echo "test.sh: SANITIZE must be on or off (got '$sanitize')" >&2; exit 2 ;; esac
+[ "$preset" = dev ] || sanitize=off
+[ "$sanitize" = on ] && tiers+=(asan-unit asan-abi tsan-threads)
+tiers+=(integration e2e)
 
 step_names=()
 step_seconds=()
@@ -80,21 +99,78 @@ deploy/local/images --build-dir "$build_dir"
 
 failed=0
 [ "$tidy_ok" = 1 ] || failed=1
-for tier in "${tiers[@]}"; do
-  step "tier $tier"
+# run_tier <tier>: one CTest run of a tier, or of a tier from a sanitizer build (asan-unit runs
+# the unit tier of ci-asan; tsan-threads the tests labelled threads of ci-tsan).
+run_tier() {
+  local tier=$1 test_preset=$preset label=$1
+  case $tier in
+    asan-*) test_preset=ci-asan label=${tier#asan-} ;;
+    tsan-*) test_preset=ci-tsan label=${tier#tsan-} ;;
+  esac
   # A test's first label is its tier; tests of the plugin host also carry `abi`, so the abi
   # tier leaves out tests that belong to another tier.
-  select=(-L "^${tier}\$")
-  [ "$tier" = abi ] && select+=(-LE '^(unit|integration|e2e)$')
+  local select=(-L "^${label}\$")
+  [ "$label" = abi ] && select+=(-LE '^(unit|integration|e2e)$')
   # One local cluster (the CTest fixture local_cluster, about 80 s to start and stop) serves
   # both tiers that need it: integration starts it and leaves it up, e2e uses it and stops it.
   [ "$tier" = integration ] && select+=(-E '^local_cluster_down$' -FC '^local_cluster$')
   [ "$tier" = e2e ] && select+=(-FS '^local_cluster$')
-  if ! ctest --preset "$preset" "${select[@]}" -j "$jobs" --no-tests=error --output-on-failure \
-         --output-junit "$results/$tier.xml"; then
-    failed=1
-  fi
+  ctest --preset "$test_preset" "${select[@]}" -j "$jobs" --no-tests=error \
+    --output-on-failure --output-junit "$results/$tier.xml"
+}
+
+# The sanitizer builds (niced: they run beside the integration tier) and their tiers.
+sanitizer_steps() {
+  step "configure and build (ci-asan: what the unit and abi tiers run, under ASan+UBSan)"
+  { nice -n 10 cmake --preset ci-asan >/dev/null &&
+    nice -n 10 cmake --build --preset ci-asan -j "$jobs"; } || failed=1
+  step "tier asan-unit"
+  run_tier asan-unit || failed=1
+  step "tier asan-abi"
+  run_tier asan-abi || failed=1
+  step "configure and build (ci-tsan: the tests labelled threads, under TSan)"
+  { nice -n 10 cmake --preset ci-tsan >/dev/null &&
+    nice -n 10 cmake --build --preset ci-tsan -j "$jobs"; } || failed=1
+  step "tier tsan-threads"
+  run_tier tsan-threads || failed=1
+}
+
+for tier in unit abi; do
+  step "tier $tier"
+  run_tier "$tier" || failed=1
 done
+if [ "$sanitize" = on ]; then
+  # The integration tier mostly waits on its cluster (in a warm run the machine was busy 84% of
+  # the time, building included): the sanitizer steps run beside it instead of after it. Its
+  # output follows theirs.
+  step ""
+  integration_log=$results/integration.log
+  integration_started=$(date +%s)
+  (
+    rc=0
+    run_tier integration >"$integration_log" 2>&1 || rc=$?
+    echo "$rc $(($(date +%s) - integration_started))" >"$results/integration.done"
+  ) &
+  integration_pid=$!
+  printf '\n== tier integration started in the background (%ss); its output follows the sanitizer steps\n' \
+    "$SECONDS"
+  sanitizer_steps
+  step "waiting for tier integration"
+  wait "$integration_pid" || true
+  integration_pid=""
+  cat "$integration_log"
+  integration_rc=1 integration_seconds=0
+  [ -f "$results/integration.done" ] && read -r integration_rc integration_seconds <"$results/integration.done"
+  [ "$integration_rc" = 0 ] || failed=1
+  step ""
+  step_names+=("tier integration (beside the sanitizer steps, from their start)")
+  step_seconds+=("$integration_seconds")
+else
+  step "tier integration"
+  run_tier integration || failed=1
+fi
+step "tier e2e"
+run_tier e2e || failed=1
 step ""
 
 # Counts every tier's results, lists its skipped tests, and fails on a skip the allow-list does
