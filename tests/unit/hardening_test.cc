@@ -1,6 +1,7 @@
 // Small hardening fixes (issue #25, item 7), each a case that once failed: label values that
-// would make every apply invalid, and numbers from a backend that would be undefined behaviour
-// to convert. Label `security`.
+// would make every apply invalid, numbers from a backend that would be undefined behaviour to
+// convert, and a connection pool kept for good after every apiserver restart. Label `security`.
+#include "host/kube/http_transport.h"
 #include "host/roles/controller/infra_builder.h"
 #include "plugins/proxmox/src/pve_client.h"
 
@@ -8,9 +9,17 @@
 
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/streambuf.hpp>
+#include <boost/asio/write.hpp>
 
+#include <atomic>
+#include <mutex>
 #include <regex>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace banlieue {
 namespace {
@@ -59,6 +68,90 @@ TEST(HardeningTest, TheSdkDigestMatchesTheStandardVectorsAndRefusesOtherAlgorith
   EXPECT_EQ(sdk::Digest::hexLength("sha512"), 128u);
   EXPECT_FALSE(sdk::Digest::supported("md5"));
   EXPECT_THROW(sdk::Digest("md5"), std::invalid_argument);
+}
+
+// An HTTP/1.1 server on loopback that answers each connection's first request with 200 and
+// keeps the connection open until restart(), which resets every open connection the way an
+// apiserver that restarts does: the client's pooled keep-alive connections are then dead.
+class RestartingServer {
+ public:
+  RestartingServer() : acceptor_(io_, {boost::asio::ip::address_v4::loopback(), 0}) {
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~RestartingServer() {
+    stopping_ = true;
+    boost::system::error_code ec;
+    // Wake the blocked accept() with a connection of our own.
+    boost::asio::ip::tcp::socket wake(io_);
+    wake.connect(acceptor_.local_endpoint(), ec);
+    thread_.join();
+  }
+  RestartingServer(const RestartingServer&) = delete;
+  RestartingServer& operator=(const RestartingServer&) = delete;
+
+  int port() const { return acceptor_.local_endpoint().port(); }
+
+  void restart() {
+    std::lock_guard lock(mutex_);
+    for (auto& socket : open_) {
+      boost::system::error_code ec;
+      socket.set_option(boost::asio::socket_base::linger(true, 0), ec);  // RST, not FIN
+      socket.close(ec);
+    }
+    open_.clear();
+  }
+
+ private:
+  void serve() {
+    while (!stopping_) {
+      boost::asio::ip::tcp::socket socket(io_);
+      boost::system::error_code ec;
+      acceptor_.accept(socket, ec);
+      if (ec || stopping_) return;
+      boost::asio::streambuf request;
+      boost::asio::read_until(socket, request, "\r\n\r\n", ec);
+      if (ec) continue;
+      static const std::string kResponse =
+          "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
+      boost::asio::write(socket, boost::asio::buffer(kResponse), ec);
+      std::lock_guard lock(mutex_);
+      open_.push_back(std::move(socket));
+    }
+  }
+
+  boost::asio::io_context io_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  std::atomic<bool> stopping_{false};
+  std::mutex mutex_;
+  std::vector<boost::asio::ip::tcp::socket> open_;
+  std::thread thread_;
+};
+
+// After a restart a request cannot be written on a pooled connection; the transport sends it
+// again through a new pool. The pool it replaced must go once no request uses it: kept, every
+// restart of the apiserver left one more behind for the life of the process.
+TEST(HardeningTest, APoolReplacedAfterAnApiserverRestartIsReleased) {
+  RestartingServer server;
+  const size_t before = kube::liveConnectionPools();
+  {
+    kube::Connection connection;
+    connection.server = "http://127.0.0.1:" + std::to_string(server.port());
+    auto transport = kube::makeHttpTransport(connection);
+    ASSERT_TRUE(transport.ok()) << transport.status().message();
+    kube::HttpRequest request;
+    request.path = "/api/v1/namespaces";
+    for (int restart = 0; restart < 8; ++restart) {
+      auto response = (*transport)->send(request);
+      ASSERT_TRUE(response.ok()) << response.status().message();
+      EXPECT_EQ(response->status, 200);
+      server.restart();
+    }
+    auto last = (*transport)->send(request);
+    ASSERT_TRUE(last.ok()) << last.status().message();
+    EXPECT_EQ(kube::liveConnectionPools() - before, 1u)
+        << "one pool for the one timeout in use, whatever the number of restarts";
+  }
+  EXPECT_EQ(kube::liveConnectionPools(), before);
 }
 
 }  // namespace
