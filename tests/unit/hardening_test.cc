@@ -1,6 +1,9 @@
 // Small hardening fixes (issue #25, item 7), each a case that once failed: label values that
 // would make every apply invalid, numbers from a backend that would be undefined behaviour to
-// convert, and a connection pool kept for good after every apiserver restart. Label `security`.
+// convert, a connection pool kept for good after every apiserver restart, and names that
+// changed which resource a request URL reaches. Label `security`.
+#include "host/kube/client.h"
+#include "host/kube/discovery.h"
 #include "host/kube/http_transport.h"
 #include "host/roles/controller/infra_builder.h"
 #include "plugins/proxmox/src/pve_client.h"
@@ -15,6 +18,8 @@
 #include <boost/asio/write.hpp>
 
 #include <atomic>
+#include <chrono>
+#include <memory>
 #include <mutex>
 #include <regex>
 #include <string>
@@ -152,6 +157,84 @@ TEST(HardeningTest, APoolReplacedAfterAnApiserverRestartIsReleased) {
         << "one pool for the one timeout in use, whatever the number of restarts";
   }
   EXPECT_EQ(kube::liveConnectionPools(), before);
+}
+
+// Answers every request with 200 and an empty object, and keeps the paths asked for.
+class RecordingKubeTransport final : public kube::HttpTransport {
+ public:
+  std::vector<std::string> paths;
+
+  StatusOr<kube::HttpResponse> send(const kube::HttpRequest& request) override {
+    paths.push_back(request.path);
+    return kube::HttpResponse{200, {}, R"({"kind":"List","items":[]})"};
+  }
+  StatusOr<kube::HttpResponse> stream(const kube::HttpRequest& request,
+                                      const std::function<bool(std::string_view)>&,
+                                      const std::atomic<bool>*) override {
+    paths.push_back(request.path);
+    return kube::HttpResponse{200, {}, {}};
+  }
+};
+
+// Names reach request paths from users' fields (a VM's references, an infra apiVersion), not
+// only from the apiserver. Each path segment is percent-encoded, and a name no Kubernetes
+// object can have ('/', '%', "." or "..", which the apiserver would read as other segments)
+// is refused before any request, as client-go refuses it.
+TEST(HardeningTest, NamesAreEscapedOrRefusedInKubernetesRequestPaths) {
+  EXPECT_EQ(kube::resources::kConfigMap.path("team a", "web?x=1#top", "status"),
+            "/api/v1/namespaces/team%20a/configmaps/web%3Fx%3D1%23top/status");
+
+  auto owned = std::make_unique<RecordingKubeTransport>();
+  RecordingKubeTransport& transport = *owned;
+  auto client = kube::makeKubeClient(std::move(owned), {.qps = 0});
+  ASSERT_TRUE(client->get(kube::resources::kConfigMap, "ns", "a b?c#d").ok());
+  ASSERT_EQ(transport.paths.size(), 1u);
+  EXPECT_EQ(transport.paths[0], "/api/v1/namespaces/ns/configmaps/a%20b%3Fc%23d");
+
+  for (const std::string name : {"a/b", "50%", "..", "."}) {
+    auto got = client->get(kube::resources::kConfigMap, "ns", name);
+    ASSERT_FALSE(got.ok()) << name;
+    EXPECT_EQ(got.status().reason(), "InvalidName") << name;
+    EXPECT_EQ(client->remove(kube::resources::kConfigMap, "ns", name, {}).reason(), "InvalidName")
+        << name;
+  }
+  EXPECT_EQ(client->list(kube::resources::kSecret, "../kube-system").status().reason(),
+            "InvalidName");
+  EXPECT_EQ(client->get(kube::resources::kPod, "ns", "p", "log/../exec").status().reason(),
+            "InvalidName");
+  EXPECT_EQ(kube::discoverKind(*client, "example.com/v1/../../../api/v1/secrets", "Kind")
+                .status()
+                .reason(),
+            "KindInvalid");
+  EXPECT_EQ(transport.paths.size(), 1u) << "a refused name sends nothing";
+}
+
+// Answers every Proxmox request with an empty task status, and keeps the targets.
+class RecordingPveTransport final : public proxmox::HttpTransport {
+ public:
+  std::vector<std::string> targets;
+
+  proxmox::HttpResponse send(const proxmox::HttpRequest& request,
+                             std::chrono::milliseconds) override {
+    targets.push_back(request.target);
+    return {200, "OK", R"({"data":{"status":"stopped","exitstatus":"OK"}})"};
+  }
+};
+
+// Proxmox paths carry node names and UPIDs from users' specs and from PVE's answers: each is
+// one path segment, including a name made only of dots.
+TEST(HardeningTest, NamesAreOnePathSegmentInProxmoxRequests) {
+  auto owned = std::make_unique<RecordingPveTransport>();
+  RecordingPveTransport& transport = *owned;
+  proxmox::PveCredentials credentials;
+  credentials.token = "root@pam!t=secret";
+  proxmox::PveClient client(std::move(owned), proxmox::Endpoint{"pve.example", "8006"},
+                            std::move(credentials));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  EXPECT_TRUE(client.task("..", "UPID:a/b?c#d%e f", deadline).ok());
+  ASSERT_EQ(transport.targets.size(), 1u);
+  EXPECT_EQ(transport.targets[0],
+            "/api2/json/nodes/%2E%2E/tasks/UPID%3Aa%2Fb%3Fc%23d%25e%20f/status");
 }
 
 }  // namespace
