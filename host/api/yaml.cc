@@ -156,8 +156,9 @@ void toJson(const YAML::Node& node, rapidjson::Value& out, rapidjson::Document::
 constexpr size_t kMaxExpandedNodes = size_t{1} << 17;
 
 // A first pass over the events of a stream, before yaml-cpp builds nodes: it refuses a stream
-// whose aliases expand past kMaxExpandedNodes, and one on which yaml-cpp's LoadAll would never
-// return (0.7 starts a new document without consuming a stray ',' or '?', forever).
+// whose aliases expand past kMaxExpandedNodes or make a node contain itself, and one on which
+// yaml-cpp's LoadAll would never return (0.7 starts a new document without consuming a stray
+// ',' or '?', forever).
 class StreamCheck final : public YAML::EventHandler {
  public:
   // Empty when the stream may be loaded; otherwise why not.
@@ -173,7 +174,15 @@ class StreamCheck final : public YAML::EventHandler {
   }
   void OnDocumentEnd() override {}
   void OnNull(const YAML::Mark&, YAML::anchor_t anchor) override { leaf(anchor); }
-  void OnAlias(const YAML::Mark&, YAML::anchor_t anchor) override {
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    // yaml-cpp registers an anchor where its node starts, so an alias inside that node makes
+    // the node contain itself: a cycle that building JSON from it would follow forever.
+    for (const auto& [open_anchor, at_start] : open_) {
+      if (anchor != YAML::NullAnchor && open_anchor == anchor && problem.empty()) {
+        problem = "the alias at line " + std::to_string(mark.line + 1) + ", column " +
+                  std::to_string(mark.column + 1) + " refers to a node that contains it";
+      }
+    }
     auto it = sizes_.find(anchor);
     add(it == sizes_.end() ? 1 : it->second);
   }

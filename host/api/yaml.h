@@ -19,8 +19,9 @@ std::string toYaml(const rapidjson::Value& value);
 std::string toYamlStream(const std::vector<const rapidjson::Value*>& documents);
 
 // Refuses (reason InvalidYaml) a stream whose aliases expand past 2^17 nodes (a "billion
-// laughs"), or on which yaml-cpp 0.7's LoadAll would never return (a stray ',' where a document
-// starts). Call it before handing text from outside to yaml-cpp; parseYamlDocuments does.
+// laughs") or make a node contain itself (`&a [*a]`), or on which yaml-cpp 0.7's LoadAll would
+// never return (a stray ',' where a document starts). Call it before handing text from outside to
+// yaml-cpp; parseYamlDocuments does.
 Status checkYamlStream(const std::string& text, const std::string& what);
 
 // Every non-empty document of a YAML stream as JSON. `what` names the source in errors.
