@@ -1,7 +1,9 @@
 // Small hardening fixes (issue #25, item 7), each a case that once failed: label values that
 // would make every apply invalid, numbers from a backend that would be undefined behaviour to
-// convert, a connection pool kept for good after every apiserver restart, and names that
-// changed which resource a request URL reaches. Label `security`.
+// convert, a connection pool kept for good after every apiserver restart, names that changed
+// which resource a request URL reaches, and YAML the emitter wrote but could not read back.
+// Label `security`.
+#include "host/api/yaml.h"
 #include "host/kube/client.h"
 #include "host/kube/discovery.h"
 #include "host/kube/http_transport.h"
@@ -235,6 +237,67 @@ TEST(HardeningTest, NamesAreOnePathSegmentInProxmoxRequests) {
   ASSERT_EQ(transport.targets.size(), 1u);
   EXPECT_EQ(transport.targets[0],
             "/api2/json/nodes/%2E%2E/tasks/UPID%3Aa%2Fb%3Fc%23d%25e%20f/status");
+}
+
+// What the YAML emitter prints (crdgen, bootstrap --dry-run) reads back as the same document.
+// A NUL is escaped as \u0000, six characters, so a key of 200 NULs (400 characters of YAML
+// input) came out past the 1024 characters YAML allows an implicit key, and did not read back
+// (found by fuzzing manifest_yaml).
+TEST(HardeningTest, TheYamlEmitterRoundTripsKeysAndValuesHoldingNulBytes) {
+  rapidjson::Document doc(rapidjson::kObjectType);
+  auto& a = doc.GetAllocator();
+  const std::string nul_key(200, '\0');
+  const std::string long_key(2000, 'k');
+  const std::string nul_value("a\0b", 3);
+  rapidjson::Value nested(rapidjson::kObjectType);
+  nested.AddMember("inner", rapidjson::Value(nul_value.data(), 3, a), a);
+  rapidjson::Value list(rapidjson::kArrayType);
+  list.PushBack(rapidjson::Value(nul_value.data(), 3, a), a).PushBack(1, a);
+  doc.AddMember(rapidjson::Value(nul_key.data(), 200, a), rapidjson::Value(nul_value.data(), 3, a),
+                a);
+  doc.AddMember(rapidjson::Value(long_key.data(), 2000, a), nested, a);
+  doc.AddMember(rapidjson::Value((long_key + "l").data(), 2001, a), list, a);
+  auto yaml = api::toYaml(doc);
+  ASSERT_TRUE(yaml.ok()) << yaml.status().message();
+  auto back = api::parseYamlDocuments(*yaml, "emitted");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  ASSERT_EQ(back->size(), 1u);
+  EXPECT_TRUE((*back)[0] == doc);
+  // A list under a long key, inside a list.
+  rapidjson::Document items(rapidjson::kArrayType);
+  items.PushBack(rapidjson::Value(doc, items.GetAllocator()), items.GetAllocator());
+  auto listed = api::toYaml(items);
+  ASSERT_TRUE(listed.ok()) << listed.status().message();
+  auto listed_back = api::parseYamlDocuments(*listed, "emitted");
+  ASSERT_TRUE(listed_back.ok()) << listed_back.status().message();
+  EXPECT_TRUE((*listed_back)[0] == items);
+}
+
+// YAML holds Unicode text only: bytes that are not UTF-8 cannot be written so that a conforming
+// reader (kubectl's) reads them back. The emitter refuses them, saying where they are, and the
+// reader refuses them in its input (yaml-cpp passes them through).
+TEST(HardeningTest, TheYamlEmitterAndReaderRefuseTextThatIsNotUtf8) {
+  rapidjson::Document doc;
+  doc.Parse(R"({"spec":{"names":["ok","x"],"description":"fine"}})");
+  ASSERT_FALSE(doc.HasParseError());
+  doc["spec"]["names"][1].SetString(
+      "a\xff"
+      "b",
+      doc.GetAllocator());
+  auto yaml = api::toYaml(doc);
+  ASSERT_FALSE(yaml.ok()) << *yaml;
+  EXPECT_EQ(yaml.status().reason(), "NotUtf8");
+  EXPECT_NE(yaml.status().message().find("spec.names[1]"), std::string::npos)
+      << yaml.status().message();
+  std::vector<const rapidjson::Value*> stream{&doc};
+  EXPECT_EQ(api::toYamlStream(stream).status().reason(), "NotUtf8");
+
+  for (const std::string text : {"a: \"x\xffy\"\n", "a: x\xc0\xafy\n", "\"k\xed\xa0\x80\": v\n"}) {
+    auto read = api::parseYamlDocuments(text, "in.yaml");
+    ASSERT_FALSE(read.ok()) << text;
+    EXPECT_NE(read.status().message().find("not UTF-8"), std::string::npos)
+        << read.status().message();
+  }
 }
 
 }  // namespace
