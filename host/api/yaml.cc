@@ -1,5 +1,7 @@
 #include "host/api/yaml.h"
 
+#include "host/common/utf8.h"
+
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 #include <yaml-cpp/eventhandler.h>
@@ -8,6 +10,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -77,18 +80,32 @@ void emitItem(const rapidjson::Value& item, int indent, std::string& out) {
   out.append(nested, static_cast<size_t>(indent) + 2, std::string::npos);
 }
 
+// YAML allows an implicit key ("key: value") at most 1024 characters before its ':'; a longer
+// one (escapes lengthen a key: a NUL is six characters) is written as an explicit key
+// ("? key" then ": value"), which has no limit. The margin leaves room for how a reader counts.
+constexpr size_t kMaxImplicitKey = 1000;
+
 void emit(const rapidjson::Value& v, int indent, std::string& out) {
   if (v.IsArray()) {
     for (const auto& item : v.GetArray()) emitItem(item, indent, out);
     return;
   }
   for (const auto& m : v.GetObject()) {
-    out.append(static_cast<size_t>(indent), ' ').append(scalar(m.name)) += ':';
+    const std::string key = scalar(m.name);
+    const bool explicit_key = key.size() > kMaxImplicitKey;
+    out.append(static_cast<size_t>(indent), ' ');
+    if (explicit_key) {
+      out.append("? ").append(key) += '\n';
+      out.append(static_cast<size_t>(indent), ' ') += ':';
+    } else {
+      out.append(key) += ':';
+    }
     if (!isCollection(m.value)) {
       out.append(" ").append(inlineForm(m.value)) += '\n';
     } else if (m.value.IsArray()) {
       out += '\n';
-      emit(m.value, indent, out);
+      // A list may sit at its key's indentation, but not under an explicit ':'.
+      emit(m.value, explicit_key ? indent + 2 : indent, out);
     } else {
       out += '\n';
       emit(m.value, indent + 2, out);
@@ -96,59 +113,128 @@ void emit(const rapidjson::Value& v, int indent, std::string& out) {
   }
 }
 
-void toJson(const YAML::Node& node, rapidjson::Value& out, rapidjson::Document::AllocatorType& a) {
+// `text` for a message: bytes that are not UTF-8 text, and control characters, as \xNN.
+std::string printable(std::string_view text) {
+  std::string out;
+  while (!text.empty()) {
+    size_t bad = common::firstInvalidUtf8(text);
+    for (char c : text.substr(0, bad)) {
+      if (static_cast<unsigned char>(c) < 0x20) {
+        char hex[5];
+        std::snprintf(hex, sizeof hex, "\\x%02X", static_cast<unsigned char>(c));
+        out += hex;
+      } else {
+        out += c;
+      }
+    }
+    if (bad == text.size()) break;
+    char hex[5];
+    std::snprintf(hex, sizeof hex, "\\x%02X", static_cast<unsigned char>(text[bad]));
+    out += hex;
+    text.remove_prefix(bad + 1);
+  }
+  return out;
+}
+
+// YAML is Unicode text: a string that is not UTF-8 cannot be written so that it reads back (a
+// conforming reader, kubectl's among them, refuses the stream). The first one is refused with
+// its place in the document.
+Status checkUnicode(const rapidjson::Value& v, const std::string& path) {
+  auto notText = [&](const std::string& where, std::string_view text) {
+    const size_t bad = common::firstInvalidUtf8(text);
+    char byte[5];
+    std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(text[bad]));
+    return error(Code::kInvalidArgument, "NotUtf8",
+                 (where.empty() ? std::string("the document") : where) +
+                     " is not UTF-8 text (byte " + byte + " at offset " + std::to_string(bad) +
+                     "), which YAML cannot hold");
+  };
+  if (v.IsString()) {
+    std::string_view text(v.GetString(), v.GetStringLength());
+    return common::isValidUtf8(text) ? Status::ok() : notText(path, text);
+  }
+  if (v.IsArray()) {
+    for (rapidjson::SizeType i = 0; i < v.Size(); ++i) {
+      if (auto s = checkUnicode(v[i], path + "[" + std::to_string(i) + "]"); !s.isOk()) return s;
+    }
+  } else if (v.IsObject()) {
+    for (const auto& m : v.GetObject()) {
+      std::string_view key(m.name.GetString(), m.name.GetStringLength());
+      std::string at = path.empty() ? printable(key) : path + "." + printable(key);
+      if (!common::isValidUtf8(key)) return notText("the key " + at, key);
+      if (auto s = checkUnicode(m.value, at); !s.isOk()) return s;
+    }
+  }
+  return Status::ok();
+}
+
+// yaml-cpp passes the bytes of a UTF-8 stream through unchecked; YAML holds Unicode text only,
+// so a scalar that is not UTF-8 is refused where it stands (and never reaches the emitter).
+Status checkScalar(const YAML::Node& node, const std::string& text, const std::string& what) {
+  if (common::isValidUtf8(text)) return Status::ok();
+  return error(Code::kInvalidArgument, "InvalidYaml",
+               what + ": not valid YAML: the scalar at line " +
+                   std::to_string(node.Mark().line + 1) + ", column " +
+                   std::to_string(node.Mark().column + 1) + " is not UTF-8 text");
+}
+
+Status toJson(const YAML::Node& node, rapidjson::Value& out, rapidjson::Document::AllocatorType& a,
+              const std::string& what) {
   switch (node.Type()) {
     case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined: out.SetNull(); return;
+    case YAML::NodeType::Undefined: out.SetNull(); return Status::ok();
     case YAML::NodeType::Sequence:
       out.SetArray();
       for (const auto& child : node) {
         rapidjson::Value v;
-        toJson(child, v, a);
+        if (auto s = toJson(child, v, a, what); !s.isOk()) return s;
         out.PushBack(v, a);
       }
-      return;
+      return Status::ok();
     case YAML::NodeType::Map:
       out.SetObject();
       for (const auto& kv : node) {
         rapidjson::Value v;
-        toJson(kv.second, v, a);
+        if (auto s = toJson(kv.second, v, a, what); !s.isOk()) return s;
         const std::string& key = kv.first.Scalar();
+        if (auto s = checkScalar(kv.first, key, what); !s.isOk()) return s;
         out.AddMember(rapidjson::Value(key.data(), static_cast<rapidjson::SizeType>(key.size()), a),
                       v, a);
       }
-      return;
+      return Status::ok();
     case YAML::NodeType::Scalar: break;
   }
   const std::string& s = node.Scalar();
+  if (auto checked = checkScalar(node, s, what); !checked.isOk()) return checked;
   // A quoted scalar (tag "!") is always a string; plain ones follow the YAML 1.2 core schema.
   if (node.Tag() != "!") {
     static const std::regex kInt("^[-+]?[0-9]+$");
     static const std::regex kFloat(R"(^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$)");
     if (s == "null" || s == "Null" || s == "NULL" || s == "~") {
       out.SetNull();
-      return;
+      return Status::ok();
     }
     if (s == "true" || s == "True" || s == "TRUE") {
       out.SetBool(true);
-      return;
+      return Status::ok();
     }
     if (s == "false" || s == "False" || s == "FALSE") {
       out.SetBool(false);
-      return;
+      return Status::ok();
     }
     if (std::regex_match(s, kInt)) {
       try {
         out.SetInt64(std::stoll(s));
-        return;
+        return Status::ok();
       } catch (const std::out_of_range&) {  // too large: keep the text
       }
     } else if (std::regex_match(s, kFloat)) {
       out.SetDouble(std::stod(s));
-      return;
+      return Status::ok();
     }
   }
   out.SetString(s.data(), static_cast<rapidjson::SizeType>(s.size()), a);
+  return Status::ok();
 }
 
 // The largest document parseYamlDocuments builds, counting every node an alias repeats: a few
@@ -156,8 +242,9 @@ void toJson(const YAML::Node& node, rapidjson::Value& out, rapidjson::Document::
 constexpr size_t kMaxExpandedNodes = size_t{1} << 17;
 
 // A first pass over the events of a stream, before yaml-cpp builds nodes: it refuses a stream
-// whose aliases expand past kMaxExpandedNodes, and one on which yaml-cpp's LoadAll would never
-// return (0.7 starts a new document without consuming a stray ',' or '?', forever).
+// whose aliases expand past kMaxExpandedNodes or make a node contain itself, and one on which
+// yaml-cpp's LoadAll would never return (0.7 starts a new document without consuming a stray
+// ',' or '?', forever).
 class StreamCheck final : public YAML::EventHandler {
  public:
   // Empty when the stream may be loaded; otherwise why not.
@@ -173,7 +260,15 @@ class StreamCheck final : public YAML::EventHandler {
   }
   void OnDocumentEnd() override {}
   void OnNull(const YAML::Mark&, YAML::anchor_t anchor) override { leaf(anchor); }
-  void OnAlias(const YAML::Mark&, YAML::anchor_t anchor) override {
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    // yaml-cpp registers an anchor where its node starts, so an alias inside that node makes
+    // the node contain itself: a cycle that building JSON from it would follow forever.
+    for (const auto& [open_anchor, at_start] : open_) {
+      if (anchor != YAML::NullAnchor && open_anchor == anchor && problem.empty()) {
+        problem = "the alias at line " + std::to_string(mark.line + 1) + ", column " +
+                  std::to_string(mark.column + 1) + " refers to a node that contains it";
+      }
+    }
     auto it = sizes_.find(anchor);
     add(it == sizes_.end() ? 1 : it->second);
   }
@@ -225,18 +320,24 @@ class StreamCheck final : public YAML::EventHandler {
 
 }  // namespace
 
-std::string toYaml(const rapidjson::Value& value) {
+StatusOr<std::string> toYaml(const rapidjson::Value& value) {
+  if (auto checked = checkUnicode(value, ""); !checked.isOk()) return checked;
   if (!isCollection(value)) return inlineForm(value) + "\n";
   std::string out;
   emit(value, 0, out);
   return out;
 }
 
-std::string toYamlStream(const std::vector<const rapidjson::Value*>& documents) {
+StatusOr<std::string> toYamlStream(const std::vector<const rapidjson::Value*>& documents) {
   std::string out;
-  for (const auto* doc : documents) {
+  for (size_t i = 0; i < documents.size(); ++i) {
+    auto yaml = toYaml(*documents[i]);
+    if (!yaml.ok()) {
+      return error(yaml.status().code(), yaml.status().reason(),
+                   "document " + std::to_string(i + 1) + ": " + yaml.status().message());
+    }
     out += "---\n";
-    out += toYaml(*doc);
+    out += *yaml;
   }
   return out;
 }
@@ -278,7 +379,7 @@ StatusOr<std::vector<rapidjson::Document>> parseYamlDocuments(const std::string&
     if (node.IsNull()) continue;
     // Built in place: a moved Document leaves clang-analyzer seeing its allocator leak.
     auto& doc = docs.emplace_back();
-    toJson(node, doc, doc.GetAllocator());
+    if (auto s = toJson(node, doc, doc.GetAllocator(), what); !s.isOk()) return s;
   }
   return docs;
 }

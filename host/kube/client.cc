@@ -4,11 +4,11 @@
 #include "host/kube/api_error.h"
 
 #include <banlieue/sdk/json.h>
+#include <banlieue/sdk/uri.h>
 
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
-#include <cstdio>
 #include <mutex>
 #include <thread>
 
@@ -21,7 +21,7 @@ class Query {
  public:
   Query& add(const char* key, const std::string& value) {
     if (!value.empty())
-      text_ += std::string(text_.empty() ? "?" : "&") + key + "=" + urlEncode(value);
+      text_ += std::string(text_.empty() ? "?" : "&") + key + "=" + sdk::percentEncode(value);
     return *this;
   }
   const std::string& str() const { return text_; }
@@ -36,6 +36,25 @@ std::string describe(const char* verb, const ResourceType& type, const std::stri
   if (!ns.empty() || !name.empty())
     what += " " + (ns.empty() ? name : ns + (name.empty() ? "" : "/" + name));
   return what;
+}
+
+// The apiserver's own rule for a name in a path (IsValidPathSegmentName): it would read '/'
+// and '%' as other segments and "." or ".." as dot-segments, so no object has such a name.
+// Refused before sending, as client-go refuses it: escaping alone leaves the apiserver to
+// decode the name back into segments.
+Status checkPathSegments(const std::string& what, const std::string& ns, const std::string& name,
+                         const std::string& subresource = {}) {
+  for (const auto& [kind, value] : {std::pair<const char*, const std::string*>{"namespace", &ns},
+                                    {"name", &name},
+                                    {"subresource", &subresource}}) {
+    if (*value == "." || *value == ".." || value->find_first_of("/%") != std::string::npos) {
+      return error(Code::kInvalidArgument, "InvalidName",
+                   what + ": " + kind + " '" + *value +
+                       "' cannot be a path segment (it may not be '.' or '..' nor hold '/' "
+                       "or '%')");
+    }
+  }
+  return Status::ok();
 }
 
 // A token bucket that makes callers wait their turn (client-go's flowcontrol.TokenBucket), on
@@ -115,7 +134,9 @@ class HttpKubeClient final : public KubeClient {
   StatusOr<rapidjson::Document> get(const ResourceType& type, const std::string& ns,
                                     const std::string& name,
                                     const std::string& subresource) override {
-    return call("GET", type.path(ns, name, subresource), {}, {}, describe("get", type, ns, name));
+    std::string what = describe("get", type, ns, name);
+    if (auto s = checkPathSegments(what, ns, name, subresource); !s.isOk()) return s;
+    return call("GET", type.path(ns, name, subresource), {}, {}, what);
   }
 
   StatusOr<rapidjson::Document> getDiscovery(const std::string& path) override {
@@ -130,22 +151,26 @@ class HttpKubeClient final : public KubeClient {
         .add("limit", options.limit > 0 ? std::to_string(options.limit) : "")
         .add("continue", options.continue_token)
         .add("resourceVersion", options.resource_version);
-    return call("GET", type.path(ns) + q.str(), {}, {}, describe("list", type, ns, ""));
+    std::string what = describe("list", type, ns, "");
+    if (auto s = checkPathSegments(what, ns, ""); !s.isOk()) return s;
+    return call("GET", type.path(ns) + q.str(), {}, {}, what);
   }
 
   StatusOr<rapidjson::Document> create(const ResourceType& type, const std::string& ns,
                                        const std::string& object_json) override {
+    std::string what = describe("create", type, ns, "");
+    if (auto s = checkPathSegments(what, ns, ""); !s.isOk()) return s;
     observeWrite("create", type, "");
-    return call("POST", type.path(ns), object_json, "application/json",
-                describe("create", type, ns, ""));
+    return call("POST", type.path(ns), object_json, "application/json", what);
   }
 
   StatusOr<rapidjson::Document> update(const ResourceType& type, const std::string& ns,
                                        const std::string& name, const std::string& object_json,
                                        const std::string& subresource) override {
+    std::string what = describe("update", type, ns, name);
+    if (auto s = checkPathSegments(what, ns, name, subresource); !s.isOk()) return s;
     observeWrite("update", type, subresource);
-    return call("PUT", type.path(ns, name, subresource), object_json, "application/json",
-                describe("update", type, ns, name));
+    return call("PUT", type.path(ns, name, subresource), object_json, "application/json", what);
   }
 
   StatusOr<rapidjson::Document> patch(const ResourceType& type, const std::string& ns,
@@ -156,9 +181,10 @@ class HttpKubeClient final : public KubeClient {
                                : patch_type == PatchType::kJson
                                    ? "application/json-patch+json"
                                    : "application/strategic-merge-patch+json";
+    std::string what = describe("patch", type, ns, name);
+    if (auto s = checkPathSegments(what, ns, name, subresource); !s.isOk()) return s;
     observeWrite("patch", type, subresource);
-    return call("PATCH", type.path(ns, name, subresource), patch_json, content_type,
-                describe("patch", type, ns, name));
+    return call("PATCH", type.path(ns, name, subresource), patch_json, content_type, what);
   }
 
   StatusOr<rapidjson::Document> apply(const ResourceType& type, const std::string& ns,
@@ -168,15 +194,19 @@ class HttpKubeClient final : public KubeClient {
       return error(Code::kInvalidArgument, "MissingFieldManager",
                    describe("apply", type, ns, name) + ": server-side apply needs a field manager");
     }
+    std::string what = describe("apply", type, ns, name);
+    if (auto s = checkPathSegments(what, ns, name, options.subresource); !s.isOk()) return s;
     Query q;
     q.add("fieldManager", options.field_manager).add("force", options.force ? "true" : "");
     observeWrite("apply", type, options.subresource);
     return call("PATCH", type.path(ns, name, options.subresource) + q.str(), object_json,
-                "application/apply-patch+yaml", describe("apply", type, ns, name));
+                "application/apply-patch+yaml", what);
   }
 
   Status remove(const ResourceType& type, const std::string& ns, const std::string& name,
                 const DeleteOptions& options) override {
+    std::string what = describe("delete", type, ns, name);
+    if (auto s = checkPathSegments(what, ns, name); !s.isOk()) return s;
     rapidjson::Document body(rapidjson::kObjectType);
     auto& a = body.GetAllocator();
     body.AddMember("apiVersion", "v1", a);
@@ -198,8 +228,8 @@ class HttpKubeClient final : public KubeClient {
       body.AddMember("preconditions", pre, a);
     }
     observeWrite("delete", type, "");
-    auto result = call("DELETE", type.path(ns, name), json::serialize(body), "application/json",
-                       describe("delete", type, ns, name));
+    auto result =
+        call("DELETE", type.path(ns, name), json::serialize(body), "application/json", what);
     return result.ok() ? Status::ok() : result.status();
   }
 
@@ -218,6 +248,7 @@ class HttpKubeClient final : public KubeClient {
     // Idle timeout above the server-side bound, so the server, not the client, ends it.
     request.timeout = std::chrono::seconds(options.timeout_seconds + 30);
     std::string what = describe("watch", type, ns, "");
+    if (auto s = checkPathSegments(what, ns, ""); !s.isOk()) return s;
     Status stream_error = Status::ok();
     throttle_.wait();
     auto started = std::chrono::steady_clock::now();
@@ -319,28 +350,19 @@ std::chrono::steady_clock::time_point RequestDeadline::current() {
   return t_request_deadline;
 }
 
-std::string ResourceType::path(const std::string& ns, const std::string& name,
-                               const std::string& subresource) const {
-  std::string p = group.empty() ? "/api/" + version : "/apis/" + group + "/" + version;
-  if (namespaced && !ns.empty()) p += "/namespaces/" + ns;
-  p += "/" + plural;
-  if (!name.empty()) p += "/" + name;
-  if (!name.empty() && !subresource.empty()) p += "/" + subresource;
-  return p;
+std::string groupVersionPath(const std::string& group, const std::string& version) {
+  return group.empty() ? "/api/" + sdk::pathSegment(version)
+                       : "/apis/" + sdk::pathSegment(group) + "/" + sdk::pathSegment(version);
 }
 
-std::string urlEncode(const std::string& value) {
-  std::string out;
-  for (unsigned char c : value) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      char buf[4];
-      std::snprintf(buf, sizeof(buf), "%%%02X", c);
-      out += buf;
-    }
-  }
-  return out;
+std::string ResourceType::path(const std::string& ns, const std::string& name,
+                               const std::string& subresource) const {
+  std::string p = groupVersionPath(group, version);
+  if (namespaced && !ns.empty()) p += "/namespaces/" + sdk::pathSegment(ns);
+  p += "/" + sdk::pathSegment(plural);
+  if (!name.empty()) p += "/" + sdk::pathSegment(name);
+  if (!name.empty() && !subresource.empty()) p += "/" + sdk::pathSegment(subresource);
+  return p;
 }
 
 std::unique_ptr<KubeClient> makeKubeClient(std::unique_ptr<HttpTransport> transport,

@@ -25,7 +25,8 @@ struct ResourceType {
   bool namespaced = true;
 
   std::string apiVersion() const { return group.empty() ? version : group + "/" + version; }
-  // /api/v1/namespaces/ns/configmaps/name/status (parts left out when empty)
+  // /api/v1/namespaces/ns/configmaps/name/status (parts left out when empty), each part one
+  // percent-encoded path segment
   std::string path(const std::string& ns, const std::string& name = {},
                    const std::string& subresource = {}) const;
 };
@@ -164,7 +165,8 @@ struct ClientOptions {
 std::unique_ptr<KubeClient> makeKubeClient(std::unique_ptr<HttpTransport> transport,
                                            ClientOptions options = {});
 
-// Percent-encodes a query parameter value.
-std::string urlEncode(const std::string& value);
+// "/api/<version>" for the core group, "/apis/<group>/<version>" otherwise, each segment
+// percent-encoded: the path of a group version's discovery document.
+std::string groupVersionPath(const std::string& group, const std::string& version);
 
 }  // namespace banlieue::kube

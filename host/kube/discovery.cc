@@ -1,6 +1,25 @@
 #include "host/kube/discovery.h"
 
 namespace banlieue::kube {
+namespace {
+
+// Lowercase letters, digits and '-' (and '.' when `dots`), starting and ending alphanumeric;
+// empty is accepted (the core group).
+bool dnsName(const std::string& text, bool dots) {
+  if (text.empty()) return true;
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (!alnum(text.front()) || !alnum(text.back())) return false;
+  for (char c : text) {
+    if (!alnum(c) && c != '-' && !(dots && c == '.')) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool isApiGroupName(const std::string& group) {
+  return dnsName(group, true);
+}
 
 StatusOr<ResourceType> discoverKind(KubeClient& client, const std::string& api_version,
                                     const std::string& kind) {
@@ -12,13 +31,15 @@ StatusOr<ResourceType> discoverKind(KubeClient& client, const std::string& api_v
     type.group = api_version.substr(0, slash);
     type.version = api_version.substr(slash + 1);
   }
-  if (type.version.empty() || kind.empty()) {
+  // apiVersion comes from users' objects: a group must be a DNS subdomain and a version a DNS
+  // label, as the apiserver requires of every group version it serves, so nothing in them
+  // (a '/', "..", '?') reaches the discovery path.
+  if (!isApiGroupName(type.group) || type.version.empty() || !dnsName(type.version, false) ||
+      kind.empty()) {
     return error(Code::kInvalidArgument, "KindInvalid",
                  "'" + api_version + "' kind '" + kind + "' is not a valid apiVersion and kind");
   }
-  std::string path =
-      type.group.empty() ? "/api/" + type.version : "/apis/" + type.group + "/" + type.version;
-  auto doc = client.getDiscovery(path);
+  auto doc = client.getDiscovery(groupVersionPath(type.group, type.version));
   if (!doc.ok()) {
     if (doc.status().code() == Code::kNotFound) {
       return error(Code::kNotFound, "KindNotServed",

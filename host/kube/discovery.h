@@ -12,8 +12,13 @@
 
 namespace banlieue::kube {
 
+// Whether `group` can name an API group: a DNS subdomain in lowercase, or empty (core). The
+// apiserver serves no other, so a reference to one is refused before it reaches a path.
+bool isApiGroupName(const std::string& group);
+
 // Looks `kind` up in GET /apis/<group>/<version> (or /api/v1). NotFound (reason KindNotServed)
-// when the group/version is not served or does not list the kind — a CRD not installed yet.
+// when the group/version is not served or does not list the kind — a CRD not installed yet;
+// InvalidArgument (KindInvalid) when the apiVersion cannot name a group version.
 StatusOr<ResourceType> discoverKind(KubeClient& client, const std::string& api_version,
                                     const std::string& kind);
 

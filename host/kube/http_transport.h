@@ -53,4 +53,9 @@ class HttpTransport {
 // otherwise, client certificates, bearer tokens re-read per request.
 StatusOr<std::unique_ptr<HttpTransport>> makeHttpTransport(const Connection& connection);
 
+// How many connection pools the real transports of this process hold: one per request timeout
+// in use, plus one replaced after a server restart until the last request made on it ends.
+// For tests and diagnostics.
+size_t liveConnectionPools();
+
 }  // namespace banlieue::kube

@@ -22,6 +22,21 @@ constexpr size_t kMaxWatchLine = size_t{16} << 20;
 
 namespace http = web::http;
 
+std::atomic<size_t> g_connection_pools{0};
+
+// A cpprestsdk client (one keep-alive connection pool), counted for liveConnectionPools().
+struct ConnectionPool {
+  ConnectionPool(const std::string& server, const http::client::http_client_config& config)
+      : client(server, config) {
+    ++g_connection_pools;
+  }
+  ~ConnectionPool() { --g_connection_pools; }
+  ConnectionPool(const ConnectionPool&) = delete;
+  ConnectionPool& operator=(const ConnectionPool&) = delete;
+
+  http::client::http_client client;
+};
+
 class CpprestTransport final : public HttpTransport {
  public:
   explicit CpprestTransport(Connection connection) : connection_(std::move(connection)) {}
@@ -41,20 +56,22 @@ class CpprestTransport final : public HttpTransport {
   //  - a request that could not be written never reached the server (a pooled keep-alive
   //    connection the server closed, e.g. when it restarted). cpprestsdk puts such a
   //    connection back into its pool, so every pooled connection may be dead: the request is
-  //    sent again through a fresh pool, as Go's HTTP transport retries unsent requests;
+  //    sent again through a fresh pool, as Go's HTTP transport retries unsent requests. The
+  //    old pool goes when the last request still using it (a watch, say) ends;
   //  - a 401 with a dynamic token (exec plugin) is retried with a fresh token, as client-go
   //    does; a 401 response has no streamed body yet, so retrying a watch is safe too.
   StatusOr<HttpResponse> performWithRetries(const HttpRequest& request,
                                             const std::function<bool(std::string_view)>* on_line,
                                             const std::atomic<bool>* cancel) {
-    auto response = perform(request, on_line, cancel);
+    std::shared_ptr<ConnectionPool> pool = poolFor(request.timeout);
+    auto response = perform(*pool, request, on_line, cancel);
     if (!response.ok() && response.status().reason() == "RequestNotSent") {
       common::logger("kube")->info("{}; retrying on a new connection", response.status().message());
-      renewClient(request.timeout);
-      response = perform(request, on_line, cancel);
+      pool = replacePool(request.timeout, pool);
+      response = perform(*pool, request, on_line, cancel);
     }
     if (response.ok() && response->status == 401 && connection_.invalidateToken()) {
-      return perform(request, on_line, cancel);
+      return perform(*pool, request, on_line, cancel);
     }
     return response;
   }
@@ -80,11 +97,11 @@ class CpprestTransport final : public HttpTransport {
     return cfg;
   }
 
-  StatusOr<HttpResponse> perform(const HttpRequest& request,
+  StatusOr<HttpResponse> perform(ConnectionPool& pool, const HttpRequest& request,
                                  const std::function<bool(std::string_view)>* on_line,
                                  const std::atomic<bool>* cancel) {
     try {
-      http::client::http_client& client = clientFor(request.timeout);
+      http::client::http_client& client = pool.client;
       http::http_request req(request.method);
       req.set_request_uri(request.path);
       req.headers().add("User-Agent", std::string("banlieue/") + kVersion);
@@ -202,32 +219,37 @@ class CpprestTransport final : public HttpTransport {
     }
   }
 
-  // One client (and so one keep-alive connection pool) per timeout in use; http_client is
-  // safe for concurrent requests.
-  http::client::http_client& clientFor(std::chrono::milliseconds timeout) {
+  // One pool per timeout in use; http_client is safe for concurrent requests. Each request
+  // holds its pool, so a pool replaced while requests use it lives until the last one ends.
+  std::shared_ptr<ConnectionPool> poolFor(std::chrono::milliseconds timeout) {
     std::lock_guard lock(mutex_);
-    auto& slot = clients_[timeout.count()];
-    if (!slot)
-      slot = std::make_unique<http::client::http_client>(connection_.server, config(timeout));
-    return *slot;
+    auto& slot = pools_[timeout.count()];
+    if (!slot) slot = std::make_shared<ConnectionPool>(connection_.server, config(timeout));
+    return slot;
   }
 
-  void renewClient(std::chrono::milliseconds timeout) {
+  // The pool to retry on after `failed` could not write a request. When another request
+  // replaced it already, that replacement is used: one restart makes one new pool.
+  std::shared_ptr<ConnectionPool> replacePool(std::chrono::milliseconds timeout,
+                                              const std::shared_ptr<ConnectionPool>& failed) {
     std::lock_guard lock(mutex_);
-    auto& slot = clients_[timeout.count()];
-    // Kept, not destroyed: a request on another thread may still use it (and destroying a
-    // client right after a failed handshake can corrupt cpprestsdk's heap, see the TLS test).
-    if (slot) retired_.push_back(std::move(slot));
-    slot = std::make_unique<http::client::http_client>(connection_.server, config(timeout));
+    auto& slot = pools_[timeout.count()];
+    if (!slot || slot == failed) {
+      slot = std::make_shared<ConnectionPool>(connection_.server, config(timeout));
+    }
+    return slot;
   }
 
   Connection connection_;
   std::mutex mutex_;
-  std::map<int64_t, std::unique_ptr<http::client::http_client>> clients_;
-  std::vector<std::unique_ptr<http::client::http_client>> retired_;  // after server restarts
+  std::map<int64_t, std::shared_ptr<ConnectionPool>> pools_;
 };
 
 }  // namespace
+
+size_t liveConnectionPools() {
+  return g_connection_pools.load();
+}
 
 StatusOr<std::unique_ptr<HttpTransport>> makeHttpTransport(const Connection& connection) {
   if (connection.server.rfind("https://", 0) != 0 && connection.server.rfind("http://", 0) != 0) {

@@ -196,7 +196,9 @@ TEST(ApiCrdTest, SchemaCarriesEnumsRangesAndDefaults) {
 TEST(ApiYamlTest, CrdsSurviveYamlRoundTrip) {
   for (const auto& kind : builtinKinds()) {
     auto crd = buildCrd(kind);
-    auto docs = parseYamlDocuments(toYaml(crd), kind.kind);
+    auto yaml = toYaml(crd);
+    ASSERT_TRUE(yaml.ok()) << yaml.status().message();
+    auto docs = parseYamlDocuments(*yaml, kind.kind);
     ASSERT_TRUE(docs.ok()) << docs.status().message();
     ASSERT_EQ(docs->size(), 1u);
     EXPECT_TRUE((*docs)[0] == crd) << kind.kind;
@@ -210,7 +212,9 @@ TEST(ApiYamlTest, AmbiguousStringsAreQuoted) {
           "l": {}, "m": [], "n": "multi\nline", "o": "~", "p": [[1], {"q": "r"}],
           "s": "NO", "t": " lead", "u": "0x1F"})",
       "t");
-  auto yaml = toYaml(doc);
+  auto emitted = toYaml(doc);
+  ASSERT_TRUE(emitted.ok()) << emitted.status().message();
+  const std::string& yaml = *emitted;
   auto back = parseYamlDocuments(yaml, "t");
   ASSERT_TRUE(back.ok()) << back.status().message() << "\n" << yaml;
   ASSERT_EQ(back->size(), 1u);

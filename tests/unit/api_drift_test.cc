@@ -17,7 +17,9 @@ const std::filesystem::path kDeploy = std::filesystem::path(BANLIEUE_SOURCE_DIR)
 constexpr const char* kHowToFix = "deploy/ drifted from the API types: run scripts/gen.sh";
 
 TEST(ApiDriftTest, CrdsMatchCrdgen) {
-  auto expected = renderCrdFiles({});
+  auto rendered = renderCrdFiles({});
+  ASSERT_TRUE(rendered.ok()) << rendered.status().message();
+  const auto& expected = *rendered;
   std::set<std::string> on_disk;
   for (const auto& entry : std::filesystem::directory_iterator(kDeploy / "crds")) {
     on_disk.insert(entry.path().filename().string());
@@ -36,10 +38,12 @@ TEST(ApiDriftTest, CrdsMatchCrdgen) {
 }
 
 TEST(ApiDriftTest, InstallManifestAndKustomizationMatch) {
-  EXPECT_EQ(readFile(kDeploy / "install" / "banlieue.yaml"), renderInstallManifest({}))
-      << kHowToFix;
-  EXPECT_EQ(readFile(kDeploy / "kustomization.yaml"), renderKustomization(renderCrdFiles({})))
-      << kHowToFix;
+  auto install = renderInstallManifest({});
+  auto files = renderCrdFiles({});
+  ASSERT_TRUE(install.ok()) << install.status().message();
+  ASSERT_TRUE(files.ok()) << files.status().message();
+  EXPECT_EQ(readFile(kDeploy / "install" / "banlieue.yaml"), *install) << kHowToFix;
+  EXPECT_EQ(readFile(kDeploy / "kustomization.yaml"), renderKustomization(*files)) << kHowToFix;
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include "host/kube/api_error.h"
 #include "host/kube/client.h"
 
+#include <banlieue/sdk/uri.h>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -68,7 +70,7 @@ TEST(ResourceTypeTest, PathsForCoreGroupsClusterScopeAndSubresources) {
   EXPECT_EQ(resources::kNamespace.path("ignored", "team-a"), "/api/v1/namespaces/team-a");
   EXPECT_EQ(resources::kDeployment.path("ns", "d", "status"),
             "/apis/apps/v1/namespaces/ns/deployments/d/status");
-  EXPECT_EQ(urlEncode("app in (a,b)"), "app%20in%20%28a%2Cb%29");
+  EXPECT_EQ(sdk::percentEncode("app in (a,b)"), "app%20in%20%28a%2Cb%29");
 }
 
 TEST(KubeClientTest, ServerSideApplySendsApplyPatchWithManagerAndForce) {

@@ -38,7 +38,12 @@ int runBootstrap(const BootstrapFlags& flags) {
     std::vector<const rapidjson::Value*> docs;
     docs.reserve(objects.size());
     for (const auto& o : objects) docs.push_back(&o);
-    std::cout << api::toYamlStream(docs);
+    auto yaml = api::toYamlStream(docs);
+    if (!yaml.ok()) {
+      std::cerr << "banlieue bootstrap operator: " << yaml.status().message() << "\n";
+      return app::kExitFailure;
+    }
+    std::cout << *yaml;
     return std::cout.good() ? app::kExitOk : app::kExitFailure;
   }
 

@@ -3,6 +3,7 @@
 #include "host/common/logging.h"
 
 #include <banlieue/sdk/json.h>
+#include <banlieue/sdk/uri.h>
 
 namespace banlieue::controller {
 
@@ -57,7 +58,13 @@ void InfraKinds::stop() {
 }
 
 StatusOr<std::string> preferredApiVersion(kube::KubeClient& client, const std::string& group) {
-  auto doc = client.getDiscovery("/apis/" + group);
+  // A group no apiserver can serve is not served: callers treat it as any group without a
+  // version, and nothing of it reaches the request path.
+  if (group.empty() || !kube::isApiGroupName(group)) {
+    return error(Code::kNotFound, "KindNotServed",
+                 "'" + group + "' is not an API group name, so no API server serves it");
+  }
+  auto doc = client.getDiscovery("/apis/" + sdk::pathSegment(group));
   if (!doc.ok()) return doc.status();
   auto version = sdk::json::string(&*doc, "preferredVersion.groupVersion");
   if (!version)

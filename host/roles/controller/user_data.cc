@@ -1,11 +1,12 @@
 #include "host/roles/controller/user_data.h"
 
+#include "host/common/utf8.h"
+
 #include <banlieue/sdk/json.h>
 
 #include <rapidjson/document.h>
 
 #include <algorithm>
-#include <array>
 #include <cctype>
 #include <utility>
 
@@ -48,41 +49,6 @@ std::optional<std::string> decodeBase64(std::string_view in) {
     if (pad < 1) out.push_back(static_cast<char>(bits & 0xff));
   }
   return out;
-}
-
-bool validUtf8(std::string_view text) {
-  size_t i = 0;
-  while (i < text.size()) {
-    auto c = static_cast<unsigned char>(text[i]);
-    size_t extra = 0;
-    uint32_t cp = 0;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    if ((c & 0xe0) == 0xc0) {
-      extra = 1;
-      cp = c & 0x1f;
-    } else if ((c & 0xf0) == 0xe0) {
-      extra = 2;
-      cp = c & 0x0f;
-    } else if ((c & 0xf8) == 0xf0) {
-      extra = 3;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (i + extra >= text.size()) return false;  // truncated sequence
-    for (size_t k = 1; k <= extra; ++k) {
-      auto next = static_cast<unsigned char>(text[i + k]);
-      if ((next & 0xc0) != 0x80) return false;
-      cp = (cp << 6) | (next & 0x3f);
-    }
-    static constexpr std::array<uint32_t, 4> kMinimum = {0, 0x80, 0x800, 0x10000};
-    if (cp < kMinimum[extra] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
-    i += extra + 1;
-  }
-  return true;
 }
 
 bool endsWithIgnoringCase(const std::string& text, const std::string& suffix) {
@@ -129,7 +95,8 @@ StatusOr<std::string> extractUserData(const rapidjson::Value& object, const User
   if (!ref.secret) return std::string(stored);
   auto decoded = decodeBase64(stored);
   if (!decoded) return invalid(where + " data[" + ref.key + "] is not base64");
-  if (!validUtf8(*decoded)) return invalid(where + " data[" + ref.key + "] is not UTF-8 text");
+  if (!common::isValidUtf8(*decoded))
+    return invalid(where + " data[" + ref.key + "] is not UTF-8 text");
   return std::move(*decoded);
 }
 

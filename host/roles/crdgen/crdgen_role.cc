@@ -35,19 +35,26 @@ Status writeFile(const std::filesystem::path& file, const std::string& text) {
 int writeDeploy(const std::filesystem::path& dir,
                 const std::vector<bootstrap::DiscoveredPlugin>& plugins) {
   auto files = renderCrdFiles(plugins);
+  auto install = renderInstallManifest(plugins);
+  for (const Status& s : {files.status(), install.status()}) {
+    if (!s.isOk()) {
+      std::cerr << "banlieue crdgen: " << s.message() << "\n";
+      return app::kExitFailure;
+    }
+  }
   std::error_code ec;
   std::filesystem::remove_all(dir / "crds", ec);
   std::map<std::filesystem::path, std::string> outputs;
-  for (const auto& [name, text] : files) outputs[dir / "crds" / name] = text;
-  outputs[dir / "install" / "banlieue.yaml"] = renderInstallManifest(plugins);
-  outputs[dir / "kustomization.yaml"] = renderKustomization(files);
+  for (const auto& [name, text] : *files) outputs[dir / "crds" / name] = text;
+  outputs[dir / "install" / "banlieue.yaml"] = *install;
+  outputs[dir / "kustomization.yaml"] = renderKustomization(*files);
   for (const auto& [file, text] : outputs) {
     if (auto s = writeFile(file, text); !s.isOk()) {
       std::cerr << "banlieue crdgen: " << s.message() << "\n";
       return app::kExitFailure;
     }
   }
-  std::cerr << "banlieue crdgen: wrote " << files.size() << " CRDs, install/banlieue.yaml and "
+  std::cerr << "banlieue crdgen: wrote " << files->size() << " CRDs, install/banlieue.yaml and "
             << "kustomization.yaml to " << dir.string() << "\n";
   return app::kExitOk;
 }
@@ -64,7 +71,12 @@ int runCrdgen(const CrdgenFlags& flags) {
   }
   if (!flags.deploy.empty()) return writeDeploy(flags.deploy, plugins);
   if (flags.out.empty()) {
-    std::cout << renderCrdStream(plugins);
+    auto stream = renderCrdStream(plugins);
+    if (!stream.ok()) {
+      std::cerr << "banlieue crdgen: " << stream.status().message() << "\n";
+      return app::kExitFailure;
+    }
+    std::cout << *stream;
     return std::cout.good() ? app::kExitOk : app::kExitFailure;
   }
   std::error_code ec;
@@ -74,13 +86,17 @@ int runCrdgen(const CrdgenFlags& flags) {
     return app::kExitFailure;
   }
   auto files = renderCrdFiles(plugins);
-  for (const auto& [name, text] : files) {
+  if (!files.ok()) {
+    std::cerr << "banlieue crdgen: " << files.status().message() << "\n";
+    return app::kExitFailure;
+  }
+  for (const auto& [name, text] : *files) {
     if (auto s = writeFile(std::filesystem::path(flags.out) / name, text); !s.isOk()) {
       std::cerr << "banlieue crdgen: " << s.message() << "\n";
       return app::kExitFailure;
     }
   }
-  std::cerr << "banlieue crdgen: wrote " << files.size() << " CRDs to " << flags.out << "\n";
+  std::cerr << "banlieue crdgen: wrote " << files->size() << " CRDs to " << flags.out << "\n";
   return app::kExitOk;
 }
 

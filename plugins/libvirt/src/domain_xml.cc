@@ -1,5 +1,9 @@
 #include "plugins/libvirt/src/domain_xml.h"
 
+#include <pugixml.hpp>
+
+#include <algorithm>
+
 namespace banlieue::libvirt {
 
 std::string xmlEscape(std::string_view text) {
@@ -131,117 +135,92 @@ std::string volumeXml(const VolumeSpec& v) {
 
 namespace {
 
-// The part of xml between <section ...> and </section>, or all of it.
-std::string_view sectionOf(std::string_view xml, std::string_view section) {
-  if (section.empty()) return xml;
-  std::string open = "<" + std::string(section);
-  size_t start = xml.find(open);
-  while (start != std::string_view::npos) {
-    char next = start + open.size() < xml.size() ? xml[start + open.size()] : '\0';
-    if (next == '>' || next == ' ' || next == '/' || next == '\n') break;
-    start = xml.find(open, start + 1);
+// libvirt's XML as a document; empty (so every lookup finds nothing) when it does not parse.
+// Only elements count: comments, processing instructions and the DOCTYPE are not loaded, and
+// text in CDATA stays text.
+pugi::xml_document parse(std::string_view xml) {
+  pugi::xml_document doc;
+  if (!doc.load_buffer(xml.data(), xml.size(), pugi::parse_default, pugi::encoding_utf8)) {
+    doc.reset();
   }
-  if (start == std::string_view::npos) return {};
-  size_t end = xml.find("</" + std::string(section) + ">", start);
-  return xml.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+  return doc;
 }
 
-size_t findElement(std::string_view xml, std::string_view element, size_t from = 0) {
-  std::string open = "<" + std::string(element);
-  size_t at = xml.find(open, from);
-  while (at != std::string_view::npos) {
-    char next = at + open.size() < xml.size() ? xml[at + open.size()] : '\0';
-    if (next == '>' || next == ' ' || next == '/' || next == '\n') return at;
-    at = xml.find(open, at + 1);
+bool hasValue(const pugi::xml_node& parent, std::string_view value) {
+  for (const auto& v : parent.children("value")) {
+    if (v.text().as_string() == value) return true;
   }
-  return std::string_view::npos;
+  return false;
 }
 
-std::string unescape(std::string_view s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] != '&') {
-      out += s[i];
-      continue;
-    }
-    size_t semi = s.find(';', i);
-    std::string_view entity = s.substr(i, semi == std::string_view::npos ? 1 : semi - i + 1);
-    if (entity == "&lt;") {
-      out += '<';
-    } else if (entity == "&gt;") {
-      out += '>';
-    } else if (entity == "&amp;") {
-      out += '&';
-    } else if (entity == "&apos;") {
-      out += '\'';
-    } else if (entity == "&quot;") {
-      out += '"';
-    } else {
-      out += entity;
-    }
-    i += entity.size() - 1;
+pugi::xml_node enumNamed(const pugi::xml_node& parent, std::string_view name) {
+  for (const auto& e : parent.children("enum")) {
+    if (e.attribute("name").as_string() == name) return e;
   }
-  return out;
+  return {};
 }
 
 }  // namespace
 
-std::optional<std::string> xmlAttribute(std::string_view xml, std::string_view section,
-                                        std::string_view element, std::string_view name) {
-  std::string_view scope = sectionOf(xml, section);
-  size_t at = findElement(scope, element);
-  if (at == std::string_view::npos) return std::nullopt;
-  size_t end = scope.find('>', at);
-  std::string_view tag =
-      scope.substr(at, end == std::string_view::npos ? scope.size() - at : end - at);
-  for (char quote : {'\'', '"'}) {
-    std::string key = " " + std::string(name) + "=" + quote;
-    size_t k = tag.find(key);
-    if (k == std::string_view::npos) continue;
-    size_t v = k + key.size();
-    size_t close = tag.find(quote, v);
-    if (close == std::string_view::npos) return std::nullopt;
-    return unescape(tag.substr(v, close - v));
-  }
-  return std::nullopt;
-}
-
-std::optional<std::string> xmlText(std::string_view xml, std::string_view section,
-                                   std::string_view element) {
-  std::string_view scope = sectionOf(xml, section);
-  size_t at = findElement(scope, element);
-  if (at == std::string_view::npos) return std::nullopt;
-  size_t start = scope.find('>', at);
-  if (start == std::string_view::npos || scope[start - 1] == '/') return std::string();
-  size_t end = scope.find("</" + std::string(element) + ">", start);
-  if (end == std::string_view::npos) return std::nullopt;
-  return unescape(scope.substr(start + 1, end - start - 1));
-}
-
-std::vector<std::string> guestDomainTypes(std::string_view caps, std::string_view arch) {
+std::vector<std::string> guestDomainTypes(std::string_view capabilities_xml,
+                                          std::string_view arch) {
   std::vector<std::string> types;
-  size_t guest = caps.find("<guest>");
-  while (guest != std::string_view::npos) {
-    size_t guest_end = caps.find("</guest>", guest);
-    std::string_view g = caps.substr(
-        guest, guest_end == std::string_view::npos ? std::string_view::npos : guest_end - guest);
-    bool hvm = g.find("<os_type>hvm</os_type>") != std::string_view::npos;
-    bool arch_match = xmlAttribute(g, "", "arch", "name") == std::string(arch);
-    if (hvm && arch_match) {
-      size_t at = findElement(g, "domain");
-      while (at != std::string_view::npos) {
-        if (auto type = xmlAttribute(g.substr(at), "", "domain", "type")) {
-          bool seen = false;
-          for (const auto& t : types) seen = seen || t == *type;
-          if (!seen) types.push_back(*type);
+  const pugi::xml_document doc = parse(capabilities_xml);
+  for (const auto& guest : doc.child("capabilities").children("guest")) {
+    if (std::string_view(guest.child("os_type").text().as_string()) != "hvm") continue;
+    for (const auto& a : guest.children("arch")) {
+      if (a.attribute("name").as_string() != arch) continue;
+      for (const auto& domain : a.children("domain")) {
+        std::string type = domain.attribute("type").as_string();
+        if (!type.empty() && std::find(types.begin(), types.end(), type) == types.end()) {
+          types.push_back(std::move(type));
         }
-        at = findElement(g, "domain", at + 1);
       }
     }
-    if (guest_end == std::string_view::npos) break;
-    guest = caps.find("<guest>", guest_end);
   }
   return types;
+}
+
+bool hostCpuVirtualization(std::string_view capabilities_xml) {
+  const pugi::xml_document doc = parse(capabilities_xml);
+  for (const auto& feature :
+       doc.child("capabilities").child("host").child("cpu").children("feature")) {
+    std::string_view name = feature.attribute("name").as_string();
+    if (name == "vmx" || name == "svm") return true;
+  }
+  return false;
+}
+
+DomainCapabilities readDomainCapabilities(std::string_view domain_capabilities_xml) {
+  const pugi::xml_document doc = parse(domain_capabilities_xml);
+  const pugi::xml_node root = doc.child("domainCapabilities");
+  const pugi::xml_node os = root.child("os");
+  DomainCapabilities caps;
+  caps.tpm = std::string_view(
+                 root.child("devices").child("tpm").attribute("supported").as_string()) == "yes";
+  caps.efi = hasValue(enumNamed(os, "firmware"), "efi");
+  caps.secure_boot = hasValue(enumNamed(os.child("loader"), "secure"), "yes");
+  return caps;
+}
+
+std::optional<std::string> declaredVolumeFormat(std::string_view volume_xml) {
+  const pugi::xml_document doc = parse(volume_xml);
+  const pugi::xml_attribute type =
+      doc.child("volume").child("target").child("format").attribute("type");
+  if (!type) return std::nullopt;
+  return std::string(type.as_string());
+}
+
+std::vector<PoolVolume> domainPoolVolumes(std::string_view domain_xml) {
+  std::vector<PoolVolume> volumes;
+  const pugi::xml_document doc = parse(domain_xml);
+  for (const auto& disk : doc.child("domain").child("devices").children("disk")) {
+    const pugi::xml_node source = disk.child("source");
+    const pugi::xml_attribute pool = source.attribute("pool");
+    const pugi::xml_attribute volume = source.attribute("volume");
+    if (pool && volume) volumes.push_back({pool.as_string(), volume.as_string()});
+  }
+  return volumes;
 }
 
 }  // namespace banlieue::libvirt

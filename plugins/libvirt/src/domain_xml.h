@@ -1,11 +1,12 @@
 // libvirt XML the plugin writes (domains, volumes) and the few facts it reads back (volume
-// format, capabilities). Pure string functions, unit-tested without a connection.
+// format, capabilities, a domain's volumes). Pure functions, unit-tested without a connection.
 #pragma once
 
 #include "plugins/libvirt/src/machine_spec.h"
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace banlieue::libvirt {
@@ -37,16 +38,37 @@ struct VolumeSpec {
 
 std::string volumeXml(const VolumeSpec& volume);
 
-// Value of attribute `attr` on the first <element ...> inside the first <section>...</section>
-// (or anywhere when section is empty). Enough for libvirt's own canonical output.
-std::optional<std::string> xmlAttribute(std::string_view xml, std::string_view section,
-                                        std::string_view element, std::string_view attr);
+// Facts read back from libvirt's XML, with an XML parser: an element counts only where libvirt
+// puts it, never inside a comment, CDATA or another tool's <metadata>. XML that does not parse
+// gives nothing (no types, false, nullopt, no volumes).
 
-// Text of the first <element>...</element> inside <section> (or anywhere).
-std::optional<std::string> xmlText(std::string_view xml, std::string_view section,
-                                   std::string_view element);
-
-// Domain types the host offers for hvm guests of `arch`, from virConnectGetCapabilities XML.
+// Domain types the host offers for hvm guests of `arch`, from virConnectGetCapabilities XML
+// (capabilities/guest[os_type=hvm]/arch[@name]/domain/@type), each once, in order.
 std::vector<std::string> guestDomainTypes(std::string_view capabilities_xml, std::string_view arch);
+
+// Whether the host CPU has hardware virtualisation a nested guest can use (a vmx or svm
+// feature of capabilities/host/cpu).
+bool hostCpuVirtualization(std::string_view capabilities_xml);
+
+// What virConnectGetDomainCapabilities offers: a TPM (devices/tpm supported='yes'), EFI
+// firmware (os/enum[@name=firmware] lists efi) and secure boot (os/loader/enum[@name=secure]
+// lists yes).
+struct DomainCapabilities {
+  bool tpm = false;
+  bool efi = false;
+  bool secure_boot = false;
+};
+DomainCapabilities readDomainCapabilities(std::string_view domain_capabilities_xml);
+
+// The format of a volume itself (volume/target/format/@type, not its backing store's), from
+// virStorageVolGetXMLDesc; nullopt when it declares none.
+std::optional<std::string> declaredVolumeFormat(std::string_view volume_xml);
+
+// The pool volumes a domain's disks use (domain/devices/disk/source with pool and volume).
+struct PoolVolume {
+  std::string pool;
+  std::string volume;
+};
+std::vector<PoolVolume> domainPoolVolumes(std::string_view domain_xml);
 
 }  // namespace banlieue::libvirt

@@ -64,25 +64,13 @@ std::vector<std::string> hostFeatures(virConnectPtr conn, const std::string& cap
   std::vector<std::string> features;
   auto types = guestDomainTypes(caps, "x86_64");
   bool kvm = std::find(types.begin(), types.end(), "kvm") != types.end();
-  std::string_view host_cpu = caps;
-  if (size_t h = host_cpu.find("<host>"); h != std::string_view::npos) {
-    host_cpu = host_cpu.substr(h, host_cpu.find("</host>") - h);
-  }
-  bool vmx = host_cpu.find("name='vmx'") != std::string_view::npos ||
-             host_cpu.find("name='svm'") != std::string_view::npos;
-  if (kvm && vmx) features.emplace_back("nestedVirtualization");
+  if (kvm && hostCpuVirtualization(caps)) features.emplace_back("nestedVirtualization");
   CString domcaps(
       virConnectGetDomainCapabilities(conn, nullptr, "x86_64", nullptr, kvm ? "kvm" : "qemu", 0));
   if (domcaps) {
-    std::string_view d(domcaps.get());
-    if (xmlAttribute(d, "devices", "tpm", "supported") == std::string("yes")) {
-      features.emplace_back("vtpm");
-    }
-    std::string_view loader = d.substr(0, d.find("</loader>"));
-    bool efi = d.find("<value>efi</value>") != std::string_view::npos;
-    bool secure = loader.find("<enum name='secure'>") != std::string_view::npos &&
-                  loader.find("<value>yes</value>") != std::string_view::npos;
-    if (efi && secure) features.emplace_back("efiSecureBoot");
+    const DomainCapabilities offered = readDomainCapabilities(domcaps.get());
+    if (offered.tpm) features.emplace_back("vtpm");
+    if (offered.efi && offered.secure_boot) features.emplace_back("efiSecureBoot");
   }
   return features;
 }

@@ -328,16 +328,9 @@ std::set<std::string> ownedVolumes(const MachineSpec& m, virDomainPtr dom) {
   if (dom != nullptr) {
     CString xml(virDomainGetXMLDesc(dom, VIR_DOMAIN_XML_INACTIVE));
     if (xml) {
-      std::string_view text(xml.get());
-      std::string prefix = m.domain_name + "-disk-";
-      size_t at = 0;
-      while ((at = text.find("<source pool=", at)) != std::string_view::npos) {
-        auto volume = xmlAttribute(text.substr(at), "", "source", "volume");
-        auto pool = xmlAttribute(text.substr(at), "", "source", "pool");
-        if (volume && pool && *pool == m.pool && volume->rfind(prefix, 0) == 0) {
-          names.insert(*volume);
-        }
-        ++at;
+      const std::string prefix = m.domain_name + "-disk-";
+      for (const auto& [pool, volume] : domainPoolVolumes(xml.get())) {
+        if (pool == m.pool && volume.rfind(prefix, 0) == 0) names.insert(volume);
       }
     }
   }

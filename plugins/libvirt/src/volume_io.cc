@@ -74,10 +74,7 @@ std::string volumePath(virStorageVolPtr vol) {
 std::string volumeFormat(virStorageVolPtr vol) {
   CString xml(virStorageVolGetXMLDesc(vol, 0));
   if (!xml) raiseLast("reading the volume definition");
-  std::string_view text(xml.get());
-  // The volume's own <target>, not the <backingStore>'s.
-  size_t backing = text.find("<backingStore");
-  auto format = xmlAttribute(text.substr(0, backing), "target", "format", "type");
+  auto format = declaredVolumeFormat(xml.get());
   return format && !format->empty() ? *format : "raw";
 }
 

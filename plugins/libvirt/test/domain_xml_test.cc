@@ -84,17 +84,39 @@ TEST(DomainXml, VolumeWithDeclaredBackingFormat) {
   EXPECT_FALSE(has(volumeXml({"a", 1, "raw", "", ""}), "backingStore"));
 }
 
-TEST(DomainXml, ReadsAttributesAndText) {
+TEST(DomainXml, ReadsTheVolumeFormatNotTheBackingStores) {
   std::string vol =
       "<volume type='file'>\n<name>a&amp;b</name>\n<target>\n<path>/p</path>\n"
       "<format type='qcow2'/>\n</target>\n<backingStore><format type='raw'/>"
       "</backingStore></volume>";
-  EXPECT_EQ(xmlAttribute(vol, "target", "format", "type"), "qcow2");
-  EXPECT_EQ(xmlAttribute(vol, "backingStore", "format", "type"), "raw");
-  EXPECT_EQ(xmlText(vol, "", "name"), "a&b");
-  EXPECT_EQ(xmlText(vol, "target", "path"), "/p");
-  EXPECT_FALSE(xmlAttribute(vol, "target", "nothing", "type"));
-  EXPECT_EQ(xmlAttribute(vol, "", "volume", "type"), "file");
+  EXPECT_EQ(declaredVolumeFormat(vol), "qcow2");
+  EXPECT_FALSE(declaredVolumeFormat("<volume><target><path>/p</path></target></volume>"));
+  EXPECT_FALSE(declaredVolumeFormat("<volume><target><format type='raw'/>"));  // cut short
+}
+
+TEST(DomainXml, ReadsTheDomainsPoolVolumesAndTheHostsOffer) {
+  MachineSpec m = sampleMachine();
+  DomainPlan plan;
+  plan.root_volume = "vm-disk-root";
+  plan.data_volumes = {"vm-disk-data"};
+  plan.seed_volume = "vm-disk-seed";
+  std::vector<std::pair<std::string, std::string>> got;
+  for (const auto& v : domainPoolVolumes(domainXml(m, plan))) got.emplace_back(v.pool, v.volume);
+  EXPECT_EQ(got,
+            (std::vector<std::pair<std::string, std::string>>{
+                {m.pool, "vm-disk-root"}, {m.pool, "vm-disk-data"}, {m.pool, "vm-disk-seed"}}));
+
+  EXPECT_TRUE(hostCpuVirtualization(
+      "<capabilities><host><cpu><arch>x86_64</arch><feature name='svm'/></cpu></host>"
+      "</capabilities>"));
+  const DomainCapabilities offered = readDomainCapabilities(R"(<domainCapabilities>
+    <os supported='yes'><enum name='firmware'><value>bios</value><value>efi</value></enum>
+      <loader supported='yes'><enum name='secure'><value>yes</value><value>no</value></enum>
+      </loader></os>
+    <devices><tpm supported='yes'/></devices></domainCapabilities>)");
+  EXPECT_TRUE(offered.tpm);
+  EXPECT_TRUE(offered.efi);
+  EXPECT_TRUE(offered.secure_boot);
 }
 
 TEST(DomainXml, GuestDomainTypesFromCapabilities) {

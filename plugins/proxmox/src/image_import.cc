@@ -4,6 +4,8 @@
 #include "plugins/proxmox/src/errors.h"
 #include "plugins/proxmox/src/inventory.h"
 
+#include <banlieue/sdk/uri.h>
+
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
@@ -170,7 +172,8 @@ struct Existing {
 
 std::optional<Existing> findByName(const PveClient& client, const std::string& node,
                                    const std::string& name) {
-  rapidjson::Document all = client.get("/nodes/" + urlEncode(node) + "/qemu", requestDeadline());
+  rapidjson::Document all =
+      client.get("/nodes/" + sdk::pathSegment(node) + "/qemu", requestDeadline());
   if (!all.IsArray()) return std::nullopt;
   for (const auto& vm : all.GetArray()) {
     if (json::stringOr(&vm, "name") != name) continue;
@@ -183,7 +186,7 @@ std::optional<Existing> findByName(const PveClient& client, const std::string& n
 void destroyVm(const PveClient& client, const std::string& node, int64_t vmid,
                const std::atomic<bool>& stop) {
   rapidjson::Document upid =
-      client.del("/nodes/" + urlEncode(node) + "/qemu/" + std::to_string(vmid) +
+      client.del("/nodes/" + sdk::pathSegment(node) + "/qemu/" + std::to_string(vmid) +
                      "?purge=1&destroy-unreferenced-disks=1",
                  requestDeadline());
   awaitTask(client, node, asString(&upid),
@@ -260,7 +263,7 @@ void ImageImporter::run(Job& job) {
           [&job] { return job.stop.load(); });
       // 5. A VM whose disk is imported from that file, then made a template.
       job.phase = Job::kImporting;
-      const std::string base = "/nodes/" + urlEncode(job.node) + "/qemu";
+      const std::string base = "/nodes/" + sdk::pathSegment(job.node) + "/qemu";
       std::string upid;
       for (int attempt = 0; attempt < kVmidAttempts && upid.empty(); ++attempt) {
         rapidjson::Document nextid = client_.get("/cluster/nextid", requestDeadline());

@@ -1,5 +1,7 @@
 #include "plugins/proxmox/src/inventory.h"
 
+#include <banlieue/sdk/uri.h>
+
 #include <sstream>
 
 namespace banlieue::proxmox {
@@ -33,7 +35,7 @@ std::vector<NodeInfo> listNodes(const PveClient& client, Deadline deadline) {
 }
 
 void loadNodeDetails(const PveClient& client, NodeInfo& node, Deadline deadline) {
-  const std::string base = "/nodes/" + urlEncode(node.name);
+  const std::string base = "/nodes/" + sdk::pathSegment(node.name);
   rapidjson::Document storages = client.get(base + "/storage", deadline);
   if (storages.IsArray()) {
     for (const auto& s : storages.GetArray()) {

@@ -6,6 +6,7 @@
 #include "plugins/proxmox/src/user_data.h"
 
 #include <banlieue/sdk/text.h>
+#include <banlieue/sdk/uri.h>
 
 #include <algorithm>
 #include <map>
@@ -148,7 +149,8 @@ std::optional<Guest> findGuest(const PveClient& client, const sdk::ReconcileRequ
   }
   for (const Guest& g : by_name) {
     rapidjson::Document config = client.get(
-        "/nodes/" + urlEncode(g.node) + "/qemu/" + std::to_string(g.vmid) + "/config", deadline);
+        "/nodes/" + sdk::pathSegment(g.node) + "/qemu/" + std::to_string(g.vmid) + "/config",
+        deadline);
     if (json::stringOr(&config, "description").find(ownerMarker(request.uid)) !=
         std::string::npos) {
       return g;
@@ -158,7 +160,7 @@ std::optional<Guest> findGuest(const PveClient& client, const sdk::ReconcileRequ
 }
 
 std::string vmPath(const Guest& g) {
-  return "/nodes/" + urlEncode(g.node) + "/qemu/" + std::to_string(g.vmid);
+  return "/nodes/" + sdk::pathSegment(g.node) + "/qemu/" + std::to_string(g.vmid);
 }
 
 // "virtio=BC:24:11:00:00:01,bridge=vmbr0,tag=20" -> {"model": "virtio", "mac": ..., ...}
@@ -404,9 +406,10 @@ Status clone(const PveClient& client, const MachineSpec& spec, const sdk::Reconc
     if (!spec.linked_clone) form.emplace_back("storage", spec.storage);
     if (template_node != spec.node) form.emplace_back("target", spec.node);
     try {
-      rapidjson::Document upid = client.post("/nodes/" + urlEncode(template_node) + "/qemu/" +
-                                                 std::to_string(spec.template_vmid) + "/clone",
-                                             form, deadline);
+      rapidjson::Document upid =
+          client.post("/nodes/" + sdk::pathSegment(template_node) + "/qemu/" +
+                          std::to_string(spec.template_vmid) + "/clone",
+                      form, deadline);
       auto& a = reply.allocator();
       reply.status().AddMember("vmid", asInt(&nextid), a);
       reply.status().AddMember("node", json::stringValue(spec.node, a), a);

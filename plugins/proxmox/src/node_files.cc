@@ -3,6 +3,7 @@
 #include "plugins/proxmox/src/inventory.h"
 
 #include <banlieue/sdk/status.h>
+#include <banlieue/sdk/uri.h>
 
 #include <algorithm>
 
@@ -37,7 +38,7 @@ NodeVolume NodeFiles::place(const std::string& node, const std::string& content,
   }
   for (const auto& storage : candidates) {
     // Only file-based storages have a path; the first with one takes the file.
-    rapidjson::Document config = client_.get("/storage/" + urlEncode(storage), deadline);
+    rapidjson::Document config = client_.get("/storage/" + sdk::pathSegment(storage), deadline);
     std::string path = json::stringOr(&config, "path");
     if (path.empty()) continue;
     while (path.size() > 1 && path.back() == '/') path.pop_back();

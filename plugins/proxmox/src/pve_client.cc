@@ -1,7 +1,8 @@
 #include "plugins/proxmox/src/pve_client.h"
 
+#include <banlieue/sdk/uri.h>
+
 #include <algorithm>
-#include <cstdio>
 
 namespace banlieue::proxmox {
 namespace {
@@ -113,7 +114,7 @@ rapidjson::Document PveClient::call(const std::string& method, const std::string
   for (int attempt = 0;; ++attempt) {
     Ticket t = ticket(deadline, attempt > 0);
     HttpRequest signed_request = request;
-    signed_request.headers.emplace_back("Cookie", "PVEAuthCookie=" + urlEncode(t.cookie));
+    signed_request.headers.emplace_back("Cookie", "PVEAuthCookie=" + sdk::percentEncode(t.cookie));
     if (method != "GET") signed_request.headers.emplace_back("CSRFPreventionToken", t.csrf);
     try {
       return send(signed_request, deadline);
@@ -172,32 +173,19 @@ rapidjson::Document PveClient::del(const std::string& path, Deadline deadline) c
 TaskStatus PveClient::task(const std::string& node, const std::string& upid,
                            Deadline deadline) const {
   rapidjson::Document data =
-      get("/nodes/" + urlEncode(node) + "/tasks/" + urlEncode(upid) + "/status", deadline);
+      get("/nodes/" + sdk::pathSegment(node) + "/tasks/" + sdk::pathSegment(upid) + "/status",
+          deadline);
   TaskStatus status;
   status.running = json::stringOr(&data, "status") == "running";
   status.exit_status = asString(json::member(&data, "exitstatus"));
   return status;
 }
 
-std::string urlEncode(const std::string& text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      char buf[4];
-      std::snprintf(buf, sizeof buf, "%%%02X", c);
-      out += buf;
-    }
-  }
-  return out;
-}
-
 std::string encodeForm(const Form& form) {
   std::string out;
   for (const auto& [key, value] : form) {
     if (!out.empty()) out += '&';
-    out += urlEncode(key) + "=" + urlEncode(value);
+    out += sdk::percentEncode(key) + "=" + sdk::percentEncode(value);
   }
   return out;
 }

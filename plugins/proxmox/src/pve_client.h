@@ -98,7 +98,6 @@ class PveClient {
   mutable std::optional<Ticket> ticket_;  // guarded by ticket_mutex_
 };
 
-std::string urlEncode(const std::string& text);
 std::string encodeForm(const Form& form);
 // The node a UPID ran on ("UPID:<node>:..."), empty when `upid` is not one.
 std::string upidNode(const std::string& upid);

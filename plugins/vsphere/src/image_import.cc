@@ -5,6 +5,7 @@
 #include "plugins/vsphere/src/naming.h"
 
 #include <banlieue/sdk/json.h>
+#include <banlieue/sdk/uri.h>
 
 #include <ctime>
 #include <filesystem>
@@ -69,21 +70,6 @@ TemplateSettings readSettings(const rapidjson::Value* image) {
   }
   if (s.install_timeout_seconds < 1) throw bad("installTimeoutSeconds", "must be positive");
   return s;
-}
-
-std::string queryEscape(const std::string& s) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == '/') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
 }
 
 int64_t nowSeconds() {
@@ -163,7 +149,21 @@ ImportVm readImportVm(Vim& vim, const MoRef& ref, Deadline deadline) {
 }  // namespace
 
 std::string isoDatastorePath(const std::string& image, const std::string& sha256) {
-  return "banlieue-images/" + slugify(image) + "-" + sha256.substr(0, 16) + ".iso";
+  return "banlieue-images/" + slugify(image) + "-" + slugify(sha256.substr(0, 16)) + ".iso";
+}
+
+std::string datastoreFileTarget(const std::string& datastore_path, const std::string& datacenter,
+                                const std::string& datastore) {
+  std::string target = "/folder";
+  size_t start = 0;
+  for (;;) {
+    size_t slash = datastore_path.find('/', start);
+    target += "/" + sdk::pathSegment(std::string_view(datastore_path).substr(start, slash - start));
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  return target + "?dcPath=" + sdk::percentEncode(datacenter) +
+         "&dsName=" + sdk::percentEncode(datastore);
 }
 
 Status ImageImporter::import(const sdk::Call& call, const sdk::ImportImageRequest& request,
@@ -266,11 +266,9 @@ Status ImageImporter::import(const sdk::Call& call, const sdk::ImportImageReques
 
       // Upload, unless a file with this checksum (and size) is already there.
       const std::string iso = isoDatastorePath(name, request.artifact_sha256);
-      const std::string query =
-          "?dcPath=" + queryEscape(dc->name) + "&dsName=" + queryEscape(datastore->name);
       HttpRequest head;
       head.method = "HEAD";
-      head.target = "/folder/" + queryEscape(iso) + query;
+      head.target = datastoreFileTarget(iso, dc->name, datastore->name);
       HttpResponse probe = vim_.client().sendWithSession(head, deadline);
       std::error_code ec;
       auto size = std::filesystem::file_size(request.artifact_path, ec);

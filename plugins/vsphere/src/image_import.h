@@ -26,7 +26,13 @@ class ImageImporter {
 };
 
 // Where an image's ISO lives on a datastore: named by checksum so an identical file is reused
-// and a rebuilt one never overwrites a file a template's CD-ROM still holds.
+// and a rebuilt one never overwrites a file a template's CD-ROM still holds. Always one file in
+// banlieue-images/: the image name and checksum keep only letters and digits.
 std::string isoDatastorePath(const std::string& image, const std::string& sha256);
+
+// The HTTP target of a datastore file (vCenter's /folder file service): each segment of
+// `datastore_path` and the datacenter and datastore names percent-encoded.
+std::string datastoreFileTarget(const std::string& datastore_path, const std::string& datacenter,
+                                const std::string& datastore);
 
 }  // namespace banlieue::vsphere
