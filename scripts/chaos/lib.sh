@@ -127,7 +127,8 @@ vcsim_vms() {
 backend_machine_exists() {
   case "$1" in
     libvirt) domains | grep -qx "$ns-$2" ;;
-    vsphere) vcsim_vms | jq -e --arg v "$2" 'select(.name == $v and .hostname == $v)' >/dev/null ;;
+    # Slurped: with one input a line, jq -e would answer for the last line only.
+    vsphere) vcsim_vms | jq -se --arg v "$2" 'any(.[]; .name == $v and .hostname == $v)' >/dev/null ;;
   esac
 }
 

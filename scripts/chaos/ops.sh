@@ -257,8 +257,10 @@ finish() {
   for vm in $(live_vms); do
     backend=${provider_backend[${vm_provider[$vm]}]}
     if ! backend_machine_exists "$backend" "$vm"; then
-      record anomalies "$(jq -cn --arg v "$vm" --arg b "$backend" \
-        '{what: "VM with no backend machine", vm: $v, backend: $b}')"
+      log "  $vm has no $backend machine: $(vm_and_machine "$vm")"
+      record anomalies "$(jq -cn --arg v "$vm" --arg b "$backend" --arg s "$(vm_and_machine "$vm")" \
+        --arg inv "$(backend_list "$backend")" \
+        '{what: "VM with no backend machine", vm: $v, backend: $b, objects: $s, backend_inventory: $inv}')"
     fi
   done
   log "deleting every VM of the run"
@@ -294,6 +296,24 @@ finish() {
   [ -z "$leaked_names" ] || log "  leaked: $(tr '\n' ' ' <<<"$leaked_names")"
   [ -z "$duplicated_names" ] || log "  duplicated: $(tr '\n' ' ' <<<"$duplicated_names")"
   [ -z "$stuck" ] || log "  stuck: $stuck"
+}
+
+# vm_and_machine <vm>: what the VM's status and its machine objects say, on one line.
+vm_and_machine() {
+  k get vm,libvirtmachine,vspheremachine -n "$ns" --field-selector "metadata.name=$1" -o json 2>&1 |
+    jq -c '[.items[] | {kind, uid: .metadata.uid, deleting: .metadata.deletionTimestamp,
+      provider: (.status.scheduled.providerName // .spec.providerRef.name),
+      providerID: .spec.providerID, infrastructureRef: .status.infrastructureRef.kind,
+      ready: ((.status.conditions // [])[] | select(.type == "Ready") | "\(.status) \(.reason): \(.message)")}]' 2>&1 |
+    head -c 2000
+}
+
+# backend_list <backend>: the backend's own inventory on one line.
+backend_list() {
+  case "$1" in
+    libvirt) domains | tr '\n' ' ' ;;
+    vsphere) vcsim_vms | jq -c -s 'map(select(.hostname != "") | "\(.name) \(.instanceUuid) \(.powerState)")' ;;
+  esac
 }
 
 # inventory <before|after>: each backend's own inventory against the objects.
