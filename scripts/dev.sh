@@ -412,6 +412,12 @@ up() {
   # swap backends: only the placement changes; the VM moves to libvirt-host2
   kubectl patch vm db-prod-01 --type merge -p '{"spec":{"placement":{"providerSelector":{"matchLabels":{"env":"staging"}}}}}'
   kubectl patch vm db-prod-01 --type merge -p '{"spec":{"desiredPowerState":"PoweredOff"}}'
+EOF
+  [ "$real" -eq 0 ] || cat <<EOF
+  # with --real, across hypervisors: to the vSphere Provider vsphere-vc1 on vcsim
+  kubectl patch vm db-prod-01 --type merge -p '{"spec":{"placement":{"providerSelector":{"matchLabels":{"env":"lab"}}}}}'
+EOF
+  cat <<EOF
   kubectl delete vm db-prod-01        # the backend VM goes first, then the object
   kubectl logs -n banlieue-system deploy/banlieue-controller
   kubectl logs deploy/banlieue-provider-libvirt-libvirt-host1   # a Provider's own pod
