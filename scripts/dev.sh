@@ -16,16 +16,20 @@
 # boots; state lives in the provider pods); with --real they use a real libvirtd that dev.sh
 # starts, reached from the provider pods over TLS at the node's host-side address as a libvirt
 # host is on a real site (qemu+tls://, certificates under the state directory, the client's in
-# a credentials Secret), and the VM runs under QEMU.
+# a credentials Secret), and the VM runs under QEMU. --real also starts the project's vCenter
+# simulator (vcsim, tests/vsphere/vcsim) the same way, outside the pods at the node's host-side
+# address with TLS and a login, and adds the vSphere Provider vsphere-vc1 (env: lab) on it.
 # Re-running `up` is safe and fast: every step skips what is already there.
 #
 # Needs root (the node's network namespace, containerd and the kubelet; setup uses apt).
 # Environment: BANLIEUE_LOCAL_STATE (state directory, default /tmp/banlieue-local-<uid>),
-# JOBS (build parallelism, default nproc).
+# JOBS (build parallelism, default nproc), BANLIEUE_BUILD_DIR (a build directory whose
+# binaries to use as they are: no configure and no build; default build/dev, built by `up`).
+# shellcheck source-path=SCRIPTDIR
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
-usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
 
 command=up
 real=0
@@ -46,10 +50,16 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 preset=dev
-build=build/$preset
-banlieue=$repo/$build/host/banlieue
-plugins=$repo/$build/plugins-dir
+build=${BANLIEUE_BUILD_DIR:-$repo/build/$preset}
+prebuilt=0
+[ -z "${BANLIEUE_BUILD_DIR:-}" ] || prebuilt=1
+banlieue=$build/host/banlieue
+plugins=$build/plugins-dir
 STATE=${BANLIEUE_LOCAL_STATE:-/tmp/banlieue-local-$(id -u)}
+# deploy/local/lib.sh: start and pid_of, for vcsim (a process of this cluster, like the
+# apiserver: pid file and log under $STATE/run and $STATE/logs).
+# shellcheck source=../deploy/local/lib.sh
+. "$repo/deploy/local/lib.sh"
 export KUBECONFIG=$STATE/kubeconfig
 dev_dir=$STATE/dev  # what dev.sh itself keeps: the libvirt node files, a real libvirtd's state
 kubectl=/usr/lib/google-cloud-sdk/bin/kubectl.1.32
@@ -205,6 +215,92 @@ stop_real_libvirt() {
   echo "stopped the libvirtd dev.sh started"
 }
 
+# --- vcsim (the project's vCenter simulator), only with --real --------------------------------
+# Like libvirtd it runs outside the node, so its inventory outlives every provider pod, and the
+# provider pods reach it at the node's host-side address over TLS (the vSphere plugin refuses
+# http://) with a required login. Its CA, server certificate and password are under
+# $dev_dir/vcsim; the vSphere Provider's Secret carries the login and the CA (ca.crt). The
+# simulator picks a free port; $dev_dir/vcsim/url keeps the URL it printed. Its inventory (the
+# simulator's own DC0_* VMs, the Provider's clones) is in its memory: it starts empty of clones.
+vcsim_dir=$dev_dir/vcsim
+vcsim_bin=$build/tests/vsphere/vcsim
+vcsim_secret=vcsim-dev-credentials
+vcsim_user=banlieue@vsphere.local
+
+# The server certificate for node address <ip>, signed by a CA of its own.
+make_vcsim_pki() {  # make_vcsim_pki <ip>
+  local ip=$1 pki=$vcsim_dir/pki
+  if openssl x509 -in "$pki/servercert.pem" -noout -ext subjectAltName 2>/dev/null |
+    grep -qx " *IP Address:$ip"; then
+    return 0
+  fi
+  rm -rf "$pki"
+  mkdir -m 0700 "$pki"
+  (
+    cd "$pki"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key \
+      -out cacert.pem -days 30 -subj /CN=banlieue-dev-vcsim-ca \
+      -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout serverkey.pem \
+      -out server.csr -subj "/O=banlieue/CN=$ip"
+    printf '%s\n' "basicConstraints=critical,CA:FALSE" "keyUsage=critical,digitalSignature" \
+      "extendedKeyUsage=serverAuth" "subjectAltName=IP:$ip" >server.ext
+    openssl x509 -req -in server.csr -CA cacert.pem -CAkey ca.key -CAcreateserial -days 30 \
+      -out servercert.pem -extfile server.ext
+  ) >"$vcsim_dir/pki.log" 2>&1 || fail "--real: making vcsim's certificates failed: see $vcsim_dir/pki.log"
+}
+
+vcsim_url() { cat "$vcsim_dir/url" 2>/dev/null; }
+
+# vcsim_inventory: the simulator's VMs, one JSON object a line, through its own -inventory client.
+vcsim_inventory() {
+  "$vcsim_bin" -inventory "$(vcsim_url)" -cacert "$vcsim_dir/pki/cacert.pem" \
+    -username "$vcsim_user" -password "$(cat "$vcsim_dir/password")"
+}
+
+start_vcsim() {
+  local ip url
+  ip=$(node_host_ip)
+  [ -x "$vcsim_bin" ] || fail "--real: no vcsim at $vcsim_bin (build target banlieue_vcsim)"
+  mkdir -p "$vcsim_dir"
+  # A simulator of an earlier node address: its certificate names the old one.
+  url=$(vcsim_url || true)
+  if pid_of vcsim >/dev/null && [[ $url != https://$ip:* ]]; then stop_vcsim >/dev/null; fi
+  make_vcsim_pki "$ip"
+  if ! pid_of vcsim >/dev/null; then
+    [ -s "$vcsim_dir/password" ] || (umask 077 && openssl rand -hex 16 >"$vcsim_dir/password")
+    rm -f "$vcsim_dir/url"
+    start vcsim "$vcsim_bin" -l "$ip:0" -tlscert "$vcsim_dir/pki/servercert.pem" \
+      -tlskey "$vcsim_dir/pki/serverkey.pem" -username "$vcsim_user" \
+      -password "$(cat "$vcsim_dir/password")"
+    # It prints "url=<sdk url> pid=<pid>" once it accepts connections.
+    for _ in $(seq 1 60); do
+      url=$(sed -n 's/^url=\(https:[^ ]*\) .*/\1/p' "$STATE/logs/vcsim.log" 2>/dev/null | head -n 1)
+      [ -z "$url" ] || break
+      pid_of vcsim >/dev/null || break
+      sleep 0.5
+    done
+    [ -n "$url" ] || fail "--real: vcsim did not start: see $STATE/logs/vcsim.log"
+    echo "$url" >"$vcsim_dir/url"
+  fi
+  # Log in and list as the provider pods will: TLS to the node's host-side address, verified.
+  vcsim_inventory >/dev/null || fail "--real: vcsim does not answer at $(vcsim_url): see $STATE/logs/vcsim.log"
+  k create secret generic "$vcsim_secret" --from-literal=username="$vcsim_user" \
+    --from-file=password=<(tr -d '\n' <"$vcsim_dir/password") \
+    --from-file=ca.crt="$vcsim_dir/pki/cacert.pem" --dry-run=client -o yaml | k apply -f - >/dev/null
+}
+
+stop_vcsim() {
+  local pid
+  pid=$(pid_of vcsim) || return 0
+  # SIGTERM: the simulator removes its temporary datastore directories.
+  kill -TERM "$pid"
+  for _ in $(seq 1 100); do pid_of vcsim >/dev/null || break; sleep 0.1; done
+  if pid_of vcsim >/dev/null; then kill -KILL "$pid"; fi
+  rm -f "$STATE/run/vcsim.pid" "$vcsim_dir/url"
+  echo "stopped the vcsim dev.sh started"
+}
+
 # --- the objects a platform team would write -----------------------------------------------
 provider() {  # provider <name> <labels> <endpoint> <pool> <network>
   local annotations="{}" allow_test_driver=true credentials=()
@@ -237,6 +333,10 @@ apply_platform() {
     provider libvirt-host2 "{ dc: dc1, env: staging }" "$endpoint2" "$pool" "$network"
     echo "---"
     sed -e "s|@IMAGE_PATH@|$image|" deploy/dev/class-and-image.yaml.in
+    if [ "$real" -eq 1 ]; then
+      echo "---"
+      sed -e "s|@ENDPOINT@|$(vcsim_url)|; s|@SECRET@|$vcsim_secret|" deploy/dev/vsphere-provider.yaml.in
+    fi
   } | k apply -f - | sed 's/^/  /'
 }
 
@@ -256,13 +356,21 @@ up() {
   step "control plane binaries (deploy/local/build; built once, then cached)"
   deploy/local/build
 
-  step "build banlieue and its plugins ($build)"
-  cmake --preset "$preset" >/dev/null
-  cmake --build --preset "$preset" -j "${JOBS:-$(nproc)}" --target banlieue \
-    banlieue-provider-libvirt banlieue-provider-vsphere banlieue-provider-proxmox banlieue-provider-file
+  if [ "$prebuilt" -eq 1 ]; then
+    step "banlieue and its plugins: the binaries of $build as they are (BANLIEUE_BUILD_DIR)"
+    [ -x "$banlieue" ] || fail "no $banlieue: build $build first"
+  else
+    step "build banlieue and its plugins ($build)"
+    local extra=()
+    [ "$real" -eq 0 ] || extra=(banlieue_vcsim)  # --real's vCenter simulator
+    cmake --preset "$preset" >/dev/null
+    cmake --build --preset "$preset" -j "${JOBS:-$(nproc)}" --target banlieue \
+      banlieue-provider-libvirt banlieue-provider-vsphere banlieue-provider-proxmox \
+      banlieue-provider-file "${extra[@]}"
+  fi
 
   step "local control plane and node, with the image of this build (deploy/local/up --node)"
-  deploy/local/up --state-dir "$STATE" --node --image-build-dir "$repo/$build"
+  deploy/local/up --state-dir "$STATE" --node --image-build-dir "$build"
 
   step "banlieue bootstrap operator (CRDs, RBAC, controller, operator, one ProviderClass per plugin)"
   # The plugins of this build describe the ProviderClasses; the pods load the image's copies.
@@ -273,6 +381,9 @@ up() {
   if [ "$real" -eq 1 ]; then
     step "a real libvirtd (TLS at the node's host-side address; socket, certificates, pool and network under $dev_dir/libvirt)"
     start_real_libvirt
+    step "vcsim, a vCenter simulator (TLS at the node's host-side address; certificates under $vcsim_dir)"
+    start_vcsim
+    echo "  $(vcsim_url)"
   fi
 
   step "Providers, VMClass and VMImage (what a platform team writes)"
@@ -280,6 +391,7 @@ up() {
   echo "  the operator gives each Provider its own pod; waiting for them to report Ready"
   wait_for "Provider libvirt-host1" 120 provider/libvirt-host1
   wait_for "Provider libvirt-host2" 120 provider/libvirt-host2
+  [ "$real" -eq 0 ] || wait_for "Provider vsphere-vc1" 120 provider/vsphere-vc1
   wait_for "VMImage ubuntu-22-04" 60 vmimage/ubuntu-22-04
 
   step "the walkthrough VirtualMachine (examples/01-walkthrough.yaml, what a consumer writes)"
@@ -300,6 +412,12 @@ up() {
   # swap backends: only the placement changes; the VM moves to libvirt-host2
   kubectl patch vm db-prod-01 --type merge -p '{"spec":{"placement":{"providerSelector":{"matchLabels":{"env":"staging"}}}}}'
   kubectl patch vm db-prod-01 --type merge -p '{"spec":{"desiredPowerState":"PoweredOff"}}'
+EOF
+  [ "$real" -eq 0 ] || cat <<EOF
+  # with --real, across hypervisors: to the vSphere Provider vsphere-vc1 on vcsim
+  kubectl patch vm db-prod-01 --type merge -p '{"spec":{"placement":{"providerSelector":{"matchLabels":{"env":"lab"}}}}}'
+EOF
+  cat <<EOF
   kubectl delete vm db-prod-01        # the backend VM goes first, then the object
   kubectl logs -n banlieue-system deploy/banlieue-controller
   kubectl logs deploy/banlieue-provider-libvirt-libvirt-host1   # a Provider's own pod
@@ -314,6 +432,9 @@ status() {
   if libvirtd_pid >/dev/null; then
     echo "libvirtd (dev.sh's)        running (pid $(libvirtd_pid)), $(libvirt_tls_uri)"
   fi
+  if pid_of vcsim >/dev/null; then
+    echo "vcsim (dev.sh's)           running (pid $(pid_of vcsim)), $(vcsim_url)"
+  fi
   if [ -f "$KUBECONFIG" ] && k get --request-timeout=5s providers,vm -A 2>/dev/null; then :; fi
 }
 
@@ -322,6 +443,7 @@ down() {
   # next `up` starts clean (a test-driver host would not survive a restart anyway).
   deploy/local/down --state-dir "$STATE"
   stop_real_libvirt  # after the pods (nothing recreates its domains), before its pid file goes
+  stop_vcsim         # likewise; its pid file is under $STATE/run
   deploy/local/down --state-dir "$STATE" --purge >/dev/null
 }
 

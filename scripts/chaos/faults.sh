@@ -4,20 +4,20 @@
 
 pending_fault=""   # what the current cycle will inject ("" once injected or for none)
 fault_at=0         # seconds into the operation
-fault_target=""    # which provider pod, for provider kills
+fault_target=""    # which Provider's pod, for provider kills (run_cycle sets it)
 paused_pid=""      # a stopped apiserver, for the EXIT trap
 
-# plan_fault: draws the cycle's fault, its second and its provider target. Always three draws,
-# so the sequence of the PRNG does not depend on what the cluster did.
+# plan_fault: draws the cycle's fault and its second. Always three draws, so the sequence of the
+# PRNG does not depend on what the cluster did.
 plan_fault() {
-  local r=$((RANDOM % 100)) at=$((RANDOM % 4)) target=${providers[$((RANDOM % 2))]}
+  local r=$((RANDOM % 100)) at=$((RANDOM % 4))
   if ((r < 20)); then pending_fault=""
   elif ((r < 36)); then pending_fault=kill-controller
   elif ((r < 52)); then pending_fault=kill-operator
   elif ((r < 72)); then pending_fault=kill-provider
   elif ((r < 86)); then pending_fault=apiserver-restart
   else pending_fault=apiserver-pause; fi
-  fault_at=$at fault_target=$target
+  fault_at=$at
   pause_seconds=$((16 + RANDOM % 7))  # longer than the 15 s Lease
 }
 
@@ -30,15 +30,21 @@ fault_due() {
 
 inject() {
   case "$1" in
-    kill-controller) kill_role controller banlieue-system banlieue-controller- ;;
-    kill-operator) kill_role operator banlieue-system banlieue-operator- ;;
-    kill-provider) kill_role provider "$ns" "banlieue-provider-libvirt-$fault_target-" ;;
+    kill-controller) kill_role controller banlieue-system banlieue-controller- || true ;;
+    kill-operator) kill_role operator banlieue-system banlieue-operator- || true ;;
+    kill-provider)
+      # The pods the operator mints: banlieue-provider-<class>-<Provider>-<hashes>.
+      if kill_role provider "$ns" "banlieue-provider-${provider_backend[$fault_target]}-$fault_target-"; then
+        provider_kills["$fault_target"]=$((${provider_kills["$fault_target"]:-0} + 1))
+      fi
+      ;;
     apiserver-restart) restart_apiserver ;;
     apiserver-pause) pause_apiserver "$pause_seconds" ;;
   esac
 }
 
-# kill_role <role> <namespace> <pod-name-prefix>: SIGKILL of the container's main process.
+# kill_role <role> <namespace> <pod-name-prefix>: SIGKILL of the container's main process;
+# fails when there was none to kill.
 # The pid comes from the node's own containerd (tasks carry host pids), matched by the
 # container id the pod's status names: no pgrep that could hit another cluster's pods.
 kill_role() {
@@ -54,14 +60,15 @@ kill_role() {
   done
   if [ -z "$id" ]; then
     log "  fault: no running $3* container for 30 s, $role not killed"
-    record anomalies "$(jq -cn --arg r "$role" '{what: "no running container to kill for 30 s", role: $r}')"
-    return 0
+    record anomalies "$(jq -cn --arg r "$role" --arg p "$3" \
+      '{what: "no running container to kill for 30 s", role: $r, pod_prefix: $p}')"
+    return 1
   fi
   pid=$(ctr --address "$STATE/node/containerd.sock" -n k8s.io tasks ls 2>/dev/null |
     awk -v id="$id" '$1 == id && $3 == "RUNNING" { print $2 }')
   if [ -z "$pid" ] || ! kill -KILL "$pid" 2>/dev/null; then
     log "  fault: container ${id:0:12} has no running task, $role not killed"
-    return 0
+    return 1
   fi
   kills["$role"]=$((kills["$role"] + 1))
   log "  fault: SIGKILL $role ($3*, pid $pid)"

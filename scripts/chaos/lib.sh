@@ -8,7 +8,9 @@ max_converge_ms=0
 failed_waits=0  # operations that did not converge: the cycles stop at the first one
 op_started_ms=""
 declare -A kills=([controller]=0 [operator]=0 [provider]=0)
+declare -A provider_kills=()  # provider kills by Provider
 declare -A op_counts=()
+declare -A op_backend_counts=()  # "create vsphere", "swap libvirt->vsphere", ...
 apiserver_restarts=0
 apiserver_pauses=0
 
@@ -106,11 +108,29 @@ gone() {
   return 1
 }
 
-# vm_gone <vm>: the VM and its LibvirtMachine are both gone.
-vm_gone() { gone vm "$1" && gone libvirtmachine "$1"; }
+# vm_gone <vm>: the VM and its machine on either backend are all gone.
+vm_gone() { gone vm "$1" && gone libvirtmachine "$1" && gone vspheremachine "$1"; }
 
 # domains: libvirtd's own inventory, one domain name a line.
 domains() { virsh -q -c "$libvirt_uri" list --all --name | sed '/^$/d'; }
+
+# vcsim_vms: vcsim's own inventory, one JSON object a line (name, instanceUuid, template,
+# powerState, hostname), from the project's vcsim in its -inventory mode: govmomi's client, not
+# the plugin's. dev.sh keeps the URL, the CA and the password under $STATE/dev/vcsim.
+vcsim_vms() {
+  "$vcsim_bin" -inventory "$(cat "$vcsim_dir/url")" -cacert "$vcsim_dir/pki/cacert.pem" \
+    -username banlieue@vsphere.local -password "$(cat "$vcsim_dir/password")"
+}
+
+# backend_machine_exists <backend> <vm>: the backend holds a machine for the VM: libvirt a domain
+# <namespace>-<vm>, vcsim a VM named <vm> that the plugin made (guestinfo host name <vm>).
+backend_machine_exists() {
+  case "$1" in
+    libvirt) domains | grep -qx "$ns-$2" ;;
+    # Slurped: with one input a line, jq -e would answer for the last line only.
+    vsphere) vcsim_vms | jq -se --arg v "$2" 'any(.[]; .name == $v and .hostname == $v)' >/dev/null ;;
+  esac
+}
 
 # report <seconds>: the one JSON document on stdout.
 report() {
@@ -119,11 +139,37 @@ report() {
     jq -Rn '[inputs | split(" ") | {(.[0]): (.[1] | tonumber)}] | add')
   ops_json=$(for o in "${!op_counts[@]}"; do echo "$o ${op_counts[$o]}"; done |
     jq -Rn '[inputs | split(" ") | {(.[0]): (.[1] | tonumber)}] | add // {}')
+  local by_backend_json provider_kills_json backends_json b
+  by_backend_json=$(for o in "${!op_backend_counts[@]}"; do echo "$o ${op_backend_counts[$o]}"; done |
+    jq -Rn '[inputs | split(" ") | {(.[0] + " " + .[1]): (.[2] | tonumber)}] | add // {}')
+  provider_kills_json=$(for p in "${!provider_kills[@]}"; do echo "$p ${provider_kills[$p]}"; done |
+    jq -Rn '[inputs | split(" ") | {(.[0]): (.[1] | tonumber)}] | add // {}')
+  backends_json=$(for b in "${backends[@]}"; do
+    jq -n --arg b "$b" --argjson before "${backend_machines_before[$b]:-0}" \
+      --argjson after "${backend_machines_after[$b]:-0}" \
+      --slurpfile leaked <(jq -Rn '[inputs]' <<<"${backend_leaked[$b]:-}") \
+      --slurpfile dup <(jq -Rn '[inputs]' <<<"${backend_duplicated[$b]:-}") \
+      --argjson ops "$by_backend_json" --argjson pk "$provider_kills_json" \
+      --arg providers "$(for p in "${providers[@]}"; do
+        [ "${provider_backend[$p]}" = "$b" ] && echo "$p"; done)" \
+      '{($b): {
+        leaked_backend_vms: ($leaked[0] | map(select(. != "")) | length),
+        duplicated_backend_vms: ($dup[0] | map(select(. != "")) | length),
+        leaked: ($leaked[0] | map(select(. != ""))), duplicated: ($dup[0] | map(select(. != ""))),
+        backend_vms_before_cleanup: $before, backend_vms_after_cleanup: $after,
+        providers: ($providers | split("\n") | map(select(. != ""))),
+        provider_kills: ([($providers | split("\n"))[] | select(. != "") | $pk[.] // 0] | add // 0),
+        creates: ($ops["create " + $b] // 0),
+        swaps_in: ([$ops | to_entries[] | select(.key | test("^swap .*->" + $b + "$")) | .value] | add // 0),
+        swaps_out: ([$ops | to_entries[] | select(.key | test("^swap " + $b + "->")) | .value] | add // 0)}}'
+  done | jq -s 'add // {}')
   jq -n --argjson cycles "$cycles" --argjson seed "$seed" --argjson kills "$kills_json" \
     --argjson restarts "$apiserver_restarts" --argjson pauses "$apiserver_pauses" \
     --argjson leaked "$leaked_count" --argjson duplicated "$duplicated_count" \
     --argjson stuck "$stuck_count" --argjson converge "$(seconds "$max_converge_ms")" \
     --argjson ops "$ops_json" --argjson seconds "$1" --argjson ran "$cycles_run" \
+    --argjson backends "$backends_json" --argjson provider_kills "$provider_kills_json" \
+    --argjson by_backend "$by_backend_json" \
     --arg stopped "$stopped_at" \
     --slurpfile leaked_list <(jq -Rn '[inputs]' <<<"$leaked_names") \
     --slurpfile stuck_list <(jq -Rn '[inputs]' <<<"$stuck_names") \
@@ -135,6 +181,7 @@ report() {
       stopped_after_timeout_in_cycle: (if $stopped == "" then null else ($stopped | tonumber) end), kills: $kills, apiserver_restarts: $restarts,
       apiserver_pauses: $pauses, leaked_backend_vms: $leaked, duplicated_backend_vms: $duplicated,
       stuck_objects: $stuck, max_converge_seconds: $converge, operations: $ops,
+      operations_by_backend: $by_backend, provider_kills: $provider_kills, backends: $backends,
       leaked: ($leaked_list[0] | map(select(. != ""))),
       duplicated: ($dup_list[0] | map(select(. != ""))),
       stuck: ($stuck_list[0] | map(select(. != ""))),

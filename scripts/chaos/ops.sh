@@ -7,12 +7,18 @@ next_vm=1
 run_label=chaos.banlieue.io/run
 leaked_count=0 duplicated_count=0 stuck_count=0
 leaked_names="" stuck_names="" duplicated_names="" stale_names="" stale_count=0
+# Per backend (libvirt, vsphere): leaked and duplicated machines, one a line, and how many
+# machines of the run each held before and after the clean-up.
+declare -A backend_leaked=() backend_duplicated=() backend_machines_before=() backend_machines_after=()
+vcsim_own=""  # the simulator's own VMs (no banlieue guestinfo), listed before the cycles
 
 # live_vms: the VMs the model holds, sorted, so a draw picks the same VM on every run.
 live_vms() { printf '%s\n' "${!vm_provider[@]}" | sed '/^$/d' | sort -V; }
 
 # prepare: the run's VMClass, the Providers' manifests (to recreate them after a deletion), and
-# no VM but its own: the walkthrough VM and a previous run's leftovers go first.
+# no VM but its own: the walkthrough VM and a previous run's leftovers go first. vcsim's own VMs
+# (its model's DC0_*, one of them the template) are listed: any other VM without banlieue's
+# guestinfo is leaked.
 prepare() {
   local p
   log "removing the walkthrough VM and any earlier chaos VMs"
@@ -37,13 +43,15 @@ EOF
       jq '{apiVersion, kind, spec, metadata: (.metadata | {name, namespace, labels, annotations})}' \
         >"$chaos_dir/provider-$p.json"
   done
+  vcsim_own=$(vcsim_vms | jq -r 'select(.hostname == "") | .name') ||
+    fail "vcsim does not answer at $(cat "$vcsim_dir/url" 2>/dev/null)"
   max_converge_ms=0  # the set-up's waits are not operations of the run
 }
 
 no_vms_left() {
   local n
-  n=$(k get vm,libvirtmachine -n "$ns" -o name 2>/dev/null | wc -l) || return 1
-  last_seen="$n VMs and LibvirtMachines remain"
+  n=$(k get vm,libvirtmachine,vspheremachine -n "$ns" -o name 2>/dev/null | wc -l) || return 1
+  last_seen="$n VMs, LibvirtMachines and VSphereMachines remain"
   [ "$n" -eq 0 ] && k get vm -n "$ns" >/dev/null 2>&1
 }
 
@@ -63,12 +71,14 @@ vms_settled_on() {
   done
 }
 
-# run_cycle <n>: draws the operation, its VM and its fault, runs the operation, and waits until
-# its expected state holds. A fault whose second did not come before that is injected then,
-# and the expected state must hold again afterwards.
+# run_cycle <n>: draws the operation, its VM, its Provider and its fault, runs the operation, and
+# waits until its expected state holds. A fault whose second did not come before that is
+# injected then, and the expected state must hold again afterwards. With --plan it only draws
+# and keeps the model (which depends on the draws alone), and prints the cycle.
 run_cycle() {
   current_cycle=$1
-  local r_op=$((RANDOM % 100)) r_vm=$RANDOM r_p=$((RANDOM % 2)) vms n op vm
+  local r_op=$((RANDOM % 100)) r_vm=$RANDOM r_p=$((RANDOM % ${#providers[@]})) r_to=$((RANDOM % 2))
+  local vms n op vm
   plan_fault
   mapfile -t vms < <(live_vms)
   n=${#vms[@]}
@@ -80,16 +90,35 @@ run_cycle() {
   elif ((r_op < 92)); then op=delete
   else op="provider-delete"; fi
   vm=${vms[$((r_vm % (n > 0 ? n : 1)))]:-}
-  op_counts["$op"]=$((${op_counts["$op"]:-0} + 1))
-  log "cycle $1/$cycles: $op ${vm:-} (fault: ${pending_fault:-none} at ${fault_at}s)"
-  expect=()
-  # A provider kill hits the Provider the operation's VM is on, when it has one.
-  [ -z "$vm" ] || fault_target=${vm_provider[$vm]}
-  op_started_ms=$(now_ms)
-  # A Provider deletion deletes the Provider of the cycle's VM: one that has VMs.
-  local provider=${providers[$r_p]}
+  # The operation's Provider: its VM's (a Provider deletion deletes one that has VMs), or for a
+  # create the drawn one. A swap goes to one of the other two, drawn.
+  local provider=${providers[$r_p]} to="" p others=()
   [ -z "$vm" ] || provider=${vm_provider[$vm]}
-  "op_${op//-/_}" "$vm" "$provider"
+  for p in "${providers[@]}"; do [ "$p" = "$provider" ] || others+=("$p"); done
+  [ "$op" != swap ] || to=${others[$r_to]}
+  # A provider kill hits that Provider's pod.
+  fault_target=$provider
+  op_counts["$op"]=$((${op_counts["$op"]:-0} + 1))
+  local on=${provider_backend[$provider]}
+  [ "$op" != swap ] || on="$on->${provider_backend[$to]}"
+  op_backend_counts["$op $on"]=$((${op_backend_counts["$op $on"]:-0} + 1))
+  local fault=${pending_fault:-none}
+  [ "$fault" != kill-provider ] || fault="kill-provider $fault_target"
+  [ "$fault" != apiserver-pause ] || fault="apiserver-pause ${pause_seconds}s"
+  [ "$op" != create ] || vm=chaos-$next_vm  # the name model_create gives it
+  log "cycle $1/$cycles: $op $vm on $provider${to:+ to $to} (fault: $fault at ${fault_at}s)"
+  if [ "$plan_only" -eq 1 ]; then
+    jq -cn --argjson c "$1" --arg op "$op" --arg vm "$vm" --arg p "$provider" --arg to "$to" \
+      --arg f "${pending_fault:-none}" --argjson at "$fault_at" \
+      '{cycle: $c, op: $op, vm: $vm, provider: $p, to: (if $to == "" then null else $to end),
+        fault: $f, fault_at: $at}' >>"$chaos_dir/plan.jsonl"
+    model_"${op//-/_}" "$vm" "$provider" "$to"
+    pending_fault=""
+    return 0
+  fi
+  expect=()
+  op_started_ms=$(now_ms)
+  "op_${op//-/_}" "$vm" "$provider" "$to"
   [ "$failed_waits" -eq 0 ] || return 0
   wait_until "$expect_what" "${expect[@]}" || true
   if [ -n "$pending_fault" ]; then
@@ -101,10 +130,27 @@ run_cycle() {
 
 env_of() { echo "${provider_env[$1]}"; }
 
-op_create() {
-  local name=chaos-$next_vm provider=$2
+# The model's part of each operation: what should exist afterwards. It depends on the draws
+# alone, so --plan can print a seed's cycles without a cluster.
+model_create() {
+  created=chaos-$next_vm
   next_vm=$((next_vm + 1))
-  vm_provider[$name]=$provider vm_power[$name]=PoweredOn vm_memory[$name]=256
+  vm_provider[$created]=$2 vm_power[$created]=PoweredOn vm_memory[$created]=256
+}
+# A resize grows memory by 64 MiB (providers refuse shrinking).
+model_resize() { vm_memory[$1]=$((vm_memory[$1] + 64)); }
+model_power() {
+  local want=PoweredOff
+  [ "${vm_power[$1]}" = PoweredOff ] && want=PoweredOn
+  vm_power[$1]=$want
+}
+model_swap() { vm_provider[$1]=$3; }
+model_delete() { unset "vm_provider[$1]" "vm_power[$1]" "vm_memory[$1]"; }
+model_provider_delete() { :; }
+
+op_create() {
+  model_create "$@"
+  local name=$created provider=$2
   kr create -f - >/dev/null <<EOF
 apiVersion: banlieue.io/v1alpha1
 kind: VirtualMachine
@@ -118,23 +164,23 @@ EOF
   expect=(vm_settled "$name" "$provider" PoweredOn)
 }
 
-# A resize grows memory by 64 MiB (providers refuse shrinking).
 op_resize() {
   local vm=$1
-  vm_memory[$vm]=$((vm_memory[$vm] + 64))
+  model_resize "$vm"
   kr patch vm "$vm" -n "$ns" --type merge \
     -p "{\"spec\":{\"hardwareOverride\":{\"memoryMiB\":${vm_memory[$vm]}}}}" >/dev/null
   expect_what="resize $vm to ${vm_memory[$vm]} MiB"
   expect=(vm_settled "$vm" "${vm_provider[$vm]}" "${vm_power[$vm]}")
 }
 
-# Power off or on. The guest is firmware without an OS that would honour an ACPI shutdown: its
-# LibvirtMachine gets a 5 s graceful-shutdown timeout first (the default waits 120 s).
+# Power off or on. On libvirt the guest is firmware without an OS that would honour an ACPI
+# shutdown: its LibvirtMachine gets a 5 s graceful-shutdown timeout first (the default waits
+# 120 s). vSphere powers off with PowerOffVM_Task, at once.
 op_power() {
-  local vm=$1 want=PoweredOff
-  [ "${vm_power[$vm]}" = PoweredOff ] && want=PoweredOn
-  vm_power[$vm]=$want
-  if [ "$want" = PoweredOff ]; then
+  local vm=$1 want
+  model_power "$vm"
+  want=${vm_power[$vm]}
+  if [ "$want" = PoweredOff ] && [ "${provider_backend[${vm_provider[$vm]}]}" = libvirt ]; then
     kr annotate libvirtmachine "$vm" -n "$ns" --overwrite \
       libvirt.banlieue.io/shutdown-timeout-seconds=5 >/dev/null || true
   fi
@@ -143,30 +189,32 @@ op_power() {
   expect=(vm_settled "$vm" "${vm_provider[$vm]}" "$want")
 }
 
-# Swap: only the placement changes; the VM moves to the other Provider (ADR 0010).
+# swap <vm> <from> <to>: only the placement changes; the VM moves to the other Provider (ADR
+# 0010), between the two libvirt hosts or between libvirt and vSphere.
 op_swap() {
-  local vm=$1 to=libvirt-host1
-  [ "${vm_provider[$vm]}" = libvirt-host1 ] && to=libvirt-host2
-  vm_provider[$vm]=$to
+  local vm=$1 to=$3
+  model_swap "$@"
   kr patch vm "$vm" -n "$ns" --type merge \
     -p "{\"spec\":{\"placement\":{\"providerSelector\":{\"matchLabels\":{\"dc\":\"dc1\",\"env\":\"$(env_of "$to")\"}}}}}" >/dev/null
-  expect_what="swap $vm to $to"
+  expect_what="swap $vm from $2 to $to"
   expect=(vm_settled "$vm" "$to" "${vm_power[$vm]}")
 }
 
 op_delete() {
   local vm=$1
-  unset "vm_provider[$vm]" "vm_power[$vm]" "vm_memory[$vm]"
+  model_delete "$vm"
   kr delete vm "$vm" -n "$ns" --wait=false >/dev/null
   expect_what="delete $vm"
   expect=(vm_gone "$vm")
 }
 
-# provider_delete <_> <provider>: ADR 0024. The Provider goes once its LibvirtMachines and their
-# domains are gone; its VMs (whose selectors match no other Provider) wait as NoProviderMatched.
-# Then the Provider is recreated from its saved manifest and its VMs must come back Ready there.
+# provider_delete <_> <provider>: ADR 0024. The Provider goes once its machines (LibvirtMachines
+# or VSphereMachines) and their backend VMs are gone; its VMs (whose selectors match no other
+# Provider) wait as NoProviderMatched. Then the Provider is recreated from its saved manifest
+# and its VMs must come back Ready there.
 op_provider_delete() {
-  local p=$2 vm on=()
+  local p=$2 vm on=() kind backend=${provider_backend[$2]}
+  kind=${machine_kind[$backend]}
   for vm in $(live_vms); do [ "${vm_provider[$vm]}" = "$p" ] && on+=("$vm"); done
   log "  deleting Provider $p with ${#on[@]} VMs: ${on[*]:-}"
   kr delete provider "$p" -n "$ns" --wait=false >/dev/null
@@ -176,11 +224,11 @@ op_provider_delete() {
     return 0
   fi
   for vm in "${on[@]}"; do
-    wait_until "LibvirtMachine $vm gone with its Provider" gone libvirtmachine "$vm" || true
-    if domains | grep -qx "$ns-$vm"; then
-      log "  domain $ns-$vm outlived Provider $p"
-      record anomalies "$(jq -cn --arg d "$ns-$vm" --arg p "$p" \
-        '{what: "domain outlived the deletion of its Provider", domain: $d, provider: $p}')"
+    wait_until "$kind $vm gone with its Provider" gone "$kind" "$vm" || true
+    if backend_machine_exists "$backend" "$vm"; then
+      log "  the $backend machine of $vm outlived Provider $p"
+      record anomalies "$(jq -cn --arg v "$vm" --arg p "$p" --arg b "$backend" \
+        '{what: "backend machine outlived the deletion of its Provider", vm: $v, backend: $b, provider: $p}')"
     fi
   done
   kr create -f "$chaos_dir/provider-$p.json" >/dev/null
@@ -189,11 +237,12 @@ op_provider_delete() {
   expect=(vms_settled_on "$p")
 }
 
-# provider_deleting <provider>: its Deleting condition's message, and what its objects say.
+# provider_deleting <provider>: its Deleting condition's message, and what its machines say.
 provider_deleting() {
+  local kind=${machine_kind[${provider_backend[$1]}]}
   k get provider "$1" -n "$ns" -o json 2>/dev/null |
     jq -r '(.status.conditions // [])[] | select(.type == "Deleting") | .message' || true
-  k get libvirtmachine -n "$ns" -l "banlieue.io/provider=$1" -o json 2>/dev/null |
+  k get "$kind" -n "$ns" -l "banlieue.io/provider=$1" -o json 2>/dev/null |
     jq -r '.items[] | "\(.metadata.name): " + ([(.status.conditions // [])[]
       | select(.type == "Ready") | .message] | join(""))' || true
 }
@@ -202,58 +251,129 @@ provider_deleting() {
 # take the inventory again.
 finish() {
   current_cycle=end
-  local d vm stuck
+  local vm stuck b backend
   log "inventory with the run's VMs in place"
-  inventory
-  duplicated_names=$(sed '/^$/d' <<<"$duplicated_names" | sort -u)
-  duplicated_count=$(sed '/^$/d' <<<"$duplicated_names" | wc -l)
+  inventory before
   for vm in $(live_vms); do
-    if ! domains | grep -qx "$ns-$vm"; then
-      record anomalies "$(jq -cn --arg v "$vm" '{what: "VM with no domain", vm: $v}')"
+    backend=${provider_backend[${vm_provider[$vm]}]}
+    if ! backend_machine_exists "$backend" "$vm"; then
+      log "  $vm has no $backend machine: $(vm_and_machine "$vm")"
+      record anomalies "$(jq -cn --arg v "$vm" --arg b "$backend" --arg s "$(vm_and_machine "$vm")" \
+        --arg inv "$(backend_list "$backend")" \
+        '{what: "VM with no backend machine", vm: $v, backend: $b, objects: $s, backend_inventory: $inv}')"
     fi
   done
   log "deleting every VM of the run"
   kr delete vm -n "$ns" -l "$run_label" --wait=false >/dev/null
-  wait_until "every VM and LibvirtMachine gone" no_vms_left || true
+  wait_until "every VM, LibvirtMachine and VSphereMachine gone" no_vms_left || true
   kr delete vmclass chaos-small --wait=false >/dev/null
   for p in "${providers[@]}"; do
     wait_until "Provider $p Ready at the end" provider_ready "$p" || true
   done
   log "inventory after the clean-up"
-  inventory
-  leaked_names=$(sort -u <<<"$leaked_names" | sed '/^$/d')
+  inventory after
+  # A duplicate counts once, seen before the clean-up (after it, no machine should be left); a
+  # leak counts once, seen before or after.
+  leaked_names="" duplicated_names=""
+  for b in "${backends[@]}"; do
+    backend_leaked[$b]=$(sed '/^$/d' <<<"${backend_leaked[$b]:-}" | sort -u)
+    backend_duplicated[$b]=$(sed '/^$/d' <<<"${backend_duplicated[$b]:-}" | sort -u)
+    # Each line as "<backend>: <line>".
+    [ -z "${backend_leaked[$b]}" ] ||
+      leaked_names+=$'\n'"$b: ${backend_leaked[$b]//$'\n'/$'\n'$b: }"
+    [ -z "${backend_duplicated[$b]}" ] ||
+      duplicated_names+=$'\n'"$b: ${backend_duplicated[$b]//$'\n'/$'\n'$b: }"
+  done
+  leaked_names=$(sed '/^$/d' <<<"$leaked_names")
+  duplicated_names=$(sed '/^$/d' <<<"$duplicated_names")
   leaked_count=$(sed '/^$/d' <<<"$leaked_names" | wc -l)
-  stuck=$(k get vm,libvirtmachine,provider -A -o json |
+  duplicated_count=$(sed '/^$/d' <<<"$duplicated_names" | wc -l)
+  stuck=$(k get vm,libvirtmachine,vspheremachine,provider -A -o json |
     jq -r '.items[] | select(.metadata.deletionTimestamp) | "\(.kind) \(.metadata.namespace)/\(.metadata.name)"')
   stuck_names=$stuck
   stuck_count=$(sed '/^$/d' <<<"$stuck" | wc -l)
   stale_workloads
-  [ -z "$leaked_names" ] || log "  leaked domains: $(tr '\n' ' ' <<<"$leaked_names")"
+  [ -z "$leaked_names" ] || log "  leaked: $(tr '\n' ' ' <<<"$leaked_names")"
+  [ -z "$duplicated_names" ] || log "  duplicated: $(tr '\n' ' ' <<<"$duplicated_names")"
   [ -z "$stuck" ] || log "  stuck: $stuck"
 }
 
-# inventory: each domain names its LibvirtMachine in its metadata (namespace, name, uid; see
-# plugins/libvirt/src/domain_xml.cc). A domain is leaked when that LibvirtMachine (that uid, not
-# just that name: an older incarnation of a swapped VM counts) is gone, or when it names none.
-# Two domains naming one VM are duplicated.
+# vm_and_machine <vm>: what the VM's status and its machine objects say, on one line.
+vm_and_machine() {
+  k get vm,libvirtmachine,vspheremachine -n "$ns" --field-selector "metadata.name=$1" -o json 2>&1 |
+    jq -c '[.items[] | {kind, uid: .metadata.uid, deleting: .metadata.deletionTimestamp,
+      provider: (.status.scheduled.providerName // .spec.providerRef.name),
+      providerID: .spec.providerID, infrastructureRef: .status.infrastructureRef.kind,
+      ready: ((.status.conditions // [])[] | select(.type == "Ready") | "\(.status) \(.reason): \(.message)")}]' 2>&1 |
+    head -c 2000
+}
+
+# backend_list <backend>: the backend's own inventory on one line.
+backend_list() {
+  case "$1" in
+    libvirt) domains | tr '\n' ' ' ;;
+    vsphere) vcsim_vms | jq -c -s 'map(select(.hostname != "") | "\(.name) \(.instanceUuid) \(.powerState)")' ;;
+  esac
+}
+
+# inventory <before|after>: each backend's own inventory against the objects.
 inventory() {
-  local d owner uids owners=""
+  libvirt_inventory "$1"
+  vsphere_inventory "$1"
+}
+
+# libvirt_inventory <before|after>: each domain names its LibvirtMachine in its metadata
+# (namespace, name, uid; see plugins/libvirt/src/domain_xml.cc). A domain is leaked when that
+# LibvirtMachine (that uid, not just that name: an older incarnation of a swapped VM counts) is
+# gone, or when it names none. Two domains naming one VM are duplicated.
+libvirt_inventory() {
+  local d owner uids owners="" n=0
   uids=$(k get libvirtmachine -A -o jsonpath='{range .items[*]}{.metadata.uid}{"\n"}{end}') ||
     fail "no LibvirtMachine list for the inventory"
   for d in $(domains); do
+    n=$((n + 1))
     owner=$(domain_owner "$d")
     owners+=$'\n'${owner% *}
     if [ -z "$owner" ] || ! grep -qx "${owner##* }" <<<"$uids"; then
-      leaked_names+=$'\n'"$d (${owner:-no banlieue metadata})"
+      backend_leaked[libvirt]+=$'\n'"$d (${owner:-no banlieue metadata})"
     fi
   done
-  duplicated_names+=$'\n'$(sed '/^$/d' <<<"$owners" | sort | uniq -d)
+  [ "$1" = after ] || backend_duplicated[libvirt]+=$'\n'$(sed '/^$/d' <<<"$owners" | sort | uniq -d)
+  if [ "$1" = before ]; then backend_machines_before[libvirt]=$n; else backend_machines_after[libvirt]=$n; fi
 }
 
 # domain_owner <domain>: "<namespace>/<name> <uid>" from the domain's banlieue metadata.
 domain_owner() {
   virsh -q -c "$libvirt_uri" metadata "$1" https://banlieue.io/libvirt/1 2>/dev/null |
     sed -n 's|.* namespace="\([^"]*\)".* name="\([^"]*\)".* uid="\([^"]*\)".*|\1/\2 \3|p'
+}
+
+# vsphere_inventory <before|after>: the plugin clones each VSphereMachine into a VM named after
+# it, with the VSphereMachine's uid as its instance UUID and its name in
+# guestinfo.network.hostname (plugins/vsphere/src/machine.cc). A VM is leaked when no
+# VSphereMachine has its instance UUID (an older incarnation counts), or when it is neither
+# banlieue's nor one of the simulator's own. Two VMs for one name are duplicated.
+vsphere_inventory() {
+  local uids vms name uuid host owners="" n=0
+  uids=$(k get vspheremachine -A -o jsonpath='{range .items[*]}{.metadata.uid}{"\n"}{end}') ||
+    fail "no VSphereMachine list for the inventory"
+  vms=$(vcsim_vms) || fail "vcsim does not answer for the inventory"
+  while IFS='|' read -r name uuid host; do
+    [ -n "$name" ] || continue
+    if [ -z "$host" ]; then
+      grep -qxF "$name" <<<"$vcsim_own" && continue
+      n=$((n + 1))
+      backend_leaked[vsphere]+=$'\n'"$name (no banlieue guestinfo)"
+      continue
+    fi
+    n=$((n + 1))
+    owners+=$'\n'$host
+    if ! grep -qix "$uuid" <<<"$uids"; then
+      backend_leaked[vsphere]+=$'\n'"$name (instance uuid $uuid: no such VSphereMachine)"
+    fi
+  done < <(jq -r '"\(.name)|\(.instanceUuid)|\(.hostname)"' <<<"$vms")
+  [ "$1" = after ] || backend_duplicated[vsphere]+=$'\n'$(sed '/^$/d' <<<"$owners" | sort | uniq -d)
+  if [ "$1" = before ]; then backend_machines_before[vsphere]=$n; else backend_machines_after[vsphere]=$n; fi
 }
 
 # stale_workloads: provider ReplicaSets and pods whose owner is gone. A Provider's workload

@@ -5,20 +5,106 @@
 // It listens on loopback (port 0 picks a free one), serves TLS with the certificate it is
 // given, requires the given login, and prints one line "url=<sdk url> pid=<pid>" on stdout
 // once it accepts connections, so a test harness can wait for that line instead of sleeping.
+//
+// With -inventory <sdk url> it is a client instead: it logs in to that vCenter (the CA of
+// -cacert, the login of -username/-password), prints one JSON object a line for every virtual
+// machine and template, and exits. scripts/chaos.sh lists vcsim's own inventory this way,
+// through govmomi rather than the plugin's SOAP client whose effects it checks.
 package main
 
 import (
+	"context"
 	"crypto/tls"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"log"
 	"net/url"
 	"os"
 	"os/signal"
+	"sort"
 	"syscall"
+	"time"
 
+	"github.com/vmware/govmomi/session"
 	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/view"
+	"github.com/vmware/govmomi/vim25"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/soap"
 )
+
+// inventoryVM is one line of -inventory: the VM's name, its instance UUID (the plugin sets it
+// to the VSphereMachine's uid), whether it is a template, its power state, and the host name
+// the plugin writes into guestinfo.network.hostname (empty on the simulator's own VMs).
+type inventoryVM struct {
+	Name         string `json:"name"`
+	InstanceUUID string `json:"instanceUuid"`
+	Template     bool   `json:"template"`
+	PowerState   string `json:"powerState"`
+	Hostname     string `json:"hostname"`
+}
+
+func listInventory(sdk, caFile, user, pass string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	u, err := soap.ParseURL(sdk)
+	if err != nil {
+		return err
+	}
+	soapClient := soap.NewClient(u, false)
+	if caFile != "" {
+		if err := soapClient.SetRootCAs(caFile); err != nil {
+			return err
+		}
+	}
+	client, err := vim25.NewClient(ctx, soapClient)
+	if err != nil {
+		return err
+	}
+	sessions := session.NewManager(client)
+	if err := sessions.Login(ctx, url.UserPassword(user, pass)); err != nil {
+		return err
+	}
+	defer sessions.Logout(context.Background())
+	manager := view.NewManager(client)
+	v, err := manager.CreateContainerView(ctx, client.ServiceContent.RootFolder,
+		[]string{"VirtualMachine"}, true)
+	if err != nil {
+		return err
+	}
+	defer v.Destroy(context.Background())
+	var vms []mo.VirtualMachine
+	err = v.Retrieve(ctx, []string{"VirtualMachine"},
+		[]string{"name", "config.instanceUuid", "config.template", "config.extraConfig",
+			"runtime.powerState"}, &vms)
+	if err != nil {
+		return err
+	}
+	lines := make([]inventoryVM, 0, len(vms))
+	for _, vm := range vms {
+		line := inventoryVM{Name: vm.Name, PowerState: string(vm.Runtime.PowerState)}
+		if vm.Config != nil {
+			line.InstanceUUID = vm.Config.InstanceUuid
+			line.Template = vm.Config.Template
+			// vcsim appends extraConfig entries instead of replacing them: the last one wins.
+			for _, option := range vm.Config.ExtraConfig {
+				if value := option.GetOptionValue(); value.Key == "guestinfo.network.hostname" {
+					line.Hostname = fmt.Sprint(value.Value)
+				}
+			}
+		}
+		lines = append(lines, line)
+	}
+	sort.Slice(lines, func(i, j int) bool { return lines[i].Name < lines[j].Name })
+	out := json.NewEncoder(os.Stdout)
+	for _, line := range lines {
+		if err := out.Encode(line); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 func main() {
 	model := simulator.VPX()
@@ -37,7 +123,16 @@ func main() {
 	user := flag.String("username", "", "required user name")
 	pass := flag.String("password", "", "required password")
 	flag.BoolVar(&simulator.Trace, "trace", false, "log SOAP traffic to stderr")
+	inventory := flag.String("inventory", "", "list the VMs of the vCenter at this sdk URL, then exit")
+	caFile := flag.String("cacert", "", "with -inventory: the CA (PEM) that signed the server's certificate")
 	flag.Parse()
+
+	if *inventory != "" {
+		if err := listInventory(*inventory, *caFile, *user, *pass); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 
 	listenURL := &url.URL{Host: *listen}
 	if *user != "" {
