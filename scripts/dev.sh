@@ -110,17 +110,24 @@ foreign_libvirtd() {
   return 1
 }
 
+# pki_names_address <dir> <ip>: true when <dir>/servercert.pem already names address <ip>;
+# otherwise <dir> is emptied (mode 0700) for a new set of certificates.
+pki_names_address() {
+  if openssl x509 -in "$1/servercert.pem" -noout -ext subjectAltName 2>/dev/null |
+    grep -qx " *IP Address:$2"; then
+    return 0
+  fi
+  rm -rf "$1"
+  mkdir -m 0700 "$1"
+  return 1
+}
+
 # The daemon's certificates for node address <ip>: a CA, a server certificate naming <ip> (the
 # provider pods verify it) and the one client certificate the daemon accepts
 # (tls_allowed_dn_list), which the Providers' credentials Secret carries.
 make_libvirt_pki() {  # make_libvirt_pki <ip>
   local ip=$1
-  if openssl x509 -in "$libvirt_pki/servercert.pem" -noout -ext subjectAltName 2>/dev/null |
-    grep -qx " *IP Address:$ip"; then
-    return 0
-  fi
-  rm -rf "$libvirt_pki"
-  mkdir -m 0700 "$libvirt_pki"
+  pki_names_address "$libvirt_pki" "$ip" && return 0
   (
     cd "$libvirt_pki"
     printf '%s\n' "basicConstraints=critical,CA:FALSE" \
@@ -230,12 +237,7 @@ vcsim_user=banlieue@vsphere.local
 # The server certificate for node address <ip>, signed by a CA of its own.
 make_vcsim_pki() {  # make_vcsim_pki <ip>
   local ip=$1 pki=$vcsim_dir/pki
-  if openssl x509 -in "$pki/servercert.pem" -noout -ext subjectAltName 2>/dev/null |
-    grep -qx " *IP Address:$ip"; then
-    return 0
-  fi
-  rm -rf "$pki"
-  mkdir -m 0700 "$pki"
+  pki_names_address "$pki" "$ip" && return 0
   (
     cd "$pki"
     openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key \
