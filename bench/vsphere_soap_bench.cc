@@ -26,7 +26,7 @@ std::unique_ptr<SoapClient> connect(const testing::Vcsim& vcsim) {
   Credentials creds;
   creds.username = testing::Vcsim::kUser;
   creds.password = testing::Vcsim::kPassword;
-  auto client = std::make_unique<SoapClient>(makeBeastTransport(url, tls), url, std::move(creds));
+  auto client = std::make_unique<SoapClient>(makeHttpsTransport(url, tls), url, std::move(creds));
   client->connect(std::chrono::steady_clock::now() + std::chrono::seconds(30));
   return client;
 }

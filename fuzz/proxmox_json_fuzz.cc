@@ -36,7 +36,7 @@ class ScriptedTransport final : public HttpTransport {
 
  private:
   static HttpResponse parse(std::string_view text) {
-    HttpResponse response{200, "OK", std::string(text)};
+    HttpResponse response{.status = 200, .reason = "OK", .body = std::string(text)};
     if (text.substr(0, 5) == "HTTP ") {
       size_t eol = text.find('\n');
       std::string_view line = text.substr(5, eol == std::string_view::npos ? eol : eol - 5);

@@ -54,6 +54,9 @@ packages=(
   python3 python3-proxmoxer python3-requests
   # the proxmox plugin test's sshd on loopback
   openssh-server openssh-client
+  # a real HTTP proxy for the plugins' HTTPS_PROXY tests (run by the tests on loopback; the
+  # package's own service is not started)
+  tinyproxy
   # images built here without a daemon or a registry (deploy/local/images: a Debian base made by
   # mmdebstrap, deploy/Dockerfile built by buildah) and the local node that runs them
   # (containerd with runc, the CNI bridge/host-local/portmap/loopback plugins, conntrack for

@@ -416,6 +416,24 @@ TEST(ImportJob, RunsImageImportForOneZoneIsolatedAndReadOnly) {
   EXPECT_TRUE(pvc_ro);
 }
 
+// The import Job reaches the backend as its provider does: through the same proxy (#25).
+TEST(ImportJob, CarriesTheProvidersProxySettings) {
+  auto p = params();
+  p.proxy_env = {{"https_proxy", "http://proxy.example.test:3128"}, {"no_proxy", "10.0.0.0/8"}};
+  auto manifest = importJob(p);
+  ASSERT_TRUE(manifest.ok()) << manifest.status().message();
+  auto job = parse(*manifest);
+  const auto& env = job["spec"]["template"]["spec"]["containers"][0]["env"];
+  std::map<std::string, std::string> values;
+  for (const auto& var : env.GetArray()) {
+    values[json::stringOr(&var, "name")] = json::stringOr(&var, "value");
+  }
+  EXPECT_EQ(values["https_proxy"], "http://proxy.example.test:3128");
+  EXPECT_EQ(values["no_proxy"], "10.0.0.0/8");
+  EXPECT_EQ(parse(*importJob(params()))["spec"]["template"]["spec"]["containers"][0]["env"].Size(),
+            2U);
+}
+
 TEST(ImportJob, NamesDifferPerZoneAndRebuildAndAreDnsSafe) {
   auto p = params();
   auto q = params();

@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <map>
+#include <string>
 
 namespace banlieue::roles::provider_operator {
 namespace {
@@ -269,6 +271,32 @@ TEST(Workload, TheDeploymentRunsTheProviderRuntimeByContract) {
   EXPECT_TRUE(sdk::json::boolean(&d->body, "spec.template.spec.securityContext.runAsNonRoot"));
   const auto* import = find(*w, "rolebindings", "banlieue-provider-file-lab-import");
   EXPECT_EQ(stringOr(&(*find(&import->body, "subjects"))[0], "namespace", ""), "builds");
+}
+
+// A platform team sets HTTPS_PROXY and NO_PROXY once, on the operator; every provider pod gets
+// them, so its plugin reaches the backend the same way (issue #25).
+TEST(Workload, TheOperatorsProxySettingsReachTheProviderContainer) {
+  WorkloadOptions options{"/opt/plugins",
+                          "builds",
+                          {{"HTTPS_PROXY", "http://proxy.example.test:3128"},
+                           {"NO_PROXY", ".cluster.local,10.0.0.0/8"}}};
+  auto w = buildWorkload(provider(), managedClass(), options);
+  ASSERT_TRUE(w.ok());
+  const auto* d = find(*w, "deployments", "banlieue-provider-file-lab");
+  ASSERT_NE(d, nullptr);
+  const auto& container = (*find(&d->body, "spec.template.spec.containers"))[0];
+  std::map<std::string, std::string> values;
+  for (const auto& var : find(&container, "env")->GetArray()) {
+    values[stringOr(&var, "name", "")] = stringOr(&var, "value", "");
+  }
+  EXPECT_EQ(values["HTTPS_PROXY"], "http://proxy.example.test:3128");
+  EXPECT_EQ(values["NO_PROXY"], ".cluster.local,10.0.0.0/8");
+  // None set: none passed on.
+  auto plain = buildWorkload(provider(), managedClass(), {"/opt/plugins", "builds"});
+  ASSERT_TRUE(plain.ok());
+  const auto& bare = (*find(&find(*plain, "deployments", "banlieue-provider-file-lab")->body,
+                            "spec.template.spec.containers"))[0];
+  EXPECT_EQ(find(&bare, "env")->Size(), 2U);
 }
 
 TEST(Workload, MintedObjectsMapBackToTheirProvider) {

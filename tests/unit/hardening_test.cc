@@ -219,7 +219,9 @@ class RecordingPveTransport final : public proxmox::HttpTransport {
   proxmox::HttpResponse send(const proxmox::HttpRequest& request,
                              std::chrono::milliseconds) override {
     targets.push_back(request.target);
-    return {200, "OK", R"({"data":{"status":"stopped","exitstatus":"OK"}})"};
+    return {.status = 200,
+            .reason = "OK",
+            .body = R"({"data":{"status":"stopped","exitstatus":"OK"}})"};
   }
 };
 

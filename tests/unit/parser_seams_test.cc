@@ -148,7 +148,7 @@ TEST(DeepNestingTest, EveryJsonReaderRefusesItInsteadOfOverflowingTheStack) {
    public:
     explicit Answer(std::string body) : body_(std::move(body)) {}
     proxmox::HttpResponse send(const proxmox::HttpRequest&, std::chrono::milliseconds) override {
-      return {200, "OK", body_};
+      return {.status = 200, .reason = "OK", .body = body_};
     }
 
    private:

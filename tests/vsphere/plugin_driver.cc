@@ -79,7 +79,7 @@ std::unique_ptr<SoapClient> clientFor(const Vcsim& vcsim) {
   Credentials creds;
   creds.username = Vcsim::kUser;
   creds.password = Vcsim::kPassword;
-  return std::make_unique<SoapClient>(makeBeastTransport(url, tls), url, std::move(creds));
+  return std::make_unique<SoapClient>(makeHttpsTransport(url, tls), url, std::move(creds));
 }
 
 }  // namespace

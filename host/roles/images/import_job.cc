@@ -261,6 +261,12 @@ StatusOr<std::string> importJob(const ImportJobParams& p) {
     b.add(var, "valueFrom", std::move(from));
     b.push(env, std::move(var));
   }
+  for (const auto& [name, value] : p.proxy_env) {
+    Value var = b.obj();
+    b.add(var, "name", name);
+    b.add(var, "value", value);
+    b.push(env, std::move(var));
+  }
 
   Value security = b.obj();
   b.add(security, "readOnlyRootFilesystem", Value(true));

@@ -13,6 +13,7 @@
 #pragma once
 
 #include "host/api/vm_class.h"
+#include "host/common/proxy_environment.h"
 #include "host/common/status_or.h"
 
 #include <rapidjson/fwd.h>
@@ -54,6 +55,7 @@ struct ImportJobParams {
   std::string plugin_dir = "/usr/lib/banlieue/plugins";
   std::string plugin_sha256;  // the ProviderClass's spec.plugin.sha256; empty: none
   std::string log_level = "info";
+  common::EnvironmentVariables proxy_env;  // HTTPS_PROXY, NO_PROXY: how the backend is reached
   int backoff_limit = 2;
   int active_deadline_seconds = 3600;
   // A one-shot re-import (banlieue.io/force-reimport) changes the name, so it never waits

@@ -1,6 +1,7 @@
 #include "host/roles/operator/operator_role.h"
 
 #include "host/common/logging.h"
+#include "host/common/proxy_environment.h"
 #include "host/roles/common/leadership.h"
 #include "host/roles/common/role_process.h"
 #include "host/roles/operator/class_status_reconciler.h"
@@ -68,7 +69,8 @@ int runOperator(const Options& o) {
   const std::string identity = leaderIdentity();
   runtime::EventRecorder events(client, {"banlieue.io/operator", identity});
   ProviderReconciler provider_reconciler(
-      client, providers, classes, deployments, events, {o.image_plugin_dir, o.build_namespace},
+      client, providers, classes, deployments, events,
+      {o.image_plugin_dir, o.build_namespace, common::proxyEnvironment()},
       {o.plugin_dir, o.image_plugin_dir}, std::chrono::seconds(o.resync_seconds));
   runtime::Controller provider_controller("operator-provider", provider_reconciler,
                                           runtime::ControllerOptions{o.workers});

@@ -293,6 +293,12 @@ MintedObject deployment(const Context& c) {
   rapidjson::Value env(rapidjson::kArrayType);
   env.PushBack(envFromField("POD_NAME", "metadata.name", a), a);
   env.PushBack(envFromField("POD_NAMESPACE", "metadata.namespace", a), a);
+  for (const auto& [name, value] : c.options.proxy_env) {
+    auto var = object();
+    put(var, "name", name, a);
+    put(var, "value", value, a);
+    env.PushBack(std::move(var), a);
+  }
   put(container, "env", std::move(env), a);
   rapidjson::Value ports(rapidjson::kArrayType);
   ports.PushBack(port("metrics", kMetricsPort, a), a);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "host/api/provider.h"
+#include "host/common/proxy_environment.h"
 #include "host/common/status_or.h"
 #include "host/kube/client.h"
 #include "host/roles/images/import_job.h"
@@ -45,6 +46,8 @@ struct WorkloadOptions {
   // What the Deployment passes as --plugin-dir: where plugins live inside the image.
   std::string image_plugin_dir = "/usr/lib/banlieue/plugins";
   std::string build_namespace = kDefaultBuildNamespace;
+  // Passed on to every provider container (the operator's own HTTPS_PROXY and NO_PROXY).
+  common::EnvironmentVariables proxy_env;
 };
 
 struct MintedObject {

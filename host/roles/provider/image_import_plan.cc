@@ -191,6 +191,7 @@ ImportPlan planImports(const rapidjson::Value& image, const ImageRowContext& con
     p.plugin_dir = settings.plugin_dir;
     p.plugin_sha256 = settings.plugin_sha256;
     p.log_level = settings.log_level;
+    p.proxy_env = settings.proxy_env;
     std::string base = images::importJobName(p);
     p.generation_suffix = token;
     std::string wanted = images::importJobName(p);

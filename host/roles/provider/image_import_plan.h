@@ -17,6 +17,7 @@
 #pragma once
 
 #include "host/api/vm_class.h"
+#include "host/common/proxy_environment.h"
 #include "host/roles/provider/image_row.h"
 
 #include <rapidjson/document.h>
@@ -38,6 +39,7 @@ struct ImportSettings {
   std::string job_namespace;
   std::string artifacts_host_root;  // dev nodes: hostPath <root>/<pvcRef> instead of the PVC
   std::string log_level = "info";
+  common::EnvironmentVariables proxy_env;  // the provider's HTTPS_PROXY and NO_PROXY
   bool plugin_imports = false;             // describe: operations.importImage
   std::vector<std::string> image_formats;  // describe: imageFormats (empty: any)
   std::chrono::seconds retry_after{300};

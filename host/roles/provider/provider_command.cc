@@ -1,6 +1,7 @@
 #include "host/roles/provider/provider_command.h"
 
 #include "host/common/logging.h"
+#include "host/common/proxy_environment.h"
 #include "host/kube/discovery.h"
 #include "host/plugin/loader.h"
 #include "host/roles/common/leadership.h"
@@ -71,6 +72,7 @@ ImportSettings importSettings(const Options& o, const ResolvedPlugin& resolved) 
   settings.plugin_sha256 = resolved.plugin_sha256;
   settings.job_namespace = o.import_namespace;
   settings.artifacts_host_root = o.artifacts_host_root;
+  settings.proxy_env = common::proxyEnvironment();
   settings.retry_after = std::chrono::seconds(o.import_retry_seconds);
   auto described = resolved.plugin->describe();
   rapidjson::Document caps;

@@ -1,54 +1,26 @@
-// The HTTPS edge of the Proxmox plugin. The PVE client sees only HttpTransport, so tests could
-// script it; the one implementation (https.cc) is the only file that includes Boost.Beast.
+// The HTTPS edge of the Proxmox plugin, over the SDK's HTTPS client (banlieue/sdk/https.h: the
+// TLS and proxy policy every plugin shares). The PVE client sees only HttpTransport, so tests
+// could script it; https.cc is the only file that includes Boost.Beast.
 #pragma once
+
+#include <banlieue/sdk/https.h>
 
 #include <chrono>
 #include <memory>
-#include <stdexcept>
 #include <string>
-#include <utility>
-#include <vector>
 
 namespace banlieue::proxmox {
 
-// https://host[:port]; PVE's API listens on 8006 by default.
-struct Endpoint {
-  std::string host;
-  std::string port;
+using TlsOptions = sdk::https::TlsOptions;
+using HttpRequest = sdk::https::Request;    // a non-empty body is sent form-encoded
+using HttpResponse = sdk::https::Response;  // PVE puts its error message in the reason phrase
+// A failure below HTTP: DNS, TCP, the proxy, TLS, a timeout or a dropped connection.
+using TransportError = sdk::https::TransportError;
 
+// https://host[:port]; PVE's API listens on 8006 by default. A path is ignored.
+struct Endpoint : sdk::https::Endpoint {
   // Throws std::invalid_argument naming what is wrong (not https, userinfo, no host, ...).
   static Endpoint parse(const std::string& url);
-  std::string origin() const { return "https://" + host + ":" + port; }
-};
-
-struct TlsOptions {
-  std::string ca_bundle_pem;  // trusted roots; empty = the system store
-  bool insecure_skip_verify = false;
-};
-
-struct HttpRequest {
-  std::string method;
-  std::string target;  // path and query
-  std::vector<std::pair<std::string, std::string>> headers;
-  std::string body;  // form-encoded when not empty
-};
-
-struct HttpResponse {
-  int status = 0;
-  std::string reason;  // PVE puts its error message in the reason phrase
-  std::string body;
-};
-
-// A failure below HTTP: DNS, TCP, TLS, a timeout or a dropped connection.
-class TransportError : public std::runtime_error {
- public:
-  enum class Kind { kConnect, kTls, kTimeout, kIo };
-  TransportError(Kind kind, const std::string& message)
-      : std::runtime_error(message), kind_(kind) {}
-  Kind kind() const { return kind_; }
-
- private:
-  Kind kind_;
 };
 
 class HttpTransport {
@@ -59,7 +31,11 @@ class HttpTransport {
   virtual HttpResponse send(const HttpRequest& request, std::chrono::milliseconds timeout) = 0;
 };
 
-// Throws std::invalid_argument when the CA bundle is not PEM.
-std::unique_ptr<HttpTransport> makeHttpsTransport(const Endpoint& endpoint, const TlsOptions& tls);
+// Each request on a connection of its own (ADR 0009), through `proxy`'s proxy unless its
+// NO_PROXY names the node (the plugin passes the pod's HTTPS_PROXY and NO_PROXY). Throws
+// std::invalid_argument when the CA bundle is not PEM.
+std::unique_ptr<HttpTransport> makeHttpsTransport(
+    const Endpoint& endpoint, const TlsOptions& tls,
+    const sdk::https::ProxySettings& proxy = sdk::https::ProxySettings());
 
 }  // namespace banlieue::proxmox

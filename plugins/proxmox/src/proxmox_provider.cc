@@ -237,9 +237,21 @@ class ProxmoxProvider final : public sdk::Provider {
                               ": TLS verification of " + endpoint.origin() +
                               " is OFF (insecureSkipTLSVerify); use a caBundle outside tests");
     }
+    sdk::https::ProxySettings proxy;
+    try {
+      proxy = sdk::https::ProxySettings::fromEnvironment();
+    } catch (const std::invalid_argument& e) {
+      throw sdk::Error(Code::kInvalidArgument, "ProxyInvalid",
+                       std::string("the provider's environment: ") + e.what());
+    }
+    if (auto via = proxy.proxyFor(endpoint.host, endpoint.port)) {
+      BANLIEUE_LOG(kInfo, "provider " + config.provider_namespace + "/" + config.provider_name +
+                              ": " + endpoint.origin() + " through proxy " + via->origin() +
+                              " (HTTPS_PROXY; NO_PROXY does not name it)");
+    }
     std::unique_ptr<HttpTransport> transport;
     try {
-      transport = makeHttpsTransport(endpoint, tls);
+      transport = makeHttpsTransport(endpoint, tls, proxy);
     } catch (const std::invalid_argument& e) {
       throw sdk::Error(Code::kInvalidArgument, "CABundleInvalid",
                        std::string("spec.connection.caBundle: ") + e.what());

@@ -1,64 +1,45 @@
-// Endpoint parsing and response helpers shared by every HttpTransport.
+// The vSphere plugin's HttpTransport: the SDK's keep-alive HTTPS connection. The only source
+// file of the plugin that includes Boost.Beast (through banlieue/sdk/https_client.h).
 #include "plugins/vsphere/src/http_transport.h"
 
-#include <banlieue/sdk/text.h>
+#include <banlieue/sdk/https_client.h>
 
-#include <algorithm>
-#include <cctype>
+#include <utility>
 
 namespace banlieue::vsphere {
-namespace {}  // namespace
+namespace {
+
+class SdkTransport final : public HttpTransport {
+ public:
+  SdkTransport(const Url& url, sdk::https::Options options)
+      : connection_(url, std::move(options)) {}
+
+  HttpResponse send(const HttpRequest& request, std::chrono::milliseconds timeout) override {
+    return connection_.send(request, timeout);
+  }
+  void reset() override { connection_.reset(); }
+
+ private:
+  sdk::https::Connection connection_;
+};
+
+}  // namespace
 
 Url Url::parse(const std::string& text) {
-  Url url;
-  auto scheme_end = text.find("://");
-  if (scheme_end == std::string::npos) {
-    throw std::invalid_argument("endpoint '" + text + "' has no scheme (want https://host/sdk)");
-  }
-  url.scheme = sdk::asciiLower(text.substr(0, scheme_end));
-  if (url.scheme == "http") {
-    throw std::invalid_argument("endpoint '" + text +
-                                "': plain http would send the vCenter password in clear; use "
-                                "https:// (with a caBundle)");
-  }
-  if (url.scheme != "https") {
-    throw std::invalid_argument("endpoint '" + text + "': scheme must be https");
-  }
-  std::string rest = text.substr(scheme_end + 3);
-  auto slash = rest.find('/');
-  std::string authority = rest.substr(0, slash);
-  url.path = slash == std::string::npos ? "/sdk" : rest.substr(slash);
-  if (url.path == "/") url.path = "/sdk";
-  if (authority.find('@') != std::string::npos) {
-    throw std::invalid_argument("endpoint must not carry credentials; use credentialsRef");
-  }
-  if (!authority.empty() && authority.front() == '[') {  // [v6]:port
-    auto close = authority.find(']');
-    if (close == std::string::npos) throw std::invalid_argument("endpoint: unterminated '['");
-    url.host = authority.substr(1, close - 1);
-    if (close + 1 < authority.size() && authority[close + 1] == ':') {
-      url.port = authority.substr(close + 2);
-    }
-  } else {
-    auto colon = authority.rfind(':');
-    url.host = authority.substr(0, colon);
-    if (colon != std::string::npos) url.port = authority.substr(colon + 1);
-  }
-  if (url.host.empty()) throw std::invalid_argument("endpoint '" + text + "' has no host");
-  if (url.port.empty()) url.port = "443";
-  if (!std::all_of(url.port.begin(), url.port.end(),
-                   [](unsigned char c) { return std::isdigit(c); })) {
-    throw std::invalid_argument("endpoint '" + text + "' has a bad port");
-  }
-  return url;
+  sdk::https::EndpointRules rules;
+  rules.default_path = "/sdk";
+  rules.plain_http_refusal = "would send the vCenter password in clear";
+  return Url{sdk::https::Endpoint::parse(text, rules)};
 }
 
-std::vector<std::string> HttpResponse::all(const std::string& lower_name) const {
-  std::vector<std::string> values;
-  for (const auto& [name, value] : headers) {
-    if (name == lower_name) values.push_back(value);
-  }
-  return values;
+std::unique_ptr<HttpTransport> makeHttpsTransport(const Url& url, const TlsOptions& tls,
+                                                  const sdk::https::ProxySettings& proxy) {
+  sdk::https::Options options;
+  options.tls = tls;
+  options.proxy = proxy;
+  options.user_agent = "banlieue-provider-vsphere";
+  options.max_response_bytes = 64ull << 20;  // a huge RetrievePropertiesEx page
+  return std::make_unique<SdkTransport>(url, std::move(options));
 }
 
 }  // namespace banlieue::vsphere

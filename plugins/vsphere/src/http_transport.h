@@ -1,62 +1,28 @@
-// The HTTP edge of the vSphere plugin: one keep-alive HTTPS connection to one vCenter.
-// Callers (the SOAP client, datastore uploads) see only this interface; the one
-// implementation (beast_transport.cc) is the only translation unit that includes Boost.Beast,
-// and tests can substitute a scripted transport.
+// The HTTP edge of the vSphere plugin: one keep-alive HTTPS connection to one vCenter, over
+// the SDK's HTTPS client (banlieue/sdk/https.h: the TLS and proxy policy every plugin shares).
+// Callers (the SOAP client, datastore uploads) see only this interface, so tests can
+// substitute a scripted transport.
 #pragma once
+
+#include <banlieue/sdk/https.h>
 
 #include <chrono>
 #include <memory>
-#include <stdexcept>
 #include <string>
-#include <utility>
-#include <vector>
 
 namespace banlieue::vsphere {
 
-// https://host[:port][/path]: plain http is refused (it would carry the password in clear).
-struct Url {
-  std::string scheme;
-  std::string host;
-  std::string port;
-  std::string path;  // starts with '/'; "/sdk" when the endpoint names none
+using TlsOptions = sdk::https::TlsOptions;
+using HttpRequest = sdk::https::Request;
+using HttpResponse = sdk::https::Response;
+// A failure below HTTP: DNS, TCP, the proxy, TLS, a timeout or a connection dropped.
+using TransportError = sdk::https::TransportError;
 
+// https://host[:port][/path], "/sdk" when it names no path; plain http is refused (it would
+// carry the vCenter password in clear).
+struct Url : sdk::https::Endpoint {
   // Throws std::invalid_argument with a message naming what is wrong.
   static Url parse(const std::string& text);
-  std::string origin() const { return scheme + "://" + host + ":" + port; }
-};
-
-struct TlsOptions {
-  std::string ca_bundle_pem;  // trusted roots; empty = the system store
-  bool insecure_skip_verify = false;
-};
-
-struct HttpRequest {
-  std::string method = "POST";
-  std::string target;  // path and query
-  std::vector<std::pair<std::string, std::string>> headers;
-  std::string body;
-  std::string body_file;  // when set, the body is streamed from this file instead
-};
-
-struct HttpResponse {
-  int status = 0;
-  std::vector<std::pair<std::string, std::string>> headers;  // names lower-cased
-  std::string body;
-
-  // Every value of a header (Set-Cookie may repeat).
-  std::vector<std::string> all(const std::string& lower_name) const;
-};
-
-// A failure below HTTP: DNS, TCP, TLS, a timeout or a connection dropped mid-exchange.
-class TransportError : public std::runtime_error {
- public:
-  enum class Kind { kConnect, kTls, kTimeout, kIo };
-  TransportError(Kind kind, const std::string& message)
-      : std::runtime_error(message), kind_(kind) {}
-  Kind kind() const { return kind_; }
-
- private:
-  Kind kind_;
 };
 
 class HttpTransport {
@@ -69,6 +35,10 @@ class HttpTransport {
   virtual void reset() = 0;
 };
 
-std::unique_ptr<HttpTransport> makeBeastTransport(const Url& url, const TlsOptions& tls);
+// Through `proxy`'s proxy unless its NO_PROXY names the vCenter (the plugin passes the pod's
+// HTTPS_PROXY and NO_PROXY). Throws std::invalid_argument when the CA bundle is not PEM.
+std::unique_ptr<HttpTransport> makeHttpsTransport(
+    const Url& url, const TlsOptions& tls,
+    const sdk::https::ProxySettings& proxy = sdk::https::ProxySettings());
 
 }  // namespace banlieue::vsphere
