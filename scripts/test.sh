@@ -10,11 +10,12 @@
 #   TIDY_SINCE=main scripts/test.sh  # clang-tidy only on files changed since main
 #   SANITIZE=off scripts/test.sh     # without the sanitizer tiers (a quicker local run)
 #
-# After the dev build's unit and abi tiers, the same two tiers run again under ASan+UBSan
-# (preset ci-asan, which builds only what they run) and the threaded runtime tests (label
-# `threads`: informer, work queue, leader election, controller, events) under TSan (preset
-# ci-tsan, which builds only those). Only with the dev preset: PRESET=asan is itself a
-# sanitizer run.
+# After the dev build's unit and abi tiers, the same two tiers run again under clang's
+# ASan+UBSan (preset ci-asan, which builds only what they run, and the libFuzzer targets), the
+# threaded runtime tests (label `threads`: informer, work queue, leader election, controller,
+# events) under TSan (preset ci-tsan, which builds only those), and every fuzz target for
+# FUZZ_SECONDS (default 6) over its seed corpus (tier `fuzz`). Only with the dev preset:
+# PRESET=asan is itself a sanitizer run.
 # Time budget (README, "CI time budget"): a fresh machine's run within 45 minutes, a warm
 # machine's (a second clone at another path) within 15. The summary prints each step's time.
 set -euo pipefail
@@ -40,12 +41,13 @@ trap 'stop_background; rm -rf "$results"; [ -d "$cluster_state" ] && deploy/loca
 # The fewest tests each tier may run: a label typo or a test binary that registers nothing must
 # not pass as an empty or shrunken tier. Raise these when tests are added.
 declare -A minimum=([unit]=346 [abi]=80 [asan-unit]=346 [asan-abi]=80 [tsan-threads]=37
-  [integration]=159 [e2e]=4)
+  [fuzz]=15 [integration]=159 [e2e]=4)
 tiers=(unit abi)
 sanitize=${SANITIZE:-on}
+export FUZZ_SECONDS=${FUZZ_SECONDS:-6}  # per fuzz target (fuzz/run_bounded.sh)
 case $sanitize in on | off) ;; *) echo "test.sh: SANITIZE must be on or off (got '$sanitize')" >&2; exit 2 ;; esac
 [ "$preset" = dev ] || sanitize=off
-[ "$sanitize" = on ] && tiers+=(asan-unit asan-abi tsan-threads)
+[ "$sanitize" = on ] && tiers+=(asan-unit asan-abi tsan-threads fuzz)
 tiers+=(integration e2e)
 
 step_names=()
@@ -106,6 +108,7 @@ run_tier() {
   case $tier in
     asan-*) test_preset=ci-asan label=${tier#asan-} ;;
     tsan-*) test_preset=ci-tsan label=${tier#tsan-} ;;
+    fuzz) test_preset=ci-asan label=fuzzing ;;
   esac
   # A test's first label is its tier; tests of the plugin host also carry `abi`, so the abi
   # tier leaves out tests that belong to another tier.
@@ -121,7 +124,7 @@ run_tier() {
 
 # The sanitizer builds (niced: they run beside the integration tier) and their tiers.
 sanitizer_steps() {
-  step "configure and build (ci-asan: what the unit and abi tiers run, under ASan+UBSan)"
+  step "configure and build (ci-asan: the unit and abi tiers and the fuzz targets, clang ASan+UBSan)"
   { nice -n 10 cmake --preset ci-asan >/dev/null &&
     nice -n 10 cmake --build --preset ci-asan -j "$jobs"; } || failed=1
   step "tier asan-unit"
@@ -133,6 +136,8 @@ sanitizer_steps() {
     nice -n 10 cmake --build --preset ci-tsan -j "$jobs"; } || failed=1
   step "tier tsan-threads"
   run_tier tsan-threads || failed=1
+  step "tier fuzz (every libFuzzer target of ci-asan for $FUZZ_SECONDS s over its seeds)"
+  run_tier fuzz || failed=1
 }
 
 for tier in unit abi; do
