@@ -42,6 +42,8 @@ packages=(
   golang-go golang-github-vmware-govmomi-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
+  # the C example plugin (examples/c-provider, test c_plugin_sdk_alone) parses JSON with jansson
+  libjansson-dev
   # the local control plane (deploy/local): etcd, certificates, readiness probes, free ports
   etcd-server openssl curl iproute2 procps coreutils
   # the libvirt plugin's e2e test: a libvirtd with QEMU (TCG), virsh, and qemu-img (dir pools
