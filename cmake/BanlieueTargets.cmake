@@ -21,6 +21,12 @@ function(banlieue_target_defaults target)
       target_compile_options(${target} PRIVATE -fno-sanitize=${BANLIEUE_SANITIZERS_EXCEPT})
       target_link_options(${target} PRIVATE -fno-sanitize=${BANLIEUE_SANITIZERS_EXCEPT})
     endif()
+    # clang links its sanitizer runtimes into executables only: a plugin's references to them
+    # are resolved by the host binary that loads it, so `--no-undefined` (which
+    # banlieue_provider_plugin sets) cannot hold for a sanitized plugin.
+    if(CMAKE_CXX_COMPILER_ID MATCHES "Clang" AND type MATCHES "^(MODULE|SHARED)_LIBRARY$")
+      target_link_options(${target} PRIVATE -Wl,-z,undefs)
+    endif()
   endif()
   # Coverage for libFuzzer in everything a fuzz target links; optimised a little (-O1, as
   # libFuzzer's docs advise) while Debug keeps assertions.
