@@ -5,7 +5,9 @@
  * banlieue_provider_v1_init, and hands the host a static table of function pointers.
  * Everything else (resource content) crosses as UTF-8 JSON; the envelope around it
  * (status codes, deadlines, sizes, log levels) is typed C. The reasoning is in
- * docs/adr/0001-provider-abi-v1.md.
+ * docs/adr/0001-provider-abi-v1.md; the normative contract a provider honours (every slot,
+ * the fields the host reads and writes, the CRD, what the host does with each code) is
+ * docs/provider-contract.md.
  *
  * EVOLUTION RULES (read before changing anything in this file)
  *  1. Append only. New fields and slots go at the END of a table, never in the middle;
@@ -34,14 +36,16 @@
  * two calls for the same object_uid at once (the host's work queue guarantees it).
  *
  * REPLY BODY RULES (every slot that takes a banlieue_reply)
- *  - The body is read for EVERY returned code, not only OK: a plugin that fails after starting
- *    a backend task still reports the task, so the host never starts it twice.
+ *  - The plugin writes the body for EVERY code it returns, not only OK: a plugin that fails
+ *    after starting a backend task still reports the task. Which parts of it the host applies
+ *    for which code is in docs/provider-contract.md ("The reply"); banlieue's host applies
+ *    the body of OK and IN_PROGRESS replies.
  *  - "status": fields of the object's status the plugin owns; applied when present.
- *  - "operation": {"token": ...} stores a token the next call gets back in its request;
- *    "operation": null clears the stored token; when absent, OK clears it and every other
- *    code keeps it.
+ *  - "operation": {"token": ...} with IN_PROGRESS stores a token the next call gets back in
+ *    its request; OK clears the stored token; "operation": null says there is no task.
  *  - A token the plugin does not recognise (minted before a restart) is treated as absent:
- *    the plugin re-derives the state from the backend and answers as for a first call.
+ *    the plugin re-derives the state from the backend and answers as for a first call. So is
+ *    a missing token: the host may not have stored it (after a failure, or a terminal code).
  */
 #ifndef BANLIEUE_PROVIDER_V1_H
 #define BANLIEUE_PROVIDER_V1_H
@@ -110,7 +114,7 @@ typedef struct banlieue_table_header {
 /* Canonical codes (the values of google.rpc.Code) plus IN_PROGRESS, which is not an error:
  * the call started or advanced a long backend task and wants to be called again. The
  * host maps each code to requeue / backoff / terminal behaviour in one table
- * (host/plugin/status_policy.cc). */
+ * (host/plugin/status_policy.cc; docs/provider-contract.md, "Status codes"). */
 typedef int32_t banlieue_status;
 #define BANLIEUE_OK 0
 #define BANLIEUE_CANCELLED 1
@@ -185,8 +189,12 @@ typedef struct banlieue_call {
  * OWNERSHIP: host-owned; valid during the call. The plugin writes through the sinks and
  * may set requeue_after_ms; it never keeps a pointer to this struct.
  *  body:    the operation's JSON result (schemas under sdk/schemas/)
- *  message: human-readable detail for a non-OK status; shown in a Condition message
- *  reason:  CamelCase, no spaces (e.g. "CloneFailed"); becomes the Condition reason */
+ *  message: human-readable detail for a non-OK status; shown in a Condition message.
+ *           Required for every code but OK and IN_PROGRESS
+ *  reason:  CamelCase, no spaces (e.g. "CloneFailed"); becomes the Condition reason.
+ *           Required for every code but OK
+ * On OK write neither: the host ignores the reason, and the message too except for
+ * import_image, whose OK message (if any) becomes the image import's message. */
 typedef struct banlieue_reply {
   uint32_t struct_size;
   uint32_t reserved0; /* zero */
@@ -194,7 +202,7 @@ typedef struct banlieue_reply {
   banlieue_sink message;
   banlieue_sink reason;
   int64_t requeue_after_ms; /* in: -1. out: plugin's hint for when to call again; the host
-                               clamps it and uses it for IN_PROGRESS and retryable codes */
+                               clamps it (docs/provider-contract.md says for which codes) */
 } banlieue_reply;
 
 /* True when a struct stamped with struct_size (banlieue_call, banlieue_reply) is long enough
@@ -278,8 +286,10 @@ typedef struct banlieue_provider_v1 {
 
   /* Opens one backend connection for one Provider. config is
    * sdk/schemas/instance_create.request.json: the Provider object and the decoded data of
-   * its credentials Secret. May do I/O (log in) within the call's deadline. On success
-   * *out is set and must later be passed to instance_destroy.
+   * its credentials Secret; a CA bundle the Provider names arrives resolved, as PEM, in
+   * spec.connection.caBundle.data. May do I/O (log in) within the call's deadline. On success
+   * *out is set and must later be passed to instance_destroy; on failure *out stays NULL.
+   * The reply has no body: the host reads the code, reason and message only.
    * OWNERSHIP: config borrowed (copy credentials you keep, and wipe them on destroy);
    * *out plugin-owned. THREADS: serialized. SINCE: 1.0 */
   banlieue_status (*instance_create)(const banlieue_call* call, banlieue_str config,
@@ -292,8 +302,9 @@ typedef struct banlieue_provider_v1 {
   void (*instance_destroy)(banlieue_instance* instance, const banlieue_call* call);
 
   /* Validates an object of one of the plugin's kinds (or a Provider) without I/O, so an
-   * admission webhook may call it. kind is e.g. "LibvirtMachine"; request is
-   * sdk/schemas/validate.request.json: {"operation": CREATE|UPDATE|DELETE, "object",
+   * admission webhook may call it. kind is the object's bare kind: one the plugin serves
+   * (e.g. "LibvirtMachine"), or "Provider" for a banlieue Provider of this backend. request
+   * is sdk/schemas/validate.request.json: {"operation": CREATE|UPDATE|DELETE, "object",
    * "oldObject"} (oldObject on UPDATE, so immutable fields can be enforced).
    * INVALID_ARGUMENT with a message naming the field on failure; reply body is
    * sdk/schemas/validate.response.json (warnings).
@@ -304,7 +315,8 @@ typedef struct banlieue_provider_v1 {
   /* Walks the backend's inventory and reports verified failure domains. request is
    * sdk/schemas/introspect.request.json: the Provider object as it is now (its declared
    * capabilities may have changed since instance_create) and the operation token of a walk
-   * still in progress; a large inventory may take several calls (IN_PROGRESS + token).
+   * still in progress; a large inventory may take several calls (IN_PROGRESS + token). The
+   * request is never empty: "provider" is always there.
    * The reply body is sdk/schemas/introspect.response.json.
    * OWNERSHIP: all borrowed. THREADS: any-thread. SINCE: 1.0 */
   banlieue_status (*introspect)(banlieue_instance* instance, const banlieue_call* call,
@@ -329,7 +341,8 @@ typedef struct banlieue_provider_v1 {
 
   /* Pushes a verified image artifact into one failure domain of the backend
    * (sdk/schemas/import_image.request.json: the VMImage, the artifact's local path,
-   * format, size and sha256 already checked by the host, the target failure domain).
+   * format, size and sha256 already checked by the host, the target failure domain). The
+   * reply body is sdk/schemas/reconcile.response.json (status.resolvedRef on OK).
    * Long uploads return IN_PROGRESS with a token like reconcile. The host keeps one token
    * per (image, failure domain) and runs at most one import per pair at a time; the call's
    * object_uid is the VMImage's uid.

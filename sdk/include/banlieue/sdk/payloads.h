@@ -1,4 +1,5 @@
-// Typed views of the JSON payloads of banlieue_provider_v1 (schemas in sdk/schemas/).
+// Typed views of the JSON payloads of banlieue_provider_v1 (schemas in sdk/schemas/; what the
+// host sends and reads in each: docs/provider-contract.md).
 // A view owns the parsed document and exposes the fields plugins need by name; anything
 // else stays reachable through the raw JSON values.
 #pragma once
@@ -52,7 +53,8 @@ class SecretData {
   std::map<std::string, std::string, std::less<>> values_;
 };
 
-// instance_create's config: {"provider": <Provider object>, "credentials": {key: value}}.
+// instance_create's config: {"provider": <Provider object>, "credentials": {key: value}}. The
+// host resolves the Provider's CA bundle source into spec.connection.caBundle.data.
 struct InstanceConfig {
   rapidjson::Document document;
   const rapidjson::Value* provider = nullptr;
@@ -63,7 +65,7 @@ struct InstanceConfig {
   // spec.connection.allowTestDriver: the Provider's owner accepts a backend driver that only
   // simulates VMs (libvirt's test://). A plugin refuses such a driver without it.
   bool allow_test_driver = false;
-  std::string ca_bundle;   // spec.connection.caBundle.data (PEM), when inline
+  std::string ca_bundle;   // spec.connection.caBundle.data (PEM), resolved by the host
   SecretData credentials;  // decoded data of spec.connection.credentialsRef
 
   static InstanceConfig parse(std::string_view text) {
@@ -143,7 +145,8 @@ struct ReconcileRequest {
   }
 };
 
-// validate request: {"operation": CREATE|UPDATE|DELETE, "object", "oldObject"?}.
+// validate request: {"operation": CREATE|UPDATE|DELETE, "object", "oldObject"?}. kind is the
+// object's bare kind: a served one, or "Provider".
 struct ValidateRequest {
   rapidjson::Document document;
   std::string kind;
@@ -166,7 +169,8 @@ struct ValidateRequest {
   }
 };
 
-// introspect request: {"provider": <Provider object>, "operation"?: {"token"}}.
+// introspect request: {"provider": <Provider object>, "operation"?: {"token"}}. The host
+// always sends provider; an empty request (a test calling the slot directly) parses as {}.
 struct IntrospectRequest {
   rapidjson::Document document;
   const rapidjson::Value* provider = nullptr;  // may be null when the host sends none

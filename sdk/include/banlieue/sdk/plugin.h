@@ -27,8 +27,8 @@ inline void write(const banlieue_sink& sink, std::string_view text) noexcept {
   if (sink.write != nullptr && !text.empty()) (void)sink.write(sink.ctx, text.data(), text.size());
 }
 
-// Writes the reply: the body for every code (REPLY BODY RULES in the ABI header), then the
-// reason and message when the call did not succeed.
+// Writes the reply: the body for every code (REPLY BODY RULES in the ABI header,
+// docs/provider-contract.md), then the reason and message when the call did not succeed.
 inline banlieue_status finish(banlieue_reply* reply, Code code, std::string_view reason,
                               std::string_view message, Reply* built) noexcept {
   if (reply != nullptr) {

@@ -1,7 +1,8 @@
 // What a plugin author implements: a Provider (one per plugin, no I/O) that creates an
 // Instance per banlieue Provider object (one backend connection). Override what the backend
 // supports; every default answers UNIMPLEMENTED. Then export with BANLIEUE_PROVIDER_PLUGIN
-// (banlieue/sdk/plugin.h).
+// (banlieue/sdk/plugin.h). The rules each slot must follow, and what the host does with each
+// answer: docs/provider-contract.md.
 #pragma once
 
 #include <banlieue/sdk/host.h>
@@ -28,7 +29,9 @@ class Reply {
   rapidjson::Value& status() { return objectMember("status"); }
 
   // Records the backend task to poll on the next call (use with Status::inProgress()). Also
-  // set it before failing after a task was started, so the host never starts it twice.
+  // set it before failing after a task was started: the reply then still names the task
+  // (banlieue's host stores tokens of IN_PROGRESS replies only, so the next call must still
+  // find a task it is not given; docs/provider-contract.md, "Idempotency").
   void setOperation(std::string_view token, std::string_view description = {}) {
     rapidjson::Value& op = objectMember("operation");
     if (!op.IsObject()) op.SetObject();
@@ -39,7 +42,7 @@ class Reply {
     }
   }
 
-  // Tells the host to forget the stored token (the task it named is finished or gone).
+  // Says there is no task ("operation": null). An OK reply clears the stored token anyway.
   void clearOperation() {
     auto it = body_.FindMember("operation");
     if (it == body_.MemberEnd()) {
