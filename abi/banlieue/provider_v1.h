@@ -210,7 +210,8 @@ typedef struct banlieue_reply {
 #define BANLIEUE_STRUCT_HAS(ptr, type, field) \
   ((ptr) != NULL && (ptr)->struct_size >= offsetof(type, field) + sizeof((ptr)->field))
 
-/* An instance is one connection to one backend (one Provider). Opaque to the host.
+/* An instance is one connection to one backend (one Provider). Opaque to the host: the
+ * plugin defines struct banlieue_instance itself (the SDK does for C++ plugins).
  * OWNERSHIP: plugin-owned; released only by instance_destroy. */
 typedef struct banlieue_instance banlieue_instance;
 
@@ -280,7 +281,7 @@ typedef struct banlieue_provider_v1 {
   const char* provider_version;
 
   /* Capabilities document (sdk/schemas/describe.response.json): infra kinds served with
-   * their operations, features, limits. No I/O; must succeed without an instance.
+   * their operations, and features. No I/O; must succeed without an instance.
    * OWNERSHIP: call and reply borrowed. THREADS: any-thread. SINCE: 1.0 */
   banlieue_status (*describe)(const banlieue_call* call, banlieue_reply* reply);
 
@@ -356,7 +357,7 @@ typedef struct banlieue_provider_v1 {
 /* The entry point every plugin exports (and nothing else).
  * host: the host's services, valid until the process exits; the plugin may keep it.
  * host_minor: the highest BANLIEUE_ABI_MINOR the host implements.
- * error: where to write a message when returning NULL.
+ * error: where to write a message when returning NULL; never NULL.
  * Returns a pointer to a static table, or NULL after writing why to error. The table and
  * the strings it points to must stay valid until the process exits (static storage that
  * is never destroyed: the host destroys every instance before exit but does not unload).
