@@ -31,7 +31,10 @@ function(banlieue_target_defaults target)
   # Coverage for libFuzzer in everything a fuzz target links; optimised a little (-O1, as
   # libFuzzer's docs advise) while Debug keeps assertions.
   if(BANLIEUE_FUZZ)
-    target_compile_options(${target} PRIVATE -fsanitize=fuzzer-no-link -O1)
+    target_compile_options(${target} PRIVATE -fsanitize=fuzzer-no-link)
+    if(BANLIEUE_FUZZ_OPTIMIZE)
+      target_compile_options(${target} PRIVATE -O1)
+    endif()
   endif()
 endfunction()
 

@@ -53,7 +53,7 @@ declare -A seeds=([vsphere_soap]=tests/vsphere/recorded)
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/lsan.supp:print_suppressions=0}
-export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1:suppressions=$PWD/fuzz/ubsan.supp}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1:suppressions=$PWD/tests/ubsan.supp}
 failed=()
 printf '%-18s %8s %10s %8s %s\n' target seconds execs corpus result
 for t in "${targets[@]}"; do
