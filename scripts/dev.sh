@@ -398,29 +398,29 @@ up() {
 
   step "the walkthrough VirtualMachine (examples/01-walkthrough.yaml, what a consumer writes)"
   # Created once: a re-run must not undo what the user did to it since (a swap, a power-off).
-  if k get vm db-prod-01 >/dev/null 2>&1; then
-    echo "  db-prod-01 exists; left as it is (kubectl delete vm db-prod-01 to start it afresh)"
+  if k get bvm db-prod-01 >/dev/null 2>&1; then
+    echo "  db-prod-01 exists; left as it is (kubectl delete bvm db-prod-01 to start it afresh)"
   else
     k create -f examples/01-walkthrough.yaml | sed 's/^/  /'
   fi
-  wait_for "VirtualMachine db-prod-01" 180 vm/db-prod-01
-  k get vm | sed 's/^/  /'
+  wait_for "VirtualMachine db-prod-01" 180 bvm/db-prod-01
+  k get bvm | sed 's/^/  /'
 
   step "ready in ${SECONDS}s"
   cat <<EOF
   export KUBECONFIG=$KUBECONFIG
-  kubectl get vm -w                   # watch status (another terminal)
+  kubectl get bvm -w                  # watch status (another terminal)
   kubectl get providers,libvirtmachines,vmimages
   # swap backends: only the placement changes; the VM moves to libvirt-host2
-  kubectl patch vm db-prod-01 --type merge -p '{"spec":{"placement":{"providerSelector":{"matchLabels":{"env":"staging"}}}}}'
-  kubectl patch vm db-prod-01 --type merge -p '{"spec":{"desiredPowerState":"PoweredOff"}}'
+  kubectl patch bvm db-prod-01 --type merge -p '{"spec":{"placement":{"providerSelector":{"matchLabels":{"env":"staging"}}}}}'
+  kubectl patch bvm db-prod-01 --type merge -p '{"spec":{"desiredPowerState":"PoweredOff"}}'
 EOF
   [ "$real" -eq 0 ] || cat <<EOF
   # with --real, across hypervisors: to the vSphere Provider vsphere-vc1 on vcsim
-  kubectl patch vm db-prod-01 --type merge -p '{"spec":{"placement":{"providerSelector":{"matchLabels":{"env":"lab"}}}}}'
+  kubectl patch bvm db-prod-01 --type merge -p '{"spec":{"placement":{"providerSelector":{"matchLabels":{"env":"lab"}}}}}'
 EOF
   cat <<EOF
-  kubectl delete vm db-prod-01        # the backend VM goes first, then the object
+  kubectl delete bvm db-prod-01       # the backend VM goes first, then the object
   kubectl logs -n banlieue-system deploy/banlieue-controller
   kubectl logs deploy/banlieue-provider-libvirt-libvirt-host1   # a Provider's own pod
   kubectl get pods -A -o wide         # every role in a container on node banlieue-node

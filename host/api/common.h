@@ -86,8 +86,8 @@ struct KeySelector {
   static const Fields<KeySelector>& describe();
 };
 
-// Exactly one source (checked by the consumer; structural schemas cannot express oneOf on
-// 1.20 without CEL).
+// Exactly one source: the schema's oneOf refuses others at apply (Fields::exactlyOneOf), and
+// the consumer checks again for objects stored before it did.
 struct CABundleSource {
   std::optional<std::string> inline_;
   std::optional<KeySelector> config_map_ref;

@@ -63,6 +63,15 @@ rapidjson::Document buildCrd(const KindInfo& kind) {
   if (kind.status_schema != nullptr) {
     Json subresources(rapidjson::kObjectType);
     subresources.AddMember("status", Json(rapidjson::kObjectType), a);
+    if (kind.scale) {
+      Json scale(rapidjson::kObjectType);
+      scale.AddMember("specReplicasPath", str(kind.scale->spec_replicas, a), a);
+      scale.AddMember("statusReplicasPath", str(kind.scale->status_replicas, a), a);
+      if (!kind.scale->label_selector.empty()) {
+        scale.AddMember("labelSelectorPath", str(kind.scale->label_selector, a), a);
+      }
+      subresources.AddMember("scale", scale, a);
+    }
     version.AddMember("subresources", subresources, a);
   }
   Json columns(rapidjson::kArrayType);
@@ -80,8 +89,18 @@ rapidjson::Document buildCrd(const KindInfo& kind) {
   Json root = typed("object", a);
   root.AddMember("description", str(kind.description, a), a);
   Json properties(rapidjson::kObjectType);
-  properties.AddMember("apiVersion", typed("string", a), a);
-  properties.AddMember("kind", typed("string", a), a);
+  auto described = [&](const char* type, const char* description) {
+    Json v = typed(type, a);
+    v.AddMember("description", Json(description, a), a);
+    return v;
+  };
+  properties.AddMember(
+      "apiVersion",
+      described("string", "Group and version of this object's schema, e.g. banlieue.io/v1alpha1"),
+      a);
+  properties.AddMember("kind", described("string", "The object's kind, e.g. VirtualMachine"), a);
+  // The apiserver refuses anything but type (and name/generateName) on the root metadata;
+  // kubectl explain describes it from ObjectMeta.
   properties.AddMember("metadata", typed("object", a), a);
   Json spec_schema;
   kind.spec_schema(spec_schema, a);

@@ -70,6 +70,10 @@ Status checkConstraints(const Json& value, const FieldSpec& spec, const std::str
     return invalid(path,
                    "must be at least " + std::to_string(*spec.min_length) + " characters long");
   }
+  if (value.IsString() && spec.max_length &&
+      static_cast<int64_t>(value.GetStringLength()) > *spec.max_length) {
+    return invalid(path, "may not be longer than " + std::to_string(*spec.max_length));
+  }
   return Status::ok();
 }
 
@@ -106,6 +110,7 @@ void applySpecToSchema(const FieldSpec& spec, Json& schema, Alloc& a) {
   if (spec.min_items) schema.AddMember("minItems", *spec.min_items, a);
   if (spec.max_items) schema.AddMember("maxItems", *spec.max_items, a);
   if (spec.min_length) schema.AddMember("minLength", *spec.min_length, a);
+  if (spec.max_length) schema.AddMember("maxLength", *spec.max_length, a);
   if (spec.format != nullptr) {
     schema.RemoveMember("format");
     schema.AddMember("format", Json(spec.format, a), a);

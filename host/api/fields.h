@@ -33,11 +33,15 @@ struct FieldSpec {
   std::optional<int64_t> min_items;
   std::optional<int64_t> max_items;
   std::optional<int64_t> min_length;
+  std::optional<int64_t> max_length;
   const char* default_json = nullptr;  // JSON text of the default, applied on decode too
   std::vector<std::string> map_keys;   // non-empty: x-kubernetes-list-type map with these keys
   bool set = false;                    // x-kubernetes-list-type set (scalars, unique)
   const char* format = nullptr;        // OpenAPI format, e.g. date-time
   const char* pattern = nullptr;       // ECMA regex the apiserver checks
+  // Required by the schema, yet decoded as empty when missing: for fields the schema began to
+  // require after objects without them could be stored (readers must not refuse those).
+  bool lenient_decode = false;
 };
 
 template <class T>
@@ -250,7 +254,7 @@ class Field final : public FieldBase<T> {
         d.Parse(this->spec_.default_json);
         return Codec<M>::decode(d, object.*member_, here);
       }
-      if (this->spec_.required) {
+      if (this->spec_.required && !this->spec_.lenient_decode) {
         return error(Code::kInvalidArgument, "FieldRequired", here + ": Required value");
       }
       return Status::ok();
@@ -284,6 +288,13 @@ class Fields {
     preserve_unknown_ = true;
     return *this;
   }
+  // Exactly one of these fields must be set: a oneOf of `required` branches, which structural
+  // schemas allow (and Kubernetes 1.20 enforces) without CEL. The consumer still checks it, for
+  // objects stored before the rule existed.
+  Fields& exactlyOneOf(std::vector<std::string> names) {
+    exactly_one_of_ = std::move(names);
+    return *this;
+  }
 
   void encode(const T& object, Json& out, Alloc& a) const {
     out.SetObject();
@@ -311,6 +322,17 @@ class Fields {
     if (!properties.ObjectEmpty()) out.AddMember("properties", properties, a);
     if (!required.Empty()) out.AddMember("required", required, a);
     if (preserve_unknown_) out.AddMember("x-kubernetes-preserve-unknown-fields", true, a);
+    if (!exactly_one_of_.empty()) {
+      Json one_of(rapidjson::kArrayType);
+      for (const auto& name : exactly_one_of_) {
+        Json branch(rapidjson::kObjectType);
+        Json one(rapidjson::kArrayType);
+        one.PushBack(stringValue(name, a), a);
+        branch.AddMember("required", one, a);
+        one_of.PushBack(branch, a);
+      }
+      out.AddMember("oneOf", one_of, a);
+    }
   }
   bool hasRequired() const {
     for (const auto& f : fields_) {
@@ -323,6 +345,7 @@ class Fields {
   const char* description_;
   std::vector<std::shared_ptr<const FieldBase<T>>> fields_;
   bool preserve_unknown_ = false;
+  std::vector<std::string> exactly_one_of_;
 };
 
 template <Described T>

@@ -17,16 +17,42 @@ inline FieldSpec providerRef() {
           .required = true};
 }
 inline FieldSpec desiredPowerState() {
-  return {.enum_values = enums::kPowerState, .default_json = "\"PoweredOn\""};
+  return {.description = "Power state the provider keeps the machine in",
+          .enum_values = enums::kPowerState,
+          .default_json = "\"PoweredOn\""};
 }
 inline FieldSpec userData() {
   return {.description = "Rendered user data, delivered by the provider"};
 }
 inline FieldSpec memoryMiB() {
-  return {.required = true, .minimum = 128, .maximum = 4194304};
+  return {.description = "Memory in MiB", .required = true, .minimum = 128, .maximum = 4194304};
 }
 inline FieldSpec cpus() {
-  return {.required = true, .minimum = 1, .maximum = 256};
+  return {.description = "Virtual CPUs", .required = true, .minimum = 1, .maximum = 256};
+}
+inline FieldSpec firmware() {
+  return {.description = "bios, efi or efi-secure",
+          .enum_values = enums::kFirmware,
+          .default_json = "\"efi\""};
+}
+inline FieldSpec tpmEnabled() {
+  return {.description = "Attach a virtual TPM 2.0"};
+}
+inline FieldSpec diskName() {
+  return {.description = "Disk name, as the VMClass names it", .required = true, .min_length = 1};
+}
+inline FieldSpec diskSize() {
+  return {.description = "Size in GiB", .required = true, .minimum = 1, .maximum = 65536};
+}
+inline FieldSpec interfaceName() {
+  return {
+      .description = "Interface name, as the VMClass names it", .required = true, .min_length = 1};
+}
+inline FieldSpec macAddress() {
+  return {.description = "MAC address; the backend picks one when empty"};
+}
+inline FieldSpec ipam() {
+  return {.description = "Addressing of the interface, handed to the guest"};
 }
 inline FieldSpec operationToken() {
   return {.description =
@@ -37,7 +63,23 @@ inline FieldSpec initialization() {
   return {.description = "CAPI v1beta2: provisioned is true once the machine exists"};
 }
 inline FieldSpec observedPowerState() {
-  return {.enum_values = enums::kPowerState};
+  return {.description = "Power state the backend last reported",
+          .enum_values = enums::kPowerState};
+}
+inline FieldSpec statusFailureDomain() {
+  return {.description = "The failure domain the machine runs in (CAPI contract)"};
+}
+inline FieldSpec addresses() {
+  return {.description = "Addresses of the machine (CAPI contract)"};
+}
+inline FieldSpec tpmEndorsementCertificates() {
+  return {.description = "PEM endorsement certificates of the machine's virtual TPM"};
+}
+inline FieldSpec observedGeneration() {
+  return {.description = "metadata.generation this status was computed from"};
+}
+inline FieldSpec conditions() {
+  return conditionsSpec("Ready and the backend's other observations of the machine");
 }
 
 inline std::map<std::string, std::string> crdLabels() {

@@ -15,6 +15,11 @@ PrinterColumn readyColumn() {
           "Status of the Ready condition"};
 }
 
+PrinterColumn reasonColumn() {
+  return {"Reason", "string", ".status.conditions[?(@.type==\"Ready\")].reason",
+          "Why the object is or is not Ready"};
+}
+
 PrinterColumn ageColumn() {
   return {"Age", "date", ".metadata.creationTimestamp"};
 }

@@ -5,6 +5,7 @@
 #include <rapidjson/fwd.h>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,13 @@ struct PrinterColumn {
 using SchemaFn = void (*)(rapidjson::Value&,
                           rapidjson::MemoryPoolAllocator<rapidjson::CrtAllocator>&);
 
+// The paths of a kind's scale subresource (`kubectl scale`, HorizontalPodAutoscaler).
+struct ScalePaths {
+  std::string spec_replicas;
+  std::string status_replicas;
+  std::string label_selector;  // optional
+};
+
 struct KindInfo {
   std::string group;
   std::string version;
@@ -39,6 +47,7 @@ struct KindInfo {
   std::vector<PrinterColumn> columns;
   SchemaFn spec_schema = nullptr;
   SchemaFn status_schema = nullptr;  // null: no status subresource
+  std::optional<ScalePaths> scale;   // needs a status
   bool spec_required = false;
   std::map<std::string, std::string> crd_labels;
 
@@ -49,6 +58,7 @@ struct KindInfo {
 
 // Common printer columns.
 PrinterColumn readyColumn();
+PrinterColumn reasonColumn();  // the Ready condition's reason
 PrinterColumn ageColumn();
 
 std::vector<KindInfo> virtualMachineKinds();  // VirtualMachine, pool, claim

@@ -12,7 +12,8 @@ const Fields<LibvirtBootSource>& LibvirtBootSource::describe() {
           "backingVolume: a qcow2 overlay over the image; installMedia: an empty disk and "
           "the image as a CD-ROM")
           .field("kind", &T::kind,
-                 {.enum_values = {"backingVolume", "installMedia"},
+                 {.description = "How the image becomes the machine's OS disk",
+                  .enum_values = {"backingVolume", "installMedia"},
                   .default_json = "\"backingVolume\""})
           .field("volume", &T::volume,
                  {.description = "Volume path or name in the pool",
@@ -23,34 +24,40 @@ const Fields<LibvirtBootSource>& LibvirtBootSource::describe() {
 
 const Fields<LibvirtDisk>& LibvirtDisk::describe() {
   using T = LibvirtDisk;
-  static const Fields<T> f =
-      Fields<T>()
-          .field("name", &T::name, {.required = true, .min_length = 1})
-          .field("sizeGiB", &T::size_gib, {.required = true, .minimum = 1, .maximum = 65536})
-          .field("bus", &T::bus,
-                 {.enum_values = {"virtio", "scsi", "sata"}, .default_json = "\"virtio\""});
+  static const Fields<T> f = Fields<T>("A disk of the domain")
+                                 .field("name", &T::name, infra::diskName())
+                                 .field("sizeGiB", &T::size_gib, infra::diskSize())
+                                 .field("bus", &T::bus,
+                                        {.description = "Disk bus the guest sees",
+                                         .enum_values = {"virtio", "scsi", "sata"},
+                                         .default_json = "\"virtio\""});
   return f;
 }
 
 const Fields<LibvirtNetworkSource>& LibvirtNetworkSource::describe() {
   using T = LibvirtNetworkSource;
   static const Fields<T> f =
-      Fields<T>()
+      Fields<T>("What the interface is plugged into")
           .field("kind", &T::kind,
-                 {.enum_values = {"network", "bridge"}, .default_json = "\"network\""})
-          .field("name", &T::name, {.required = true, .min_length = 1});
+                 {.description = "A libvirt network, or a host bridge",
+                  .enum_values = {"network", "bridge"},
+                  .default_json = "\"network\""})
+          .field(
+              "name", &T::name,
+              {.description = "Name of the network or bridge", .required = true, .min_length = 1});
   return f;
 }
 
 const Fields<LibvirtNetworkDevice>& LibvirtNetworkDevice::describe() {
   using T = LibvirtNetworkDevice;
   static const Fields<T> f =
-      Fields<T>()
-          .field("name", &T::name, {.required = true, .min_length = 1})
-          .field("source", &T::source, {.required = true})
+      Fields<T>("A network interface of the domain")
+          .field("name", &T::name, infra::interfaceName())
+          .field("source", &T::source,
+                 {.description = "Network or bridge the interface joins", .required = true})
           .field("model", &T::model, {.description = "NIC model; empty means virtio"})
-          .field("macAddress", &T::mac_address)
-          .field("ipam", &T::ipam);
+          .field("macAddress", &T::mac_address, infra::macAddress())
+          .field("ipam", &T::ipam, infra::ipam());
   return f;
 }
 
@@ -70,17 +77,22 @@ const Fields<LibvirtMachineSpec>& LibvirtMachineSpec::describe() {
                  {.description = "Domain name; <namespace>-<vm> since libvirt names are flat",
                   .required = true,
                   .min_length = 1})
-          .field("bootSource", &T::boot_source, {.required = true})
+          .field("bootSource", &T::boot_source,
+                 {.description = "The image the domain boots from", .required = true})
           .field("vcpus", &T::vcpus, infra::cpus())
           .field("memoryMiB", &T::memory_mib, infra::memoryMiB())
-          .field("firmware", &T::firmware,
-                 {.enum_values = enums::kFirmware, .default_json = "\"efi\""})
+          .field("firmware", &T::firmware, infra::firmware())
           .field("machineType", &T::machine_type,
                  {.description = "q35, pc, ...; empty: libvirt's default"})
           .field("tpmEnabled", &T::tpm_enabled, {.description = "Attach an swtpm TPM 2.0"})
           .field("disks", &T::disks,
-                 {.required = true, .min_items = 1, .max_items = 32, .map_keys = {"name"}})
-          .field("network", &T::network, {.max_items = 16, .map_keys = {"name"}})
+                 {.description = "Disks; the first is the OS disk",
+                  .required = true,
+                  .min_items = 1,
+                  .max_items = 32,
+                  .map_keys = {"name"}})
+          .field("network", &T::network,
+                 {.description = "Network interfaces", .max_items = 16, .map_keys = {"name"}})
           .field("userData", &T::user_data, infra::userData())
           .field("desiredPowerState", &T::desired_power_state, infra::desiredPowerState());
   return f;
@@ -89,19 +101,22 @@ const Fields<LibvirtMachineSpec>& LibvirtMachineSpec::describe() {
 const Fields<LibvirtMachineStatus>& LibvirtMachineStatus::describe() {
   using T = LibvirtMachineStatus;
   static const Fields<T> f =
-      Fields<T>()
+      Fields<T>("The domain as the libvirt provider last saw it")
           .field("initialization", &T::initialization, infra::initialization())
-          .field("failureDomain", &T::failure_domain)
-          .field("addresses", &T::addresses)
-          .field("domainUuid", &T::domain_uuid)
+          .field("failureDomain", &T::failure_domain, infra::statusFailureDomain())
+          .field("addresses", &T::addresses, infra::addresses())
+          .field("domainUuid", &T::domain_uuid, {.description = "libvirt's UUID of the domain"})
           .field("addressSource", &T::address_source,
-                 {.enum_values = {"guestAgent", "dhcpLease", "arpTable"}})
-          .field("guestInstalled", &T::guest_installed)
-          .field("tpmEndorsementCertificates", &T::tpm_endorsement_certificates)
+                 {.description = "Where the addresses were learnt",
+                  .enum_values = {"guestAgent", "dhcpLease", "arpTable"}})
+          .field("guestInstalled", &T::guest_installed,
+                 {.description = "The guest finished installing from install media"})
+          .field("tpmEndorsementCertificates", &T::tpm_endorsement_certificates,
+                 infra::tpmEndorsementCertificates())
           .field("observedPowerState", &T::observed_power_state, infra::observedPowerState())
           .field("operationToken", &T::operation_token, infra::operationToken())
-          .field("conditions", &T::conditions, conditionsSpec())
-          .field("observedGeneration", &T::observed_generation);
+          .field("conditions", &T::conditions, infra::conditions())
+          .field("observedGeneration", &T::observed_generation, infra::observedGeneration());
   return f;
 }
 

@@ -16,7 +16,9 @@ const Fields<ProviderConnection>& ProviderConnection::describe() {
                  {.description = "Secret in the Provider's namespace holding the credentials"})
           .field("insecureSkipTLSVerify", &T::insecure_skip_tls_verify,
                  {.description = "Do not verify the backend's certificate (testing only)"})
-          .field("caBundle", &T::ca_bundle)
+          .field("caBundle", &T::ca_bundle,
+                 {.description = "CA certificates that verify the backend; the system's when "
+                                 "absent"})
           .field("allowTestDriver", &T::allow_test_driver,
                  {.description = "Accept a backend driver that only simulates VMs, such as "
                                  "libvirt's test:// (testing only; refused otherwise)"});
@@ -25,10 +27,13 @@ const Fields<ProviderConnection>& ProviderConnection::describe() {
 
 const Fields<ZoneTarget>& ZoneTarget::describe() {
   using T = ZoneTarget;
-  static const Fields<T> f = Fields<T>("A target for one (datacenter, cluster) zone")
-                                 .field("datacenter", &T::datacenter, {.required = true})
-                                 .field("cluster", &T::cluster, {.required = true})
-                                 .field("target", &T::target);
+  static const Fields<T> f =
+      Fields<T>("A target for one (datacenter, cluster) zone")
+          .field("datacenter", &T::datacenter,
+                 {.description = "Datacenter of the zone", .required = true})
+          .field("cluster", &T::cluster, {.description = "Cluster of the zone", .required = true})
+          .field("target", &T::target,
+                 {.description = "Backend target in that zone, keyed like the class's target"});
   return f;
 }
 
@@ -36,27 +41,37 @@ const Fields<StorageClassCapability>& StorageClassCapability::describe() {
   using T = StorageClassCapability;
   static const Fields<T> f =
       Fields<T>("A storage class and its backend target (e.g. datastore, pool, storage)")
-          .field("name", &T::name, {.required = true, .min_length = 1})
-          .field("target", &T::target)
-          .field("perZone", &T::per_zone, {.map_keys = {"datacenter", "cluster"}});
+          .field("name", &T::name,
+                 {.description = "Storage class name that VMClass disks use",
+                  .required = true,
+                  .min_length = 1})
+          .field("target", &T::target,
+                 {.description = "Backend target, e.g. {datastore: ds1} or {pool: default}"})
+          .field("perZone", &T::per_zone,
+                 {.description = "Targets that differ per zone; target applies elsewhere",
+                  .map_keys = {"datacenter", "cluster"}});
   return f;
 }
 
 const Fields<Subnet>& Subnet::describe() {
   using T = Subnet;
-  static const Fields<T> f = Fields<T>()
-                                 .field("gateway", &T::gateway)
-                                 .field("nameservers", &T::nameservers)
-                                 .field("domain", &T::domain);
+  static const Fields<T> f =
+      Fields<T>("Addressing shared by a network's static interfaces")
+          .field("gateway", &T::gateway, {.description = "Default gateway"})
+          .field("nameservers", &T::nameservers, {.description = "DNS servers"})
+          .field("domain", &T::domain, {.description = "DNS search domain"});
   return f;
 }
 
 const Fields<ZoneSubnet>& ZoneSubnet::describe() {
   using T = ZoneSubnet;
-  static const Fields<T> f = Fields<T>()
-                                 .field("datacenter", &T::datacenter, {.required = true})
-                                 .field("cluster", &T::cluster, {.required = true})
-                                 .field("subnet", &T::subnet, {.required = true});
+  static const Fields<T> f =
+      Fields<T>("The subnet of a network in one (datacenter, cluster) zone")
+          .field("datacenter", &T::datacenter,
+                 {.description = "Datacenter of the zone", .required = true})
+          .field("cluster", &T::cluster, {.description = "Cluster of the zone", .required = true})
+          .field("subnet", &T::subnet,
+                 {.description = "Addressing in that zone", .required = true});
   return f;
 }
 
@@ -64,11 +79,20 @@ const Fields<NetworkClassCapability>& NetworkClassCapability::describe() {
   using T = NetworkClassCapability;
   static const Fields<T> f =
       Fields<T>("A network class and its backend target (e.g. portGroup, network, bridge)")
-          .field("name", &T::name, {.required = true, .min_length = 1})
-          .field("target", &T::target)
-          .field("perZone", &T::per_zone, {.map_keys = {"datacenter", "cluster"}})
-          .field("subnet", &T::subnet)
-          .field("perZoneSubnet", &T::per_zone_subnet, {.map_keys = {"datacenter", "cluster"}});
+          .field("name", &T::name,
+                 {.description = "Network class name that VMClass interfaces use",
+                  .required = true,
+                  .min_length = 1})
+          .field("target", &T::target,
+                 {.description = "Backend target, e.g. {portGroup: vm-net} or {bridge: br0}"})
+          .field("perZone", &T::per_zone,
+                 {.description = "Targets that differ per zone; target applies elsewhere",
+                  .map_keys = {"datacenter", "cluster"}})
+          .field("subnet", &T::subnet,
+                 {.description = "Gateway and DNS for static addresses on this network"})
+          .field("perZoneSubnet", &T::per_zone_subnet,
+                 {.description = "Subnets that differ per zone; subnet applies elsewhere",
+                  .map_keys = {"datacenter", "cluster"}});
   return f;
 }
 
@@ -76,18 +100,29 @@ const Fields<ProviderCapabilities>& ProviderCapabilities::describe() {
   using T = ProviderCapabilities;
   static const Fields<T> f =
       Fields<T>("What this Provider offers; the scheduler only considers what is listed")
-          .field("storageClasses", &T::storage_classes, {.map_keys = {"name"}})
-          .field("networkClasses", &T::network_classes, {.map_keys = {"name"}})
-          .field("features", &T::features, {.set = true});
+          .field("storageClasses", &T::storage_classes,
+                 {.description = "Storage classes and where each lands on the backend",
+                  .map_keys = {"name"}})
+          .field("networkClasses", &T::network_classes,
+                 {.description = "Network classes and where each lands on the backend",
+                  .map_keys = {"name"}})
+          .field("features", &T::features,
+                 {.description = "Features offered, e.g. vtpm, efiSecureBoot, hotAddCPU",
+                  .set = true});
   return f;
 }
 
 const Fields<FailureDomainNameOverride>& FailureDomainNameOverride::describe() {
   using T = FailureDomainNameOverride;
-  static const Fields<T> f = Fields<T>()
-                                 .field("datacenter", &T::datacenter, {.required = true})
-                                 .field("cluster", &T::cluster, {.required = true})
-                                 .field("name", &T::name, {.required = true, .min_length = 1});
+  static const Fields<T> f =
+      Fields<T>("A chosen name for the failure domain of one (datacenter, cluster)")
+          .field("datacenter", &T::datacenter,
+                 {.description = "Datacenter of the zone", .required = true})
+          .field("cluster", &T::cluster, {.description = "Cluster of the zone", .required = true})
+          .field("name", &T::name,
+                 {.description = "Failure-domain name to report instead of the derived one",
+                  .required = true,
+                  .min_length = 1});
   return f;
 }
 
@@ -95,7 +130,9 @@ const Fields<Attestation>& Attestation::describe() {
   using T = Attestation;
   static const Fields<T> f =
       Fields<T>("Settings for an external attestation broker; banlieue never verifies with it")
-          .field("ekTrustBundle", &T::ek_trust_bundle, {.required = true});
+          .field("ekTrustBundle", &T::ek_trust_bundle,
+                 {.description = "CA certificates that vouch for the vTPM endorsement keys",
+                  .required = true});
   return f;
 }
 
@@ -105,32 +142,47 @@ const Fields<ProviderSpec>& ProviderSpec::describe() {
       Fields<T>("One backend instance: a vCenter, a libvirt host, a Proxmox VE cluster")
           .field("providerClassRef", &T::provider_class_ref,
                  {.description = "The ProviderClass that runs this backend", .required = true})
-          .field("connection", &T::connection, {.required = true})
-          .field("capabilities", &T::capabilities)
-          .field("paused", &T::paused)
-          .field("useContentLibrary", &T::use_content_library)
+          .field("connection", &T::connection,
+                 {.description = "Endpoint, credentials and TLS of the backend", .required = true})
+          .field("capabilities", &T::capabilities,
+                 {.description = "Storage, network classes and features this backend offers"})
+          .field("paused", &T::paused,
+                 {.description = "Stop reconciling this Provider and its machines"})
+          .field("useContentLibrary", &T::use_content_library,
+                 {.description = "vSphere: import images through a content library (not "
+                                 "implemented; refused)"})
           .field("failureDomainNameOverrides", &T::failure_domain_name_overrides,
-                 {.map_keys = {"datacenter", "cluster"}})
-          .field("attestation", &T::attestation);
+                 {.description = "Names for failure domains instead of the derived ones",
+                  .map_keys = {"datacenter", "cluster"}})
+          .field("attestation", &T::attestation,
+                 {.description = "vTPM attestation settings passed on to a broker"});
   return f;
 }
 
 const Fields<FailureDomainAttributes>& FailureDomainAttributes::describe() {
   using T = FailureDomainAttributes;
-  static const Fields<T> f = Fields<T>()
-                                 .field("availableStorageClasses", &T::available_storage_classes)
-                                 .field("availableNetworkClasses", &T::available_network_classes)
-                                 .field("features", &T::features)
-                                 .field("raw", &T::raw);
+  static const Fields<T> f =
+      Fields<T>("What the failure domain can do, as verified on the backend")
+          .field("availableStorageClasses", &T::available_storage_classes,
+                 {.description = "Storage classes whose target exists there"})
+          .field("availableNetworkClasses", &T::available_network_classes,
+                 {.description = "Network classes whose target exists there"})
+          .field("features", &T::features, {.description = "Features offered there"})
+          .field("raw", &T::raw,
+                 {.description = "Backend facts, e.g. datacenter, cluster, host, node"});
   return f;
 }
 
 const Fields<ProviderFailureDomain>& ProviderFailureDomain::describe() {
   using T = ProviderFailureDomain;
-  static const Fields<T> f = Fields<T>("A verified failure domain")
-                                 .field("name", &T::name, {.required = true})
-                                 .field("labels", &T::labels)
-                                 .field("attributes", &T::attributes);
+  static const Fields<T> f =
+      Fields<T>("A verified failure domain")
+          .field("name", &T::name,
+                 {.description = "Failure-domain name, unique in the Provider", .required = true})
+          .field("labels", &T::labels,
+                 {.description = "Labels that failureDomainSelector and antiAffinity match"})
+          .field("attributes", &T::attributes,
+                 {.description = "Classes and features available there"});
   return f;
 }
 
@@ -139,23 +191,33 @@ const Fields<ProviderWorkload>& ProviderWorkload::describe() {
   static const Fields<T> f =
       Fields<T>("The provider workload, written only by banlieue.io/operator")
           .field("mode", &T::mode,
-                 {.enum_values = {"Managed", "External"}, .default_json = "\"Managed\""})
-          .field("deploymentName", &T::deployment_name)
-          .field("namespace", &T::namespace_)
-          .field("readyReplicas", &T::ready_replicas)
-          .field("observedGeneration", &T::observed_generation);
+                 {.description = "The ProviderClass's deployment mode",
+                  .enum_values = {"Managed", "External"},
+                  .default_json = "\"Managed\""})
+          .field("deploymentName", &T::deployment_name,
+                 {.description = "Deployment running the provider (Managed)"})
+          .field("namespace", &T::namespace_, {.description = "Namespace of that Deployment"})
+          .field("readyReplicas", &T::ready_replicas,
+                 {.description = "Ready pods of that Deployment"})
+          .field("observedGeneration", &T::observed_generation,
+                 {.description = "Generation of that Deployment the counts are from"});
   return f;
 }
 
 const Fields<ProviderStatus>& ProviderStatus::describe() {
   using T = ProviderStatus;
   static const Fields<T> f =
-      Fields<T>()
-          .field("failureDomains", &T::failure_domains, {.map_keys = {"name"}})
-          .field("conditions", &T::conditions, conditionsSpec())
-          .field("workload", &T::workload)
-          .field("ekCaCertificates", &T::ek_ca_certificates)
-          .field("observedGeneration", &T::observed_generation);
+      Fields<T>("The backend as the provider and the operator see it")
+          .field("failureDomains", &T::failure_domains,
+                 {.description = "Failure domains found on the backend, written by the provider",
+                  .map_keys = {"name"}})
+          .field("conditions", &T::conditions,
+                 conditionsSpec("Ready, Connected and the other observations of the Provider"))
+          .field("workload", &T::workload, {.description = "The provider's pods"})
+          .field("ekCaCertificates", &T::ek_ca_certificates,
+                 {.description = "PEM CA certificates of the backend's vTPM endorsement keys"})
+          .field("observedGeneration", &T::observed_generation,
+                 {.description = "metadata.generation this status was computed from"});
   return f;
 }
 
@@ -178,7 +240,11 @@ const Fields<PluginRef>& PluginRef::describe() {
 const Fields<ImagePullSecret>& ImagePullSecret::describe() {
   using T = ImagePullSecret;
   static const Fields<T> f =
-      Fields<T>().field("name", &T::name, {.required = true, .min_length = 1});
+      Fields<T>("A Secret for pulling the provider image")
+          .field("name", &T::name,
+                 {.description = "Name of a docker-registry Secret in the workload's namespace",
+                  .required = true,
+                  .min_length = 1});
   return f;
 }
 
@@ -186,22 +252,32 @@ const Fields<ContainerImage>& ContainerImage::describe() {
   using T = ContainerImage;
   static const Fields<T> f =
       Fields<T>("repository:tag, repository@digest, or repository:tag@digest")
-          .field("repository", &T::repository, {.required = true, .min_length = 1})
-          .field("tag", &T::tag)
-          .field("digest", &T::digest, {.pattern = "^sha256:[0-9a-f]{64}$"})
+          .field("repository", &T::repository,
+                 {.description = "Image repository, e.g. ghcr.io/acme/banlieue",
+                  .required = true,
+                  .min_length = 1})
+          .field("tag", &T::tag, {.description = "Image tag"})
+          .field("digest", &T::digest,
+                 {.description = "Image digest; pins the content when set",
+                  .pattern = "^sha256:[0-9a-f]{64}$"})
           .field("pullPolicy", &T::pull_policy,
-                 {.enum_values = {"Always", "IfNotPresent", "Never"}})
-          .field("pullSecrets", &T::pull_secrets, {.map_keys = {"name"}});
+                 {.description = "The pod's imagePullPolicy; Kubernetes' default when empty",
+                  .enum_values = {"Always", "IfNotPresent", "Never"}})
+          .field("pullSecrets", &T::pull_secrets,
+                 {.description = "Secrets for a private registry", .map_keys = {"name"}});
   return f;
 }
 
 const Fields<LoggingSpec>& LoggingSpec::describe() {
   using T = LoggingSpec;
   static const Fields<T> f =
-      Fields<T>()
+      Fields<T>("Log settings of the provider pods")
           .field("level", &T::level,
-                 {.enum_values = {"trace", "debug", "info", "warn", "error", "critical", "off"}})
-          .field("format", &T::format, {.enum_values = {"text", "json"}});
+                 {.description = "Lowest level logged",
+                  .enum_values = {"trace", "debug", "info", "warn", "error", "critical", "off"}})
+          .field("format", &T::format,
+                 {.description = "Plain text or one JSON object per line",
+                  .enum_values = {"text", "json"}});
   return f;
 }
 
@@ -213,7 +289,9 @@ const Fields<ProviderClassSpec>& ProviderClassSpec::describe() {
                  {.description = "Runs as `banlieue provider <backend>`",
                   .required = true,
                   .pattern = "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"})
-          .field("plugin", &T::plugin)
+          .field(
+              "plugin", &T::plugin,
+              {.description = "Which plugin the provider loads; the class is not Ready without it"})
           .field("image", &T::image, {.description = "Required when Managed; absent when External"})
           .field("deployment", &T::deployment,
                  {.description = "Managed: the operator runs a Deployment; External: identity "
@@ -222,14 +300,21 @@ const Fields<ProviderClassSpec>& ProviderClassSpec::describe() {
                   .default_json = "\"Managed\""})
           .field("workloadNamespace", &T::workload_namespace,
                  {.description = "Where workloads run; unset: each Provider's namespace"})
-          .field("replicas", &T::replicas, {.minimum = 1, .default_json = "1"})
-          .field("resources", &T::resources)
-          .field("nodeSelector", &T::node_selector)
-          .field("tolerations", &T::tolerations)
-          .field("logging", &T::logging)
+          .field("replicas", &T::replicas,
+                 {.description = "Provider pods per Provider; one leads, the others stand by",
+                  .minimum = 1,
+                  .default_json = "1"})
+          .field("resources", &T::resources,
+                 {.description = "CPU and memory of the provider container"})
+          .field("nodeSelector", &T::node_selector,
+                 {.description = "Node labels the provider pods require"})
+          .field("tolerations", &T::tolerations,
+                 {.description = "Taints the provider pods tolerate"})
+          .field("logging", &T::logging, {.description = "Log level and format"})
           .field("additionalRules", &T::additional_rules,
                  {.description = "Appended to each Provider's Role; the operator must hold them"})
-          .field("paused", &T::paused);
+          .field("paused", &T::paused,
+                 {.description = "Stop reconciling this class and its workloads"});
   return f;
 }
 
@@ -237,21 +322,25 @@ const Fields<InfrastructureKind>& InfrastructureKind::describe() {
   using T = InfrastructureKind;
   static const Fields<T> f =
       Fields<T>("The infrastructure kind the class's plugin serves for machines")
-          .field("apiVersion", &T::api_version, {.required = true})
-          .field("kind", &T::kind, {.required = true});
+          .field("apiVersion", &T::api_version,
+                 {.description = "Group/version, e.g. infrastructure.banlieue.io/v1beta2",
+                  .required = true})
+          .field("kind", &T::kind, {.description = "Kind, e.g. LibvirtMachine", .required = true});
   return f;
 }
 
 const Fields<ProviderClassStatus>& ProviderClassStatus::describe() {
   using T = ProviderClassStatus;
   static const Fields<T> f =
-      Fields<T>()
-          .field("conditions", &T::conditions, conditionsSpec())
+      Fields<T>("The class as the operator sees it")
+          .field("conditions", &T::conditions,
+                 conditionsSpec("Ready and the other observations of the class"))
           .field("machineKind", &T::machine_kind,
                  {.description = "Infrastructure kind of the class's plugin, published by the "
                                  "operator from provider.json"})
           .field("providers", &T::providers, {.description = "Providers referencing this class"})
-          .field("observedGeneration", &T::observed_generation);
+          .field("observedGeneration", &T::observed_generation,
+                 {.description = "metadata.generation this status was computed from"});
   return f;
 }
 

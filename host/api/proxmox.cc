@@ -9,23 +9,29 @@ const Fields<ProxmoxDisk>& ProxmoxDisk::describe() {
   using T = ProxmoxDisk;
   static const Fields<T> f =
       Fields<T>("A blank data disk")
-          .field("name", &T::name, {.required = true, .min_length = 1})
-          .field("sizeGiB", &T::size_gib, {.required = true, .minimum = 1, .maximum = 65536})
+          .field("name", &T::name, infra::diskName())
+          .field("sizeGiB", &T::size_gib, infra::diskSize())
           .field("storage", &T::storage, {.description = "Default: spec.storage"});
   return f;
 }
 
 const Fields<ProxmoxNetworkDevice>& ProxmoxNetworkDevice::describe() {
   using T = ProxmoxNetworkDevice;
-  static const Fields<T> f = Fields<T>()
-                                 .field("name", &T::name, {.required = true, .min_length = 1})
-                                 .field("bridge", &T::bridge, {.required = true, .min_length = 1})
-                                 .field("vlan", &T::vlan, {.minimum = 1, .maximum = 4094})
-                                 .field("model", &T::model,
-                                        {.enum_values = {"virtio", "e1000", "rtl8139", "vmxnet3"},
-                                         .default_json = "\"virtio\""})
-                                 .field("macAddress", &T::mac_address)
-                                 .field("ipam", &T::ipam);
+  static const Fields<T> f =
+      Fields<T>("A network interface of the guest")
+          .field("name", &T::name, infra::interfaceName())
+          .field("bridge", &T::bridge,
+                 {.description = "Node bridge the interface joins, e.g. vmbr0",
+                  .required = true,
+                  .min_length = 1})
+          .field("vlan", &T::vlan,
+                 {.description = "VLAN tag; untagged when absent", .minimum = 1, .maximum = 4094})
+          .field("model", &T::model,
+                 {.description = "NIC model the guest sees",
+                  .enum_values = {"virtio", "e1000", "rtl8139", "vmxnet3"},
+                  .default_json = "\"virtio\""})
+          .field("macAddress", &T::mac_address, infra::macAddress())
+          .field("ipam", &T::ipam, infra::ipam());
   return f;
 }
 
@@ -50,15 +56,24 @@ const Fields<ProxmoxMachineSpec>& ProxmoxMachineSpec::describe() {
                                  "them copy-on-write on the template's own storage",
                   .enum_values = {"Full", "Linked"},
                   .default_json = "\"Full\""})
-          .field("storage", &T::storage, {.required = true, .min_length = 1})
+          .field("storage", &T::storage,
+                 {.description = "PVE storage for the clone's disks",
+                  .required = true,
+                  .min_length = 1})
           .field("cores", &T::cores, infra::cpus())
           .field("memoryMiB", &T::memory_mib, infra::memoryMiB())
-          .field("firmware", &T::firmware,
-                 {.enum_values = enums::kFirmware, .default_json = "\"efi\""})
-          .field("tpmEnabled", &T::tpm_enabled)
-          .field("osDiskSizeGiB", &T::os_disk_size_gib, {.minimum = 1, .maximum = 65536})
-          .field("dataDisks", &T::data_disks, {.max_items = 31, .map_keys = {"name"}})
-          .field("network", &T::network, {.max_items = 16, .map_keys = {"name"}})
+          .field("firmware", &T::firmware, infra::firmware())
+          .field("tpmEnabled", &T::tpm_enabled, infra::tpmEnabled())
+          .field("osDiskSizeGiB", &T::os_disk_size_gib,
+                 {.description = "Grow the template's OS disk to this size in GiB",
+                  .minimum = 1,
+                  .maximum = 65536})
+          .field("dataDisks", &T::data_disks,
+                 {.description = "Blank disks added after the OS disk",
+                  .max_items = 31,
+                  .map_keys = {"name"}})
+          .field("network", &T::network,
+                 {.description = "Network interfaces", .max_items = 16, .map_keys = {"name"}})
           .field("seedIsoStorage", &T::seed_iso_storage,
                  {.description = "Storage for the cloud-init seed ISO"})
           .field("userData", &T::user_data, infra::userData())
@@ -69,16 +84,16 @@ const Fields<ProxmoxMachineSpec>& ProxmoxMachineSpec::describe() {
 const Fields<ProxmoxMachineStatus>& ProxmoxMachineStatus::describe() {
   using T = ProxmoxMachineStatus;
   static const Fields<T> f =
-      Fields<T>()
+      Fields<T>("The guest as the Proxmox provider last saw it")
           .field("initialization", &T::initialization, infra::initialization())
-          .field("failureDomain", &T::failure_domain)
-          .field("addresses", &T::addresses)
-          .field("vmid", &T::vmid)
-          .field("node", &T::node)
+          .field("failureDomain", &T::failure_domain, infra::statusFailureDomain())
+          .field("addresses", &T::addresses, infra::addresses())
+          .field("vmid", &T::vmid, {.description = "PVE VMID of the guest"})
+          .field("node", &T::node, {.description = "PVE node the guest runs on"})
           .field("observedPowerState", &T::observed_power_state, infra::observedPowerState())
           .field("operationToken", &T::operation_token, infra::operationToken())
-          .field("conditions", &T::conditions, conditionsSpec())
-          .field("observedGeneration", &T::observed_generation);
+          .field("conditions", &T::conditions, infra::conditions())
+          .field("observedGeneration", &T::observed_generation, infra::observedGeneration());
   return f;
 }
 

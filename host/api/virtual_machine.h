@@ -129,6 +129,8 @@ struct VirtualMachinePoolSpec {
 
 struct VirtualMachinePoolStatus {
   int32_t replicas = 0;
+  int32_t warm_replicas = 0;  // unclaimed members: what spec.warmReplicas asks for
+  std::string selector;       // label selector of the unclaimed members (scale subresource)
   int32_t available = 0;
   int32_t provisioning = 0;
   int32_t claimed = 0;

@@ -8,44 +8,68 @@ const Fields<ClassDisk>& ClassDisk::describe() {
   using T = ClassDisk;
   static const Fields<T> f =
       Fields<T>("A disk; the first is the OS disk backed by the image (its size is a floor)")
-          .field("name", &T::name, {.required = true, .min_length = 1})
-          .field("sizeGiB", &T::size_gib, {.required = true, .minimum = 1, .maximum = 65536})
+          .field("name", &T::name,
+                 {.description = "Disk name, unique in the class; VMs override sizes by it",
+                  .required = true,
+                  .min_length = 1})
+          .field("sizeGiB", &T::size_gib,
+                 {.description = "Size in GiB", .required = true, .minimum = 1, .maximum = 65536})
           .field("storageClass", &T::storage_class,
                  {.description = "A storage class the Provider declares", .required = true})
           .field("provisioning", &T::provisioning,
-                 {.enum_values = enums::kDiskProvisioning, .default_json = "\"thin\""});
+                 {.description = "thin allocates on write; thick and eagerZeroed allocate up front",
+                  .enum_values = enums::kDiskProvisioning,
+                  .default_json = "\"thin\""});
   return f;
 }
 
 const Fields<ClassHardware>& ClassHardware::describe() {
   using T = ClassHardware;
   static const Fields<T> f =
-      Fields<T>()
-          .field("cpus", &T::cpus, {.required = true, .minimum = 1, .maximum = 256})
+      Fields<T>("Virtual hardware of every VM of the class")
+          .field("cpus", &T::cpus,
+                 {.description = "Virtual CPUs", .required = true, .minimum = 1, .maximum = 256})
           .field("memoryMiB", &T::memory_mib,
-                 {.required = true, .minimum = 128, .maximum = 4194304})
+                 {.description = "Memory in MiB",
+                  .required = true,
+                  .minimum = 128,
+                  .maximum = 4194304})
           .field("disks", &T::disks,
-                 {.required = true, .min_items = 1, .max_items = 32, .map_keys = {"name"}});
+                 {.description = "Disks in boot order; the first is the OS disk",
+                  .required = true,
+                  .min_items = 1,
+                  .max_items = 32,
+                  .map_keys = {"name"}});
   return f;
 }
 
 const Fields<ClassInterface>& ClassInterface::describe() {
   using T = ClassInterface;
   static const Fields<T> f =
-      Fields<T>()
-          .field("name", &T::name, {.required = true, .min_length = 1})
+      Fields<T>("A network interface")
+          .field("name", &T::name,
+                 {.description = "Interface name, unique in the class; VMs address it by name",
+                  .required = true,
+                  .min_length = 1})
           .field("networkClass", &T::network_class,
                  {.description = "A network class the Provider declares", .required = true})
-          .field("ipam", &T::ipam)
-          .field("mtu", &T::mtu, {.minimum = 68, .maximum = 65535});
+          .field("ipam", &T::ipam, {.description = "How the interface gets its address"})
+          .field("mtu", &T::mtu,
+                 {.description = "MTU in bytes; the network's when absent",
+                  .minimum = 68,
+                  .maximum = 65535});
   return f;
 }
 
 const Fields<ClassNetwork>& ClassNetwork::describe() {
   using T = ClassNetwork;
-  static const Fields<T> f =
-      Fields<T>().field("interfaces", &T::interfaces,
-                        {.required = true, .min_items = 1, .max_items = 16, .map_keys = {"name"}});
+  static const Fields<T> f = Fields<T>("The VM's network interfaces")
+                                 .field("interfaces", &T::interfaces,
+                                        {.description = "Interfaces in device order",
+                                         .required = true,
+                                         .min_items = 1,
+                                         .max_items = 16,
+                                         .map_keys = {"name"}});
   return f;
 }
 
@@ -53,10 +77,13 @@ const Fields<VMClassSpec>& VMClassSpec::describe() {
   using T = VMClassSpec;
   static const Fields<T> f =
       Fields<T>("A machine shape")
-          .field("hardware", &T::hardware, {.required = true})
-          .field("network", &T::network)
+          .field("hardware", &T::hardware,
+                 {.description = "CPUs, memory and disks", .required = true})
+          .field("network", &T::network, {.description = "Network interfaces; none when absent"})
           .field("firmware", &T::firmware,
-                 {.enum_values = enums::kFirmware, .default_json = "\"efi\""})
+                 {.description = "bios, efi, or efi-secure (needs the efiSecureBoot feature)",
+                  .enum_values = enums::kFirmware,
+                  .default_json = "\"efi\""})
           .field("features", &T::features,
                  {.description = "Failure-domain features the VM requires", .set = true})
           .field("tpmEnabled", &T::tpm_enabled,
@@ -68,13 +95,20 @@ const Fields<ImageSource>& ImageSource::describe() {
   using T = ImageSource;
   static const Fields<T> f =
       Fields<T>("Where the image comes from for one ProviderClass")
-          .field("providerClass", &T::provider_class, {.required = true, .min_length = 1})
+          .field("providerClass", &T::provider_class,
+                 {.description = "The ProviderClass (backend) this source is for",
+                  .required = true,
+                  .min_length = 1})
           .field("kind", &T::kind,
-                 {.required = true, .enum_values = {"Template", "BackingFile", "Url"}})
+                 {.description = "Template: an existing template or VM; BackingFile: an existing "
+                                 "volume; Url: built and imported by banlieue",
+                  .required = true,
+                  .enum_values = {"Template", "BackingFile", "Url"}})
           .field("ref", &T::ref,
                  {.description = "vSphere template name, Proxmox VMID or libvirt volume; "
                                  "ignored for Url"})
-          .field("importFrom", &T::import_from)
+          .field("importFrom", &T::import_from,
+                 {.description = "For Url: the Kairos OCI image the artifact is built from"})
           .field("checksum", &T::checksum,
                  {.description = "<alg>:<hex>, alg sha256 or sha512; imports fail closed",
                   .pattern = "^(sha256:[0-9a-f]{64}|sha512:[0-9a-f]{128})$"});
@@ -84,24 +118,30 @@ const Fields<ImageSource>& ImageSource::describe() {
 const Fields<TemplateNetwork>& TemplateNetwork::describe() {
   using T = TemplateNetwork;
   static const Fields<T> f =
-      Fields<T>()
-          .field("network", &T::network)
+      Fields<T>("A network adapter of the template")
+          .field("network", &T::network, {.description = "vSphere network the adapter joins"})
           .field("adapter", &T::adapter,
-                 {.enum_values = {"vmxnet3", "vmxnet2", "e1000", "e1000e"},
+                 {.description = "Adapter model (not acted on yet)",
+                  .enum_values = {"vmxnet3", "vmxnet2", "e1000", "e1000e"},
                   .default_json = "\"vmxnet3\""})
-          .field("pciSlot", &T::pci_slot, {.description = "Default 192 + index", .minimum = 0});
+          .field("pciSlot", &T::pci_slot,
+                 {.description = "PCI slot; default 192 + index (not acted on yet)", .minimum = 0});
   return f;
 }
 
 const Fields<TemplateDisk>& TemplateDisk::describe() {
   using T = TemplateDisk;
   static const Fields<T> f =
-      Fields<T>()
-          .field("size", &T::size, {.description = "GiB", .minimum = 1, .default_json = "100"})
+      Fields<T>("The template's disk")
+          .field("size", &T::size,
+                 {.description = "Size in GiB", .minimum = 1, .default_json = "100"})
           .field("type", &T::type,
-                 {.enum_values = enums::kDiskProvisioning, .default_json = "\"thin\""})
+                 {.description = "Provisioning of the disk",
+                  .enum_values = enums::kDiskProvisioning,
+                  .default_json = "\"thin\""})
           .field("controller", &T::controller,
-                 {.enum_values = {"pvscsi", "lsiLogic", "lsiLogicSas", "busLogic"},
+                 {.description = "SCSI controller model (not acted on yet)",
+                  .enum_values = {"pvscsi", "lsiLogic", "lsiLogicSas", "busLogic"},
                   .default_json = "\"pvscsi\""});
   return f;
 }
@@ -112,46 +152,77 @@ const Fields<ImageTemplate>& ImageTemplate::describe() {
       Fields<T>("How a Url image becomes a template")
           .field("rootFolder", &T::root_folder,
                  {.description = "Templates land in <rootFolder>/<failure domain>"})
-          .field("network", &T::network)
-          .field("disk", &T::disk)
-          .field("cpus", &T::cpus, {.minimum = 1, .maximum = 256, .default_json = "2"})
+          .field("network", &T::network,
+                 {.description = "Network adapters of the install VM and its template"})
+          .field("disk", &T::disk, {.description = "Disk of the install VM and its template"})
+          .field("cpus", &T::cpus,
+                 {.description = "Virtual CPUs of the install VM",
+                  .minimum = 1,
+                  .maximum = 256,
+                  .default_json = "2"})
           .field("memoryMib", &T::memory_mib,
-                 {.minimum = 128, .maximum = 4194304, .default_json = "4096"})
+                 {.description = "Memory of the install VM in MiB",
+                  .minimum = 128,
+                  .maximum = 4194304,
+                  .default_json = "4096"})
           .field("firmware", &T::firmware,
-                 {.enum_values = enums::kFirmware, .default_json = "\"efi\""})
-          .field("guestId", &T::guest_id)
-          .field("forceUpload", &T::force_upload)
-          .field("forceCreate", &T::force_create)
-          .field("installTimeoutSeconds", &T::install_timeout_seconds,
-                 {.minimum = 1, .default_json = "1800"})
+                 {.description = "Firmware of the install VM and its template",
+                  .enum_values = enums::kFirmware,
+                  .default_json = "\"efi\""})
+          .field("guestId", &T::guest_id,
+                 {.description = "vSphere guest OS identifier; derived from osFamily when empty"})
           .field(
-              "installMode", &T::install_mode,
-              {.enum_values = {"immediate", "deferred", "manual"}, .default_json = "\"immediate\""})
-          .field("retainOnDelete", &T::retain_on_delete);
+              "forceUpload", &T::force_upload,
+              {.description = "Upload the install ISO even when one is present (not acted on yet)"})
+          .field("forceCreate", &T::force_create,
+                 {.description = "Build the template even when one is present (not acted on yet)"})
+          .field("installTimeoutSeconds", &T::install_timeout_seconds,
+                 {.description = "How long the unattended install may take",
+                  .minimum = 1,
+                  .default_json = "1800"})
+          .field("installMode", &T::install_mode,
+                 {.description = "immediate installs into a template once; deferred and manual "
+                                 "boot each VM from the install ISO",
+                  .enum_values = {"immediate", "deferred", "manual"},
+                  .default_json = "\"immediate\""})
+          .field(
+              "retainOnDelete", &T::retain_on_delete,
+              {.description = "Keep the template when the VMImage is deleted (not acted on yet)"});
   return f;
 }
 
 const Fields<IsoOverlayFile>& IsoOverlayFile::describe() {
   using T = IsoOverlayFile;
-  static const Fields<T> f = Fields<T>()
-                                 .field("key", &T::key, {.required = true})
-                                 .field("path", &T::path, {.required = true});
+  static const Fields<T> f =
+      Fields<T>("One Secret key written as one file")
+          .field("key", &T::key, {.description = "Key in the Secret", .required = true})
+          .field("path", &T::path,
+                 {.description = "Absolute path of the file on the ISO", .required = true});
   return f;
 }
 
 const Fields<IsoOverlay>& IsoOverlay::describe() {
   using T = IsoOverlay;
-  static const Fields<T> f = Fields<T>("Files from a Secret added to the install ISO")
-                                 .field("secretRef", &T::secret_ref, {.required = true})
-                                 .field("files", &T::files, {.map_keys = {"path"}});
+  static const Fields<T> f =
+      Fields<T>("Files from a Secret added to the install ISO (not acted on yet)")
+          .field(
+              "secretRef", &T::secret_ref,
+              {.description = "Secret in banlieue's namespace holding the files", .required = true})
+          .field(
+              "files", &T::files,
+              {.description = "Which keys go where; every key when empty", .map_keys = {"path"}});
   return f;
 }
 
 const Fields<TrustedBoot>& TrustedBoot::describe() {
   using T = TrustedBoot;
   static const Fields<T> f =
-      Fields<T>("Secure-boot keys: PK.auth KEK.auth db.auth db.key db.pem tpm2-pcr-private.pem")
-          .field("secretRef", &T::secret_ref, {.required = true});
+      Fields<T>(
+          "Secure-boot keys (not acted on yet): PK.auth KEK.auth db.auth db.key db.pem "
+          "tpm2-pcr-private.pem")
+          .field(
+              "secretRef", &T::secret_ref,
+              {.description = "Secret in banlieue's namespace holding the keys", .required = true});
   return f;
 }
 
@@ -160,33 +231,48 @@ const Fields<VMImageSpec>& VMImageSpec::describe() {
   static const Fields<T> f =
       Fields<T>("A guest image and where each backend finds it")
           .field("osFamily", &T::os_family,
-                 {.enum_values = {"linux", "windows", "bsd", "other"}, .default_json = "\"linux\""})
-          .field("osDistribution", &T::os_distribution)
-          .field("osVersion", &T::os_version)
+                 {.description = "Guest OS family; backends pick guest settings from it",
+                  .enum_values = {"linux", "windows", "bsd", "other"},
+                  .default_json = "\"linux\""})
+          .field("osDistribution", &T::os_distribution,
+                 {.description = "Distribution name, e.g. ubuntu; informational"})
+          .field("osVersion", &T::os_version,
+                 {.description = "Distribution version, e.g. 22.04; informational"})
           .field("architecture", &T::architecture,
-                 {.enum_values = {"amd64", "arm64"}, .default_json = "\"amd64\""})
+                 {.description = "CPU architecture of the image",
+                  .enum_values = {"amd64", "arm64"},
+                  .default_json = "\"amd64\""})
           .field("guestAgent", &T::guest_agent,
                  {.description = "How user data reaches the guest",
                   .enum_values = {"cloud-init", "ignition", "sysprep", "none"},
                   .default_json = "\"cloud-init\""})
-          .field("sources", &T::sources, {.map_keys = {"providerClass"}})
+          .field("sources", &T::sources,
+                 {.description = "One source per ProviderClass; a backend without one cannot run "
+                                 "the image",
+                  .map_keys = {"providerClass"}})
           .field("cloudConfigs", &T::cloud_configs,
                  {.description = "Deep-merged in order for Url sources"})
-          .field("template", &T::template_)
-          .field("isoOverlay", &T::iso_overlay)
-          .field("trustedBoot", &T::trusted_boot);
+          .field("template", &T::template_,
+                 {.description = "vSphere: how a Url image is installed into a template"})
+          .field("isoOverlay", &T::iso_overlay, {.description = "Extra files on the install ISO"})
+          .field("trustedBoot", &T::trusted_boot,
+                 {.description = "Keys for a signed, measured boot of the built image"});
   return f;
 }
 
 const Fields<ImageZone>& ImageZone::describe() {
   using T = ImageZone;
-  static const Fields<T> f = Fields<T>()
-                                 .field("name", &T::name, {.required = true})
-                                 .field("ready", &T::ready, {.required = true})
-                                 .field("resolvedRef", &T::resolved_ref)
-                                 .field("templateFolder", &T::template_folder)
-                                 .field("reason", &T::reason)
-                                 .field("message", &T::message);
+  static const Fields<T> f =
+      Fields<T>("The image in one failure domain of the Provider")
+          .field("name", &T::name, {.description = "Failure domain name", .required = true})
+          .field("ready", &T::ready,
+                 {.description = "VMs can be made from the image there", .required = true})
+          .field("resolvedRef", &T::resolved_ref,
+                 {.description = "The backend's name for the image there"})
+          .field("templateFolder", &T::template_folder,
+                 {.description = "vSphere folder holding the template"})
+          .field("reason", &T::reason, {.description = "CamelCase reason when not ready"})
+          .field("message", &T::message, {.description = "Human-readable detail"});
   return f;
 }
 
@@ -194,23 +280,31 @@ const Fields<ImageProviderStatus>& ImageProviderStatus::describe() {
   using T = ImageProviderStatus;
   static const Fields<T> f =
       Fields<T>("The image on one Provider, written by that Provider")
-          .field("providerName", &T::provider_name, {.required = true})
-          .field("providerNamespace", &T::provider_namespace, {.required = true})
-          .field("ready", &T::ready, {.required = true})
-          .field("resolvedRef", &T::resolved_ref)
-          .field("reason", &T::reason)
-          .field("message", &T::message)
-          .field("zones", &T::zones, {.map_keys = {"name"}});
+          .field("providerName", &T::provider_name,
+                 {.description = "Name of the Provider", .required = true})
+          .field("providerNamespace", &T::provider_namespace,
+                 {.description = "Namespace of the Provider", .required = true})
+          .field("ready", &T::ready,
+                 {.description = "Ready in at least one of the Provider's failure domains",
+                  .required = true})
+          .field("resolvedRef", &T::resolved_ref,
+                 {.description = "The backend's name for the image, when the same in every zone"})
+          .field("reason", &T::reason, {.description = "CamelCase reason when not ready"})
+          .field("message", &T::message, {.description = "Human-readable detail"})
+          .field("zones", &T::zones,
+                 {.description = "The image per failure domain", .map_keys = {"name"}});
   return f;
 }
 
 const Fields<OciArtifact>& OciArtifact::describe() {
   using T = OciArtifact;
   static const Fields<T> f =
-      Fields<T>()
-          .field("phase", &T::phase, {.enum_values = {"Pushing", "Ready", "Failed"}})
+      Fields<T>("The built artifact pushed to an OCI registry")
+          .field("phase", &T::phase,
+                 {.description = "Where the push stands",
+                  .enum_values = {"Pushing", "Ready", "Failed"}})
           .field("reference", &T::reference, {.description = "registry/repo@sha256:..."})
-          .field("message", &T::message);
+          .field("message", &T::message, {.description = "Human-readable detail"});
   return f;
 }
 
@@ -218,27 +312,41 @@ const Fields<BuildArtifact>& BuildArtifact::describe() {
   using T = BuildArtifact;
   static const Fields<T> f =
       Fields<T>("The image build, written only by banlieue.io/imagebuilder")
-          .field("kind", &T::kind, {.enum_values = {"cloudImage", "iso"}})
-          .field("phase", &T::phase, {.enum_values = {"Pending", "Building", "Ready", "Failed"}})
-          .field("osArtifactRef", &T::os_artifact_ref)
-          .field("osArtifactUid", &T::os_artifact_uid)
-          .field("pvcRef", &T::pvc_ref)
-          .field("file", &T::file)
-          .field("reason", &T::reason)
-          .field("message", &T::message)
-          .field("checksum", &T::checksum)
-          .field("ociArtifact", &T::oci_artifact);
+          .field("kind", &T::kind,
+                 {.description = "cloudImage: a disk image; iso: an installer ISO",
+                  .enum_values = {"cloudImage", "iso"}})
+          .field("phase", &T::phase,
+                 {.description = "Where the build stands",
+                  .enum_values = {"Pending", "Building", "Ready", "Failed"}})
+          .field("osArtifactRef", &T::os_artifact_ref,
+                 {.description = "Name of the kairos-operator OSArtifact doing the build"})
+          .field("osArtifactUid", &T::os_artifact_uid,
+                 {.description = "UID of that OSArtifact; a new one means a new build"})
+          .field("pvcRef", &T::pvc_ref,
+                 {.description = "PersistentVolumeClaim holding the artifact"})
+          .field("file", &T::file, {.description = "Artifact file name in that claim"})
+          .field("reason", &T::reason, {.description = "CamelCase reason when not Ready"})
+          .field("message", &T::message, {.description = "Human-readable detail"})
+          .field("checksum", &T::checksum,
+                 {.description = "sha256:<hex> of the artifact; imports verify it"})
+          .field("ociArtifact", &T::oci_artifact,
+                 {.description = "The artifact in an OCI registry, when pushed there"});
   return f;
 }
 
 const Fields<VMImageStatus>& VMImageStatus::describe() {
   using T = VMImageStatus;
-  static const Fields<T> f = Fields<T>()
-                                 .field("perProvider", &T::per_provider,
-                                        {.map_keys = {"providerName", "providerNamespace"}})
-                                 .field("buildArtifact", &T::build_artifact)
-                                 .field("conditions", &T::conditions, conditionsSpec())
-                                 .field("observedGeneration", &T::observed_generation);
+  static const Fields<T> f =
+      Fields<T>("Where the image is ready, and its build")
+          .field("perProvider", &T::per_provider,
+                 {.description = "One row per Provider that serves the image",
+                  .map_keys = {"providerName", "providerNamespace"}})
+          .field("buildArtifact", &T::build_artifact,
+                 {.description = "The artifact built for Url sources"})
+          .field("conditions", &T::conditions,
+                 conditionsSpec("Ready: the image is ready on at least one Provider"))
+          .field("observedGeneration", &T::observed_generation,
+                 {.description = "metadata.generation this status was computed from"});
   return f;
 }
 
@@ -250,7 +358,7 @@ std::vector<KindInfo> vmClassKinds() {
                     .version = kVersion,
                     .kind = "VMClass",
                     .plural = "vmclasses",
-                    .short_names = {"vmc"},
+                    .short_names = {"bvmclass"},
                     .namespaced = false,
                     .description = "A machine shape: CPUs, memory, disks, interfaces, firmware",
                     .columns = {{"CPUs", "integer", ".spec.hardware.cpus"},
@@ -263,7 +371,7 @@ std::vector<KindInfo> vmClassKinds() {
                  .version = kVersion,
                  .kind = "VMImage",
                  .plural = "vmimages",
-                 .short_names = {"vmi"},
+                 .short_names = {"bvmimage"},
                  .namespaced = false,
                  .description = "A guest image and its per-backend sources",
                  .columns = {{"OS", "string", ".spec.osDistribution"},

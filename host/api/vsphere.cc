@@ -8,23 +8,25 @@ namespace banlieue::api {
 const Fields<VSphereDisk>& VSphereDisk::describe() {
   using T = VSphereDisk;
   static const Fields<T> f =
-      Fields<T>()
-          .field("name", &T::name, {.required = true, .min_length = 1})
-          .field("sizeGiB", &T::size_gib, {.required = true, .minimum = 1, .maximum = 65536})
+      Fields<T>("A disk of the VM")
+          .field("name", &T::name, infra::diskName())
+          .field("sizeGiB", &T::size_gib, infra::diskSize())
           .field("provisioning", &T::provisioning,
-                 {.enum_values = enums::kDiskProvisioning, .default_json = "\"thin\""});
+                 {.description = "thin allocates on write; thick and eagerZeroed up front",
+                  .enum_values = enums::kDiskProvisioning,
+                  .default_json = "\"thin\""});
   return f;
 }
 
 const Fields<VSphereNetworkDevice>& VSphereNetworkDevice::describe() {
   using T = VSphereNetworkDevice;
   static const Fields<T> f =
-      Fields<T>()
-          .field("name", &T::name, {.required = true, .min_length = 1})
+      Fields<T>("A network adapter of the VM")
+          .field("name", &T::name, infra::interfaceName())
           .field("portGroup", &T::port_group,
                  {.description = "Port group or distributed port group name", .required = true})
-          .field("macAddress", &T::mac_address)
-          .field("ipam", &T::ipam);
+          .field("macAddress", &T::mac_address, infra::macAddress())
+          .field("ipam", &T::ipam, infra::ipam());
   return f;
 }
 
@@ -40,8 +42,14 @@ const Fields<VSphereMachineSpec>& VSphereMachineSpec::describe() {
           .field("templateFolder", &T::template_folder,
                  {.description = "The zone's template folder (every zone's template has the "
                                  "same name)"})
-          .field("datacenter", &T::datacenter, {.required = true, .min_length = 1})
-          .field("cluster", &T::cluster, {.required = true, .min_length = 1})
+          .field("datacenter", &T::datacenter,
+                 {.description = "Datacenter of the failure domain",
+                  .required = true,
+                  .min_length = 1})
+          .field("cluster", &T::cluster,
+                 {.description = "Compute cluster of the failure domain",
+                  .required = true,
+                  .min_length = 1})
           .field("datastore", &T::datastore,
                  {.description = "Datastore or datastore cluster (member with most free space)",
                   .required = true,
@@ -50,35 +58,51 @@ const Fields<VSphereMachineSpec>& VSphereMachineSpec::describe() {
           .field("resourcePool", &T::resource_pool, {.description = "Default: the cluster root"})
           .field("numCpus", &T::num_cpus, infra::cpus())
           .field("memoryMiB", &T::memory_mib, infra::memoryMiB())
-          .field("firmware", &T::firmware, {.required = true, .enum_values = enums::kFirmware})
-          .field("tpmEnabled", &T::tpm_enabled)
+          .field("firmware", &T::firmware,
+                 {.description = "bios, efi or efi-secure",
+                  .required = true,
+                  .enum_values = enums::kFirmware})
+          .field("tpmEnabled", &T::tpm_enabled, infra::tpmEnabled())
           .field("disks", &T::disks,
-                 {.required = true, .min_items = 1, .max_items = 32, .map_keys = {"name"}})
+                 {.description = "Disks; the first is the template's OS disk",
+                  .required = true,
+                  .min_items = 1,
+                  .max_items = 32,
+                  .map_keys = {"name"}})
           .field("network", &T::network,
-                 {.required = true, .min_items = 1, .max_items = 16, .map_keys = {"name"}})
+                 {.description = "Network adapters",
+                  .required = true,
+                  .min_items = 1,
+                  .max_items = 16,
+                  .map_keys = {"name"}})
           .field("userData", &T::user_data, infra::userData())
           .field("desiredPowerState", &T::desired_power_state, infra::desiredPowerState())
-          .field("createdBy", &T::created_by);
+          .field("createdBy", &T::created_by,
+                 {.description = "Who asked for the VM, from its banlieue.io/created-by "
+                                 "annotation"});
   return f;
 }
 
 const Fields<VSphereMachineStatus>& VSphereMachineStatus::describe() {
   using T = VSphereMachineStatus;
   static const Fields<T> f =
-      Fields<T>()
+      Fields<T>("The VM as the vSphere provider last saw it")
           .field("initialization", &T::initialization, infra::initialization())
-          .field("failureDomain", &T::failure_domain)
-          .field("addresses", &T::addresses)
+          .field("failureDomain", &T::failure_domain, infra::statusFailureDomain())
+          .field("addresses", &T::addresses, infra::addresses())
           .field("vmRef", &T::vm_ref, {.description = "Managed object reference (vm-NNN)"})
-          .field("instanceUuid", &T::instance_uuid)
+          .field("instanceUuid", &T::instance_uuid,
+                 {.description = "vSphere instance UUID; providerID is made from it"})
           .field("observedPowerState", &T::observed_power_state, infra::observedPowerState())
-          .field("tpmAttached", &T::tpm_attached)
+          .field("tpmAttached", &T::tpm_attached,
+                 {.description = "The VM has a virtual TPM device"})
           .field("guestInstalled", &T::guest_installed,
                  {.description = "Sticky once the guest announced its installation"})
-          .field("tpmEndorsementCertificates", &T::tpm_endorsement_certificates)
+          .field("tpmEndorsementCertificates", &T::tpm_endorsement_certificates,
+                 infra::tpmEndorsementCertificates())
           .field("operationToken", &T::operation_token, infra::operationToken())
-          .field("conditions", &T::conditions, conditionsSpec())
-          .field("observedGeneration", &T::observed_generation);
+          .field("conditions", &T::conditions, infra::conditions())
+          .field("observedGeneration", &T::observed_generation, infra::observedGeneration());
   return f;
 }
 
@@ -86,25 +110,32 @@ const Fields<VSphereClusterSpec>& VSphereClusterSpec::describe() {
   using T = VSphereClusterSpec;
   static const Fields<T> f =
       Fields<T>("A CAPI InfraCluster spanning the failure domains of one or more Providers")
-          .field("controlPlaneEndpoint", &T::control_plane_endpoint)
-          .field("providerSelector", &T::provider_selector)
+          .field("controlPlaneEndpoint", &T::control_plane_endpoint,
+                 {.description = "The workload cluster's API endpoint, set by the user or CAPI"})
+          .field("providerSelector", &T::provider_selector,
+                 {.description = "Labels of the Providers (same namespace) to aggregate"})
           .field("providerRefs", &T::provider_refs,
                  {.description = "Providers to aggregate; wins over providerSelector",
                   .map_keys = {"name"}})
-          .field("controlPlaneFailureDomainSelector", &T::control_plane_failure_domain_selector)
-          .field("paused", &T::paused);
+          .field("controlPlaneFailureDomainSelector", &T::control_plane_failure_domain_selector,
+                 {.description = "Labels of the failure domains marked for control-plane "
+                                 "machines; all when absent"})
+          .field("paused", &T::paused, {.description = "Stop reconciling this cluster"});
   return f;
 }
 
 const Fields<VSphereClusterStatus>& VSphereClusterStatus::describe() {
   using T = VSphereClusterStatus;
   static const Fields<T> f =
-      Fields<T>()
+      Fields<T>("The aggregated failure domains, written by banlieue.io/controller")
           .field("initialization", &T::initialization, infra::initialization())
-          .field("controlPlaneEndpoint", &T::control_plane_endpoint)
-          .field("failureDomains", &T::failure_domains, {.map_keys = {"name"}})
-          .field("conditions", &T::conditions, conditionsSpec())
-          .field("observedGeneration", &T::observed_generation);
+          .field("controlPlaneEndpoint", &T::control_plane_endpoint,
+                 {.description = "The endpoint as published to CAPI"})
+          .field("failureDomains", &T::failure_domains,
+                 {.description = "Failure domains of every aggregated Provider (CAPI contract)",
+                  .map_keys = {"name"}})
+          .field("conditions", &T::conditions, conditionsSpec("Ready and the aggregation's state"))
+          .field("observedGeneration", &T::observed_generation, infra::observedGeneration());
   return f;
 }
 

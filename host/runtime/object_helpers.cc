@@ -4,6 +4,7 @@
 
 #include <banlieue/sdk/json.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -123,8 +124,58 @@ Status removeFinalizer(kube::KubeClient& client, const kube::ResourceType& type,
   return editFinalizers(client, type, ns, name, nullptr, finalizer, false, attempts);
 }
 
+namespace {
+
+bool isAsciiLetter(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
+}
+bool isAsciiWordChar(char c) {
+  return isAsciiLetter(c) || (c >= '0' && c <= '9') || c == '_';
+}
+
+}  // namespace
+
+bool isConditionReason(std::string_view reason) {
+  if (reason.empty() || reason.size() > kMaxConditionReason) return false;
+  if (!isAsciiLetter(reason.front()) || !isAsciiWordChar(reason.back())) return false;
+  return std::all_of(reason.begin(), reason.end(),
+                     [](char c) { return isAsciiWordChar(c) || c == ',' || c == ':'; });
+}
+
+std::string conditionReason(const std::string& text) {
+  if (isConditionReason(text)) return text;
+  std::string out;
+  bool word_start = true;
+  for (char c : text) {
+    bool usable = isAsciiLetter(c) || (!out.empty() && isAsciiWordChar(c));
+    if (!usable) {
+      word_start = true;
+      continue;
+    }
+    if (word_start && c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+    out += c;
+    word_start = false;
+    if (out.size() == kMaxConditionReason) break;
+  }
+  return out.empty() ? "Unspecified" : out;
+}
+
+std::string conditionMessage(const std::string& message, const std::string& reason) {
+  if (message.empty()) return reason;
+  if (message.size() <= kMaxConditionMessage) return message;
+  // Bytes bound characters from above; cut on a UTF-8 boundary.
+  size_t end = kMaxConditionMessage;
+  while (end > 0 && (static_cast<unsigned char>(message[end]) & 0xC0) == 0x80) --end;
+  return message.substr(0, end);
+}
+
 bool setCondition(rapidjson::Value& conditions, rapidjson::Document::AllocatorType& a,
-                  const Condition& c, const std::string& now) {
+                  const Condition& wanted, const std::string& now) {
+  Condition c = wanted;
+  c.reason = conditionReason(wanted.reason);
+  // An empty message takes the reason as it was given: "plugin said no" reads better than
+  // "PluginSaidNo".
+  c.message = conditionMessage(wanted.message, wanted.reason.empty() ? c.reason : wanted.reason);
   if (!conditions.IsArray()) conditions.SetArray();
   rapidjson::Value* existing = nullptr;
   for (auto& entry : conditions.GetArray()) {

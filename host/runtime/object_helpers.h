@@ -15,6 +15,7 @@
 #include <rapidjson/document.h>
 
 #include <string>
+#include <string_view>
 
 namespace banlieue::runtime {
 
@@ -51,9 +52,24 @@ struct Condition {
   int64_t observed_generation = 0;
 };
 
-// Sets `condition` in a status.conditions array (created when absent). Returns true when
-// anything changed. `now` is RFC 3339 (metav1.Time); lastTransitionTime moves only when the
-// status changes.
+// metav1.Condition's rules, which banlieue's CRDs enforce as the built-in kinds do: a reason
+// starts with a letter, holds letters, digits, '_', ',' and ':', ends with a letter, digit or
+// '_', and has at most 1024 characters; a message has at most 32768.
+inline constexpr size_t kMaxConditionReason = 1024;
+inline constexpr size_t kMaxConditionMessage = 32768;
+bool isConditionReason(std::string_view reason);
+// `text` when it is a valid reason; otherwise its words in CamelCase ("vm not found" ->
+// "VmNotFound"), or "Unspecified" when nothing is left. For reasons that come from elsewhere
+// (plugins, backends, other writers' objects).
+std::string conditionReason(const std::string& text);
+// `message`, cut to kMaxConditionMessage, or `reason` when it is empty: a 1.20 apiserver turns
+// an applied "" into null, which the required message refuses.
+std::string conditionMessage(const std::string& message, const std::string& reason);
+
+// Sets `condition` in a status.conditions array (created when absent), its reason passed
+// through conditionReason() and its message through conditionMessage(), so the entry always
+// has every field metav1.Condition requires. Returns true when anything changed. `now` is
+// RFC 3339 (metav1.Time); lastTransitionTime moves only when the status changes.
 bool setCondition(rapidjson::Value& conditions, rapidjson::Document::AllocatorType& allocator,
                   const Condition& condition, const std::string& now);
 

@@ -85,7 +85,7 @@ last_seen=""
 # that Provider and its observed power state is the desired one.
 vm_settled() {
   local json
-  json=$(k get vm "$1" -n "$ns" -o json 2>/dev/null) || { last_seen="no answer or no VM"; return 1; }
+  json=$(k get bvm "$1" -n "$ns" -o json 2>/dev/null) || { last_seen="no answer or no VM"; return 1; }
   last_seen=$(jq -c '{gen: .metadata.generation, observed: .status.observedGeneration,
     provider: .status.scheduled.providerName, power: .status.observedPowerState,
     ready: ((.status.conditions // [])[] | select(.type == "Ready") | "\(.status) \(.reason): \(.message)")}' \

@@ -22,8 +22,8 @@ live_vms() { printf '%s\n' "${!vm_provider[@]}" | sed '/^$/d' | sort -V; }
 prepare() {
   local p
   log "removing the walkthrough VM and any earlier chaos VMs"
-  kr delete vm db-prod-01 -n "$ns" --wait=false >/dev/null
-  kr delete vm -n "$ns" -l "$run_label" --wait=false >/dev/null
+  kr delete bvm db-prod-01 -n "$ns" --wait=false >/dev/null
+  kr delete bvm -n "$ns" -l "$run_label" --wait=false >/dev/null
   wait_until "no VM left" no_vms_left || fail "VMs of an earlier run do not go away"
   kr apply -f - >/dev/null <<EOF
 apiVersion: banlieue.io/v1alpha1
@@ -50,9 +50,9 @@ EOF
 
 no_vms_left() {
   local n
-  n=$(k get vm,libvirtmachine,vspheremachine -n "$ns" -o name 2>/dev/null | wc -l) || return 1
+  n=$(k get bvm,libvirtmachine,vspheremachine -n "$ns" -o name 2>/dev/null | wc -l) || return 1
   last_seen="$n VMs, LibvirtMachines and VSphereMachines remain"
-  [ "$n" -eq 0 ] && k get vm -n "$ns" >/dev/null 2>&1
+  [ "$n" -eq 0 ] && k get bvm -n "$ns" >/dev/null 2>&1
 }
 
 provider_ready() {
@@ -167,7 +167,7 @@ EOF
 op_resize() {
   local vm=$1
   model_resize "$vm"
-  kr patch vm "$vm" -n "$ns" --type merge \
+  kr patch bvm "$vm" -n "$ns" --type merge \
     -p "{\"spec\":{\"hardwareOverride\":{\"memoryMiB\":${vm_memory[$vm]}}}}" >/dev/null
   expect_what="resize $vm to ${vm_memory[$vm]} MiB"
   expect=(vm_settled "$vm" "${vm_provider[$vm]}" "${vm_power[$vm]}")
@@ -184,7 +184,7 @@ op_power() {
     kr annotate libvirtmachine "$vm" -n "$ns" --overwrite \
       libvirt.banlieue.io/shutdown-timeout-seconds=5 >/dev/null || true
   fi
-  kr patch vm "$vm" -n "$ns" --type merge -p "{\"spec\":{\"desiredPowerState\":\"$want\"}}" >/dev/null
+  kr patch bvm "$vm" -n "$ns" --type merge -p "{\"spec\":{\"desiredPowerState\":\"$want\"}}" >/dev/null
   expect_what="power $vm $want"
   expect=(vm_settled "$vm" "${vm_provider[$vm]}" "$want")
 }
@@ -194,7 +194,7 @@ op_power() {
 op_swap() {
   local vm=$1 to=$3
   model_swap "$@"
-  kr patch vm "$vm" -n "$ns" --type merge \
+  kr patch bvm "$vm" -n "$ns" --type merge \
     -p "{\"spec\":{\"placement\":{\"providerSelector\":{\"matchLabels\":{\"dc\":\"dc1\",\"env\":\"$(env_of "$to")\"}}}}}" >/dev/null
   expect_what="swap $vm from $2 to $to"
   expect=(vm_settled "$vm" "$to" "${vm_power[$vm]}")
@@ -203,7 +203,7 @@ op_swap() {
 op_delete() {
   local vm=$1
   model_delete "$vm"
-  kr delete vm "$vm" -n "$ns" --wait=false >/dev/null
+  kr delete bvm "$vm" -n "$ns" --wait=false >/dev/null
   expect_what="delete $vm"
   expect=(vm_gone "$vm")
 }
@@ -264,7 +264,7 @@ finish() {
     fi
   done
   log "deleting every VM of the run"
-  kr delete vm -n "$ns" -l "$run_label" --wait=false >/dev/null
+  kr delete bvm -n "$ns" -l "$run_label" --wait=false >/dev/null
   wait_until "every VM, LibvirtMachine and VSphereMachine gone" no_vms_left || true
   kr delete vmclass chaos-small --wait=false >/dev/null
   for p in "${providers[@]}"; do
@@ -288,7 +288,7 @@ finish() {
   duplicated_names=$(sed '/^$/d' <<<"$duplicated_names")
   leaked_count=$(sed '/^$/d' <<<"$leaked_names" | wc -l)
   duplicated_count=$(sed '/^$/d' <<<"$duplicated_names" | wc -l)
-  stuck=$(k get vm,libvirtmachine,vspheremachine,provider -A -o json |
+  stuck=$(k get bvm,libvirtmachine,vspheremachine,provider -A -o json |
     jq -r '.items[] | select(.metadata.deletionTimestamp) | "\(.kind) \(.metadata.namespace)/\(.metadata.name)"')
   stuck_names=$stuck
   stuck_count=$(sed '/^$/d' <<<"$stuck" | wc -l)
@@ -300,7 +300,7 @@ finish() {
 
 # vm_and_machine <vm>: what the VM's status and its machine objects say, on one line.
 vm_and_machine() {
-  k get vm,libvirtmachine,vspheremachine -n "$ns" --field-selector "metadata.name=$1" -o json 2>&1 |
+  k get bvm,libvirtmachine,vspheremachine -n "$ns" --field-selector "metadata.name=$1" -o json 2>&1 |
     jq -c '[.items[] | {kind, uid: .metadata.uid, deleting: .metadata.deletionTimestamp,
       provider: (.status.scheduled.providerName // .spec.providerRef.name),
       providerID: .spec.providerID, infrastructureRef: .status.infrastructureRef.kind,

@@ -309,7 +309,7 @@ spec:
            "\n--- controller ---\n" + (controller_ ? controller_->output() : "") +
            "\n--- objects ---\n" +
            cluster_.kubectl("get jobs,pods -o wide -n " + ns_->name()).output +
-           cluster_.kubectl("get vmi -o yaml").output;
+           cluster_.kubectl("get bvmimage -o yaml").output;
   }
 
   LocalCluster& cluster_ = LocalCluster::shared();
@@ -379,9 +379,9 @@ TEST_F(ProviderImportTest, ImportJobsRunOnTheNodeAndFillTheRow) {
   ASSERT_EQ(jobsOf(good).size(), 1u);
   EXPECT_TRUE(jobSucceeded(jobsOf(good)[0])) << diagnostics();
   // kubectl shows the image Ready: the controller's condition from the row.
-  auto waited = cluster_.kubectl("wait --for=condition=Ready --timeout=90s vmi/" + good, 120s);
+  auto waited = cluster_.kubectl("wait --for=condition=Ready --timeout=90s bvmimage/" + good, 120s);
   EXPECT_EQ(waited.exit_code, 0) << waited.output << diagnostics();
-  auto shown = cluster_.kubectl("get vmi " + good);
+  auto shown = cluster_.kubectl("get bvmimage " + good);
   EXPECT_NE(shown.output.find("True"), std::string::npos) << shown.output;
 
   ASSERT_TRUE(waitForRow(bad, "ChecksumMismatch", &last)) << last << diagnostics();
@@ -389,7 +389,7 @@ TEST_F(ProviderImportTest, ImportJobsRunOnTheNodeAndFillTheRow) {
   EXPECT_FALSE(json::boolean(b.get(), "ready", true));
   EXPECT_EQ(json::stringOr(&(*b)["zones"][0], "reason"), "ChecksumMismatch");
   auto bad_ready = cluster_.kubectl(
-      "get vmi " + bad + " -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}'");
+      "get bvmimage " + bad + " -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}'");
   EXPECT_NE(bad_ready.output, "True");
 
   // A force re-import: one new Job for the token, which imports again; the old one goes, the
@@ -498,7 +498,8 @@ TEST_F(ProviderImportTest, LibvirtImportJobWritesTheArtifactIntoARealDirPool) {
   EXPECT_EQ(json::stringOr(r.get(), "resolvedRef"), volume);
   EXPECT_EQ(libvirtd_->volumes(), std::set<std::string>{volume});
   EXPECT_EQ(readFile(libvirtd_->poolPath() / volume), bytes);
-  auto waited = cluster_.kubectl("wait --for=condition=Ready --timeout=90s vmi/" + image, 120s);
+  auto waited =
+      cluster_.kubectl("wait --for=condition=Ready --timeout=90s bvmimage/" + image, 120s);
   EXPECT_EQ(waited.exit_code, 0) << waited.output << diagnostics();
 }
 
@@ -554,7 +555,8 @@ TEST_F(ProviderImportTest, VsphereImportJobMakesATemplateFromAnIsoInVcsim) {
     if (f.size() >= 4 && f.compare(f.size() - 4, 4, ".iso") == 0) iso_on_datastore = true;
   }
   EXPECT_TRUE(iso_on_datastore) << ::testing::PrintToString(vc.datastoreFiles());
-  auto waited = cluster_.kubectl("wait --for=condition=Ready --timeout=90s vmi/" + image, 120s);
+  auto waited =
+      cluster_.kubectl("wait --for=condition=Ready --timeout=90s bvmimage/" + image, 120s);
   EXPECT_EQ(waited.exit_code, 0) << waited.output << diagnostics();
   provider_.reset();  // before vcsim stops, so the provider does not spend its exit retrying
 }

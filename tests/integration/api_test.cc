@@ -68,7 +68,7 @@ spec:
                           "--server-side");
   ASSERT_EQ(pc.exit_code, 0) << pc.output;
 
-  auto table = cluster.kubectl("get vm,vmc,vmi,prov,provclass -n " + ns.name());
+  auto table = cluster.kubectl("get bvm,bvmclass,bvmimage,prov,provclass -n " + ns.name());
   ASSERT_EQ(table.exit_code, 0) << table.output;
   for (const char* header :
        {"CLASS", "IMAGE", "PROVIDER", "POWER", "READY", "CPUS", "MEMORYMIB", "FIRMWARE", "OS",

@@ -70,7 +70,7 @@ TEST_F(ControllerVmTest, ABlockedDeletionSaysWhatItWaitsFor) {
   virtualMachine("db");
   provisionLibvirt("db");
 
-  ASSERT_EQ(cluster_.kubectl("delete vm db --wait=false -n " + ns_.name()).exit_code, 0);
+  ASSERT_EQ(cluster_.kubectl("delete bvm db --wait=false -n " + ns_.name()).exit_code, 0);
   const std::string waiting =
       "waiting for LibvirtMachine db (Provider p1) to be deleted, each after its backend machine";
   // The test's Provider never reported Ready: nothing is known to remove the machine.

@@ -90,7 +90,7 @@ TEST(ControllerRoleTest, LeadsServesReadyzReconcilesAndReleasesTheLeaseOnSigterm
                 .exit_code,
             0);
   EXPECT_TRUE(LocalCluster::eventually([&] {
-    auto vm = cluster.kubectl("get vm lonely -n " + ns.name() +
+    auto vm = cluster.kubectl("get bvm lonely -n " + ns.name() +
                               " -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].reason}'");
     return vm.output == "ClassNotFound";
   })) << output();
@@ -101,7 +101,7 @@ TEST(ControllerRoleTest, LeadsServesReadyzReconcilesAndReleasesTheLeaseOnSigterm
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << output();
   EXPECT_EQ(holder(), "") << "a clean stop releases the Lease";
   // The VM's finalizer would keep the namespace; the controller is gone, so drop it.
-  cluster.kubectl("patch vm lonely -n " + ns.name() +
+  cluster.kubectl("patch bvm lonely -n " + ns.name() +
                   " --type merge -p '{\"metadata\":{\"finalizers\":null}}'");
   std::filesystem::remove(log);
 }

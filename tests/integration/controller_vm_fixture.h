@@ -302,7 +302,7 @@ class ControllerVmTest : public ::testing::Test {
 
   // Moves VM `name` to the Providers labelled site=`site`.
   testing::CommandResult placeOn(const std::string& name, const std::string& site) {
-    return cluster_.kubectl("patch vm " + name + " -n " + ns_.name() +
+    return cluster_.kubectl("patch bvm " + name + " -n " + ns_.name() +
                             " --type merge -p '{\"spec\":{\"placement\":{\"providerSelector\":{"
                             "\"matchLabels\":{\"site\":\"" +
                             site + "\"}}}}}'");

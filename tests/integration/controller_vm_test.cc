@@ -88,7 +88,7 @@ TEST_F(ControllerVmTest, CreateBecomesReadyPowerFlowsSteadyStateIsSilentDeleteLe
 
   // Power flows to the infra CR.
   ASSERT_EQ(cluster_
-                .kubectl("patch vm web -n " + ns_.name() +
+                .kubectl("patch bvm web -n " + ns_.name() +
                          " --type merge -p '{\"spec\":{\"desiredPowerState\":\"PoweredOff\"}}'")
                 .exit_code,
             0);
@@ -98,7 +98,7 @@ TEST_F(ControllerVmTest, CreateBecomesReadyPowerFlowsSteadyStateIsSilentDeleteLe
   }));
 
   // Delete waits for the infra CR (and so the backend VM) to go.
-  ASSERT_EQ(cluster_.kubectl("delete vm web --wait=false -n " + ns_.name()).exit_code, 0);
+  ASSERT_EQ(cluster_.kubectl("delete bvm web --wait=false -n " + ns_.name()).exit_code, 0);
   ASSERT_TRUE(LocalCluster::eventually([&] { return terminating(kLibvirtMachine, "web"); }));
   // A reconcile that reads the terminating infra CR (the delete path reads it live) keeps the VM.
   reconcileAndWait("web");
@@ -178,7 +178,7 @@ TEST_F(ControllerVmTest, ManualMigrationWaitsForTheAnnotation) {
   ASSERT_TRUE(LocalCluster::eventually([&] { return condition("app", "Ready") == "True"; }));
 
   ASSERT_EQ(cluster_
-                .kubectl("patch vm app -n " + ns_.name() +
+                .kubectl("patch bvm app -n " + ns_.name() +
                          " --type merge -p '{\"spec\":{\"placement\":{\"providerSelector\":{"
                          "\"matchLabels\":{\"site\":\"two\"}}}}}'")
                 .exit_code,
@@ -189,8 +189,8 @@ TEST_F(ControllerVmTest, ManualMigrationWaitsForTheAnnotation) {
   }));
   EXPECT_FALSE(terminating(kLibvirtMachine, "app")) << "manual policy moved without the annotation";
 
-  ASSERT_EQ(cluster_.kubectl("annotate vm app banlieue.io/migrate=true -n " + ns_.name()).exit_code,
-            0);
+  ASSERT_EQ(
+      cluster_.kubectl("annotate bvm app banlieue.io/migrate=true -n " + ns_.name()).exit_code, 0);
   ASSERT_TRUE(LocalCluster::eventually([&] { return terminating(kLibvirtMachine, "app"); }));
   releaseProviderFinalizer(kLibvirtMachine, "app");
   ASSERT_TRUE(LocalCluster::eventually([&] {
@@ -279,7 +279,7 @@ TEST_F(ControllerVmTest, PoolOfSixSpreadsTwoTwoTwoOverThreeFailureDomainsAndScal
   EXPECT_EQ(pool_status("provisioning"), 0);
 
   ASSERT_EQ(cluster_
-                .kubectl("patch vmpool web -n " + ns_.name() +
+                .kubectl("patch bvmpool web -n " + ns_.name() +
                          " --type merge -p '{\"spec\":{\"warmReplicas\":3}}'")
                 .exit_code,
             0);

@@ -94,12 +94,9 @@ TEST(ApiCrdTest, EveryKindIsStructuralWithoutCel) {
 
 TEST(ApiCrdTest, NamesScopeColumnsAndCategories) {
   std::map<std::string, std::pair<std::string, bool>> expected = {
-      {"VirtualMachine", {"vm", true}},
-      {"VMClass", {"vmc", false}},
-      {"VMImage", {"vmi", false}},
-      {"Provider", {"prov", true}},
-      {"ProviderClass", {"provclass", false}},
-      {"VirtualMachinePool", {"vmpool", true}}};
+      {"VirtualMachine", {"bvm", true}},       {"VMClass", {"bvmclass", false}},
+      {"VMImage", {"bvmimage", false}},        {"Provider", {"prov", true}},
+      {"ProviderClass", {"provclass", false}}, {"VirtualMachinePool", {"bvmpool", true}}};
   for (const auto& kind : builtinKinds()) {
     auto crd = buildCrd(kind);
     const auto& names = crd["spec"]["names"];

@@ -111,7 +111,9 @@ TEST_F(SchedulerTest, ProviderSelectorFiltersOnProviderLabelsAndNamespace) {
   result = run();
   EXPECT_FALSE(result.scheduled);
   EXPECT_EQ(result.reason, "NoProviderMatched");
-  EXPECT_EQ(result.message, "no providers matched providerSelector");
+  EXPECT_EQ(result.message,
+            "no Provider in namespace team matches providerSelector tier=bronze: the namespace "
+            "holds 2 Providers, none with those labels");
 }
 
 TEST_F(SchedulerTest, MatchExpressionsOperators) {

@@ -21,7 +21,32 @@ bool requirementHolds(const api::LabelSelectorRequirement& requirement,
   return false;
 }
 
+std::string joined(const std::vector<std::string>& values) {
+  std::string out;
+  for (const auto& v : values) out += (out.empty() ? "" : ",") + v;
+  return out;
+}
+
 }  // namespace
+
+std::string selectorText(const api::LabelSelector& selector) {
+  std::vector<std::string> terms;
+  for (const auto& [key, value] : selector.match_labels) terms.push_back(key + "=" + value);
+  for (const auto& r : selector.match_expressions) {
+    if (r.operator_ == "In") {
+      terms.push_back(r.key + " in (" + joined(r.values) + ")");
+    } else if (r.operator_ == "NotIn") {
+      terms.push_back(r.key + " notin (" + joined(r.values) + ")");
+    } else if (r.operator_ == "Exists") {
+      terms.push_back(r.key);
+    } else if (r.operator_ == "DoesNotExist") {
+      terms.push_back("!" + r.key);
+    } else {
+      terms.push_back(r.key + " " + r.operator_ + " (" + joined(r.values) + ")");
+    }
+  }
+  return terms.empty() ? "(empty: matches all)" : joined(terms);
+}
 
 bool selectorMatches(const api::LabelSelector& selector, const api::StringMap& labels) {
   for (const auto& [key, value] : selector.match_labels) {

@@ -9,4 +9,8 @@ namespace banlieue::controller {
 
 bool selectorMatches(const api::LabelSelector& selector, const api::StringMap& labels);
 
+// The selector in the text syntax `kubectl get -l` takes ("a=1,k in (x,y),!gone"), for
+// messages that tell a user what was asked for.
+std::string selectorText(const api::LabelSelector& selector);
+
 }  // namespace banlieue::controller

@@ -105,6 +105,9 @@ Result PoolReconciler::reconcile(const runtime::Request& request) {
       unclaimed.push_back(&m);
     }
   }
+  // What the scale subresource reads: the members spec.warmReplicas counts, and how to list them.
+  status.warm_replicas = status.available + status.provisioning;
+  status.selector = unclaimedMemberSelector(pool.metadata.name);
 
   // Scale down: the newest unclaimed members go first, those not yet available before those
   // that are.
@@ -159,6 +162,7 @@ Result PoolReconciler::reconcile(const runtime::Request& request) {
       log->info("pool {}: created member {}", key, vm.metadata.name);
       ++status.replicas;
       ++status.provisioning;
+      ++status.warm_replicas;
     }
   }
 

@@ -12,10 +12,18 @@
 #include "host/runtime/informer.h"
 #include "host/runtime/write_expectations.h"
 
+#include <string>
+
 namespace banlieue::controller {
 
 inline constexpr const char* kPoolLabel = "banlieue.io/pool";
 inline constexpr const char* kClaimLabel = "banlieue.io/claim";
+
+// The pool's unclaimed members as a label selector in text form (status.selector, which the
+// scale subresource serves): members of the pool without a claim.
+inline std::string unclaimedMemberSelector(const std::string& pool_name) {
+  return std::string(kPoolLabel) + "=" + pool_name + ",!" + kClaimLabel;
+}
 
 class PoolReconciler final : public runtime::Reconciler {
  public:

@@ -207,8 +207,10 @@ SchedulingResult schedule(const SchedulingInput& input) {
   // VM placed on it moves like any other placement change.
   std::vector<const api::Provider*> selected;
   std::vector<std::string> deleting;
+  size_t in_namespace = 0;
   for (const auto& provider : input.providers) {
     if (provider.metadata.namespace_ != vm.metadata.namespace_) continue;
+    ++in_namespace;
     const auto& selector = vm.spec.placement.provider_selector;
     if (selector && !selectorMatches(*selector, provider.metadata.labels)) continue;
     if (!provider.metadata.deletion_timestamp.empty()) {
@@ -222,7 +224,16 @@ SchedulingResult schedule(const SchedulingInput& input) {
   if (selected.empty()) {
     result.reason = reasons::kNoProviderMatched;
     if (deleting.empty()) {
-      result.message = "no providers matched providerSelector";
+      // Where it looked, what it found and what it asked for: enough to fix either side.
+      const auto& selector = vm.spec.placement.provider_selector;
+      std::string held = in_namespace == 0 ? "no Providers"
+                         : in_namespace == 1
+                             ? "1 Provider, without those labels"
+                             : std::to_string(in_namespace) + " Providers, none with those labels";
+      result.message = "no Provider in namespace " + vm.metadata.namespace_ +
+                       (selector ? " matches providerSelector " + selectorText(*selector) : "") +
+                       ": the namespace holds " + held +
+                       (selector ? "" : " (the VM has no providerSelector, so any would do)");
     } else {
       std::sort(deleting.begin(), deleting.end());
       std::string names;

@@ -1,5 +1,7 @@
 #include "host/roles/controller/status_mirror.h"
 
+#include "host/runtime/object_helpers.h"
+
 #include <banlieue/sdk/json.h>
 
 #include <rapidjson/document.h>
@@ -62,20 +64,24 @@ const api::Condition* findCondition(const std::vector<api::Condition>& list,
 void setCondition(std::vector<api::Condition>& list, const std::string& type,
                   const std::string& status, const std::string& reason, const std::string& message,
                   int64_t generation, const std::string& now) {
+  // Backend reasons travel up here: made valid, with a message, as the CRD requires.
+  std::string valid_reason = runtime::conditionReason(reason);
+  std::string valid_message =
+      runtime::conditionMessage(message, reason.empty() ? valid_reason : reason);
   auto it = std::find_if(list.begin(), list.end(), [&](const auto& c) { return c.type == type; });
   if (it == list.end()) {
     list.push_back({.type = type,
                     .status = status,
                     .observed_generation = generation,
                     .last_transition_time = now,
-                    .reason = reason,
-                    .message = message});
+                    .reason = valid_reason,
+                    .message = valid_message});
     return;
   }
   if (it->status != status || it->last_transition_time.empty()) it->last_transition_time = now;
   it->status = status;
-  it->reason = reason;
-  it->message = message;
+  it->reason = valid_reason;
+  it->message = valid_message;
   it->observed_generation = generation;
 }
 

@@ -78,11 +78,7 @@ rapidjson::Value mergeConditions(const rapidjson::Value* current,
     }
   }
   std::string now = runtime::rfc3339Now();
-  for (auto u : updates) {
-    // The 1.20 apiserver turns "" in a custom resource into null, which the schema refuses.
-    if (u.message.empty()) u.message = u.reason;
-    runtime::setCondition(out, allocator, u, now);
-  }
+  for (const auto& u : updates) runtime::setCondition(out, allocator, u, now);
   return out;
 }
 
