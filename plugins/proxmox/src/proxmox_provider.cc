@@ -8,6 +8,7 @@
 #include "plugins/proxmox/src/node_files.h"
 #include "plugins/proxmox/src/specs.h"
 
+#include <banlieue/sdk/https_settings.h>
 #include <banlieue/sdk/plugin.h>
 
 #include <algorithm>
@@ -227,31 +228,10 @@ class ProxmoxProvider final : public sdk::Provider {
                        "Provider " + config.provider_name + ": " + e.what());
     }
     PveCredentials credentials = pveCredentials(config.credentials, config.provider_name);
-    TlsOptions tls;
-    tls.insecure_skip_verify = config.insecure_skip_tls_verify;
-    tls.ca_bundle_pem = config.ca_bundle.empty()
-                            ? json::stringOr(config.provider, "spec.connection.caBundle.inline")
-                            : config.ca_bundle;
-    if (tls.insecure_skip_verify) {
-      BANLIEUE_LOG(kWarn, "provider " + config.provider_namespace + "/" + config.provider_name +
-                              ": TLS verification of " + endpoint.origin() +
-                              " is OFF (insecureSkipTLSVerify); use a caBundle outside tests");
-    }
-    sdk::https::ProxySettings proxy;
-    try {
-      proxy = sdk::https::ProxySettings::fromEnvironment();
-    } catch (const std::invalid_argument& e) {
-      throw sdk::Error(Code::kInvalidArgument, "ProxyInvalid",
-                       std::string("the provider's environment: ") + e.what());
-    }
-    if (auto via = proxy.proxyFor(endpoint.host, endpoint.port)) {
-      BANLIEUE_LOG(kInfo, "provider " + config.provider_namespace + "/" + config.provider_name +
-                              ": " + endpoint.origin() + " through proxy " + via->origin() +
-                              " (HTTPS_PROXY; NO_PROXY does not name it)");
-    }
+    const auto settings = sdk::https::connectionSettings(config, endpoint);
     std::unique_ptr<HttpTransport> transport;
     try {
-      transport = makeHttpsTransport(endpoint, tls, proxy);
+      transport = makeHttpsTransport(endpoint, settings.tls, settings.proxy);
     } catch (const std::invalid_argument& e) {
       throw sdk::Error(Code::kInvalidArgument, "CABundleInvalid",
                        std::string("spec.connection.caBundle: ") + e.what());

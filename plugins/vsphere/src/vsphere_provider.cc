@@ -6,6 +6,7 @@
 #include "plugins/vsphere/src/machine.h"
 #include "plugins/vsphere/src/machine_spec.h"
 
+#include <banlieue/sdk/https_settings.h>
 #include <banlieue/sdk/plugin.h>
 
 namespace banlieue::vsphere {
@@ -148,31 +149,10 @@ class VSphereProvider final : public sdk::Provider {
                        "the credentials Secret of Provider " + config.provider_name +
                            " needs the keys 'username' and 'password'");
     }
-    TlsOptions tls;
-    tls.insecure_skip_verify = config.insecure_skip_tls_verify;
-    tls.ca_bundle_pem = config.ca_bundle.empty()
-                            ? json::stringOr(config.provider, "spec.connection.caBundle.inline")
-                            : config.ca_bundle;
-    if (tls.insecure_skip_verify) {
-      BANLIEUE_LOG(kWarn, "provider " + config.provider_namespace + "/" + config.provider_name +
-                              ": TLS verification of " + url.origin() +
-                              " is OFF (insecureSkipTLSVerify); use a caBundle outside tests");
-    }
-    sdk::https::ProxySettings proxy;
-    try {
-      proxy = sdk::https::ProxySettings::fromEnvironment();
-    } catch (const std::invalid_argument& e) {
-      throw sdk::Error(Code::kInvalidArgument, "ProxyInvalid",
-                       std::string("the provider's environment: ") + e.what());
-    }
-    if (auto via = proxy.proxyFor(url.host, url.port)) {
-      BANLIEUE_LOG(kInfo, "provider " + config.provider_namespace + "/" + config.provider_name +
-                              ": " + url.origin() + " through proxy " + via->origin() +
-                              " (HTTPS_PROXY; NO_PROXY does not name it)");
-    }
+    const auto settings = sdk::https::connectionSettings(config, url);
     std::unique_ptr<HttpTransport> transport;
     try {
-      transport = makeHttpsTransport(url, tls, proxy);
+      transport = makeHttpsTransport(url, settings.tls, settings.proxy);
     } catch (const std::invalid_argument& e) {
       throw sdk::Error(Code::kInvalidArgument, "CABundleInvalid",
                        std::string("spec.connection.caBundle: ") + e.what());
