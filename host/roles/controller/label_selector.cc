@@ -1,6 +1,7 @@
 #include "host/roles/controller/label_selector.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace banlieue::controller {
 namespace {
@@ -31,7 +32,12 @@ std::string joined(const std::vector<std::string>& values) {
 
 std::string selectorText(const api::LabelSelector& selector) {
   std::vector<std::string> terms;
-  for (const auto& [key, value] : selector.match_labels) terms.push_back(key + "=" + value);
+  for (const auto& [key, value] : selector.match_labels) {
+    std::string term = key;
+    term += '=';
+    term += value;
+    terms.push_back(std::move(term));
+  }
   for (const auto& r : selector.match_expressions) {
     if (r.operator_ == "In") {
       terms.push_back(r.key + " in (" + joined(r.values) + ")");
