@@ -120,9 +120,13 @@ class RestartingServer {
       if (ec) continue;
       static const std::string kResponse =
           "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
-      boost::asio::write(socket, boost::asio::buffer(kResponse), ec);
+      // Kept before the answer is written: a restart() the client makes once it has the answer
+      // must find this connection. (Kept after, a restart could miss it; the client then sent
+      // its next request on it and waited 30 s for an answer this one-thread server never
+      // reads: a flake seen in CI.)
       std::lock_guard lock(mutex_);
       open_.push_back(std::move(socket));
+      boost::asio::write(open_.back(), boost::asio::buffer(kResponse), ec);
     }
   }
 
