@@ -424,8 +424,10 @@ Status clone(const PveClient& client, const MachineSpec& spec, const sdk::Reconc
       return started(reply, "clone", asString(&upid), what);
     } catch (const PveError& e) {
       if (!e.isLockTimeout() && !e.isVmidTaken()) throw;
+      // Another client took that VMID, or holds the template's lock: ask again after a
+      // jittered back-off (retrying at once, parallel clones asked for the same VMIDs in
+      // lockstep and ran out of attempts: a flake seen in CI).
       last = e.message();
-      if (e.isVmidTaken()) continue;  // another client took that VMID: ask again
     }
     auto jitter = std::chrono::milliseconds(random() % static_cast<unsigned>(backoff.count()));
     if (std::chrono::steady_clock::now() + backoff + jitter >= deadline) break;
