@@ -28,9 +28,11 @@ function(banlieue_target_defaults target)
       target_link_options(${target} PRIVATE -Wl,-z,undefs)
     endif()
   endif()
-  # Coverage for libFuzzer in everything a fuzz target links; optimised a little (-O1, as
-  # libFuzzer's docs advise) while Debug keeps assertions.
-  if(BANLIEUE_FUZZ)
+  # Coverage for libFuzzer in the libraries fuzz targets link (banlieue_fuzz_target adds it to
+  # its own source); optimised a little (-O1, as libFuzzer's docs advise) while Debug keeps
+  # assertions. Not in executables: the ~200 test sources gain nothing from it, and the ci-asan
+  # build and its unit tier paid for it in compile and run time.
+  if(BANLIEUE_FUZZ AND NOT type STREQUAL "EXECUTABLE")
     target_compile_options(${target} PRIVATE -fsanitize=fuzzer-no-link)
     if(BANLIEUE_FUZZ_OPTIMIZE)
       target_compile_options(${target} PRIVATE -O1)

@@ -252,20 +252,24 @@ node_wait_ready() {
   fail "node $KUBE_NODE_NAME did not become ready within $1 s (see $STATE/logs/kubelet.log)"
 }
 
-# stop_component <name>: SIGTERM, SIGKILL after 10 s; 0 when it was running.
+# stop_component <name> [grace]: SIGTERM, SIGKILL after grace seconds (default 10); 0 when it was
+# running. A process that exited is done even while it waits to be reaped: these were started by
+# another shell, so their parent is the machine's init, which may reap late (kill -0 answers for
+# a zombie; waiting on it cost ~2 s per component).
 stop_component() {
-  local pid
+  local pid grace=${2:-10}
   pid=$(pid_of "$1") || { rm -f "$STATE/run/$1.pid"; return 1; }
   kill -TERM "$pid" 2>/dev/null || true
-  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  if kill -0 "$pid" 2>/dev/null; then
+  for _ in $(seq 1 $((grace * 10))); do alive "$pid" || break; sleep 0.1; done
+  if alive "$pid"; then
     kill -KILL "$pid" 2>/dev/null || true
-    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    for _ in $(seq 1 50); do alive "$pid" || break; sleep 0.1; done
   fi
-  kill -0 "$pid" 2>/dev/null && { echo "deploy/local/down: $1 (pid $pid) would not stop" >&2; exit 1; }
+  alive "$pid" && { echo "deploy/local/down: $1 (pid $pid) would not stop" >&2; exit 1; }
   rm -f "$STATE/run/$1.pid"
   return 0
 }
+alive() { local state; state=$(state_of "$1"); [ -n "$state" ] && [ "$state" != Z ]; }
 
 # node_down: the kubelet and kube-proxy, every container, containerd and its shims, then the
 # mounts under STATE/node, the pods' log directories and the namespace with all it holds.
