@@ -1,6 +1,7 @@
 // `banlieue plugin check` as a user runs it: on the good plugin it passes; on each bad
 // variant it fails with a message that says what is wrong.
 #include "tests/abi/run_banlieue.h"
+#include "tests/support/build_paths.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

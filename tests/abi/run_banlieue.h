@@ -2,6 +2,8 @@
 // judge its exit code and output.
 #pragma once
 
+#include "tests/support/build_paths.h"
+
 #include <sys/wait.h>
 
 #include <array>

@@ -14,6 +14,7 @@
 // ProviderImageTest (label node).
 #include "host/common/version.h"
 #include "tests/proxmox/fake_pve.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/local_cluster.h"
 #include "tests/vsphere/plugin_driver.h"
 #include "tests/vsphere/vcsim.h"

@@ -19,6 +19,7 @@
 #include "host/roles/images/artifact_checksum.h"
 #include "host/roles/images/import_exit.h"
 #include "host/roles/images/import_job.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/local_cluster.h"
 #include "tests/support/private_libvirtd.h"
 #include "tests/support/read_file.h"

@@ -5,6 +5,7 @@
 // before the plugin is even loaded. Labels: integration;images.
 #include "host/roles/images/artifact_checksum.h"
 #include "host/roles/images/import_exit.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/local_cluster.h"
 #include "tests/support/read_file.h"
 #include "tests/vsphere/vcsim.h"

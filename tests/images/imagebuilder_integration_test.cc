@@ -11,6 +11,7 @@
 #include "host/roles/images/artifact_checksum.h"
 #include "host/roles/images/os_artifact.h"
 #include "tests/support/background_process.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/local_cluster.h"
 
 #include <banlieue/sdk/json.h>

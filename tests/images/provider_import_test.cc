@@ -25,6 +25,7 @@
 #include "host/roles/images/artifact_checksum.h"
 #include "host/roles/operator/workload.h"
 #include "tests/support/background_process.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/local_cluster.h"
 #include "tests/support/private_libvirtd.h"
 #include "tests/support/read_file.h"

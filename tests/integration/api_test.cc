@@ -2,6 +2,7 @@
 // every example applies, kubectl shows the printer columns, and `banlieue bootstrap operator`
 // is idempotent, equal to its --dry-run output, and installs least-privilege RBAC.
 #include "host/api/kinds.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/local_cluster.h"
 
 #include <banlieue/sdk/json.h>

@@ -9,6 +9,7 @@
 #include "host/kube/config.h"
 #include "host/kube/http_transport.h"
 #include "host/runtime/informer.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/local_cluster.h"
 
 #include <gmock/gmock.h>

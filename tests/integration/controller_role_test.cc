@@ -2,6 +2,7 @@
 // --leader-election-namespace, answers /readyz only once its caches are synced and it leads,
 // does its job (a VM gets its infra CR), and on SIGTERM releases the Lease and exits 0.
 #include "host/kube/client.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/free_port.h"
 #include "tests/support/local_cluster.h"
 

@@ -3,6 +3,7 @@
 #include "host/kube/api_error.h"
 #include "host/kube/client.h"
 #include "host/kube/discovery.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/local_cluster.h"
 
 #include <banlieue/sdk/json.h>

@@ -2,6 +2,7 @@
 // certificate-authority data, or the service account's ca.crt), only that CA is trusted, as
 // client-go does, never the system's store as well. Label `security`.
 #include "host/kube/client.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/local_cluster.h"
 
 #include <gmock/gmock.h>

@@ -4,6 +4,7 @@
 // candidates run with, and "one leader at a time" is checked once the second candidate has
 // seen the first one's Lease, not after a sleep.
 #include "tests/support/background_process.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/local_cluster.h"
 
 #include <gmock/gmock.h>

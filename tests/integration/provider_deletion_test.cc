@@ -4,6 +4,7 @@
 // its machine and the VM stayed Terminating. The provider runs as a child process with the file
 // plugin. Label `chaos`.
 #include "tests/support/background_process.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/local_cluster.h"
 
 #include <gtest/gtest.h>

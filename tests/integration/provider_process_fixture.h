@@ -7,6 +7,7 @@
 #pragma once
 
 #include "tests/support/background_process.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/local_cluster.h"
 
 #include <gmock/gmock.h>

@@ -6,6 +6,7 @@
 // the instance without a restart; a plugin path outside the plugin directory is refused with
 // a condition reason.
 #include "tests/support/background_process.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/local_cluster.h"
 #include "tests/support/read_file.h"
 

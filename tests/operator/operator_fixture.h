@@ -8,6 +8,7 @@
 #include "host/roles/bootstrap/manifests.h"
 #include "host/roles/bootstrap/plugin_discovery.h"
 #include "host/roles/operator/workload_names.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/free_port.h"
 #include "tests/support/local_cluster.h"
 #include "tests/support/read_file.h"

@@ -1,5 +1,7 @@
 #include "tests/proxmox/fake_pve.h"
 
+#include "tests/support/build_paths.h"
+
 #include "plugins/proxmox/src/https.h"
 
 #include <signal.h>

@@ -2,6 +2,8 @@
 // SDK's fake host, and a loop that feeds each operation token into the next call.
 #pragma once
 
+#include "tests/support/build_paths.h"
+
 #include <banlieue/sdk/abi_client.h>
 #include <banlieue/sdk/json.h>
 #include <banlieue/sdk/testing/fake_host.h>

@@ -3,6 +3,7 @@
 // of the plugin's answers. Every test leaves no guest behind.
 #include "tests/proxmox/fake_pve.h"
 #include "tests/proxmox/plugin_driver.h"
+#include "tests/support/build_paths.h"
 
 #include <banlieue/sdk/json.h>
 #include <banlieue/sdk/testing/fake_host.h>

@@ -3,6 +3,7 @@
 // (nor do its QEMU domains), restarts under its clients as a host's daemon does, and its
 // TLS listener (what pods reach) serves only the client it allows, each side verifying the other.
 #include "tests/support/private_libvirtd.h"
+#include "tests/support/build_paths.h"
 
 #include "tests/support/local_cluster.h"
 #include "tests/support/read_file.h"

@@ -1,5 +1,7 @@
 #include "tests/support/local_cluster.h"
 
+#include "tests/support/build_paths.h"
+
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>

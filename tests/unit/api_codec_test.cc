@@ -8,6 +8,7 @@
 #include "host/api/vm_class.h"
 #include "host/api/vsphere.h"
 #include "host/api/yaml.h"
+#include "tests/support/build_paths.h"
 
 #include <banlieue/sdk/json.h>
 #include <gtest/gtest.h>
@@ -306,7 +307,8 @@ TEST(ApiCodecTest, ExamplesDecodeThroughTheirTypes) {
        }},
   };
   int decoded = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(BANLIEUE_SOURCE_DIR "/examples")) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(BANLIEUE_SOURCE_DIR) + "/examples")) {
     if (entry.path().extension() != ".yaml") continue;
     std::ifstream in(entry.path());
     std::stringstream text;

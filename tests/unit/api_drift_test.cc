@@ -1,5 +1,6 @@
 // deploy/ is generated: it must be exactly what the code renders (scripts/gen.sh).
 #include "host/roles/crdgen/render.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/read_file.h"
 
 #include <gtest/gtest.h>

@@ -7,6 +7,8 @@
 // listed here by hand, each with the file that reads it and the text of the read; a test checks
 // that text is still in that file, and another scans the reading sites for reads of a reply
 // that the list lacks.
+#include "tests/support/build_paths.h"
+
 #include <banlieue/sdk/json.h>
 
 #include <gmock/gmock.h>

@@ -1,5 +1,7 @@
 #include "tests/vsphere/plugin_driver.h"
 
+#include "tests/support/build_paths.h"
+
 #include <banlieue/sdk/json.h>
 #include <dlfcn.h>
 

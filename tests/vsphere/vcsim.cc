@@ -1,5 +1,7 @@
 #include "tests/vsphere/vcsim.h"
 
+#include "tests/support/build_paths.h"
+
 #include "tests/support/json_escape.h"
 #include "tests/support/read_file.h"
 

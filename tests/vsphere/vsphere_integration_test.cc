@@ -3,6 +3,7 @@
 // leaked VM, folder or datastore file.
 #include "plugins/vsphere/src/image_import.h"
 #include "plugins/vsphere/src/machine_spec.h"
+#include "tests/support/build_paths.h"
 #include "tests/vsphere/plugin_driver.h"
 
 #include <banlieue/sdk/json.h>

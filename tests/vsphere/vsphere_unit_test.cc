@@ -5,6 +5,7 @@
 #include "plugins/vsphere/src/machine_spec.h"
 #include "plugins/vsphere/src/naming.h"
 #include "plugins/vsphere/src/soap_client.h"
+#include "tests/support/build_paths.h"
 
 #include <banlieue/sdk/json.h>
 #include <gmock/gmock.h>
