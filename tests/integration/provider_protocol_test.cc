@@ -8,6 +8,7 @@
 //    there) gets the same reason with the apiserver's words, instead of a refused status write
 //    on every pass with nothing on the object.
 //  - The other objects of the same provider are served.
+//  - A plugin's own conditions are set beside Ready; the runtime's fields it sends are refused.
 #include "tests/integration/provider_process_fixture.h"
 
 namespace banlieue::testing {
@@ -47,6 +48,51 @@ TEST_F(ProviderProtocolTest, AStatusTheCrdRefusesIsAConditionNotALoop) {
   EXPECT_THAT(readyMessage("big"), HasSubstr("capacity"));
   EXPECT_THAT(readyMessage("big"), HasSubstr("apiserver refused"));
   EXPECT_THAT(readyMessage("big"), HasSubstr("next try in 60 s"));
+}
+
+// Issue #21: a plugin's own conditions reach the object beside the runtime's Ready (they were
+// dropped), and a later reply's list replaces them.
+TEST_F(ProviderProtocolTest, APluginsConditionsAreSetBesideReadyAndReplacedByTheNextList) {
+  startProvider();
+  applyMachine("talker", "condition: BackendReachable");
+  auto condition = [&](const std::string& type, const std::string& field) {
+    return jsonpath("testmachine talker",
+                    "{.status.conditions[?(@.type==\"" + type + "\")]." + field + "}");
+  };
+  ASSERT_TRUE(LocalCluster::eventually(
+      [&] { return condition("BackendReachable", "reason") == "Answered"; }, 60s))
+      << diagnostics();
+  EXPECT_EQ(condition("BackendReachable", "status"), "True");
+  EXPECT_EQ(condition("BackendReachable", "message"), "the test backend answered");
+  // The generation the reply answered (the runtime's providerID write moved it past 1).
+  EXPECT_EQ(condition("BackendReachable", "observedGeneration"),
+            jsonpath("testmachine talker", "{.metadata.generation}"));
+  EXPECT_NE(condition("BackendReachable", "lastTransitionTime"), "");
+  EXPECT_EQ(readyReason("talker"), "Provisioned");
+
+  applyMachine("talker", "condition: GuestReady");
+  ASSERT_TRUE(LocalCluster::eventually(
+      [&] { return condition("GuestReady", "reason") == "Answered"; }, 60s))
+      << diagnostics();
+  EXPECT_EQ(condition("GuestReady", "observedGeneration"),
+            jsonpath("testmachine talker", "{.metadata.generation}"));
+  EXPECT_EQ(condition("BackendReachable", "status"), "") << "the earlier list was not replaced";
+  EXPECT_EQ(readyReason("talker"), "Provisioned");
+}
+
+// Fields the runtime owns, sent by a plugin, are refused by name instead of silently dropped.
+TEST_F(ProviderProtocolTest, TheRuntimesOwnFieldsFromAPluginAreAProtocolErrorNamingThem) {
+  startProvider();
+  applyMachine("forger", "forgeToken: true");
+  applyMachine("usurper", "claimReady: true");
+  for (const auto& [machine, pointer] : {std::pair{"forger", "/status/operationToken"},
+                                         std::pair{"usurper", "/status/conditions/0/type"}}) {
+    ASSERT_TRUE(LocalCluster::eventually(
+        [&] { return readyReason(machine) == "ProviderProtocolError"; }, 60s))
+        << machine << diagnostics();
+    EXPECT_THAT(readyMessage(machine), HasSubstr(pointer)) << machine;
+  }
+  EXPECT_NE(jsonpath("testmachine forger", "{.status.operationToken}"), "forged");
 }
 
 }  // namespace

@@ -103,6 +103,16 @@ const HostRead kHostReads[] = {
     {"reconcile.response", "status.initialization.provisioned",
      "host/roles/provider/machine_reconciler.cc",
      R"(json::boolean(&status, "initialization.provisioned"))"},
+    {"reconcile.response", "status.conditions", "host/roles/provider/machine_reconciler.cc",
+     R"(json::find(&reply, "status.conditions"))"},
+    {"reconcile.response", "status.conditions[].type", "host/roles/provider/machine_reconciler.cc",
+     R"(out.push_back({json::stringOr(&c, "type"))"},
+    {"reconcile.response", "status.conditions[].status",
+     "host/roles/provider/machine_reconciler.cc", R"(json::stringOr(&c, "status"))"},
+    {"reconcile.response", "status.conditions[].reason",
+     "host/roles/provider/machine_reconciler.cc", R"(json::stringOr(&c, "reason"))"},
+    {"reconcile.response", "status.conditions[].message",
+     "host/roles/provider/machine_reconciler.cc", R"(json::stringOr(&c, "message"))"},
     {"reconcile.response", "operation.token", "host/roles/provider/machine_reconciler.cc",
      R"(json::stringOr(&reply, "operation.token"))"},
     {"reconcile.response", "operation.description", "host/roles/provider/machine_reconciler.cc",
@@ -158,6 +168,12 @@ const Informational kInformational[] = {
     {"reconcile.response", "status.failureDomain",
      "Cluster API's InfraMachine field: applied to the object's status for users and Cluster "
      "API tooling; banlieue places by spec.failureDomain, which the controller writes"},
+    {"reconcile.response", "status.operationToken",
+     "refused (the schema allows no value): the runtime's own field, declared so that a reply "
+     "carrying it is a ProviderProtocolError naming it; a task is named in operation.token"},
+    {"reconcile.response", "status.observedGeneration",
+     "refused (the schema allows no value): the runtime's own field, declared so that a reply "
+     "carrying it is a ProviderProtocolError naming it"},
     {"validate.response", "warnings",
      "no host caller shows them yet: only `banlieue plugin check` calls validate, and it checks "
      "their shape"},

@@ -42,6 +42,20 @@ constexpr const char* kProtocolErrorNextTry = " (next try in 60 s)";
 // Why a reconcile reply breaks the protocol (sdk/schemas/reconcile.response.json; IN_PROGRESS
 // needs the operation's token), or OK. ProviderProtocolError with the offending field; kInternal
 // because a terminal code would drop the object's stored operation token.
+// The conditions of a reply's status (the schema has checked them: Ready is not among them),
+// and which of the object's conditions stay: with a list, it replaces the plugin's earlier one.
+std::pair<std::vector<runtime::Condition>, KeepConditions> pluginConditions(
+    const rapidjson::Value& reply, int64_t generation) {
+  const auto* sent = json::find(&reply, "status.conditions");
+  if (sent == nullptr || !sent->IsArray()) return {{}, KeepConditions::kAll};
+  std::vector<runtime::Condition> out;
+  for (const auto& c : sent->GetArray()) {
+    out.push_back({json::stringOr(&c, "type"), json::stringOr(&c, "status"),
+                   json::stringOr(&c, "reason"), json::stringOr(&c, "message"), generation});
+  }
+  return {std::move(out), KeepConditions::kOnlyUpdated};
+}
+
 Status protocolViolation(const std::string& body, bool in_progress) {
   auto valid = plugin::validatePayload("reconcile.response", body);
   if (valid.isOk() && in_progress) {
@@ -156,8 +170,10 @@ runtime::Result MachineReconciler::reconcile(const runtime::Request& request) {
         provider_id = m.value.IsString() ? m.value.GetString() : "";
         continue;
       }
+      // The runtime writes these: conditions merged with its Ready (below); the schema refused
+      // a reply that sent operationToken or observedGeneration.
       if (name == "conditions" || name == "operationToken" || name == "observedGeneration") {
-        continue;  // the runtime's own fields
+        continue;
       }
       if (m.value.IsString() && m.value.GetStringLength() == 0) {
         status.RemoveMember(name.c_str());  // "" clears the field ("" itself reads back as null)
@@ -194,6 +210,7 @@ runtime::Result MachineReconciler::reconcile(const runtime::Request& request) {
     setMember(status, "operationToken", json::stringValue(token, a));
   }
   bool provisioned = json::boolean(&status, "initialization.provisioned");
+  auto [conditions, keep] = pluginConditions(reply, generation);
   runtime::Condition ready{"Ready", "False", "Provisioning", "", generation};
   if (in_progress) {
     ready.reason = "InProgress";
@@ -203,7 +220,9 @@ runtime::Result MachineReconciler::reconcile(const runtime::Request& request) {
   } else {
     ready.message = "the plugin has not reported the machine provisioned yet";
   }
-  setMember(status, "conditions", mergeConditions(json::find(&o, "status.conditions"), {ready}, a));
+  conditions.insert(conditions.begin(), ready);
+  setMember(status, "conditions",
+            mergeConditions(json::find(&o, "status.conditions"), conditions, a, keep));
   setMember(status, "observedGeneration", rapidjson::Value(generation));
 
   runtime::Result next = in_progress

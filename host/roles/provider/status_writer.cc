@@ -67,14 +67,17 @@ StatusOr<bool> applyStatusIfChanged(kube::KubeClient& client, const kube::Resour
 
 rapidjson::Value mergeConditions(const rapidjson::Value* current,
                                  const std::vector<runtime::Condition>& updates,
-                                 rapidjson::Document::AllocatorType& allocator) {
+                                 rapidjson::Document::AllocatorType& allocator,
+                                 KeepConditions keep) {
   rapidjson::Value out(rapidjson::kArrayType);
   if (current != nullptr && current->IsArray()) {
     for (const auto& c : current->GetArray()) {
       std::string type = json::stringOr(&c, "type");
-      bool ours = std::any_of(updates.begin(), updates.end(),
-                              [&](const runtime::Condition& u) { return u.type == type; });
-      if (ours) out.PushBack(rapidjson::Value(c, allocator), allocator);
+      bool updated = std::any_of(updates.begin(), updates.end(),
+                                 [&](const runtime::Condition& u) { return u.type == type; });
+      if (updated || keep == KeepConditions::kAll) {
+        out.PushBack(rapidjson::Value(c, allocator), allocator);
+      }
     }
   }
   std::string now = runtime::rfc3339Now();

@@ -25,10 +25,17 @@ StatusOr<bool> applyStatusIfChanged(kube::KubeClient& client, const kube::Resour
                                     const std::string& field_manager, bool whole_status = false,
                                     std::string* written_version = nullptr);
 
-// Copies conditions of the given types from `current` (an object's status.conditions) into a
-// fresh array, then sets each of `updates`, so lastTransitionTime moves only on a change.
+// Which of an object's current conditions a status write keeps besides those it sets.
+enum class KeepConditions {
+  kAll,          // every one (the runtime's own writes keep the plugin's conditions)
+  kOnlyUpdated,  // none: `updates` is the whole list (a reply that sent its conditions)
+};
+
+// Copies conditions from `current` (an object's status.conditions) into a fresh array as `keep`
+// says, then sets each of `updates`, so lastTransitionTime moves only on a change.
 rapidjson::Value mergeConditions(const rapidjson::Value* current,
                                  const std::vector<runtime::Condition>& updates,
-                                 rapidjson::Document::AllocatorType& allocator);
+                                 rapidjson::Document::AllocatorType& allocator,
+                                 KeepConditions keep = KeepConditions::kAll);
 
 }  // namespace banlieue::roles::provider

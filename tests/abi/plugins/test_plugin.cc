@@ -168,6 +168,17 @@ class TestInstance final : public banlieue::sdk::Instance {
       reply.status().AddMember("addresses", "not-a-list", a);
     }
     if (json::boolean(request.spec, "badStatus")) reply.status().AddMember("capacity", "lots", a);
+    // spec.condition: a condition of the plugin's own of that type; spec.forgeToken and
+    // spec.claimReady: fields of the runtime's the protocol refuses from a plugin.
+    if (std::string type = json::stringOr(request.spec, "condition"); !type.empty()) {
+      reply.setCondition(type, "True", "Answered", "the test backend answered");
+    }
+    if (json::boolean(request.spec, "forgeToken")) {
+      reply.status().AddMember("operationToken", "forged", a);
+    }
+    if (json::boolean(request.spec, "claimReady")) {
+      reply.setCondition("Ready", "True", "SaysThePlugin");
+    }
 #endif
     call.event(BANLIEUE_EVENT_NORMAL, "Provisioned", "test VM " + request.name + " is running");
     BANLIEUE_LOG(kInfo, "provisioned " + request.namespace_ + "/" + request.name);

@@ -42,6 +42,36 @@ class Reply {
     }
   }
 
+  // Sets a condition of the plugin's own on the object (e.g. "GuestReady"; `status` is "True",
+  // "False" or "Unknown", `reason` CamelCase), beside the runtime's Ready, which a plugin does
+  // not set. The conditions of a reply replace those of the last reply that sent any; a reply
+  // that sets none keeps them (docs/provider-contract.md).
+  void setCondition(std::string_view type, std::string_view status, std::string_view reason,
+                    std::string_view message = {}) {
+    rapidjson::Value& st = this->status();
+    auto it = st.FindMember("conditions");
+    if (it == st.MemberEnd()) {
+      st.AddMember("conditions", rapidjson::Value(rapidjson::kArrayType), allocator());
+      it = st.FindMember("conditions");
+    }
+    rapidjson::Value* entry = nullptr;
+    for (auto& c : it->value.GetArray()) {
+      auto t = c.FindMember("type");
+      if (t != c.MemberEnd() && t->value.IsString() && t->value.GetString() == type) entry = &c;
+    }
+    if (entry == nullptr) {
+      it->value.PushBack(rapidjson::Value(rapidjson::kObjectType), allocator());
+      entry = &it->value[it->value.Size() - 1];
+    }
+    entry->RemoveAllMembers();
+    entry->AddMember("type", json::stringValue(type, allocator()), allocator());
+    entry->AddMember("status", json::stringValue(status, allocator()), allocator());
+    entry->AddMember("reason", json::stringValue(reason, allocator()), allocator());
+    if (!message.empty()) {
+      entry->AddMember("message", json::stringValue(message, allocator()), allocator());
+    }
+  }
+
   // Says there is no task ("operation": null). An OK reply clears the stored token anyway.
   void clearOperation() {
     auto it = body_.FindMember("operation");
