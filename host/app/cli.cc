@@ -20,33 +20,58 @@
 
 namespace banlieue::app {
 
-int run(int argc, char** argv) {
-  common::tuneAllocatorForServer();
-  CLI::App app{
+void buildCli(CLI::App& app, GlobalFlags& flags, Action& action) {
+  app.description(
       "banlieue: one Kubernetes API for virtual machines on any hypervisor.\n"
       "One binary runs every role; backends are plugins loaded behind the banlieue_provider_v1 "
-      "ABI.",
-      "banlieue"};
+      "ABI.\n"
+      "Commands are what you run: install banlieue, generate its CRDs, check a plugin. In-cluster "
+      "roles are what banlieue's Deployments and the pods its operator creates run; run one by "
+      "hand only to develop or debug it.");
+  app.name("banlieue");
   app.set_version_flag(
       "--version", fmt::format("banlieue {} (provider ABI {}.{})", kVersion, kAbiMajor, kAbiMinor));
-  std::string level_text = "info";
-  std::string format_text = "text";
-  app.add_option("--log-level", level_text, "trace, debug, info, warn, error, critical or off")
+  app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error, critical or off")
       ->capture_default_str();
-  app.add_option("--log-format", format_text, "text or json (one JSON object per line)")
+  app.add_option("--log-format", flags.log_format, "text or json (one JSON object per line)")
       ->capture_default_str();
   app.require_subcommand(1);
-  app.footer("Run 'banlieue <command> --help' for a command's options.");
+  // Inherited by every subcommand added below, nested ones too: an option a command does not
+  // know is handed to its parent, so the global flags work after the command as well.
+  app.fallthrough();
+  // What the subcommands inherit as their help footer; the global flags are not in their lists.
+  app.footer(
+      "Global options --log-level and --log-format are accepted here too (see 'banlieue "
+      "--help').");
 
-  Action action;
+  // Registration order is help order: the commands a person runs come first.
+  roles::bootstrap::registerBootstrapCommand(app, action);
+  roles::crdgen::registerCrdgenCommand(app, action);
+  roles::plugin::registerPluginCommands(app, action);
   roles::controller::registerControllerCommand(app, action);
+  roles::provider_operator::registerOperatorCommand(app, action);
+  roles::provider::registerProviderCommand(app, action);
   roles::images::registerImageBuilderCommand(app, action);
   roles::images::registerImageImportCommand(app, action);
-  roles::crdgen::registerCrdgenCommand(app, action);
-  roles::bootstrap::registerBootstrapCommand(app, action);
-  roles::plugin::registerPluginCommands(app, action);
-  roles::provider::registerProviderCommand(app, action);
-  roles::provider_operator::registerOperatorCommand(app, action);
+
+  for (const char* name : {"bootstrap", "crdgen", "plugin"}) {
+    app.get_subcommand(name)->group(kUserCommandsGroup);
+  }
+  for (const char* name : {"controller", "operator", "provider", "imagebuilder", "image-import"}) {
+    app.get_subcommand(name)->group(kInClusterRolesGroup);
+  }
+  app.footer(
+      "Global options go before or after the command: 'banlieue controller --log-level debug' "
+      "is 'banlieue --log-level debug controller'.\n"
+      "Run 'banlieue <command> --help' for a command's options.");
+}
+
+int run(int argc, char** argv) {
+  common::tuneAllocatorForServer();
+  CLI::App app;
+  GlobalFlags flags;
+  Action action;
+  buildCli(app, flags, action);
 
   try {
     app.parse(argc, argv);
@@ -57,6 +82,8 @@ int run(int argc, char** argv) {
     const int cli11_code = app.exit(e);
     return cli11_code == static_cast<int>(CLI::ExitCodes::Success) ? kExitOk : kExitUsage;
   }
+  const std::string& level_text = flags.log_level;
+  const std::string& format_text = flags.log_format;
   auto level = common::parseLogLevel(level_text);
   auto format = common::parseLogFormat(format_text);
   if (!level || !format) {

@@ -38,6 +38,8 @@ expect 2 "A subcommand is required" --
 expect 0 "Usage: banlieue" -- --help
 expect 2 "--log-level 'loud' is not a level" -- --log-level loud controller
 expect 2 "--log-format 'yaml' must be text or json" -- --log-format yaml controller
+# Global flags are also taken after the command.
+expect 2 "--log-level 'loud' is not a level" -- controller --log-level loud
 expect 2 "dir is required" -- plugin check
 # --log-format json writes one JSON object per line.
 line=$("$banlieue" --log-format json --log-level info plugin inspect "$plugins/current" 2>&1 >/dev/null | grep 'loaded plugin' | head -n1)

@@ -190,7 +190,8 @@ class FlowsTest : public ::testing::Test {
                           " --plugin-dir " + shellQuote(kBuildPluginDir) + " --image " +
                           shellQuote(kProviderFileImage);
     for (const auto& arg : extra) command += " " + shellQuote(arg);
-    return runCommand(command, std::chrono::seconds(120));
+    // Bootstrap waits for the rollout, up to its --wait-timeout (300 s).
+    return runCommand(command, std::chrono::seconds(360));
   }
 
   static std::string vmClass() { return "e2e-" + suffix_; }

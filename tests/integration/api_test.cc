@@ -180,7 +180,8 @@ class BootstrapTest : public ::testing::Test {
 
   std::string bootstrapArgs(const std::string& userdata_ns) const {
     return std::string(BANLIEUE_BINARY) + " bootstrap operator --plugin-dir " +
-           shellQuote(plugins_.string()) + " --userdata-namespace " + userdata_ns;
+           shellQuote(plugins_.string()) + " --userdata-namespace " + userdata_ns +
+           " --no-wait";  // the rollout is bootstrap_ux_test's
   }
 
   CommandResult bootstrap(const std::string& userdata_ns) const {

@@ -1,15 +1,18 @@
 #include "host/roles/bootstrap/bootstrap_role.h"
 
 #include "host/api/yaml.h"
+#include "host/kube/api_error.h"
 #include "host/kube/config.h"
 #include "host/roles/bootstrap/apply.h"
 #include "host/roles/bootstrap/manifests.h"
 #include "host/roles/bootstrap/plugin_discovery.h"
+#include "host/roles/bootstrap/rollout.h"
 
 #include <CLI/CLI.hpp>
 
 #include <iostream>
 #include <memory>
+#include <vector>
 
 namespace banlieue::roles::bootstrap {
 namespace {
@@ -21,7 +24,24 @@ struct BootstrapFlags {
   std::string kubeconfig;
   std::string context;
   int crd_timeout_seconds = 60;
+  bool wait = true;
+  int wait_timeout_seconds = 300;
 };
+
+// What to do once banlieue runs: the objects a platform team and a VM user write, in the order
+// they need them. Full resource names: `virtualmachines` alone is ambiguous beside KubeVirt.
+void printNextSteps(const BootstrapFlags& flags) {
+  std::cout << "\nNext (examples/ in the banlieue repository has each object):\n"
+            << "  kubectl get providerclasses.banlieue.io        # one per plugin\n"
+            << "  kubectl apply -f provider.yaml                 # a backend and its credentials "
+               "(02-provider-libvirt.yaml)\n"
+            << "  kubectl apply -f vmclass.yaml -f vmimage.yaml  # 05-vmclasses.yaml, "
+               "06-vmimages.yaml\n"
+            << "  kubectl apply -f vm.yaml                       # 01-walkthrough.yaml\n"
+            << "  kubectl get virtualmachines.banlieue.io -A -w\n"
+            << "  kubectl -n " << flags.options.namespace_
+            << " logs deploy/banlieue-controller  # when a VM does not become Ready\n";
+}
 
 int runBootstrap(const BootstrapFlags& flags) {
   auto plugins = discoverPlugins(flags.plugin_dir);
@@ -69,7 +89,40 @@ int runBootstrap(const BootstrapFlags& flags) {
   }
   std::cout << "bootstrap: " << report->applied << " objects applied, " << report->changed
             << " changed\n";
-  return app::kExitOk;
+  auto deployments = deploymentsOf(objects);
+  // The imagebuilder is ready only once it watches kairos-operator's OSArtifacts
+  // (kOsArtifactType in host/roles/images/imagebuilder_role.h), a prerequisite of Url-kind
+  // images only: without that CRD, waiting for it could only time out.
+  auto kairos =
+      client->get(kube::resources::kCustomResourceDefinition, "", "osartifacts.build.kairos.io");
+  if (flags.wait && !kairos.ok() && kube::isNotFound(kairos.status())) {
+    std::erase_if(deployments, [&](const DeploymentRef& d) {
+      if (d.name != kImageBuilderName) return false;
+      std::cout << "not waiting for deployment " << d.display()
+                << ": it becomes ready once kairos-operator's OSArtifact CRD is installed "
+                   "(needed for Url-kind VMImages only)\n";
+      return true;
+    });
+  }
+  if (!flags.wait) {
+    std::cout << "not waiting for the rollout (--no-wait); to follow it:\n";
+    for (const auto& d : deployments) {
+      std::cout << "  kubectl -n " << d.ns << " rollout status deployment/" << d.name << "\n";
+    }
+  } else {
+    std::cout.flush();
+    auto rolled = waitForRollouts(*client, deployments,
+                                  std::chrono::seconds(flags.wait_timeout_seconds), std::cout);
+    if (!rolled.isOk()) {
+      std::cerr << "banlieue bootstrap operator: " << rolled.message() << "\n";
+      std::cerr << "banlieue bootstrap operator: the objects are applied; see kubectl -n "
+                << flags.options.namespace_ << " describe deployments,pods\n";
+      return app::kExitFailure;
+    }
+    std::cout << "banlieue is running in namespace " << flags.options.namespace_ << "\n";
+  }
+  printNextSteps(flags);
+  return std::cout.good() ? app::kExitOk : app::kExitFailure;
 }
 
 }  // namespace
@@ -78,7 +131,9 @@ void registerBootstrapCommand(CLI::App& app, app::Action& action) {
   auto* bootstrap = app.add_subcommand("bootstrap", "Install banlieue into a cluster");
   bootstrap->require_subcommand(1);
   auto* op = bootstrap->add_subcommand(
-      "operator", "Apply the namespace, CRDs, RBAC, Deployments and one ProviderClass per plugin");
+      "operator",
+      "Apply the namespace, CRDs, RBAC, Deployments and one ProviderClass per plugin, then wait "
+      "for the Deployments to roll out");
   auto flags = std::make_shared<BootstrapFlags>();
   flags->options.image = defaultImage();
   op->add_flag("--dry-run", flags->dry_run,
@@ -109,6 +164,14 @@ void registerBootstrapCommand(CLI::App& app, app::Action& action) {
                  "Seconds to wait for each CRD to become Established")
       ->capture_default_str()
       ->check(CLI::Range(1, 3600));
+  op->add_flag("!--no-wait", flags->wait,
+               "Return once the objects are applied, without waiting for the Deployments to "
+               "roll out");
+  op->add_option("--wait-timeout", flags->wait_timeout_seconds,
+                 "Seconds to wait for every Deployment to roll out (all replicas updated, ready "
+                 "and available); exit 1 naming the one that did not")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 86400));
   op->callback([&action, flags] { action = [flags] { return runBootstrap(*flags); }; });
 }
 
