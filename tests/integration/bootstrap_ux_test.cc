@@ -2,6 +2,7 @@
 // Deployments it applied to roll out, printing progress and what to do next; --no-wait returns
 // once they are applied; a rollout that cannot finish ends in an error that names the
 // Deployment and why its pod is not ready.
+#include "tests/support/build_paths.h"
 #include "tests/support/local_cluster.h"
 
 #include <gtest/gtest.h>
