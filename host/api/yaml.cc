@@ -12,7 +12,6 @@
 #include <cctype>
 #include <cstdio>
 #include <map>
-#include <regex>
 #include <sstream>
 #include <utility>
 
@@ -178,6 +177,50 @@ Status checkScalar(const YAML::Node& node, const std::string& text, const std::s
                    std::to_string(node.Mark().column + 1) + " is not UTF-8 text");
 }
 
+// The YAML 1.2 core schema's integer and float forms, [-+]?[0-9]+ and
+// [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?, scanned by hand: std::regex took
+// milliseconds a scalar under the sanitizers, so a manifest whose aliases repeat a few
+// thousand scalars ran past the fuzzer's 10 s timeout (a corpus entry of manifest_yaml now).
+bool isDigit(char c) {
+  return c >= '0' && c <= '9';
+}
+
+size_t skipDigits(std::string_view s, size_t i) {
+  while (i < s.size() && isDigit(s[i])) ++i;
+  return i;
+}
+
+size_t skipSign(std::string_view s, size_t i) {
+  return i < s.size() && (s[i] == '-' || s[i] == '+') ? i + 1 : i;
+}
+
+bool isCoreInt(std::string_view s) {
+  size_t start = skipSign(s, 0);
+  size_t end = skipDigits(s, start);
+  return end > start && end == s.size();
+}
+
+bool isCoreFloat(std::string_view s) {
+  size_t i = skipSign(s, 0);
+  size_t int_end = skipDigits(s, i);
+  bool digits = int_end > i;
+  i = int_end;
+  if (i < s.size() && s[i] == '.') {
+    size_t frac_end = skipDigits(s, i + 1);
+    if (!digits && frac_end == i + 1) return false;  // "." alone, or "-."
+    digits = true;
+    i = frac_end;
+  }
+  if (!digits) return false;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    size_t exp_start = skipSign(s, i + 1);
+    size_t exp_end = skipDigits(s, exp_start);
+    if (exp_end == exp_start) return false;
+    i = exp_end;
+  }
+  return i == s.size();
+}
+
 Status toJson(const YAML::Node& node, rapidjson::Value& out, rapidjson::Document::AllocatorType& a,
               const std::string& what) {
   switch (node.Type()) {
@@ -208,8 +251,6 @@ Status toJson(const YAML::Node& node, rapidjson::Value& out, rapidjson::Document
   if (auto checked = checkScalar(node, s, what); !checked.isOk()) return checked;
   // A quoted scalar (tag "!") is always a string; plain ones follow the YAML 1.2 core schema.
   if (node.Tag() != "!") {
-    static const std::regex kInt("^[-+]?[0-9]+$");
-    static const std::regex kFloat(R"(^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$)");
     if (s == "null" || s == "Null" || s == "NULL" || s == "~") {
       out.SetNull();
       return Status::ok();
@@ -222,13 +263,13 @@ Status toJson(const YAML::Node& node, rapidjson::Value& out, rapidjson::Document
       out.SetBool(false);
       return Status::ok();
     }
-    if (std::regex_match(s, kInt)) {
+    if (isCoreInt(s)) {
       try {
         out.SetInt64(std::stoll(s));
         return Status::ok();
       } catch (const std::out_of_range&) {  // too large: keep the text
       }
-    } else if (std::regex_match(s, kFloat)) {
+    } else if (isCoreFloat(s)) {
       out.SetDouble(std::stod(s));
       return Status::ok();
     }
