@@ -428,7 +428,7 @@ for _ in $(seq 1 1200); do
 done
 [ "$ready" = true ] || fail "VMImage bench is not ready on files: $(k get vmimage bench -o yaml)"
 
-# Metrics: banlieue_kube_write_requests_total and banlieue_reconcile_total of one role.
+# Metrics: banlieue_kube_write_requests_total and controller_runtime_reconcile_total of one role.
 scrape() { curl -sf --max-time 10 "$1/metrics" >"$2" || fail "cannot scrape $1/metrics"; }
 # "<resource>[/<subresource>] <count>" for every write series of a scrape.
 writes_of() {
@@ -443,13 +443,13 @@ writes_of() {
 # "<VERB> <count>" for every request series (reads included), and requests the client-side
 # QPS limit delayed.
 requests_of() {
-  awk '/^banlieue_kube_requests_total\{/ {
-         v = $0; sub(/.*[{,]verb="/, "", v); sub(/".*/, "", v); n[v] += $NF
+  awk '/^rest_client_requests_total\{/ {
+         v = $0; sub(/.*[{,]method="/, "", v); sub(/".*/, "", v); n[v] += $NF
        }
        /^banlieue_kube_client_throttled_total / { n["throttled"] += $NF }
        END { for (v in n) print v, n[v] }' "$1"
 }
-reconciles_of() { awk '/^banlieue_reconcile_total\{/ { n += $NF } END { print n + 0 }' "$1"; }
+reconciles_of() { awk '/^controller_runtime_reconcile_total\{/ { n += $NF } END { print n + 0 }' "$1"; }
 # delta <before> <after> [extractor]: "<key> <after - before>" for each key that changed.
 delta() {
   local of=${3:-writes_of}

@@ -1,5 +1,7 @@
 #include "host/common/metrics.h"
 
+#include "host/common/process_metrics.h"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -82,9 +84,41 @@ std::vector<double> defaultLatencyBuckets() {
   return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
 }
 
+MetricsCollector::MetricsCollector(MetricsCollector&& other) noexcept
+    : registry_(std::exchange(other.registry_, nullptr)), id_(other.id_) {}
+
+MetricsCollector& MetricsCollector::operator=(MetricsCollector&& other) noexcept {
+  if (this != &other) {
+    if (registry_ != nullptr) registry_->removeCollector(id_);
+    registry_ = std::exchange(other.registry_, nullptr);
+    id_ = other.id_;
+  }
+  return *this;
+}
+
+MetricsCollector::~MetricsCollector() {
+  if (registry_ != nullptr) registry_->removeCollector(id_);
+}
+
 MetricsRegistry& MetricsRegistry::global() {
-  static auto* registry = new MetricsRegistry();  // never destroyed: metrics outlive threads
+  static auto* registry = [] {
+    auto* r = new MetricsRegistry();  // never destroyed: metrics outlive threads
+    static auto process = exportProcessMetrics(*r);
+    return r;
+  }();
   return *registry;
+}
+
+MetricsCollector MetricsRegistry::addCollector(std::function<void()> collect) {
+  std::lock_guard lock(collectors_mutex_);
+  uint64_t id = next_collector_++;
+  collectors_.emplace(id, std::move(collect));
+  return MetricsCollector(this, id);
+}
+
+void MetricsRegistry::removeCollector(uint64_t id) {
+  std::lock_guard lock(collectors_mutex_);
+  collectors_.erase(id);
 }
 
 MetricsRegistry::Family& MetricsRegistry::family(const std::string& name, const std::string& help,
@@ -125,6 +159,10 @@ Histogram& MetricsRegistry::histogram(const std::string& name, const std::string
 }
 
 std::string MetricsRegistry::render() const {
+  {
+    std::lock_guard lock(collectors_mutex_);
+    for (const auto& [id, collect] : collectors_) collect();
+  }
   std::lock_guard lock(mutex_);
   std::string out;
   for (const auto& [name, fam] : families_) {

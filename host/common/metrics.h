@@ -2,10 +2,13 @@
 // the text exposition format (version 0.0.4) for /metrics. Series are created on first use and
 // never removed, so callers may keep the returned references for the process's lifetime.
 // Updates are lock-free atomics; only series creation and rendering take the registry lock.
+// Values that are cheaper to read than to track (a cache's objects by phase, a queue's work in
+// progress, process_* from /proc) are set by collectors, which run before every render.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -59,9 +62,27 @@ class Histogram {
 // Seconds: 1 ms to 60 s, the range of API calls and reconciles.
 std::vector<double> defaultLatencyBuckets();
 
+class MetricsRegistry;
+
+// Keeps a collector registered; destroying it unregisters the collector, waiting for a render
+// that is running it to finish, so the collector may capture objects that outlive the handle.
+class [[nodiscard]] MetricsCollector {
+ public:
+  MetricsCollector() = default;
+  MetricsCollector(MetricsRegistry* registry, uint64_t id) : registry_(registry), id_(id) {}
+  MetricsCollector(MetricsCollector&& other) noexcept;
+  MetricsCollector& operator=(MetricsCollector&& other) noexcept;
+  ~MetricsCollector();
+
+ private:
+  MetricsRegistry* registry_ = nullptr;
+  uint64_t id_ = 0;
+};
+
 class MetricsRegistry {
  public:
-  // The process-wide registry that /metrics serves.
+  // The process-wide registry that /metrics serves, with the process_* metrics of
+  // process_metrics.h.
   static MetricsRegistry& global();
 
   Counter& counter(const std::string& name, const std::string& help,
@@ -71,10 +92,17 @@ class MetricsRegistry {
                        const MetricLabels& labels = {},
                        const std::vector<double>& upper_bounds = defaultLatencyBuckets());
 
+  // `collect` runs before every render (on the scraping thread, one collector at a time) and
+  // sets the gauges it owns. It must not register or unregister collectors.
+  MetricsCollector addCollector(std::function<void()> collect);
+
   // Text exposition format, families sorted by name, series by labels.
   std::string render() const;
 
  private:
+  friend class MetricsCollector;
+  void removeCollector(uint64_t id);
+
   enum class Type { kCounter, kGauge, kHistogram };
   struct Family {
     Type type;
@@ -87,6 +115,9 @@ class MetricsRegistry {
 
   mutable std::mutex mutex_;
   std::map<std::string, Family> families_;
+  mutable std::mutex collectors_mutex_;  // held while collectors run; taken before mutex_
+  std::map<uint64_t, std::function<void()>> collectors_;
+  uint64_t next_collector_ = 1;
 };
 
 }  // namespace banlieue

@@ -98,22 +98,30 @@ class RequestThrottle {
                                         "Requests delayed by the client-side QPS/burst limit");
 };
 
-// Counts and times one request for /metrics.
-void observeRequest(const char* verb, int code, std::chrono::steady_clock::time_point started) {
+// Counts one request for /metrics as client-go does: rest_client_requests_total{code,method,host}
+// ("<error>" when no response came back), and times it in rest_client_request_duration_seconds
+// {verb,host} unless it is a watch (open for minutes, and counted as the GET it is).
+void observeRequest(const char* method, int code, const std::string& host,
+                    std::chrono::steady_clock::time_point started, bool watch = false) {
   auto& registry = MetricsRegistry::global();
   registry
-      .counter("banlieue_kube_requests_total", "Kubernetes API requests by verb and HTTP code",
-               {{"verb", verb}, {"code", code == 0 ? "error" : std::to_string(code)}})
+      .counter("rest_client_requests_total",
+               "Number of HTTP requests, partitioned by status code, method, and host.",
+               {{"code", code == 0 ? "<error>" : std::to_string(code)},
+                {"method", method},
+                {"host", host}})
       .inc();
+  if (watch) return;
   registry
-      .histogram("banlieue_kube_request_duration_seconds", "Kubernetes API request latency by verb",
-                 {{"verb", verb}})
+      .histogram("rest_client_request_duration_seconds",
+                 "Request latency in seconds. Broken down by verb and host.",
+                 {{"verb", method}, {"host", host}})
       .observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
 }
 
 // Counts one write (create, update, patch, apply, delete) by resource, so a role's writes can be
 // told apart: its own objects' spec and status versus Events and Lease renewals. Attempts are
-// counted whatever the outcome (the code is in banlieue_kube_requests_total): a conflicting
+// counted whatever the outcome (the code is in rest_client_requests_total): a conflicting
 // write costs the apiserver as much as a successful one.
 void observeWrite(const char* verb, const ResourceType& type, const std::string& subresource) {
   MetricsRegistry::global()
@@ -287,7 +295,8 @@ class HttpKubeClient final : public KubeClient {
           return on_event(event);
         },
         cancel);
-    observeRequest("WATCH", response.ok() ? response->status : 0, started);
+    observeRequest("GET", response.ok() ? response->status : 0, transport_->host(), started,
+                   /*watch=*/true);
     if (!response.ok()) return response.status();
     if (response->status < 200 || response->status >= 300) return apiError(*response, what);
     return stream_error;
@@ -317,7 +326,7 @@ class HttpKubeClient final : public KubeClient {
     }
     auto started = std::chrono::steady_clock::now();
     auto response = transport_->send(request);
-    observeRequest(method, response.ok() ? response->status : 0, started);
+    observeRequest(method, response.ok() ? response->status : 0, transport_->host(), started);
     if (!response.ok()) return response.status();
     if (response->status < 200 || response->status >= 300) return apiError(*response, what);
     try {

@@ -158,10 +158,11 @@ struct ClientOptions {
   common::Clock* clock = nullptr;
 };
 
-// The real client over an HttpTransport. Every request is counted in
-// banlieue_kube_requests_total{verb,code} and timed in banlieue_kube_request_duration_seconds;
-// every write is also counted in banlieue_kube_write_requests_total{verb,group,resource,
-// subresource} (verb: create, update, patch, apply, delete; group "core" for the core API).
+// The real client over an HttpTransport. Every request is counted in client-go's
+// rest_client_requests_total{code,method,host} and, watches aside, timed in
+// rest_client_request_duration_seconds{verb,host}; every write is also counted in
+// banlieue_kube_write_requests_total{verb,group,resource,subresource} (verb: create, update,
+// patch, apply, delete; group "core" for the core API).
 std::unique_ptr<KubeClient> makeKubeClient(std::unique_ptr<HttpTransport> transport,
                                            ClientOptions options = {});
 

@@ -47,6 +47,9 @@ class HttpTransport {
   virtual StatusOr<HttpResponse> stream(const HttpRequest& request,
                                         const std::function<bool(std::string_view)>& on_line,
                                         const std::atomic<bool>* cancel) = 0;
+
+  // The server's host:port, the `host` label of the rest_client_* metrics (empty in fakes).
+  virtual std::string host() const { return {}; }
 };
 
 // The real transport for a connection: TLS verification on unless the connection says

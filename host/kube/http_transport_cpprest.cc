@@ -39,7 +39,10 @@ struct ConnectionPool {
 
 class CpprestTransport final : public HttpTransport {
  public:
-  explicit CpprestTransport(Connection connection) : connection_(std::move(connection)) {}
+  explicit CpprestTransport(Connection connection)
+      : connection_(std::move(connection)), host_(hostOf(connection_.server)) {}
+
+  std::string host() const override { return host_; }
 
   StatusOr<HttpResponse> send(const HttpRequest& request) override {
     return performWithRetries(request, nullptr, nullptr);
@@ -60,6 +63,16 @@ class CpprestTransport final : public HttpTransport {
   //    old pool goes when the last request still using it (a watch, say) ends;
   //  - a 401 with a dynamic token (exec plugin) is retried with a fresh token, as client-go
   //    does; a 401 response has no streamed body yet, so retrying a watch is safe too.
+  // host:port of the server URL, as client-go's url.Host.
+  static std::string hostOf(const std::string& server) {
+    try {
+      web::uri uri(server);
+      return uri.port() > 0 ? uri.host() + ":" + std::to_string(uri.port()) : uri.host();
+    } catch (const std::exception&) {
+      return server;
+    }
+  }
+
   StatusOr<HttpResponse> performWithRetries(const HttpRequest& request,
                                             const std::function<bool(std::string_view)>* on_line,
                                             const std::atomic<bool>* cancel) {
@@ -241,6 +254,7 @@ class CpprestTransport final : public HttpTransport {
   }
 
   Connection connection_;
+  std::string host_;
   std::mutex mutex_;
   std::map<int64_t, std::shared_ptr<ConnectionPool>> pools_;
 };

@@ -1,5 +1,7 @@
 #include "host/plugin/plugin.h"
 
+#include "host/common/metrics.h"
+
 #include <spdlog/spdlog.h>
 
 namespace banlieue::plugin {
@@ -47,6 +49,20 @@ void enforceContract(const char* slot, CallResult& result) {
   }
 }
 
+// Seconds: 1 ms to 10 min, from a describe to a long image import.
+const std::vector<double> kPluginCallBuckets{0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1,
+                                             2.5,   5,     10,   30,   60,  120,  300, 600};
+
+// Every call the host makes into a plugin, by ABI slot and the code it returned (after
+// enforceContract: an unknown code counts as the INTERNAL it became).
+void observeCall(const char* slot, const CallResult& result) {
+  MetricsRegistry::global()
+      .histogram("banlieue_plugin_call_duration_seconds",
+                 "Time spent in one plugin call, by ABI slot and result code",
+                 {{"slot", slot}, {"code", result.outcome.codeName()}}, kPluginCallBuckets)
+      .observe(std::chrono::duration<double>(result.elapsed).count());
+}
+
 }  // namespace
 
 template <class Fn>
@@ -70,6 +86,7 @@ CallResult Plugin::run(const char* slot, const CallOptions& options, Fn&& fn) co
         result.overran.count(), options.timeout.count());
   }
   enforceContract(slot, result);
+  observeCall(slot, result);
   for (const auto& v : result.violations) services_->logger()->warn("contract violation: {}", v);
   return result;
 }

@@ -38,7 +38,39 @@ bool equalExcept(const rapidjson::Value& a, const rapidjson::Value& b,
   return compared == others;
 }
 
+// controller-runtime's reconcile buckets: 5 ms to 60 s.
+const std::vector<double> kReconcileBuckets{
+    0.005, 0.01, 0.025, 0.05, 0.1,  0.15, 0.2,  0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6,
+    0.7,   0.8,  0.9,   1.0,  1.25, 1.5,  1.75, 2.0,  2.5, 3.0,  3.5, 4.0,  4.5, 5,
+    6,     7,    8,     9,    10,   15,   20,   25,   30,  40,   50,  60};
+
 }  // namespace
+
+Controller::Metrics Controller::controllerMetrics(const std::string& name) {
+  auto& registry = MetricsRegistry::global();
+  auto result = [&](const char* result) {
+    return &registry.counter("controller_runtime_reconcile_total",
+                             "Total number of reconciliations per controller",
+                             {{"controller", name}, {"result", result}});
+  };
+  MetricLabels labels{{"controller", name}};
+  return {
+      .success = result("success"),
+      .error = result("error"),
+      .requeue = result("requeue"),
+      .requeue_after = result("requeue_after"),
+      .errors = &registry.counter("controller_runtime_reconcile_errors_total",
+                                  "Total number of reconciliation errors per controller", labels),
+      .terminal_errors = &registry.counter(
+          "controller_runtime_terminal_reconcile_errors_total",
+          "Total number of terminal reconciliation errors per controller", labels),
+      .time = &registry.histogram("controller_runtime_reconcile_time_seconds",
+                                  "Length of time per reconciliation per controller", labels,
+                                  kReconcileBuckets),
+      .active_workers = &registry.gauge("controller_runtime_active_workers",
+                                        "Number of currently used workers per controller", labels),
+  };
+}
 
 bool onlyStatusChanged(const rapidjson::Value& old_object, const rapidjson::Value& new_object) {
   static const rapidjson::Value kEmpty(rapidjson::kObjectType);
@@ -66,14 +98,12 @@ Controller::Controller(std::string name, Reconciler& reconciler, ControllerOptio
       reconciler_(reconciler),
       options_(options),
       queue_(clock, name_),
-      reconcile_total_(MetricsRegistry::global().counter(
-          "banlieue_reconcile_total", "Reconciles run, by controller", {{"controller", name_}})),
-      reconcile_errors_(MetricsRegistry::global().counter("banlieue_reconcile_errors_total",
-                                                          "Reconciles that failed, by controller",
-                                                          {{"controller", name_}})),
-      reconcile_duration_(MetricsRegistry::global().histogram(
-          "banlieue_reconcile_duration_seconds", "Time spent in one reconcile, by controller",
-          {{"controller", name_}})) {}
+      metrics_(controllerMetrics(name_)) {
+  MetricsRegistry::global()
+      .gauge("controller_runtime_max_concurrent_reconciles",
+             "Maximum number of concurrent reconciles per controller", {{"controller", name_}})
+      .set(std::max(1, options_.workers));
+}
 
 void Controller::watch(Informer& informer, Updates updates) {
   auto handler = enqueueWith([this](const Object& o) { queue_.add(objectKey(*o)); });
@@ -126,7 +156,7 @@ void Controller::handleResult(const std::string& key, const Result& result) {
 void Controller::worker() {
   while (auto key = queue_.get()) {
     ++reconciles_;
-    reconcile_total_.inc();
+    metrics_.active_workers->add(1);
     Result result;
     auto started = std::chrono::steady_clock::now();
     try {
@@ -135,9 +165,18 @@ void Controller::worker() {
       // A reconciler bug must not take the process down; treat it as a retryable error.
       result = Result::retry(error(Code::kInternal, "ReconcilerException", e.what()));
     }
-    reconcile_duration_.observe(
+    metrics_.time->observe(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-    if (result.failed()) reconcile_errors_.inc();
+    metrics_.active_workers->add(-1);
+    if (result.failed()) {
+      metrics_.error->inc();
+      metrics_.errors->inc();
+      if (result.terminal()) metrics_.terminal_errors->inc();
+    } else if (result.requeueAfterDelay().count() > 0) {
+      metrics_.requeue_after->inc();
+    } else {
+      metrics_.success->inc();
+    }
     handleResult(*key, result);
     queue_.done(*key);
   }

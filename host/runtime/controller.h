@@ -113,15 +113,25 @@ class Controller {
  private:
   void worker();
   void handleResult(const std::string& key, const Result& result);
+  // controller-runtime's metrics (names, labels and buckets), so its dashboards and alerts fit.
+  struct Metrics {
+    Counter* success;
+    Counter* error;
+    Counter* requeue;  // never: a retry here is an error, a delay a requeue_after
+    Counter* requeue_after;
+    Counter* errors;
+    Counter* terminal_errors;
+    Histogram* time;
+    Gauge* active_workers;
+  };
+  static Metrics controllerMetrics(const std::string& name);
 
   std::string name_;
   Reconciler& reconciler_;
   ControllerOptions options_;
   WorkQueue queue_;
   std::atomic<uint64_t> reconciles_{0}, errors_{0}, terminal_errors_{0};
-  Counter& reconcile_total_;
-  Counter& reconcile_errors_;
-  Histogram& reconcile_duration_;
+  Metrics metrics_;
 };
 
 }  // namespace banlieue::runtime

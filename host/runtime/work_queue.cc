@@ -1,23 +1,58 @@
 #include "host/runtime/work_queue.h"
 
 namespace banlieue::runtime {
+namespace {
+
+// client-go's: 10 ns to 1000 s by powers of ten (exponential buckets 1e-8 * 10^i, i < 12).
+const std::vector<double> kWorkQueueBuckets{1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3,
+                                            1e-2, 1e-1, 1,    10,   100,  1000};
+
+}  // namespace
 
 WorkQueue::WorkQueue(Clock& clock, const std::string& metrics_name)
     : clock_(clock), limiter_(clock) {
   if (metrics_name.empty()) return;
   auto& registry = MetricsRegistry::global();
-  MetricLabels labels{{"name", metrics_name}};
-  metrics_.depth =
-      &registry.gauge("banlieue_workqueue_depth", "Keys ready to be processed", labels);
-  metrics_.adds = &registry.counter("banlieue_workqueue_adds_total", "Keys queued", labels);
-  metrics_.retries =
-      &registry.counter("banlieue_workqueue_retries_total", "Keys requeued after an error", labels);
+  MetricLabels labels{{"name", metrics_name}, {"controller", metrics_name}};
+  metrics_.depth = &registry.gauge("workqueue_depth", "Current depth of workqueue", labels);
+  metrics_.adds = &registry.counter("workqueue_adds_total",
+                                    "Total number of adds handled by workqueue", labels);
+  metrics_.retries = &registry.counter("workqueue_retries_total",
+                                       "Total number of retries handled by workqueue", labels);
   metrics_.queue_duration =
-      &registry.histogram("banlieue_workqueue_queue_duration_seconds",
-                          "How long a key waited in the queue before a worker took it", labels);
+      &registry.histogram("workqueue_queue_duration_seconds",
+                          "How long in seconds an item stays in workqueue before being requested",
+                          labels, kWorkQueueBuckets);
+  metrics_.work_duration = &registry.histogram(
+      "workqueue_work_duration_seconds",
+      "How long in seconds processing an item from workqueue takes.", labels, kWorkQueueBuckets);
+  metrics_.unfinished_work = &registry.gauge(
+      "workqueue_unfinished_work_seconds",
+      "How many seconds of work has been done that is in progress and hasn't been observed by "
+      "work_duration. Large values indicate stuck threads.",
+      labels);
+  metrics_.longest_running = &registry.gauge(
+      "workqueue_longest_running_processor_seconds",
+      "How many seconds has the longest running processor for workqueue been running.", labels);
+  in_progress_collector_ = registry.addCollector([this] {
+    double unfinished = 0;
+    double longest = 0;
+    {
+      std::lock_guard lock(mutex_);
+      auto now = clock_.now();
+      for (const auto& [key, since] : processing_) {
+        double seconds = std::chrono::duration<double>(now - since).count();
+        unfinished += seconds;
+        longest = std::max(longest, seconds);
+      }
+    }
+    metrics_.unfinished_work->set(unfinished);
+    metrics_.longest_running->set(longest);
+  });
 }
 
 WorkQueue::~WorkQueue() {
+  in_progress_collector_ = {};
   shutDown();
   clock_.forget(cv_);
 }
@@ -111,13 +146,19 @@ std::optional<std::string> WorkQueue::get() {
   }
   if (metrics_.depth != nullptr) metrics_.depth->set(static_cast<double>(queue_.size()));
   dirty_.erase(key);
-  processing_.insert(key);
+  processing_.emplace(key, clock_.now());
   return key;
 }
 
 void WorkQueue::done(const std::string& key) {
   std::lock_guard lock(mutex_);
-  processing_.erase(key);
+  if (auto it = processing_.find(key); it != processing_.end()) {
+    if (metrics_.work_duration != nullptr) {
+      metrics_.work_duration->observe(
+          std::chrono::duration<double>(clock_.now() - it->second).count());
+    }
+    processing_.erase(it);
+  }
   if (dirty_.count(key) != 0) {  // re-added while it was being processed
     queue_.push_back(key);
     queued_at_[key] = clock_.now();

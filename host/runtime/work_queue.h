@@ -5,7 +5,10 @@
 //  - FIFO among ready keys; add_after() delays a key on the queue's Clock;
 //  - add_rate_limited() delays by the controller rate limiter, forget() resets its backoff;
 //  - shut_down() wakes every waiting worker; get() then returns nothing.
-// A named queue also exports banlieue_workqueue_* metrics (depth, adds, retries, time queued).
+// A named queue also exports client-go's workqueue_* metrics, labelled {name, controller} as
+// controller-runtime labels them (both the controller's name): depth, adds_total,
+// retries_total, queue_duration_seconds, work_duration_seconds, and, computed at scrape time,
+// unfinished_work_seconds and longest_running_processor_seconds.
 #pragma once
 
 #include "host/common/metrics.h"
@@ -65,7 +68,7 @@ class WorkQueue {
   std::condition_variable cv_;
   std::deque<std::string> queue_;
   std::set<std::string> dirty_;
-  std::set<std::string> processing_;
+  std::map<std::string, Clock::TimePoint> processing_;  // key -> when a worker took it
   std::multimap<Clock::TimePoint, std::string> delayed_;
   std::map<std::string, Clock::TimePoint> delayed_due_;  // earliest due time per key
   bool shutting_down_ = false;
@@ -78,7 +81,11 @@ class WorkQueue {
     Counter* adds = nullptr;
     Counter* retries = nullptr;
     Histogram* queue_duration = nullptr;
+    Histogram* work_duration = nullptr;
+    Gauge* unfinished_work = nullptr;
+    Gauge* longest_running = nullptr;
   } metrics_;
+  MetricsCollector in_progress_collector_;  // last: unregistered before the rest goes
 };
 
 }  // namespace banlieue::runtime

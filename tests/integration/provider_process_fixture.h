@@ -103,7 +103,7 @@ spec:
                                   "--health-port",
                                   "0",
                                   "--metrics-port",
-                                  "-1",
+                                  metrics_port_,
                                   "--leader-election-namespace",
                                   ns_->name(),
                                   "--call-timeout-seconds",
@@ -168,6 +168,8 @@ spec:
   std::string class_;
   fs::path state_dir_;
   std::unique_ptr<BackgroundProcess> provider_;
+  // "-1": no /metrics; "0": /metrics on the health port (equal ports share one server).
+  std::string metrics_port_ = "-1";
 };
 
 }  // namespace banlieue::testing

@@ -187,9 +187,10 @@ TEST(KubeClientTest, RequestsBeyondTheBurstWaitForTheirTokenAndAreCounted) {
   auto& throttled =
       MetricsRegistry::global().counter("banlieue_kube_client_throttled_total",
                                         "Requests delayed by the client-side QPS/burst limit");
-  auto& ok_gets = MetricsRegistry::global().counter("banlieue_kube_requests_total",
-                                                    "Kubernetes API requests by verb and HTTP code",
-                                                    {{"verb", "GET"}, {"code", "200"}});
+  auto& ok_gets = MetricsRegistry::global().counter(
+      "rest_client_requests_total",
+      "Number of HTTP requests, partitioned by status code, method, and host.",
+      {{"code", "200"}, {"method", "GET"}, {"host", ""}});
   const double throttled_before = throttled.value();
   const double gets_before = ok_gets.value();
   for (int i = 0; i < options.burst; ++i) {

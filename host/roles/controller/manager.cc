@@ -43,6 +43,14 @@ Manager::Manager(kube::KubeClient& client, ManagerOptions options)
   providers_ = std::make_unique<runtime::Informer>(client_, resources::kProvider, scoped);
   provider_classes_ = std::make_unique<runtime::Informer>(client_, resources::kProviderClass,
                                                           runtime::InformerOptions{});
+  // Counted here, once: the operator watches Providers too, but a second exporter would double
+  // every sum over the cluster's scrapes.
+  vm_phases_ =
+      runtime::exportPhaseGauge(MetricsRegistry::global(), "banlieue_virtual_machines",
+                                "VirtualMachines in this controller's cache, by phase", *vms_);
+  provider_phases_ =
+      runtime::exportPhaseGauge(MetricsRegistry::global(), "banlieue_providers",
+                                "Providers in this controller's cache, by phase", *providers_);
   if (!options_.event_instance.empty()) {
     events_ = std::make_unique<runtime::EventRecorder>(
         client_, runtime::EventSource{.controller = "banlieue.io/controller",

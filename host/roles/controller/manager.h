@@ -11,6 +11,7 @@
 #include "host/roles/controller/infra_kinds.h"
 #include "host/roles/controller/pool_reconciler.h"
 #include "host/roles/controller/vm_reconciler.h"
+#include "host/runtime/cache_metrics.h"
 #include "host/runtime/controller.h"
 #include "host/runtime/events.h"
 #include "host/runtime/informer.h"
@@ -49,6 +50,8 @@ class Manager {
   kube::KubeClient& client_;
   ManagerOptions options_;
   std::unique_ptr<runtime::Informer> vms_, classes_, images_, providers_, provider_classes_;
+  // banlieue_virtual_machines{phase} and banlieue_providers{phase}, from the caches above.
+  MetricsCollector vm_phases_, provider_phases_;
   std::unique_ptr<runtime::EventRecorder> events_;
   std::unique_ptr<InfraKinds> infra_;
   std::unique_ptr<VmReconciler> reconciler_;

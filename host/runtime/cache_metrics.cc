@@ -1,0 +1,42 @@
+#include "host/runtime/cache_metrics.h"
+
+#include <banlieue/sdk/json.h>
+
+#include <vector>
+
+namespace banlieue::runtime {
+
+std::string readinessPhase(const rapidjson::Value& object) {
+  namespace json = sdk::json;
+  if (!json::stringOr(&object, "metadata.deletionTimestamp").empty()) return "Deleting";
+  const auto* conditions = json::find(&object, "status.conditions");
+  if (conditions != nullptr && conditions->IsArray()) {
+    for (const auto& c : conditions->GetArray()) {
+      if (json::stringOr(&c, "type") != "Ready") continue;
+      std::string status = json::stringOr(&c, "status");
+      if (status == "True") return "Ready";
+      if (status == "False") return "NotReady";
+    }
+  }
+  return "Pending";
+}
+
+MetricsCollector exportPhaseGauge(MetricsRegistry& registry, const std::string& name,
+                                  const std::string& help, const Informer& informer) {
+  std::vector<Gauge*> gauges;
+  for (const char* phase : kReadinessPhases) {
+    gauges.push_back(&registry.gauge(name, help, {{"phase", phase}}));
+  }
+  return registry.addCollector([gauges, &informer] {
+    std::vector<double> counts(kReadinessPhases.size(), 0);
+    for (const auto& object : informer.list()) {
+      std::string phase = readinessPhase(*object);
+      for (size_t i = 0; i < kReadinessPhases.size(); ++i) {
+        if (phase == kReadinessPhases[i]) ++counts[i];
+      }
+    }
+    for (size_t i = 0; i < gauges.size(); ++i) gauges[i]->set(counts[i]);
+  });
+}
+
+}  // namespace banlieue::runtime
