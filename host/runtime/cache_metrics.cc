@@ -24,6 +24,7 @@ std::string readinessPhase(const rapidjson::Value& object) {
 MetricsCollector exportPhaseGauge(MetricsRegistry& registry, const std::string& name,
                                   const std::string& help, const Informer& informer) {
   std::vector<Gauge*> gauges;
+  gauges.reserve(kReadinessPhases.size());
   for (const char* phase : kReadinessPhases) {
     gauges.push_back(&registry.gauge(name, help, {{"phase", phase}}));
   }

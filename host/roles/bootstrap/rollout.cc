@@ -38,7 +38,11 @@ std::string unreadyConditions(const rapidjson::Value& object) {
     std::string reason = json::stringOr(&c, "reason");
     std::string message = json::stringOr(&c, "message");
     if (!reason.empty() || !message.empty()) {
-      out += " (" + reason + (reason.empty() || message.empty() ? "" : ": ") + message + ")";
+      out += " (";
+      out += reason;
+      if (!reason.empty() && !message.empty()) out += ": ";
+      out += message;
+      out += ")";
     }
   }
   return out;
@@ -59,7 +63,12 @@ std::string podTrouble(const rapidjson::Value& pod) {
         if (s == nullptr || !s->IsObject()) continue;
         std::string reason = json::stringOr(s, "reason");
         std::string message = json::stringOr(s, "message");
-        std::string text = name + container + " " + state + ": " + reason;
+        std::string text = name;
+        text += container;
+        text += " ";
+        text += state;
+        text += ": ";
+        text += reason;
         if (!message.empty()) text += " (" + message + ")";
         return text;
       }
