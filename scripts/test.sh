@@ -30,11 +30,14 @@ results=$(mktemp -d)
 # interrupted run stops it here (a no-op when nothing runs).
 cluster_state=$build_dir/local-cluster
 integration_pid=""
-stop_background() {  # the integration tier, when the run ends while it runs in the background
-  [ -n "$integration_pid" ] || return 0
-  pkill -TERM -P "$integration_pid" 2>/dev/null || true
-  kill "$integration_pid" 2>/dev/null || true
-  wait "$integration_pid" 2>/dev/null || true
+asan_build_pid=""
+stop_background() {  # the integration tier and the ci-asan build, when the run ends while they run
+  local pid
+  for pid in $integration_pid $asan_build_pid; do
+    pkill -TERM -P "$pid" 2>/dev/null || true
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
 }
 # The sanitizer builds are unity builds (16 sources a translation unit: 3-4 times faster to
 # compile cold). CMake writes each source's absolute path into the unity sources, so ccache
@@ -56,6 +59,17 @@ unmount_fixed_src() {
   umount "$fixed_src" 2>/dev/null || umount -l "$fixed_src" 2>/dev/null || true
   sanitizer_src=$PWD
 }
+# configure_sanitizer <preset>: a build directory configured from the other path (this clone's
+# own, or the fixed one) is configured afresh; ccache makes that cheap.
+configure_sanitizer() {
+  local cache=$build_dir/../$1/CMakeCache.txt
+  if [ -f "$cache" ] && ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$sanitizer_src" "$cache"; then
+    rm -rf "${cache%/CMakeCache.txt}/CMakeCache.txt" "${cache%/CMakeCache.txt}/CMakeFiles"
+  fi
+  (cd "$sanitizer_src" && nice -n 10 cmake --preset "$1" >/dev/null &&
+    nice -n 10 cmake --build --preset "$1" -j "$jobs")
+}
+
 trap 'stop_background; unmount_fixed_src; rm -rf "$results"; [ -d "$cluster_state" ] && deploy/local/down --purge --state-dir "$cluster_state" >/dev/null 2>&1' EXIT
 
 # The fewest tests each tier may run: a label typo or a test binary that registers nothing must
@@ -98,6 +112,15 @@ cmake --preset "$preset" >/dev/null
 
 step "build"
 cmake --build --preset "$preset" -j "$jobs"
+
+# The ci-asan build, the largest step of a fresh run after this one, starts now (niced) beside
+# clang-tidy, the images and the unit and abi tiers; the sanitizer steps below wait for it.
+if [ "$sanitize" = on ]; then
+  mount_fixed_src
+  (configure_sanitizer ci-asan >"$results/ci-asan-build.log" 2>&1; echo $? >"$results/ci-asan-build.rc") &
+  asan_build_pid=$!
+  asan_build_started=$SECONDS
+fi
 
 tidy_ok=1
 case $tidy in
@@ -150,22 +173,13 @@ run_tier() {
     --no-tests=error --output-on-failure --output-junit "$results/$tier.xml")
 }
 
-# configure_sanitizer <preset>: a build directory configured from the other path (this clone's
-# own, or the fixed one) is configured afresh; ccache makes that cheap.
-configure_sanitizer() {
-  local cache=$build_dir/../$1/CMakeCache.txt
-  if [ -f "$cache" ] && ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$sanitizer_src" "$cache"; then
-    rm -rf "${cache%/CMakeCache.txt}/CMakeCache.txt" "${cache%/CMakeCache.txt}/CMakeFiles"
-  fi
-  (cd "$sanitizer_src" && nice -n 10 cmake --preset "$1" >/dev/null &&
-    nice -n 10 cmake --build --preset "$1" -j "$jobs")
-}
-
 # The sanitizer builds (niced: they run beside the integration tier) and their tiers.
 sanitizer_steps() {
-  mount_fixed_src
-  step "configure and build (ci-asan: the unit and abi tiers and the fuzz targets, clang ASan+UBSan)"
-  configure_sanitizer ci-asan || failed=1
+  step "configure and build (ci-asan: the unit and abi tiers and the fuzz targets, clang ASan+UBSan; started after the dev build $((SECONDS - asan_build_started)) s ago)"
+  wait "$asan_build_pid" || true
+  asan_build_pid=""
+  cat "$results/ci-asan-build.log"
+  [ "$(cat "$results/ci-asan-build.rc" 2>/dev/null)" = 0 ] || failed=1
   step "tier asan-unit"
   run_tier asan-unit || failed=1
   step "tier asan-abi"
