@@ -91,6 +91,33 @@ Status started(sdk::Reply& reply, const std::string& phase, const MoRef& task,
   return Status::inProgress("TaskRunning", what);
 }
 
+// The clone vCenter is still making for a machine named `name`, when the operation token that
+// named its task was lost (the provider killed after CloneVM_Task returned, a status write
+// that failed): until the clone completes the VM is not in the inventory, so the lookup by
+// instance UUID cannot see it, and a second clone (or a deletion reported done) would follow.
+// A clone in flight is a queued or running "VirtualMachine.clone" task of
+// TaskManager.recentTask; the VmBeingClonedEvent it posted when it started (same event chain)
+// names what it makes. Two round trips; the second only while some clone is in flight. A
+// same-named machine's clone in another folder is adopted too: the caller only waits for it
+// and then looks its own VM up by instance UUID again, so the cost is a wait, never a wrong VM.
+std::optional<MoRef> cloneInFlight(Vim& vim, const std::string& name, Deadline deadline) {
+  std::vector<RecentTask> clones;
+  for (auto& task : vim.recentTasks(deadline)) {
+    if (task.description_id == "VirtualMachine.clone" && task.event_chain_id != 0 &&
+        (task.state == TaskState::kQueued || task.state == TaskState::kRunning)) {
+      clones.push_back(std::move(task));
+    }
+  }
+  if (clones.empty()) return std::nullopt;
+  for (const auto& started : vim.clonesStarted(deadline)) {
+    if (started.dest_name != name) continue;
+    for (const auto& task : clones) {
+      if (task.event_chain_id == started.chain_id) return task.task;
+    }
+  }
+  return std::nullopt;
+}
+
 std::string extraConfigXml(const std::map<std::string, std::string>& values) {
   XmlWriter w;
   for (const auto& [key, value] : values) {
@@ -434,6 +461,12 @@ Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileR
                 "VM " + (known.empty() ? uuid : known) + " of " + who +
                     " no longer exists in vCenter; delete the VSphereMachine to recreate it"};
       }
+      if (auto task = cloneInFlight(vim_, request.name, deadline)) {
+        auto& a = reply.allocator();
+        reply.status().AddMember("instanceUuid", json::stringValue(uuid, a), a);
+        return started(reply, "clone", *task,
+                       "clone of " + who + " (in flight; its operation token was lost)");
+      }
       return clone(spec, request, uuid, deadline, reply);
     }
 
@@ -586,6 +619,12 @@ Status MachineReconciler::finalize(const sdk::Call& call, const sdk::ReconcileRe
     if (call.cancelled()) return cancelled(who);
     std::optional<MoRef> vm = isUuid(uuid) ? vim_.findByInstanceUuid(uuid, deadline) : std::nullopt;
     if (!vm) {
+      // A clone still in flight would complete after the finalizer is gone, an orphan: wait
+      // for it, then delete what it made.
+      if (auto task = cloneInFlight(vim_, request.name, deadline)) {
+        return started(reply, "clone", *task,
+                       "clone of " + who + " (in flight; deleted once it completes)");
+      }
       settle(reply);
       return Status::ok();  // never created, or already gone: both mean done
     }

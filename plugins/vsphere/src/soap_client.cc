@@ -132,6 +132,8 @@ void SoapClient::loginLocked(Deadline deadline) {
   content_.search_index = readMoRef(child(rv, "searchIndex"));
   content_.file_manager = readMoRef(child(rv, "fileManager"));
   content_.custom_fields_manager = readMoRef(child(rv, "customFieldsManager"));
+  content_.task_manager = readMoRef(child(rv, "taskManager"));
+  content_.event_manager = readMoRef(child(rv, "eventManager"));
   content_.api_version = childText(child(rv, "about"), "apiVersion").value_or("");
   content_.instance_uuid = childText(child(rv, "about"), "instanceUuid").value_or("");
   if (content_.session_manager.empty() || content_.property_collector.empty()) {

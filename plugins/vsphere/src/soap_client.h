@@ -27,6 +27,8 @@ struct ServiceContent {
   MoRef search_index;
   MoRef file_manager;
   MoRef custom_fields_manager;
+  MoRef task_manager;
+  MoRef event_manager;
   std::string api_version;
   std::string instance_uuid;
 };

@@ -79,21 +79,23 @@ std::string parseRetrieveResult(const pugi::xml_node& returnval, std::vector<Obj
   return childText(returnval, "token").value_or("");
 }
 
+namespace {
+
+TaskState parseTaskState(const ObjectContent& task) {
+  std::string state = task.text("info.state");
+  if (state == "success") return TaskState::kSuccess;
+  if (state == "error") return TaskState::kError;
+  if (state == "running") return TaskState::kRunning;
+  if (state == "queued") return TaskState::kQueued;
+  throw sdk::Error(sdk::Code::kUnavailable, "InvalidResponse",
+                   "task " + task.obj.value + " has unknown state '" + state + "'");
+}
+
+}  // namespace
+
 TaskInfo parseTaskInfo(const ObjectContent& task) {
   TaskInfo info;
-  std::string state = task.text("info.state");
-  if (state == "success") {
-    info.state = TaskState::kSuccess;
-  } else if (state == "error") {
-    info.state = TaskState::kError;
-  } else if (state == "running") {
-    info.state = TaskState::kRunning;
-  } else if (state == "queued") {
-    info.state = TaskState::kQueued;
-  } else {
-    throw sdk::Error(sdk::Code::kUnavailable, "InvalidResponse",
-                     "task " + task.obj.value + " has unknown state '" + state + "'");
-  }
+  info.state = parseTaskState(task);
   if (pugi::xml_node error = task.node("info.error")) info.error = parseLocalizedFault(error);
   if (info.state == TaskState::kError && !info.error) {
     info.error = VimFault("MethodFault", "task " + task.obj.value + " failed without an error");
@@ -211,6 +213,52 @@ TaskInfo Vim::taskInfo(const MoRef& task, Deadline deadline) {
     throw VimFault("ManagedObjectNotFound", "task " + task.value + " is gone");
   }
   return parseTaskInfo(r.objects.front());
+}
+
+std::vector<RecentTask> Vim::recentTasks(Deadline deadline) {
+  const MoRef manager = client_.content(deadline).task_manager;
+  if (manager.empty()) return {};  // an ESXi host without a TaskManager lists nothing
+  XmlWriter spec;
+  spec.open("specSet").raw(
+      propSets({{"Task", {"info.state", "info.descriptionId", "info.eventChainId"}}}));
+  spec.open("objectSet").moref("obj", manager).boolean("skip", true);
+  spec.open("selectSet", "TraversalSpec")
+      .text("name", "recentTask")
+      .text("type", "TaskManager")
+      .text("path", "recentTask")
+      .boolean("skip", false)
+      .close("selectSet");
+  spec.close("objectSet").close("specSet");
+  std::vector<RecentTask> tasks;
+  for (const auto& o : retrieve(spec.str(), deadline).objects) {
+    if (o.obj.type != "Task") continue;
+    tasks.push_back({o.obj, parseTaskState(o), o.text("info.descriptionId"),
+                     o.integer("info.eventChainId").value_or(0)});
+  }
+  return tasks;
+}
+
+std::vector<CloneStarted> Vim::clonesStarted(Deadline deadline) {
+  const MoRef manager = client_.content(deadline).event_manager;
+  if (manager.empty()) return {};
+  XmlWriter w;
+  w.open("filter").text("eventTypeId", "VmBeingClonedEvent").integer("maxCount", 1000);
+  w.close("filter");
+  SoapResponse r = client_.call("QueryEvents", manager, w.str(), deadline);
+  std::vector<CloneStarted> events;
+  for (pugi::xml_node event : children(r.body, "returnval")) {
+    if (xsiType(event) != "VmBeingClonedEvent") continue;
+    CloneStarted started;
+    try {
+      started.chain_id = std::stoll(childText(event, "chainId").value_or("0"));
+    } catch (const std::exception&) {
+      continue;  // an event without a chain links to no task
+    }
+    started.dest_name = childText(event, "destName").value_or("");
+    started.dest_folder = readMoRef(child(child(event, "destFolder"), "folder"));
+    events.push_back(std::move(started));
+  }
+  return events;
 }
 
 MoRef Vim::startTask(std::string_view method, const MoRef& self, std::string_view arguments,

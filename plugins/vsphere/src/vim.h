@@ -45,6 +45,21 @@ struct TaskInfo {
   int progress = 0;
 };
 
+// A task of TaskManager.recentTask (recently completed, running or queued).
+struct RecentTask {
+  MoRef task;
+  TaskState state = TaskState::kQueued;
+  std::string description_id;  // "VirtualMachine.clone", ...
+  int64_t event_chain_id = 0;  // the chain of the events the task posts
+};
+
+// A VmBeingClonedEvent: a clone that started, what it makes and where.
+struct CloneStarted {
+  int64_t chain_id = 0;
+  std::string dest_name;
+  MoRef dest_folder;
+};
+
 class Vim {
  public:
   explicit Vim(SoapClient& client) : client_(client) {}
@@ -67,6 +82,11 @@ class Vim {
   std::optional<MoRef> findByInventoryPath(const std::string& path, Deadline deadline);
 
   TaskInfo taskInfo(const MoRef& task, Deadline deadline);
+  // TaskManager.recentTask with each task's state, description and event chain, in one
+  // RetrievePropertiesEx.
+  std::vector<RecentTask> recentTasks(Deadline deadline);
+  // The newest VmBeingClonedEvents (at most 1000), in one QueryEvents.
+  std::vector<CloneStarted> clonesStarted(Deadline deadline);
 
   // Starts a *_Task method and returns the Task.
   MoRef startTask(std::string_view method, const MoRef& self, std::string_view arguments,

@@ -10,6 +10,13 @@
 // -cacert, the login of -username/-password), prints one JSON object a line for every virtual
 // machine and template, and exits. scripts/chaos.sh lists vcsim's own inventory this way,
 // through govmomi rather than the plugin's SOAP client whose effects it checks.
+//
+// With -clone-seconds N, CloneVM_Task on the virtual machines and templates that exist at start
+// behaves as on a real vCenter, where a clone takes minutes: the call returns its Task at once,
+// queued, the VmBeingClonedEvent (destName, destFolder) is posted at once with the event chain
+// the Task's info.eventChainId names, and the clone itself runs N seconds later. govmomi's
+// simulator runs every task inside the request, so without this flag no clone is ever seen in
+// flight; the plugin's tests of a clone whose operation token was lost need one.
 package main
 
 import (
@@ -30,9 +37,71 @@ import (
 	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/view"
 	"github.com/vmware/govmomi/vim25"
+	"github.com/vmware/govmomi/vim25/methods"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/soap"
+	"github.com/vmware/govmomi/vim25/types"
 )
+
+// slowCloneVM is a simulator VirtualMachine whose CloneVM_Task runs later, in the background.
+// It embeds the simulator's VirtualMachine by value (a copy taken at start, put in the registry
+// in place of the original): the property collector finds the mo type through embedded struct
+// fields, which an embedded pointer would break.
+type slowCloneVM struct {
+	simulator.VirtualMachine
+	delay time.Duration
+}
+
+func (vm *slowCloneVM) CloneVMTask(ctx *simulator.Context, req *types.CloneVM_Task) soap.HasFault {
+	folderName := req.Folder.Value
+	if folder, ok := simulator.Map.Get(req.Folder).(mo.Entity); ok {
+		folderName = folder.Entity().Name
+	}
+	started := &types.VmBeingClonedEvent{
+		VmCloneEvent: types.VmCloneEvent{VmEvent: types.VmEvent{Event: types.Event{
+			Vm: &types.VmEventArgument{
+				EntityEventArgument: types.EntityEventArgument{Name: vm.Name},
+				Vm:                  vm.Self,
+			},
+			FullFormattedMessage: "Cloning " + vm.Name + " to " + req.Name,
+		}}},
+		DestFolder: types.FolderEventArgument{
+			EntityEventArgument: types.EntityEventArgument{Name: folderName},
+			Folder:              req.Folder,
+		},
+		DestName: req.Name,
+	}
+	events := simulator.Map.EventManager()
+	simulator.Map.WithLock(events, func() {
+		events.PostEvent(ctx, &types.PostEvent{EventToPost: started})
+	})
+	task := simulator.CreateTask(vm, "cloneVm", func(*simulator.Task) (types.AnyType, types.BaseMethodFault) {
+		time.Sleep(vm.delay)
+		var res soap.HasFault
+		simulator.Map.WithLock(vm, func() { res = vm.VirtualMachine.CloneVMTask(ctx, req) })
+		body := res.(*methods.CloneVM_TaskBody)
+		if body.Fault_ != nil || body.Res == nil {
+			return nil, &types.SystemError{Reason: "the simulator's clone failed"}
+		}
+		inner := simulator.Map.Get(body.Res.Returnval).(*simulator.Task)
+		if inner.Info.Error != nil {
+			return nil, inner.Info.Error.Fault
+		}
+		return inner.Info.Result, nil
+	})
+	task.Info.EventChainId = started.ChainId
+	task.Info.DescriptionId = "VirtualMachine.clone" // vCenter's id; the simulator says cloneVm
+	go task.Run()
+	return &methods.CloneVM_TaskBody{Res: &types.CloneVM_TaskResponse{Returnval: task.Self}}
+}
+
+// slowClones puts a slowCloneVM in place of every virtual machine and template there is now.
+func slowClones(delay time.Duration) {
+	for _, entity := range simulator.Map.All("VirtualMachine") {
+		vm := entity.(*simulator.VirtualMachine)
+		simulator.Map.Put(&slowCloneVM{VirtualMachine: *vm, delay: delay})
+	}
+}
 
 // inventoryVM is one line of -inventory: the VM's name, its instance UUID (the plugin sets it
 // to the VSphereMachine's uid), whether it is a template, its power state, and the host name
@@ -125,6 +194,7 @@ func main() {
 	flag.BoolVar(&simulator.Trace, "trace", false, "log SOAP traffic to stderr")
 	inventory := flag.String("inventory", "", "list the VMs of the vCenter at this sdk URL, then exit")
 	caFile := flag.String("cacert", "", "with -inventory: the CA (PEM) that signed the server's certificate")
+	cloneSeconds := flag.Float64("clone-seconds", 0, "run each CloneVM_Task this many seconds after it is queued (0: at once, inside the call)")
 	flag.Parse()
 
 	if *inventory != "" {
@@ -140,6 +210,9 @@ func main() {
 	}
 	if err := model.Create(); err != nil {
 		log.Fatal(err)
+	}
+	if *cloneSeconds > 0 {
+		slowClones(time.Duration(*cloneSeconds * float64(time.Second)))
 	}
 	model.Service.Listen = listenURL
 	if *certFile != "" {
