@@ -109,7 +109,7 @@ gone() {
 }
 
 # vm_gone <vm>: the VM and its machine on either backend are all gone.
-vm_gone() { gone vm "$1" && gone libvirtmachine "$1" && gone vspheremachine "$1"; }
+vm_gone() { gone bvm "$1" && gone libvirtmachine "$1" && gone vspheremachine "$1"; }
 
 # domains: libvirtd's own inventory, one domain name a line.
 domains() { virsh -q -c "$libvirt_uri" list --all --name | sed '/^$/d'; }
