@@ -113,7 +113,7 @@ state = "$d/containerd/state"
   netns_mounts_under_state_dir = true
   disable_apparmor = true
   [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "native"
+    snapshotter = "overlayfs"
     default_runtime_name = "runc"
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
