@@ -1,5 +1,7 @@
 #include "host/common/logging.h"
 
+#include "host/common/log_context.h"
+
 #include <spdlog/details/log_msg.h>
 #include <spdlog/formatter.h>
 #include <spdlog/pattern_formatter.h>
@@ -13,7 +15,8 @@
 namespace banlieue::common {
 namespace {
 
-// One JSON object per line: {"ts","level","logger","msg"}; the message is escaped properly,
+// One JSON object per line: {"ts","level","logger","msg"}, and within a reconcile the keys of
+// its object ("controller","namespace","name","reconcileID"); the message is escaped properly,
 // which a pattern string cannot do.
 class JsonFormatter final : public spdlog::formatter {
  public:
@@ -26,15 +29,40 @@ class JsonFormatter final : public spdlog::formatter {
     char stamp[32];
     std::strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
     std::string line =
-        fmt::format(R"({{"ts":"{}.{:03d}Z","level":"{}","logger":"{}","msg":"{}"}})", stamp, millis,
+        fmt::format(R"({{"ts":"{}.{:03d}Z","level":"{}","logger":"{}","msg":"{}")", stamp, millis,
                     spdlog::level::to_string_view(msg.level),
                     jsonEscape(std::string_view(msg.logger_name.data(), msg.logger_name.size())),
                     jsonEscape(std::string_view(msg.payload.data(), msg.payload.size())));
-    line.push_back('\n');
+    if (const LogContext* context = currentLogContext()) {
+      line += fmt::format(R"(,"controller":"{}")", jsonEscape(context->controller));
+      if (!context->namespace_.empty()) {
+        line += fmt::format(R"(,"namespace":"{}")", jsonEscape(context->namespace_));
+      }
+      line += fmt::format(R"(,"name":"{}","reconcileID":"{}")", jsonEscape(context->name),
+                          jsonEscape(context->reconcile_id));
+    }
+    line += "}\n";
     dest.append(line.data(), line.data() + line.size());
   }
   std::unique_ptr<spdlog::formatter> clone() const override {
     return std::make_unique<JsonFormatter>();
+  }
+};
+
+// %* in the text pattern: " [controller ns/name reconcileID]" within a reconcile, else nothing.
+class ContextFlag final : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& /*msg*/, const std::tm& /*tm*/,
+              spdlog::memory_buf_t& dest) override {
+    const LogContext* context = currentLogContext();
+    if (context == nullptr) return;
+    std::string text = " [" + context->controller + " " +
+                       (context->namespace_.empty() ? "" : context->namespace_ + "/") +
+                       context->name + " " + context->reconcile_id + "]";
+    dest.append(text.data(), text.data() + text.size());
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<ContextFlag>();
   }
 };
 
@@ -82,14 +110,17 @@ std::optional<LogFormat> parseLogFormat(std::string_view text) {
   return std::nullopt;
 }
 
+std::unique_ptr<spdlog::formatter> logFormatter(LogFormat format) {
+  if (format == LogFormat::kJson) return std::make_unique<JsonFormatter>();
+  auto text = std::make_unique<spdlog::pattern_formatter>();
+  text->add_flag<ContextFlag>('*').set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%-5l%$ %n%*: %v");
+  return text;
+}
+
 void configureLogging(spdlog::level::level_enum level, LogFormat format) {
   std::lock_guard lock(loggerMutex());
   auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
-  if (format == LogFormat::kJson) {
-    sink->set_formatter(std::make_unique<JsonFormatter>());
-  } else {
-    sink->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%-5l%$ %n: %v");
-  }
+  sink->set_formatter(logFormatter(format));
   auto root = std::make_shared<spdlog::logger>("banlieue", sink);
   root->set_level(level);
   spdlog::drop_all();

@@ -1,5 +1,6 @@
 #include "host/runtime/controller.h"
 
+#include "host/common/log_context.h"
 #include "host/common/logging.h"
 
 #include <banlieue/sdk/json.h>
@@ -159,8 +160,10 @@ void Controller::worker() {
     metrics_.active_workers->add(1);
     Result result;
     auto started = std::chrono::steady_clock::now();
+    const Request request = Request::fromKey(*key);
+    common::ScopedLogContext context({name_, request.ns, request.name, common::newReconcileId()});
     try {
-      result = reconciler_.reconcile(Request::fromKey(*key));
+      result = reconciler_.reconcile(request);
     } catch (const std::exception& e) {
       // A reconciler bug must not take the process down; treat it as a retryable error.
       result = Result::retry(error(Code::kInternal, "ReconcilerException", e.what()));
