@@ -350,6 +350,39 @@ const Fields<VMImageStatus>& VMImageStatus::describe() {
   return f;
 }
 
+const Fields<ClassProvider>& ClassProvider::describe() {
+  using T = ClassProvider;
+  static const Fields<T> f =
+      Fields<T>("A Provider that can serve the class")
+          .field("providerName", &T::provider_name,
+                 {.description = "The Provider's name", .required = true})
+          .field("providerNamespace", &T::provider_namespace,
+                 {.description = "The Provider's namespace", .required = true})
+          .field("failureDomains", &T::failure_domains,
+                 {.description = "Its failure domains whose storage classes, network classes, "
+                                 "features and firmware satisfy the class"});
+  return f;
+}
+
+const Fields<VMClassStatus>& VMClassStatus::describe() {
+  using T = VMClassStatus;
+  static const Fields<T> f =
+      Fields<T>("Which Providers can serve the class")
+          .field("providers", &T::providers,
+                 {.description = "Providers with at least one failure domain that satisfies the "
+                                 "class; a VM also needs its image ready and its selectors "
+                                 "matched there",
+                  .map_keys = {"providerNamespace", "providerName"}})
+          .field("providerCount", &T::provider_count,
+                 {.description = "How many Providers can serve the class"})
+          .field("conditions", &T::conditions,
+                 conditionsSpec("Ready: at least one Provider can serve the class; when none "
+                                "can, the message says what each one lacks"))
+          .field("observedGeneration", &T::observed_generation,
+                 {.description = "metadata.generation this status was computed from"});
+  return f;
+}
+
 BANLIEUE_API_CODEC(VMClass);
 BANLIEUE_API_CODEC(VMImage);
 
@@ -364,8 +397,13 @@ std::vector<KindInfo> vmClassKinds() {
                     .columns = {{"CPUs", "integer", ".spec.hardware.cpus"},
                                 {"MemoryMiB", "integer", ".spec.hardware.memoryMiB"},
                                 {"Firmware", "string", ".spec.firmware"},
+                                {"Providers", "integer", ".status.providerCount",
+                                 "How many Providers can serve the class"},
+                                readyColumn(),
+                                reasonColumn(),
                                 ageColumn()},
                     .spec_schema = &schemaOf<VMClassSpec>,
+                    .status_schema = &schemaOf<VMClassStatus>,
                     .spec_required = true};
   KindInfo image{.group = kGroup,
                  .version = kVersion,

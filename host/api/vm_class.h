@@ -43,7 +43,25 @@ struct VMClassSpec {
   static const Fields<VMClassSpec>& describe();
 };
 
-using VMClass = Resource<VMClassSpec, NoStatus>;
+// A Provider with at least one failure domain whose capabilities satisfy the class.
+struct ClassProvider {
+  std::string provider_name;
+  std::string provider_namespace;
+  std::vector<std::string> failure_domains;
+  static const Fields<ClassProvider>& describe();
+};
+
+// Which Providers can serve the class (the controller computes it from their failure domains;
+// a VM still needs its image ready and its selectors matched there).
+struct VMClassStatus {
+  std::vector<ClassProvider> providers;
+  int32_t provider_count = 0;
+  std::vector<Condition> conditions;
+  int64_t observed_generation = 0;
+  static const Fields<VMClassStatus>& describe();
+};
+
+using VMClass = Resource<VMClassSpec, VMClassStatus>;
 
 struct ImageSource {
   std::string provider_class;

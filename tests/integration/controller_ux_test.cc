@@ -2,7 +2,8 @@
 // (controller_vm_fixture.h): `kubectl get bvm` (kubectl 1.32) shows why a VM is or is not Ready,
 // its address, Provider and failure domain; a VM naming two userData sources is refused at
 // apply; `kubectl scale bvmpool` drives a pool through its scale subresource; NoProviderMatched
-// says where it looked; every condition the controller writes is accepted as a metav1.Condition.
+// says where it looked; every condition the controller writes is accepted as a metav1.Condition;
+// `kubectl get bvmclass` says which Providers can serve a class, and what they lack when none can.
 #include "tests/integration/controller_vm_fixture.h"
 
 #include <gmock/gmock.h>
@@ -126,6 +127,92 @@ TEST_F(ControllerVmTest, NoProviderMatchedSaysWhereItLookedAndForWhat) {
             "no Provider in namespace " + ns_.name() +
                 " matches providerSelector site=nowhere: the namespace holds 2 Providers, none "
                 "with those labels");
+}
+
+TEST_F(ControllerVmTest, GetBvmclassShowsWhichProvidersCanServeTheClass) {
+  // The class status reconciler runs cluster-wide in the controller; here it watches this
+  // test's class and this namespace's Providers only (tests share the cluster).
+  runtime::Informer classes(*client_, resources::kVMClass,
+                            runtime::InformerOptions{.label_selector = "banlieue-test=" + prefix_});
+  runtime::Informer providers(*client_, resources::kProvider,
+                              runtime::InformerOptions{.ns = ns_.name()});
+  ClassStatusReconciler reconciler(*client_, classes, providers);
+  runtime::Controller controller("vmclass", reconciler, {.workers = 1});
+  controller.watch(classes, runtime::Controller::Updates::kIgnoreStatusOnly);
+  controller.watchMapped(providers, [&](const runtime::Object&) {
+    std::vector<std::string> keys;
+    for (const auto& c : classes.list()) keys.push_back(json::stringOr(c.get(), "metadata.name"));
+    return keys;
+  });
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  threads.emplace_back([&] { classes.run(stop); });
+  threads.emplace_back([&] { providers.run(stop); });
+  threads.emplace_back([&] { controller.run(stop); });
+  struct Join {
+    std::atomic<bool>& stop;
+    std::vector<std::thread>& threads;
+    ~Join() {
+      stop = true;
+      for (auto& t : threads) t.join();
+    }
+  } join{stop, threads};
+
+  const std::string name = prefix_ + "-small";
+  vmClass(name);
+  auto classCondition = [&](const char* field) {
+    auto object = client_->get(resources::kVMClass, "", name);
+    if (!object.ok()) return std::string("<absent>");
+    const auto* list = json::find(&*object, "status.conditions");
+    if (list == nullptr) return std::string("<none>");
+    for (const auto& c : list->GetArray())
+      if (json::stringOr(&c, "type") == "Ready") return json::stringOr(&c, field);
+    return std::string("<none>");
+  };
+  ASSERT_TRUE(LocalCluster::eventually([&] { return classCondition("reason") == "NoProviders"; }))
+      << classCondition("reason");
+
+  providerClass(prefix_ + "-lv", "LibvirtMachine");
+  provider("p1", prefix_ + "-lv", "{site: one}");
+  provider("p2", prefix_ + "-lv", "{site: two}");
+  // p2's failure domain lacks the class's network class.
+  patchStatus(resources::kProvider, ns_.name(), "p2",
+              R"({"failureDomains":[{"name":"fd-p2","attributes":{"availableStorageClasses":)"
+              R"(["fast"],"availableNetworkClasses":["dmz"]}}]})");
+  const std::string served =
+      "served by 1 of 2 Provider(s): " + ns_.name() + "/p1 (1 failure domain)";
+  ASSERT_TRUE(LocalCluster::eventually([&] { return classCondition("message") == served; }))
+      << classCondition("reason") << ": " << classCondition("message");
+  EXPECT_EQ(classCondition("reason"), "ProvidersAvailable");
+  auto table = cluster_.kubectl("get bvmclass " + name);
+  ASSERT_EQ(table.exit_code, 0) << table.output;
+  // NAME CPUS MEMORYMIB FIRMWARE PROVIDERS READY REASON AGE
+  EXPECT_TRUE(std::regex_search(table.output,
+                                std::regex(name + " +2 +1024 +efi +1 +True +ProvidersAvailable ")))
+      << table.output;
+  auto object = client_->get(resources::kVMClass, "", name);
+  ASSERT_TRUE(object.ok());
+  const auto* listed = json::find(&*object, "status.providers");
+  ASSERT_TRUE(listed != nullptr && listed->IsArray() && listed->Size() == 1)
+      << json::serialize(*object);
+  EXPECT_EQ(json::stringOr(&(*listed)[0], "providerName"), "p1");
+  EXPECT_EQ(json::stringOr(&(*listed)[0], "providerNamespace"), ns_.name());
+  EXPECT_EQ(json::serialize((*listed)[0]["failureDomains"]), R"(["fd-p1"])");
+
+  // p1 loses the storage class: nobody can serve the class, and the message says why.
+  patchStatus(resources::kProvider, ns_.name(), "p1",
+              R"({"failureDomains":[{"name":"fd-p1","attributes":{"availableStorageClasses":)"
+              R"(["slow"],"availableNetworkClasses":["lan"]}}]})");
+  const std::string none = "none of 2 Provider(s) can serve this class: " + ns_.name() +
+                           "/p1: storage class 'fast' not available; " + ns_.name() +
+                           "/p2: network class 'lan' not available";
+  ASSERT_TRUE(LocalCluster::eventually([&] { return classCondition("message") == none; }))
+      << classCondition("reason") << ": " << classCondition("message");
+  EXPECT_EQ(classCondition("reason"), "NoProviderSatisfies");
+  table = cluster_.kubectl("get bvmclass " + name);
+  EXPECT_TRUE(std::regex_search(
+      table.output, std::regex(name + " +2 +1024 +efi +0 +False +NoProviderSatisfies ")))
+      << table.output;
 }
 
 TEST_F(ControllerVmTest, EveryConditionTheControllerWritesIsACompleteMetav1Condition) {

@@ -264,6 +264,7 @@ TEST(BootstrapManifestsTest, ControllerIsLeastPrivilegeAndOperatorMintsWorkloads
   EXPECT_FALSE(grants(*controller, "coordination.k8s.io", "leases", "create"));
   EXPECT_TRUE(grants(*controller, "infrastructure.banlieue.io", "libvirtmachines", "create"));
   EXPECT_TRUE(grants(*controller, "banlieue.io", "virtualmachines/status", "patch"));
+  EXPECT_TRUE(grants(*controller, "banlieue.io", "vmclasses/status", "patch"));
 
   EXPECT_TRUE(grants(*op, "apps", "deployments", "create"));
   EXPECT_TRUE(grants(*op, "rbac.authorization.k8s.io", "clusterrolebindings", "create"));

@@ -155,8 +155,8 @@ Strings controllerRules(const std::vector<DiscoveredPlugin>& plugins) {
       rule({api::kGroup}, {"virtualmachines"}, {"create", "update", "patch", "delete"}),
       rule({api::kGroup}, {"virtualmachines/finalizers"}, {"update"}),
       rule({api::kGroup},
-           {"virtualmachines/status", "vmimages/status", "virtualmachinepools/status",
-            "virtualmachineclaims/status"},
+           {"virtualmachines/status", "vmimages/status", "vmclasses/status",
+            "virtualmachinepools/status", "virtualmachineclaims/status"},
            kStatusWrite),
   };
   for (const auto& [group, plurals] : infraPlurals(plugins)) {

@@ -100,6 +100,16 @@ Manager::Manager(kube::KubeClient& client, ManagerOptions options)
   // A Provider appearing or going changes which rows count.
   image_controller_->watchMapped(
       *providers_, [this](const runtime::Object&) { return keysOf(images_->list()); });
+  if (options_.ns.empty()) {
+    class_reconciler_ = std::make_unique<ClassStatusReconciler>(client_, *classes_, *providers_);
+    class_controller_ = std::make_unique<runtime::Controller>(
+        "vmclass", *class_reconciler_, runtime::ControllerOptions{.workers = 1});
+    class_controller_->watch(*classes_, runtime::Controller::Updates::kIgnoreStatusOnly);
+    // A Provider's failure domains decide which classes it serves. Its own status changes
+    // (conditions, heartbeats) map too; the reconciler writes only when a class's status moves.
+    class_controller_->watchMapped(
+        *providers_, [this](const runtime::Object&) { return keysOf(classes_->list()); });
+  }
   setUpClusters();
 
   pools_ = std::make_unique<runtime::Informer>(client_, resources::kVirtualMachinePool, scoped);
@@ -163,10 +173,14 @@ void Manager::run(const std::atomic<bool>& stop) {
     std::thread clusters([this, &stop] {
       if (cluster_controller_) cluster_controller_->run(stop);
     });
+    std::thread classes([this, &stop] {
+      if (class_controller_) class_controller_->run(stop);
+    });
     controller_->run(stop);
     images.join();
     pools.join();
     clusters.join();
+    classes.join();
   }
   for (auto& thread : threads) thread.join();
   infra_->stop();

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "host/kube/client.h"
+#include "host/roles/controller/class_status.h"
 #include "host/roles/controller/cluster_aggregate.h"
 #include "host/roles/controller/image_ready.h"
 #include "host/roles/controller/infra_kinds.h"
@@ -58,6 +59,9 @@ class Manager {
   std::unique_ptr<runtime::Controller> controller_;
   std::unique_ptr<ImageReconciler> image_reconciler_;
   std::unique_ptr<runtime::Controller> image_controller_;
+  // Cluster-wide controllers only (class_status.h).
+  std::unique_ptr<ClassStatusReconciler> class_reconciler_;
+  std::unique_ptr<runtime::Controller> class_controller_;
   std::unique_ptr<runtime::Informer> pools_;
   std::unique_ptr<PoolReconciler> pool_reconciler_;
   std::unique_ptr<runtime::Controller> pool_controller_;

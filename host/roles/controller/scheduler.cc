@@ -45,20 +45,10 @@ struct Check {
   std::string text;
 };
 
-// Filters 2-7 for one failure domain.
-Check checkFailureDomain(const SchedulingInput& input, const api::Provider& provider,
-                         const api::ProviderFailureDomain& fd) {
-  const auto& vm = *input.vm;
-  const auto& spec = input.vm_class->spec;
-  if (vm.spec.placement.failure_domain_selector &&
-      !selectorMatches(*vm.spec.placement.failure_domain_selector, fd.labels))
-    return {Rejection::kSelector, "failureDomainSelector did not match"};
-  const auto* row = imageRow(*input.image, provider);
-  if (row == nullptr || !imageReadyIn(*row, fd.name))
-    return {Rejection::kImage,
-            "image " + input.image->metadata.name + " not ready" +
-                (row != nullptr && !row->zones.empty() ? " in this failure domain"
-                                                       : " on this provider")};
+// Filters 4-7: what the class asks of a failure domain (storage and network classes, features,
+// firmware), whatever the VM.
+Check classCheck(const api::VMClass& vm_class, const api::ProviderFailureDomain& fd) {
+  const auto& spec = vm_class.spec;
   for (const auto& disk : spec.hardware.disks) {
     if (!contains(fd.attributes.available_storage_classes, disk.storage_class))
       return {Rejection::kCapability, "storage class '" + disk.storage_class + "' not available"};
@@ -69,7 +59,7 @@ Check checkFailureDomain(const SchedulingInput& input, const api::Provider& prov
         return {Rejection::kCapability, "network class '" + nic.network_class + "' not available"};
     }
   }
-  for (const auto& feature : requiredFeatures(*input.vm_class)) {
+  for (const auto& feature : requiredFeatures(vm_class)) {
     if (!contains(fd.attributes.features, feature))
       return {Rejection::kCapability, "feature '" + feature + "' not available"};
   }
@@ -77,6 +67,22 @@ Check checkFailureDomain(const SchedulingInput& input, const api::Provider& prov
     return {Rejection::kFirmware,
             "efi-secure firmware requested but 'efiSecureBoot' feature absent"};
   return {};
+}
+
+// Filters 2-7 for one failure domain.
+Check checkFailureDomain(const SchedulingInput& input, const api::Provider& provider,
+                         const api::ProviderFailureDomain& fd) {
+  const auto& vm = *input.vm;
+  if (vm.spec.placement.failure_domain_selector &&
+      !selectorMatches(*vm.spec.placement.failure_domain_selector, fd.labels))
+    return {Rejection::kSelector, "failureDomainSelector did not match"};
+  const auto* row = imageRow(*input.image, provider);
+  if (row == nullptr || !imageReadyIn(*row, fd.name))
+    return {Rejection::kImage,
+            "image " + input.image->metadata.name + " not ready" +
+                (row != nullptr && !row->zones.empty() ? " in this failure domain"
+                                                       : " on this provider")};
+  return classCheck(*input.vm_class, fd);
 }
 
 struct Candidate {
@@ -332,6 +338,10 @@ SchedulingResult schedule(const SchedulingInput& input) {
   result.scheduled = true;
   result.placement = makePlacement(input, survivors[best]);
   return result;
+}
+
+std::string classUnsatisfiedBy(const api::VMClass& vm_class, const api::ProviderFailureDomain& fd) {
+  return classCheck(vm_class, fd).text;
 }
 
 }  // namespace banlieue::controller

@@ -70,6 +70,11 @@ struct SchedulingResult {
 
 SchedulingResult schedule(const SchedulingInput& input);
 
+// Why a failure domain cannot host any VM of the class (a storage or network class, a feature
+// or the firmware it lacks); empty when it can. The VM-specific filters (selectors, image) are
+// not part of it.
+std::string classUnsatisfiedBy(const api::VMClass& vm_class, const api::ProviderFailureDomain& fd);
+
 // "a; b; c; … and M more" with at most `limit` entries.
 std::string joinCapped(const std::vector<std::string>& reasons,
                        size_t limit = kMaxRejectionReasons);

@@ -1,0 +1,88 @@
+// VMClass status (issue #22): which Providers can serve a class, and what each lacks when none
+// can — the class filters of the scheduler, applied per failure domain.
+#include "host/roles/controller/class_status.h"
+
+#include <gtest/gtest.h>
+
+namespace banlieue::controller {
+namespace {
+
+api::VMClass smallClass(const std::string& firmware = "efi") {
+  api::VMClass c;
+  c.metadata.name = "small";
+  c.metadata.generation = 4;
+  c.spec.hardware.cpus = 2;
+  c.spec.hardware.memory_mib = 1024;
+  c.spec.hardware.disks.push_back({.name = "root", .size_gib = 10, .storage_class = "fast"});
+  c.spec.network = api::ClassNetwork{};
+  c.spec.network->interfaces.push_back({.name = "eth0", .network_class = "lan"});
+  c.spec.firmware = firmware;
+  return c;
+}
+
+api::ProviderFailureDomain domain(const std::string& name, std::vector<std::string> storage,
+                                  std::vector<std::string> network,
+                                  std::vector<std::string> features = {}) {
+  api::ProviderFailureDomain fd;
+  fd.name = name;
+  fd.attributes.available_storage_classes = std::move(storage);
+  fd.attributes.available_network_classes = std::move(network);
+  fd.attributes.features = std::move(features);
+  return fd;
+}
+
+api::Provider provider(const std::string& ns, const std::string& name,
+                       std::vector<api::ProviderFailureDomain> fds) {
+  api::Provider p;
+  p.metadata.namespace_ = ns;
+  p.metadata.name = name;
+  p.status.failure_domains = std::move(fds);
+  return p;
+}
+
+TEST(ClassStatusTest, ListsTheProvidersWithAFailureDomainThatFitsSortedAndCounted) {
+  auto status = classStatus(
+      smallClass(),
+      {provider("b", "vsphere",
+                {domain("dc0", {"fast"}, {"lan"}), domain("dc1", {"slow"}, {"lan"}),
+                 domain("dc2", {"fast", "slow"}, {"lan", "dmz"})}),
+       provider("a", "libvirt", {domain("host", {"fast"}, {"dmz"})}), provider("a", "pve", {})});
+  ASSERT_EQ(status.providers.size(), 1u);
+  EXPECT_EQ(status.provider_count, 1);
+  EXPECT_EQ(status.providers[0].provider_namespace, "b");
+  EXPECT_EQ(status.providers[0].provider_name, "vsphere");
+  EXPECT_EQ(status.providers[0].failure_domains, (std::vector<std::string>{"dc0", "dc2"}));
+  EXPECT_EQ(status.observed_generation, 4);
+  ASSERT_EQ(status.conditions.size(), 1u);
+  EXPECT_EQ(status.conditions[0].type, "Ready");
+  EXPECT_EQ(status.conditions[0].status, "True");
+  EXPECT_EQ(status.conditions[0].reason, "ProvidersAvailable");
+  EXPECT_EQ(status.conditions[0].message,
+            "served by 1 of 3 Provider(s): b/vsphere (2 failure domains)");
+  EXPECT_EQ(status.conditions[0].observed_generation, 4);
+}
+
+TEST(ClassStatusTest, WhenNoneFitsTheMessageSaysWhatEachLacks) {
+  auto status = classStatus(smallClass("efi-secure"),
+                            {provider("ns", "lv", {domain("host", {"fast"}, {"lan"})}),
+                             provider("ns", "old", {domain("h", {"fast"}, {"lan"}, {"vtpm"})}),
+                             provider("ns", "new", {})});
+  EXPECT_TRUE(status.providers.empty());
+  EXPECT_EQ(status.provider_count, 0);
+  EXPECT_EQ(status.conditions[0].status, "False");
+  EXPECT_EQ(status.conditions[0].reason, "NoProviderSatisfies");
+  EXPECT_EQ(status.conditions[0].message,
+            "none of 3 Provider(s) can serve this class: ns/lv: efi-secure firmware requested but "
+            "'efiSecureBoot' feature absent; ns/new: publishes no failure domain yet; ns/old: "
+            "efi-secure firmware requested but 'efiSecureBoot' feature absent");
+}
+
+TEST(ClassStatusTest, WithoutProvidersTheClassSaysSo) {
+  auto status = classStatus(smallClass(), {});
+  EXPECT_EQ(status.conditions[0].status, "False");
+  EXPECT_EQ(status.conditions[0].reason, "NoProviders");
+  EXPECT_EQ(status.conditions[0].message, "no Provider exists to serve this class");
+}
+
+}  // namespace
+}  // namespace banlieue::controller
