@@ -1,4 +1,5 @@
 // deploy/ is generated: it must be exactly what the code renders (scripts/gen.sh).
+#include "host/roles/bootstrap/plugin_discovery.h"
 #include "host/roles/crdgen/render.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/read_file.h"
@@ -38,8 +39,26 @@ TEST(ApiDriftTest, CrdsMatchCrdgen) {
   }
 }
 
+// The in-tree plugins as this build made them (scripts/gen.sh renders with the same ones): the
+// backends under plugins/, not the examples.
+std::vector<bootstrap::DiscoveredPlugin> inTreePlugins() {
+  auto all = bootstrap::discoverPlugins(PLUGIN_DIR, {.missing_ok = false});
+  EXPECT_TRUE(all.ok()) << all.status().message();
+  std::vector<bootstrap::DiscoveredPlugin> in_tree;
+  if (!all.ok()) return in_tree;
+  for (auto& p : *all) {
+    if (std::filesystem::exists(kDeploy.parent_path() / "plugins" / p.manifest.name /
+                                "CMakeLists.txt")) {
+      in_tree.push_back(std::move(p));
+    }
+  }
+  return in_tree;
+}
+
 TEST(ApiDriftTest, InstallManifestAndKustomizationMatch) {
-  auto install = renderInstallManifest({});
+  auto plugins = inTreePlugins();
+  ASSERT_EQ(plugins.size(), 3u) << "libvirt, proxmox and vsphere, built into " << PLUGIN_DIR;
+  auto install = renderInstallManifest(plugins);
   auto files = renderCrdFiles({});
   ASSERT_TRUE(install.ok()) << install.status().message();
   ASSERT_TRUE(files.ok()) << files.status().message();
