@@ -16,7 +16,7 @@
 # events) under TSan (preset ci-tsan, which builds only those), and every fuzz target for
 # FUZZ_SECONDS (default 6) over its seed corpus (tier `fuzz`). Only with the dev preset:
 # PRESET=asan is itself a sanitizer run.
-# Time budget (README, "CI time budget"): a fresh machine's run within 45 minutes, a warm
+# Time budget (docs/development.md, "CI time budget"): a fresh machine's run within 45 minutes, a warm
 # machine's (a second clone at another path) within 15. The summary prints each step's time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
