@@ -21,8 +21,10 @@
 
 #include <banlieue/sdk/json.h>
 #include <gmock/gmock.h>
+
 #include <gtest/gtest.h>
 #include <unistd.h>
+#include <regex>
 
 #include <iostream>
 #include <optional>
@@ -587,6 +589,19 @@ TEST_F(FlowsTest, SwapFromLibvirtToTheThirdPartyFilePlugin) {
       },
       kConverge));
   EXPECT_EQ(specWithoutPlacement(ns, "svc-01"), spec_before);
+  // What a user sees (issue #22): kubectl 1.32's `get bvm` shows the Provider, the Ready reason
+  // and the address the file plugin reports.
+  // NAME CLASS IMAGE PROVIDER FAILURE-DOMAIN POWER READY REASON IP AGE
+  const std::regex row(
+      "svc-01 +\\S+ +\\S+ +files +\\S+ +PoweredOn +True +Reconciled +127\\.0\\.0\\.1 ");
+  std::string table;
+  EXPECT_TRUE(LocalCluster::eventually(
+      [&] {
+        table = cluster_.kubectl("get bvm svc-01 -n " + ns).output;
+        return std::regex_search(table, row);
+      },
+      kConverge))
+      << table;
   auto vm = backendFile(files, "svc-01");
   ASSERT_TRUE(vm.has_value());
   EXPECT_EQ(json::stringOr(&*vm, "state"), "running");
