@@ -260,6 +260,21 @@ const Fields<VMImageSpec>& VMImageSpec::describe() {
   return f;
 }
 
+const Fields<ImageImportProgress>& ImageImportProgress::describe() {
+  using T = ImageImportProgress;
+  static const Fields<T> f =
+      Fields<T>("How far the import Job has come (read from its log while it runs)")
+          .field("phase", &T::phase,
+                 {.description = "Verifying (the checksum), then the backend's own phase "
+                                 "(Uploading, Importing, Installing, ...)"})
+          .field("percent", &T::percent,
+                 {.description = "Percent of the phase done", .minimum = 0, .maximum = 100})
+          .field("bytesDone", &T::bytes_done, {.description = "Bytes done in the phase"})
+          .field("bytesTotal", &T::bytes_total,
+                 {.description = "Bytes in the phase; 0 when the backend does not say"});
+  return f;
+}
+
 const Fields<ImageZone>& ImageZone::describe() {
   using T = ImageZone;
   static const Fields<T> f =
@@ -272,7 +287,9 @@ const Fields<ImageZone>& ImageZone::describe() {
           .field("templateFolder", &T::template_folder,
                  {.description = "vSphere folder holding the template"})
           .field("reason", &T::reason, {.description = "CamelCase reason when not ready"})
-          .field("message", &T::message, {.description = "Human-readable detail"});
+          .field("message", &T::message, {.description = "Human-readable detail"})
+          .field("progress", &T::progress,
+                 {.description = "While the import runs: its phase, percent and bytes"});
   return f;
 }
 

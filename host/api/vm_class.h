@@ -133,6 +133,15 @@ struct VMImageSpec {
   static const Fields<VMImageSpec>& describe();
 };
 
+// How far an import in one failure domain has come, while its Job runs.
+struct ImageImportProgress {
+  std::string phase;
+  int32_t percent = 0;
+  int64_t bytes_done = 0;
+  int64_t bytes_total = 0;
+  static const Fields<ImageImportProgress>& describe();
+};
+
 struct ImageZone {
   std::string name;
   bool ready = false;
@@ -140,6 +149,7 @@ struct ImageZone {
   std::string template_folder;
   std::string reason;
   std::string message;
+  std::optional<ImageImportProgress> progress;
   static const Fields<ImageZone>& describe();
 };
 

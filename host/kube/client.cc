@@ -151,6 +151,20 @@ class HttpKubeClient final : public KubeClient {
     return call("GET", path, {}, {}, "discover " + path);
   }
 
+  StatusOr<std::string> podLogTail(const std::string& ns, const std::string& pod, int tail_lines,
+                                   int limit_bytes) override {
+    std::string what = "read the log of pod " + ns + "/" + pod;
+    if (auto s = checkPathSegments(what, ns, pod); !s.isOk()) return s;
+    Query q;
+    q.add("tailLines", std::to_string(tail_lines)).add("limitBytes", std::to_string(limit_bytes));
+    auto response = send("GET",
+                         "/api/v1/namespaces/" + sdk::pathSegment(ns) + "/pods/" +
+                             sdk::pathSegment(pod) + "/log" + q.str(),
+                         {}, {}, what);
+    if (!response.ok()) return response.status();
+    return std::move(response->body);
+  }
+
   StatusOr<rapidjson::Document> list(const ResourceType& type, const std::string& ns,
                                      const ListOptions& options) override {
     Query q;
@@ -306,6 +320,21 @@ class HttpKubeClient final : public KubeClient {
   StatusOr<rapidjson::Document> call(const char* method, const std::string& path,
                                      const std::string& body, const std::string& content_type,
                                      const std::string& what) {
+    auto response = send(method, path, body, content_type, what);
+    if (!response.ok()) return response.status();
+    try {
+      return json::parse(
+          response->body.empty() ? std::string_view("{}") : std::string_view(response->body),
+          what + " response");
+    } catch (const sdk::Error& e) {
+      return error(Code::kDataLoss, "InvalidResponse", e.what());
+    }
+  }
+
+  // One request, throttled and bounded by the caller's deadline; a non-2xx answer is the
+  // apiserver's error.
+  StatusOr<HttpResponse> send(const char* method, const std::string& path, const std::string& body,
+                              const std::string& content_type, const std::string& what) {
     HttpRequest request;
     request.method = method;
     request.path = path;
@@ -329,13 +358,7 @@ class HttpKubeClient final : public KubeClient {
     observeRequest(method, response.ok() ? response->status : 0, transport_->host(), started);
     if (!response.ok()) return response.status();
     if (response->status < 200 || response->status >= 300) return apiError(*response, what);
-    try {
-      return json::parse(
-          response->body.empty() ? std::string_view("{}") : std::string_view(response->body),
-          what + " response");
-    } catch (const sdk::Error& e) {
-      return error(Code::kDataLoss, "InvalidResponse", e.what());
-    }
+    return response;
   }
 
   std::unique_ptr<HttpTransport> transport_;

@@ -122,6 +122,13 @@ class KubeClient {
   virtual StatusOr<rapidjson::Document> getDiscovery(const std::string& path) {
     return error(Code::kUnimplemented, "DiscoveryUnsupported", "this client cannot read " + path);
   }
+  // The last `tail_lines` lines of a pod's (only) container log, at most `limit_bytes` of
+  // them: plain text (the pods/log subresource; RBAC verb get on pods/log).
+  virtual StatusOr<std::string> podLogTail(const std::string& ns, const std::string& pod,
+                                           int tail_lines, int limit_bytes) {
+    return error(Code::kUnimplemented, "PodLogUnsupported",
+                 "this client cannot read the log of pod " + ns + "/" + pod);
+  }
 };
 
 // Bounds every request the current thread makes while it lives: a caller with a deadline of

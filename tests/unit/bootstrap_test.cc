@@ -282,6 +282,8 @@ TEST(BootstrapManifestsTest, ControllerIsLeastPrivilegeAndOperatorMintsWorkloads
   EXPECT_TRUE(grants(*imports, "batch", "jobs", "create"));
   EXPECT_TRUE(grants(*imports, "", "pods", "watch"));
   EXPECT_FALSE(grants(*imports, "", "pods", "create"));
+  EXPECT_TRUE(grants(*imports, "", "pods/log", "get")) << "import progress";
+  EXPECT_FALSE(grants(*imports, "", "pods/exec", "create"));
   const auto* op_imports = find(objects, "RoleBinding", "banlieue-operator-imports");
   ASSERT_NE(op_imports, nullptr);
   EXPECT_EQ(json::stringOr(&(*op_imports)["metadata"], "namespace"), "banlieue-imagebuild");

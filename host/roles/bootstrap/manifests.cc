@@ -124,11 +124,14 @@ Strings providerRules(const DiscoveredPlugin& p) {
   return out;
 }
 
-// A provider's import Jobs and their pods (exit statuses), bound in the build namespace only.
+// A provider's import Jobs, their pods (exit statuses) and logs (progress), bound in the build
+// namespace only.
 // Jobs there can run as banlieue-image-import alone: the imagebuilder lives elsewhere.
 Strings providerImportsRules() {
   return {rule({"batch"}, {"jobs"}, {"get", "list", "watch", "create", "delete"}),
-          rule({""}, {"pods"}, kRead)};
+          rule({""}, {"pods"}, kRead),
+          // The import's progress: the tail of a running import pod's log.
+          rule({""}, {"pods/log"}, {"get"})};
 }
 
 // The imagebuilder, cluster-wide: read VMImages, write only their status.buildArtifact.

@@ -7,6 +7,7 @@
 #include "host/roles/common/role_process.h"
 #include "host/roles/images/artifact_checksum.h"
 #include "host/roles/images/import_exit.h"
+#include "host/roles/images/import_progress.h"
 #include "host/roles/provider/connection_inputs.h"
 
 #include <banlieue/sdk/json.h>
@@ -140,19 +141,19 @@ StatusOr<std::string> getObject(kube::KubeClient& client, const kube::ResourceTy
 }
 
 // Logs at most every few seconds, and always at the end.
+// The checksum pass's progress, as the progress line the provider reads (import_progress.h).
 class ProgressLog {
  public:
-  explicit ProgressLog(std::string what) : what_(std::move(what)) {}
+  explicit ProgressLog(std::string phase) : phase_(std::move(phase)) {}
   void operator()(uint64_t done, uint64_t total) {
     auto now = Clock::now();
     if (done != total && now - last_ < std::chrono::seconds(3)) return;
     last_ = now;
-    int percent = total == 0 ? 100 : static_cast<int>(done * 100 / total);
-    spdlog::info("{}: {}/{} bytes ({}%)", what_, done, total, percent);
+    spdlog::info("{}", importProgressLine(importProgress(phase_, done, total)));
   }
 
  private:
-  std::string what_;
+  std::string phase_;
   Clock::time_point last_{};
 };
 
@@ -166,7 +167,7 @@ Outcome runImport(const Options& o, const std::atomic<bool>& stop) {
   }
   uint64_t size = fs::file_size(o.artifact, ec);
   spdlog::info("verifying {} ({} bytes) against {}", o.artifact, size, expected->algorithm);
-  ProgressLog verify_progress("verifying " + fs::path(o.artifact).filename().string());
+  ProgressLog verify_progress("Verifying");
   if (auto s = verifyChecksum(o.artifact, *expected, std::ref(verify_progress), &stop); !s.isOk()) {
     if (s.code() == Code::kCancelled) return fail(kImportCancelled, s);
     return fail(
@@ -338,10 +339,11 @@ Outcome runImport(const Options& o, const std::atomic<bool>& stop) {
       auto done = json::integer(&body, "status.progress.bytesDone");
       auto total = json::integer(&body, "status.progress.bytesTotal");
       std::string phase = json::stringOr(&body, "status.progress.phase", "Importing");
-      std::string progress = phase + " " + std::to_string(done.value_or(0)) + "/" +
-                             std::to_string(total.value_or(0)) + " bytes";
+      std::string progress = importProgressLine(
+          importProgress(phase, static_cast<uint64_t>(std::max<int64_t>(0, done.value_or(0))),
+                         static_cast<uint64_t>(std::max<int64_t>(0, total.value_or(0)))));
       if (progress != last_progress && Clock::now() - last_log > std::chrono::seconds(2)) {
-        spdlog::info("import of {} into {}: {}", image_name, o.failure_domain, progress);
+        spdlog::info("{}", progress);
         last_progress = progress;
         last_log = Clock::now();
       }

@@ -222,6 +222,20 @@ ImportPlan planImports(const rapidjson::Value& image, const ImageRowContext& con
     chosen_names.push_back(chosen_name);
     auto outcome = images::importOutcome(*chosen->job, chosen->pod);
     auto zone = images::zoneRow(zone_name, outcome);
+    if (outcome.state == State::kRunning) {
+      if (chosen->progress) {
+        const auto& p = *chosen->progress;
+        zone.progress =
+            api::ImageImportProgress{.phase = p.phase,
+                                     .percent = p.percent,
+                                     .bytes_done = static_cast<int64_t>(p.bytes_done),
+                                     .bytes_total = static_cast<int64_t>(p.bytes_total)};
+        zone.message += " (" + images::describeImportProgress(p) + ")";
+      }
+      if (!plan.requeue_after || kImportProgressPoll < *plan.requeue_after) {
+        plan.requeue_after = kImportProgressPoll;
+      }
+    }
     if (outcome.state == State::kFailed && outcome.retryable) {
       auto at = failedAt(*chosen->job);
       auto due = at ? *at + settings.retry_after.count() : now;

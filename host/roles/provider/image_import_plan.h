@@ -18,6 +18,7 @@
 
 #include "host/api/vm_class.h"
 #include "host/common/proxy_environment.h"
+#include "host/roles/images/import_progress.h"
 #include "host/roles/provider/image_row.h"
 
 #include <rapidjson/document.h>
@@ -49,7 +50,12 @@ struct ImportSettings {
 struct ExistingImportJob {
   const rapidjson::Value* job = nullptr;
   const rapidjson::Value* pod = nullptr;
+  // The last progress line of a running pod's log (images/import_progress.h), when read.
+  std::optional<images::ImportProgress> progress;
 };
+
+// How often a zone whose import runs is looked at again, for its progress.
+inline constexpr std::chrono::seconds kImportProgressPoll{5};
 
 struct ImportPlan {
   std::vector<std::string> create;  // Job manifests

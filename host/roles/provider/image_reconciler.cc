@@ -95,12 +95,33 @@ Status ImageReconciler::deleteImportJob(const std::string& name) {
   return s.isOk() || kube::isNotFound(s) ? Status::ok() : s;
 }
 
+void ImageReconciler::readImportProgress(std::vector<ExistingImportJob>& jobs) const {
+  for (auto& j : jobs) {
+    if (j.pod == nullptr || json::stringOr(j.pod, "status.phase") != "Running") continue;
+    if (images::importOutcome(*j.job, j.pod).state != images::ImportOutcome::State::kRunning) {
+      continue;
+    }
+    // The tail only: progress lines come every few seconds, the last one is what counts.
+    auto tail = context_.client.podLogTail(json::stringOr(j.pod, "metadata.namespace"),
+                                           json::stringOr(j.pod, "metadata.name"), 20, 16384);
+    if (!tail.ok()) {
+      // No progress is no failure: the row still says Importing.
+      common::logger("provider")
+          ->debug("import progress of {}: {}", json::stringOr(j.pod, "metadata.name"),
+                  tail.status().message());
+      continue;
+    }
+    j.progress = images::lastImportProgress(*tail);
+  }
+}
+
 runtime::Result ImageReconciler::runImports(const rapidjson::Value& image,
                                             const ImageRowContext& row_context,
                                             rapidjson::Document& row) {
   std::string image_name = json::stringOr(&image, "metadata.name");
   std::vector<runtime::Object> keep_alive;
   auto jobs = importJobsOf(image_name, keep_alive);
+  readImportProgress(jobs);
   auto plan = planImports(image, row_context, imports_->settings, jobs, std::time(nullptr));
   const std::string& ns = imports_->settings.job_namespace;
   bool retry_soon = false;

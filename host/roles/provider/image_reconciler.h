@@ -50,6 +50,8 @@ class ImageReconciler final : public runtime::Reconciler {
   Status removeImportJobs(const std::string& image_name);
   // Deletes one import Job by name (already gone counts as done).
   Status deleteImportJob(const std::string& name);
+  // Fills each running import's progress from the tail of its pod's log.
+  void readImportProgress(std::vector<ExistingImportJob>& jobs) const;
   std::vector<ExistingImportJob> importJobsOf(const std::string& image_name,
                                               std::vector<runtime::Object>& keep_alive) const;
 
