@@ -172,10 +172,10 @@ PropertyResult Vim::retrieveObjects(const std::vector<MoRef>& objects,
 
 PropertyResult Vim::retrieveWithReferenced(const MoRef& object, const std::string& path,
                                            const std::vector<PropertySpec>& specs,
-                                           Deadline deadline) {
+                                           Deadline deadline, bool include_object) {
   XmlWriter spec;
   spec.open("specSet").raw(propSets(specs));
-  spec.open("objectSet").moref("obj", object).boolean("skip", false);
+  spec.open("objectSet").moref("obj", object).boolean("skip", !include_object);
   spec.open("selectSet", "TraversalSpec")
       .text("name", "referenced")
       .text("type", object.type)
@@ -218,19 +218,11 @@ TaskInfo Vim::taskInfo(const MoRef& task, Deadline deadline) {
 std::vector<RecentTask> Vim::recentTasks(Deadline deadline) {
   const MoRef manager = client_.content(deadline).task_manager;
   if (manager.empty()) return {};  // an ESXi host without a TaskManager lists nothing
-  XmlWriter spec;
-  spec.open("specSet").raw(
-      propSets({{"Task", {"info.state", "info.descriptionId", "info.eventChainId"}}}));
-  spec.open("objectSet").moref("obj", manager).boolean("skip", true);
-  spec.open("selectSet", "TraversalSpec")
-      .text("name", "recentTask")
-      .text("type", "TaskManager")
-      .text("path", "recentTask")
-      .boolean("skip", false)
-      .close("selectSet");
-  spec.close("objectSet").close("specSet");
+  PropertyResult result = retrieveWithReferenced(
+      manager, "recentTask", {{"Task", {"info.state", "info.descriptionId", "info.eventChainId"}}},
+      deadline, /*include_object=*/false);
   std::vector<RecentTask> tasks;
-  for (const auto& o : retrieve(spec.str(), deadline).objects) {
+  for (const auto& o : result.objects) {
     if (o.obj.type != "Task") continue;
     tasks.push_back({o.obj, parseTaskState(o), o.text("info.descriptionId"),
                      o.integer("info.eventChainId").value_or(0)});

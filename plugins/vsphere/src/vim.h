@@ -74,9 +74,11 @@ class Vim {
   PropertyResult retrieveObjects(const std::vector<MoRef>& objects,
                                  const std::vector<PropertySpec>& specs, Deadline deadline);
   // Properties of `object` and of the objects its `path` property references (a VM and its
-  // networks, say), in the same round trip.
+  // networks, say), in the same round trip; of the referenced objects only when
+  // `include_object` is false (a TaskManager's recent tasks).
   PropertyResult retrieveWithReferenced(const MoRef& object, const std::string& path,
-                                        const std::vector<PropertySpec>& specs, Deadline deadline);
+                                        const std::vector<PropertySpec>& specs, Deadline deadline,
+                                        bool include_object = true);
 
   std::optional<MoRef> findByInstanceUuid(const std::string& uuid, Deadline deadline);
   std::optional<MoRef> findByInventoryPath(const std::string& path, Deadline deadline);
