@@ -42,6 +42,7 @@ bool sameStatus(const api::VMClassStatus& a, const api::VMClassStatus& b) {
 api::VMClassStatus classStatus(const api::VMClass& vm_class,
                                const std::vector<api::Provider>& providers) {
   std::vector<const api::Provider*> sorted;
+  sorted.reserve(providers.size());
   for (const auto& provider : providers) sorted.push_back(&provider);
   std::sort(sorted.begin(), sorted.end(),
             [](const auto* a, const auto* b) { return keyOf(*a) < keyOf(*b); });
