@@ -2,11 +2,9 @@
 // of banlieue's image asks for is honoured. A container whose process is killed from the host
 // is restarted by the kubelet; a failing liveness probe restarts the container; the
 // securityContext banlieue's Deployments use holds inside the container (non-root, read-only
-// root filesystem, no capabilities); `kubectl logs` and `kubectl exec` reach it; the client's
-// pods/log read (how a provider follows its import Jobs' progress) reaches the kubelet.
+// root filesystem, no capabilities); `kubectl logs` and `kubectl exec` reach it.
 // Labels: integration;node.
 #include "host/roles/bootstrap/manifests.h"
-#include "host/roles/images/import_progress.h"
 #include "tests/support/local_cluster.h"
 
 #include <gmock/gmock.h>
@@ -142,29 +140,6 @@ TEST_F(KubeletTest, TheContainerIsNonRootReadOnlyAndWithoutCapabilities) {
   // The pod has an address from the node's pod range, not the host's.
   std::string ip = get("locked", "{.status.podIP}");
   EXPECT_EQ(ip.rfind("10.214.", 0), 0U) << ip;
-}
-
-TEST_F(KubeletTest, APodsLogTailCarriesItsLastImportProgressLine) {
-  createPod("importer",
-            "echo import progress: phase=Verifying bytesDone=10 bytesTotal=10 percent=100; "
-            "echo import progress: phase=Uploading bytesDone=5 bytesTotal=20 percent=25; "
-            "echo working; exec sleep 3600");
-  auto client = cluster_.client();
-  ASSERT_NE(client, nullptr);
-  std::optional<roles::images::ImportProgress> progress;
-  std::string tail;
-  EXPECT_TRUE(LocalCluster::eventually([&] {
-    auto log = client->podLogTail(ns_.name(), "importer", 20, 16384);
-    tail = log.ok() ? *log : "<" + log.status().message() + ">";
-    progress = roles::images::lastImportProgress(tail);
-    return progress.has_value();
-  })) << tail;
-  ASSERT_TRUE(progress.has_value());
-  EXPECT_EQ(progress->phase, "Uploading");
-  EXPECT_EQ(progress->percent, 25);
-  EXPECT_EQ(progress->bytes_total, 20u);
-  auto missing = client->podLogTail(ns_.name(), "no-such-pod", 20, 16384);
-  EXPECT_FALSE(missing.ok());
 }
 
 }  // namespace
