@@ -41,6 +41,7 @@ inline const ResourceType kNode{"", "v1", "nodes", false};
 inline const ResourceType kLease{"coordination.k8s.io", "v1", "leases", true};
 inline const ResourceType kEvent{"events.k8s.io", "v1", "events", true};
 inline const ResourceType kDeployment{"apps", "v1", "deployments", true};
+inline const ResourceType kReplicaSet{"apps", "v1", "replicasets", true};
 inline const ResourceType kCustomResourceDefinition{"apiextensions.k8s.io", "v1",
                                                     "customresourcedefinitions", false};
 }  // namespace resources

@@ -267,6 +267,8 @@ TEST(BootstrapManifestsTest, ControllerIsLeastPrivilegeAndOperatorMintsWorkloads
   EXPECT_TRUE(grants(*controller, "banlieue.io", "vmclasses/status", "patch"));
 
   EXPECT_TRUE(grants(*op, "apps", "deployments", "create"));
+  EXPECT_TRUE(grants(*op, "apps", "replicasets", "delete")) << "stale ReplicaSets";
+  EXPECT_FALSE(grants(*op, "apps", "replicasets", "create"));
   EXPECT_TRUE(grants(*op, "rbac.authorization.k8s.io", "clusterrolebindings", "create"));
   EXPECT_FALSE(grants(*op, "rbac.authorization.k8s.io", "clusterroles", "create"));
   EXPECT_FALSE(grants(*op, "rbac.authorization.k8s.io", "clusterroles", "escalate"));

@@ -181,6 +181,8 @@ Strings operatorRules(const std::vector<DiscoveredPlugin>& plugins) {
       rule({api::kGroup}, {"providers/finalizers", "providerclasses/finalizers"}, {"update"}),
       rule({api::kGroup}, {"providers/status", "providerclasses/status"}, kStatusWrite),
       rule({"apps"}, {"deployments"}, kAll),
+      // ReplicaSets a Deployment left when the garbage collector missed its deletion.
+      rule({"apps"}, {"replicasets"}, {"list", "delete"}),
       rule({""}, {"serviceaccounts"}, kAll),
       rule({"rbac.authorization.k8s.io"}, {"roles", "rolebindings", "clusterrolebindings"}, kAll),
       rule({"rbac.authorization.k8s.io"}, {"clusterroles"}, {"get", "list", "watch"}),

@@ -248,6 +248,7 @@ StatusOr<std::vector<std::string>> ProviderReconciler::prune(const std::string& 
   std::vector<std::string> removed;
   kube::ListOptions list;
   list.label_selector = providerSelector(ns, name);
+  std::set<std::string> live_deployments;  // uids of this Provider's Deployments that stay
   for (const auto& type : mintedTypes()) {
     auto items = client_.list(type, "", list);
     if (!items.ok()) return items.status();
@@ -256,7 +257,12 @@ StatusOr<std::vector<std::string>> ProviderReconciler::prune(const std::string& 
     for (const auto& item : array->GetArray()) {
       std::string item_ns = sdk::json::stringOr(&item, "metadata.namespace", "");
       std::string item_name = sdk::json::stringOr(&item, "metadata.name", "");
-      if (keep != nullptr && keep->keep.count({type.plural, item_ns, item_name}) != 0) continue;
+      if (keep != nullptr && keep->keep.count({type.plural, item_ns, item_name}) != 0) {
+        if (type.plural == kube::resources::kDeployment.plural) {
+          live_deployments.insert(sdk::json::stringOr(&item, "metadata.uid", ""));
+        }
+        continue;
+      }
       kube::DeleteOptions options;
       options.propagation_policy = "Background";
       if (auto s = client_.remove(type, item_ns, item_name, options);
@@ -272,6 +278,22 @@ StatusOr<std::vector<std::string>> ProviderReconciler::prune(const std::string& 
       removed.push_back(
           fmt::format("{} {}{}{}", type.plural, item_ns, item_ns.empty() ? "" : "/", item_name));
     }
+  }
+  // The pods' ReplicaSets carry the same labels: one whose Deployment is gone goes too.
+  auto replica_sets = client_.list(kube::resources::kReplicaSet, "", list);
+  if (!replica_sets.ok()) return replica_sets.status();
+  for (const auto& stale : staleReplicaSets(*replica_sets, live_deployments)) {
+    auto slash = stale.find('/');
+    kube::DeleteOptions options;
+    options.propagation_policy = "Background";
+    if (auto s = client_.remove(kube::resources::kReplicaSet, stale.substr(0, slash),
+                                stale.substr(slash + 1), options);
+        !s.isOk() && !kube::isNotFound(s)) {
+      return s;
+    }
+    operatorLog()->info("provider {}/{}: deleted replicasets {} (its Deployment is gone)", ns, name,
+                        stale);
+    removed.push_back("replicasets " + stale);
   }
   return removed;
 }

@@ -393,6 +393,28 @@ MintedObject deployment(const Context& c) {
 
 }  // namespace
 
+std::vector<std::string> staleReplicaSets(const rapidjson::Value& replica_sets,
+                                          const std::set<std::string>& live_deployment_uids) {
+  std::vector<std::string> stale;
+  const auto* items = sdk::json::find(&replica_sets, "items");
+  if (items == nullptr || !items->IsArray()) return stale;
+  for (const auto& rs : items->GetArray()) {
+    const auto* owners = sdk::json::find(&rs, "metadata.ownerReferences");
+    if (owners == nullptr || !owners->IsArray()) continue;
+    for (const auto& owner : owners->GetArray()) {
+      if (sdk::json::stringOr(&owner, "kind", "") != "Deployment" ||
+          !sdk::json::boolean(&owner, "controller")) {
+        continue;
+      }
+      if (live_deployment_uids.count(sdk::json::stringOr(&owner, "uid", "")) == 0) {
+        stale.push_back(sdk::json::stringOr(&rs, "metadata.namespace", "") + "/" +
+                        sdk::json::stringOr(&rs, "metadata.name", ""));
+      }
+    }
+  }
+  return stale;
+}
+
 const std::vector<kube::ResourceType>& mintedTypes() {
   static const std::vector<kube::ResourceType> types = {
       kube::resources::kServiceAccount, rbac::kRole, rbac::kRoleBinding, rbac::kClusterRoleBinding,

@@ -60,6 +60,15 @@ struct MintedObject {
 // The kinds the operator mints, in apply order; pruning and cleanup look at exactly these.
 const std::vector<kube::ResourceType>& mintedTypes();
 
+// ReplicaSets (an apps/v1 list) left by a Deployment that no longer exists: their controller
+// owner is a Deployment whose uid is not in `live_deployment_uids`. Kubernetes' garbage
+// collector deletes them, except when it missed the Deployment's deletion (seen across an
+// apiserver restart with kube-controller-manager 1.20: the old ReplicaSet and its pod stayed
+// for good beside the new Deployment's, competing for the Provider's Lease). Returns
+// "namespace/name" of each.
+std::vector<std::string> staleReplicaSets(const rapidjson::Value& replica_sets,
+                                          const std::set<std::string>& live_deployment_uids);
+
 struct Workload {
   bool external = false;
   std::string name;                   // Deployment, ServiceAccount, Role, RoleBinding, Lease
