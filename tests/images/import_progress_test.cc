@@ -82,7 +82,8 @@ TEST_F(ImportPlanProgressTest, ARunningImportsZoneCarriesItsProgressAndIsLookedA
   auto job = json::parse(first.create[0], "job");
   auto& a = job.GetAllocator();
   job["metadata"].AddMember("creationTimestamp", "2027-01-15T08:00:00Z", a);
-  job.AddMember("status", json::parse(R"({"active":1})", "status").Move(), a);
+  auto active = json::parse(R"({"active":1})", "status");
+  job.AddMember("status", rapidjson::Value(active, a), a);  // a copy into job's allocator
   auto pod = json::parse(R"({"status":{"phase":"Running"}})", "pod");
 
   provider::ExistingImportJob running{&job, &pod, std::nullopt};
@@ -105,10 +106,9 @@ TEST_F(ImportPlanProgressTest, ARunningImportsZoneCarriesItsProgressAndIsLookedA
       << with.zones[0].message;
 
   // Done: no progress, no polling.
-  job["status"] = json::parse(R"({"succeeded":1,"conditions":[{"type":"Complete","status":)"
-                              R"("True"}]})",
-                              "status")
-                      .Move();
+  auto complete = json::parse(
+      R"({"succeeded":1,"conditions":[{"type":"Complete","status":"True"}]})", "status");
+  job["status"].CopyFrom(complete, a);
   auto done = provider::planImports(image_, context(), settings_, {running}, 1800000000);
   EXPECT_FALSE(done.zones[0].progress.has_value());
   EXPECT_FALSE(done.requeue_after.has_value());

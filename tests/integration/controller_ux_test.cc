@@ -149,6 +149,8 @@ TEST_F(ControllerVmTest, GetBvmclassShowsWhichProvidersCanServeTheClass) {
   threads.emplace_back([&] { classes.run(stop); });
   threads.emplace_back([&] { providers.run(stop); });
   threads.emplace_back([&] { controller.run(stop); });
+  ASSERT_TRUE(
+      LocalCluster::eventually([&] { return classes.hasSynced() && providers.hasSynced(); }));
   struct Join {
     std::atomic<bool>& stop;
     std::vector<std::thread>& threads;
@@ -181,7 +183,7 @@ TEST_F(ControllerVmTest, GetBvmclassShowsWhichProvidersCanServeTheClass) {
               R"(["fast"],"availableNetworkClasses":["dmz"]}}]})");
   const std::string served =
       "served by 1 of 2 Provider(s): " + ns_.name() + "/p1 (1 failure domain)";
-  ASSERT_TRUE(LocalCluster::eventually([&] { return classCondition("message") == served; }))
+  ASSERT_TRUE(LocalCluster::eventually([&] { return classCondition("message") == served; }, 90s))
       << classCondition("reason") << ": " << classCondition("message");
   EXPECT_EQ(classCondition("reason"), "ProvidersAvailable");
   auto table = cluster_.kubectl("get bvmclass " + name);
@@ -206,7 +208,7 @@ TEST_F(ControllerVmTest, GetBvmclassShowsWhichProvidersCanServeTheClass) {
   const std::string none = "none of 2 Provider(s) can serve this class: " + ns_.name() +
                            "/p1: storage class 'fast' not available; " + ns_.name() +
                            "/p2: network class 'lan' not available";
-  ASSERT_TRUE(LocalCluster::eventually([&] { return classCondition("message") == none; }))
+  ASSERT_TRUE(LocalCluster::eventually([&] { return classCondition("message") == none; }, 90s))
       << classCondition("reason") << ": " << classCondition("message");
   EXPECT_EQ(classCondition("reason"), "NoProviderSatisfies");
   table = cluster_.kubectl("get bvmclass " + name);

@@ -14,6 +14,8 @@ namespace banlieue::controller {
 namespace {
 namespace json = sdk::json;
 
+constexpr std::chrono::minutes kClassResync{5};
+
 std::string keyOf(const api::Provider& provider) {
   return provider.metadata.namespace_ + "/" + provider.metadata.name;
 }
@@ -104,7 +106,9 @@ runtime::Result ClassStatusReconciler::reconcile(const runtime::Request& request
     if (provider.ok()) providers.push_back(std::move(*provider));
   }
   api::VMClassStatus wanted = classStatus(*vm_class, providers);
-  if (sameStatus(wanted, vm_class->status)) return runtime::Result::done();
+  // Looked at again now and then: the status depends on every Provider, and a class is cheap to
+  // judge from the caches (no request unless it changed).
+  if (sameStatus(wanted, vm_class->status)) return runtime::Result::requeueAfter(kClassResync);
   // A condition keeps its lastTransitionTime while its status stays.
   for (auto& condition : wanted.conditions) {
     condition.last_transition_time = runtime::rfc3339Now();
@@ -136,7 +140,7 @@ runtime::Result ClassStatusReconciler::reconcile(const runtime::Request& request
       client_.apply(resources::kVMClass, "", patch.metadata.name, json::serialize(body),
                     {.field_manager = kFieldManager, .force = true, .subresource = "status"});
   if (!applied.ok()) return runtime::Result::retry(applied.status());
-  return runtime::Result::done();
+  return runtime::Result::requeueAfter(kClassResync);
 }
 
 }  // namespace banlieue::controller
