@@ -88,10 +88,13 @@ TEST(LeadershipTest, ALostLeaseStopsTheWorkAndGivesUpOnWorkThatDoesNotReturn) {
                              while (!release_work)
                                std::this_thread::sleep_for(5ms);  // ignores the stop
                            },
-                           {.leading = &leading, .abandon = [&] {
-                              abandoned = true;
-                              release_work = true;
-                            }});
+                           {.leading = &leading,
+                            .abandon =
+                                [&] {
+                                  abandoned = true;
+                                  release_work = true;
+                                },
+                            .campaign_again = false});
   });
   ASSERT_TRUE(within(5s, [&] { return leading.load(); }));
   failing = true;
@@ -99,6 +102,48 @@ TEST(LeadershipTest, ALostLeaseStopsTheWorkAndGivesUpOnWorkThatDoesNotReturn) {
   EXPECT_EQ(running.get(), LeadershipEnd::kLost);
   EXPECT_TRUE(abandoned) << "work still running after a lost Lease must end the process";
   EXPECT_FALSE(leading);
+}
+
+// An apiserver outage longer than renewDeadline: the work stops and returns, then the same
+// process campaigns again and runs the work afresh once the apiserver answers; the two terms
+// never overlap, and only a stop signal ends it.
+TEST(LeadershipTest, ALostLeaseStopsTheWorkThenTheProcessCampaignsAgain) {
+  FakeKubeClient client;
+  StopSignal signals;
+  std::atomic<bool> failing{false};
+  client.failNext([&](const std::string&, const std::string&) {
+    return failing ? error(Code::kUnavailable, "ConnectionFailed", "apiserver gone") : Status::ok();
+  });
+  std::atomic<bool> leading{false};
+  std::atomic<int> terms{0};
+  std::atomic<int> running_now{0};
+  std::atomic<int> most_running{0};
+  auto running = std::async(std::launch::async, [&] {
+    return runWhileLeading(client, config(), signals,
+                           [&](const std::atomic<bool>& stop) {
+                             ++terms;
+                             int now = ++running_now;
+                             most_running = std::max(most_running.load(), now);
+                             while (!stop) std::this_thread::sleep_for(5ms);
+                             --running_now;
+                           },
+                           {.leading = &leading});
+  });
+  ASSERT_TRUE(within(5s, [&] { return leading.load() && terms == 1; }));
+  failing = true;
+  ASSERT_TRUE(within(5s, [&] { return !leading.load() && running_now == 0; }))
+      << "the work must stop once renewals failed for renewDeadline";
+  EXPECT_EQ(running.wait_for(300ms), std::future_status::timeout)
+      << "a lost Lease alone must not end the process";
+  failing = false;
+  ASSERT_TRUE(within(5s, [&] { return leading.load() && terms == 2; }))
+      << "the process campaigns again and runs the work afresh";
+  EXPECT_EQ(holder(client), "a");
+  signals.requestStop();
+  ASSERT_EQ(running.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(running.get(), LeadershipEnd::kStopped);
+  EXPECT_EQ(most_running, 1) << "two terms' work ran at once";
+  EXPECT_EQ(holder(client), "") << "released after the work returned";
 }
 
 }  // namespace

@@ -9,11 +9,14 @@
 #include <thread>
 
 namespace banlieue::roles {
+namespace {
 
-LeadershipEnd runWhileLeading(kube::KubeClient& client, runtime::LeaderElectionConfig config,
-                              StopSignal& signals,
-                              const std::function<void(const std::atomic<bool>& stop)>& work,
-                              LeadershipOptions options) {
+// One term: campaign, run the work while leading, and return once the process is asked to stop
+// (after the work and then the Lease went) or the Lease was lost (after the work returned).
+LeadershipEnd leadOneTerm(kube::KubeClient& client, runtime::LeaderElectionConfig config,
+                          StopSignal& signals,
+                          const std::function<void(const std::atomic<bool>& stop)>& work,
+                          const LeadershipOptions& options) {
   auto log = common::logger("leader-election");
   std::string lease = config.lease_namespace + "/" + config.lease_name;
   std::atomic<bool> work_stop{false};
@@ -49,13 +52,11 @@ LeadershipEnd runWhileLeading(kube::KubeClient& client, runtime::LeaderElectionC
       options.clock != nullptr ? *options.clock : runtime::SteadyClock::instance());
   std::thread elector_thread([&] {
     elector.run(elector_stop);
-    if (!elector_stop) {
-      lost = true;
-      signals.requestStop();
-    }
+    if (!elector_stop) lost = true;
   });
 
-  signals.wait();
+  const auto& stopping = signals.stopping();
+  while (!stopping && !lost) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   work_stop = true;
   auto join_work = [&] {
     std::thread t;
@@ -93,8 +94,28 @@ LeadershipEnd runWhileLeading(kube::KubeClient& client, runtime::LeaderElectionC
   elector_stop = true;
   elector_thread.join();
   join_work();  // leadership may have begun while we were stopping; the work returns at once
-  if (lost) log->error("lost the lease {}; the work has stopped", lease);
   return lost ? LeadershipEnd::kLost : LeadershipEnd::kStopped;
+}
+
+}  // namespace
+
+LeadershipEnd runWhileLeading(kube::KubeClient& client, runtime::LeaderElectionConfig config,
+                              StopSignal& signals,
+                              const std::function<void(const std::atomic<bool>& stop)>& work,
+                              LeadershipOptions options) {
+  auto log = common::logger("leader-election");
+  std::string lease = config.lease_namespace + "/" + config.lease_name;
+  for (;;) {
+    auto end = leadOneTerm(client, config, signals, work, options);
+    if (end == LeadershipEnd::kStopped) return end;
+    if (!options.campaign_again || signals.stopping()) {
+      log->error("lost the lease {}; the work has stopped", lease);
+      return end;
+    }
+    // The work has returned, so nothing of this term acts any more: this process is a
+    // candidate like any other, without a restart (and without the kubelet's back-off).
+    log->warn("lost the lease {}; the work has stopped; campaigning again", lease);
+  }
 }
 
 }  // namespace banlieue::roles

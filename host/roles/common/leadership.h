@@ -9,6 +9,10 @@
 //    elector's step-down. Another candidate may take the Lease leaseDuration after it last saw
 //    it renewed, so work still running after leaseDuration - renewDeadline (a plugin call that
 //    ignores cancellation) ends the whole process rather than act beside the new leader.
+//    Work that returned in time leaves nothing acting, so the process campaigns again as a
+//    fresh candidate (ADR 0021, amended): an apiserver outage longer than renewDeadline costs
+//    no restart, and the kubelet's crash back-off does not grow with every outage. The work
+//    is therefore called once per term and must build what it needs afresh each time.
 #pragma once
 
 #include "host/kube/client.h"
@@ -23,7 +27,7 @@ namespace banlieue::roles {
 
 enum class LeadershipEnd {
   kStopped,  // a stop signal; the work returned, then the Lease was released
-  kLost,     // the Lease was lost; the work was stopped at once (exit with a failure)
+  kLost,     // the Lease was lost and campaign_again was off; the work was stopped at once
 };
 
 struct LeadershipOptions {
@@ -34,11 +38,14 @@ struct LeadershipOptions {
   // of it may act once another leader can. Tests replace it.
   std::function<void()> abandon;
   runtime::Clock* clock = nullptr;  // the elector's; default the steady clock
+  // After a lost Lease and the work's return: campaign again in this process (true) or return
+  // kLost so the caller exits.
+  bool campaign_again = true;
 };
 
-// Campaigns for `config`'s Lease and runs `work(stop)` while leading; returns once `signals`
-// asks to stop or the Lease is lost, after the work has returned. `config`'s callbacks are
-// kept and called as well.
+// Campaigns for `config`'s Lease and runs `work(stop)` in each term it leads; returns once
+// `signals` asks to stop (or, with campaign_again off, once the Lease is lost), after the work
+// has returned. `config`'s callbacks are kept and called as well, once per term.
 LeadershipEnd runWhileLeading(kube::KubeClient& client, runtime::LeaderElectionConfig config,
                               StopSignal& signals,
                               const std::function<void(const std::atomic<bool>& stop)>& work,

@@ -11,6 +11,7 @@
 
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -50,14 +51,29 @@ int runController(const ControllerOptions& options) {
     return app::kExitFailure;
   }
   std::string identity = options.identity.empty() ? defaultIdentity() : options.identity;
-  banlieue::controller::Manager manager(
-      **client, {.workers = options.workers, .ns = options.ns, .event_instance = identity});
+  const banlieue::controller::ManagerOptions manager_options{
+      .workers = options.workers, .ns = options.ns, .event_instance = identity};
+  // One Manager per leadership term: a term that ended (a lost Lease) shut its work queues
+  // down, and the next term starts from fresh caches, as a restarted process would.
+  std::mutex manager_mutex;
+  banlieue::controller::Manager* current = nullptr;
+  auto run_term = [&](const std::atomic<bool>& stop) {
+    banlieue::controller::Manager manager(**client, manager_options);
+    {
+      std::lock_guard lock(manager_mutex);
+      current = &manager;
+    }
+    manager.run(stop);
+    std::lock_guard lock(manager_mutex);
+    current = nullptr;
+  };
   std::atomic<bool> leading{!options.leader_elect};
 
   runtime::HealthServer health;
   health.addLivenessCheck("ping", [](std::string&) { return true; });
-  health.addReadinessCheck("informers-synced", [&manager](std::string& reason) {
-    if (manager.synced()) return true;
+  health.addReadinessCheck("informers-synced", [&](std::string& reason) {
+    std::lock_guard lock(manager_mutex);
+    if (current != nullptr && current->synced()) return true;
     reason = "caches not synced yet";
     return false;
   });
@@ -74,7 +90,7 @@ int runController(const ControllerOptions& options) {
 
   if (!options.leader_elect) {
     log->info("controller starting without leader election");
-    manager.run(signals.stopping());
+    run_term(signals.stopping());
     return app::kExitOk;
   }
 
@@ -88,15 +104,8 @@ int runController(const ControllerOptions& options) {
   };
   log->info("campaigning for lease {}/{} as {}", options.lease_namespace, options.lease_name,
             identity);
-  auto end = runWhileLeading(**client, config, signals,
-                             [&](const std::atomic<bool>& stop) { manager.run(stop); },
-                             {.leading = &leading});
-  if (end == LeadershipEnd::kLost) {
-    // Another replica may be acting already: leave rather than race it (the Deployment
-    // restarts this one as a fresh candidate).
-    log->error("lost the lease {}/{}; exiting", options.lease_namespace, options.lease_name);
-    return app::kExitFailure;
-  }
+  // A lost Lease stops the term's workers and campaigns again in this process (ADR 0021).
+  runWhileLeading(**client, config, signals, run_term, {.leading = &leading});
   return app::kExitOk;
 }
 

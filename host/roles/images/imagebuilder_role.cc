@@ -20,6 +20,7 @@
 #include <CLI/CLI.hpp>
 
 #include <fstream>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -289,11 +290,23 @@ int runImageBuilder(const CommandOptions& o) {
   ImageBuilderOptions options = o.builder;
   options.artifacts_root = o.artifacts_root;
 
-  runtime::Informer images(client, kVMImageType, {});
-  runtime::Informer artifacts(client, kOsArtifactType, {.ns = options.build_namespace});
-  ImageBuilderReconciler reconciler(client, images, artifacts, options);
-  runtime::Controller controller("imagebuilder", reconciler, {.workers = o.workers});
-  wireImageBuilder(controller, images, artifacts);
+  // One set of caches and one work queue per leadership term: a term that ended (a lost Lease)
+  // shut its queue down, and the next starts from fresh caches (ADR 0021).
+  struct Term {
+    Term(kube::KubeClient& client, const ImageBuilderOptions& options, int workers)
+        : images(client, kVMImageType, {}),
+          artifacts(client, kOsArtifactType, {.ns = options.build_namespace}),
+          reconciler(client, images, artifacts, options),
+          controller("imagebuilder", reconciler, {.workers = workers}) {
+      wireImageBuilder(controller, images, artifacts);
+    }
+    runtime::Informer images;
+    runtime::Informer artifacts;
+    ImageBuilderReconciler reconciler;
+    runtime::Controller controller;
+  };
+  std::mutex term_mutex;
+  Term* term = nullptr;
 
   runtime::LeaderElectionConfig election;
   election.lease_namespace = o.lease_namespace;
@@ -308,7 +321,8 @@ int runImageBuilder(const CommandOptions& o) {
     return false;
   });
   health.addReadinessCheck("informers", [&](std::string& reason) {
-    if (images.hasSynced() && artifacts.hasSynced()) return true;
+    std::lock_guard lock(term_mutex);
+    if (term != nullptr && term->images.hasSynced() && term->artifacts.hasSynced()) return true;
     reason = "VMImage/OSArtifact caches not synced (is the OSArtifact CRD installed?)";
     return false;
   });
@@ -318,23 +332,26 @@ int runImageBuilder(const CommandOptions& o) {
     return app::kExitFailure;
   }
 
-  // Work runs only while leading, and stops before the Lease is released (ADR 0021): two
-  // replicas never write at once.
-  auto end = runWhileLeading(client, election, stop,
-                             [&](const std::atomic<bool>& work_stop) {
-                               spdlog::info("imagebuilder: leading; build namespace {}",
-                                            options.build_namespace);
-                               std::thread images_thread([&] { images.run(work_stop); });
-                               std::thread artifacts_thread([&] { artifacts.run(work_stop); });
-                               controller.run(work_stop);
-                               images_thread.join();
-                               artifacts_thread.join();
-                             },
-                             {.leading = &leading});
-  if (end == LeadershipEnd::kLost) {
-    spdlog::error("imagebuilder: lost the leader Lease; exiting");
-    return app::kExitFailure;
-  }
+  // Work runs only while leading, and stops before the Lease is released; a lost Lease stops it
+  // and this process campaigns again (ADR 0021): two replicas never write at once.
+  runWhileLeading(client, election, stop,
+                  [&](const std::atomic<bool>& work_stop) {
+                    spdlog::info("imagebuilder: leading; build namespace {}",
+                                 options.build_namespace);
+                    Term this_term(client, options, o.workers);
+                    {
+                      std::lock_guard lock(term_mutex);
+                      term = &this_term;
+                    }
+                    std::thread images_thread([&] { this_term.images.run(work_stop); });
+                    std::thread artifacts_thread([&] { this_term.artifacts.run(work_stop); });
+                    this_term.controller.run(work_stop);
+                    images_thread.join();
+                    artifacts_thread.join();
+                    std::lock_guard lock(term_mutex);
+                    term = nullptr;
+                  },
+                  {.leading = &leading});
   return app::kExitOk;
 }
 

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -47,6 +48,84 @@ std::string leaderIdentity() {
   return base + "_" + std::to_string(random() % 1000000);
 }
 
+// Everything one leadership term uses: the caches, the reconcilers and their work queues. A
+// term that ended (a lost Lease) shut its queues down, so the next term builds a new one and
+// starts from fresh caches, as a restarted process would (ADR 0021).
+class OperatorTerm {
+ public:
+  OperatorTerm(kube::KubeClient& client, const Options& o, runtime::EventRecorder& events)
+      : providers_(client, kProviderType, {.ns = o.watch_namespace}),
+        classes_(client, kProviderClassType, {}),
+        deployments_(client, kube::resources::kDeployment,
+                     {.label_selector = std::string("app.kubernetes.io/managed-by=") + kManagedBy}),
+        provider_reconciler_(client, providers_, classes_, deployments_, events,
+                             {o.image_plugin_dir, o.build_namespace, common::proxyEnvironment()},
+                             {o.plugin_dir, o.image_plugin_dir},
+                             std::chrono::seconds(o.resync_seconds)),
+        provider_controller_("operator-provider", provider_reconciler_,
+                             runtime::ControllerOptions{o.workers}),
+        class_reconciler_(client, classes_, providers_, {o.plugin_dir, o.image_plugin_dir},
+                          std::chrono::seconds(o.resync_seconds)),
+        class_controller_("operator-providerclass", class_reconciler_,
+                          runtime::ControllerOptions{1}) {
+    providers_.addIndexer(kClassIndex, providerClassIndex);
+    provider_controller_.watch(providers_);
+    // A class edit reaches every Provider of the class at once.
+    provider_controller_.watchMapped(classes_, [this](const runtime::Object& object) {
+      std::vector<std::string> keys;
+      for (const auto& p : providers_.byIndex(kClassIndex, runtime::objectKey(*object))) {
+        keys.push_back(runtime::objectKey(*p));
+      }
+      return keys;
+    });
+    provider_controller_.watchMapped(deployments_, [](const runtime::Object& object) {
+      auto key = ownerProviderKey(*object);
+      return key.empty() ? std::vector<std::string>{} : std::vector<std::string>{key};
+    });
+    class_controller_.watch(classes_);
+    // The provider count follows Providers moving between classes: both the old and the new
+    // class are recounted.
+    auto recount = [this](const runtime::Object& p) {
+      for (const auto& c : providerClassIndex(*p)) class_controller_.enqueue(c);
+    };
+    providers_.addHandler(runtime::EventHandler{
+        recount,
+        [recount](const runtime::Object& old_p, const runtime::Object& new_p) {
+          recount(old_p);
+          recount(new_p);
+        },
+        recount});
+  }
+
+  bool synced() const {
+    return providers_.hasSynced() && classes_.hasSynced() && deployments_.hasSynced();
+  }
+
+  // Lists, then reconciles once every cache is complete (the prune must not take a Deployment
+  // missing from a half-filled cache for a stale one), until `stop`.
+  void run(const std::atomic<bool>& stop) {
+    std::thread providers_thread([&] { providers_.run(stop); });
+    std::thread classes_thread([&] { classes_.run(stop); });
+    std::thread deployments_thread([&] { deployments_.run(stop); });
+    while (!stop && !synced()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (!stop) {
+      std::thread class_thread([&] { class_controller_.run(stop); });
+      provider_controller_.run(stop);
+      class_thread.join();
+    }
+    for (auto* t : {&providers_thread, &classes_thread, &deployments_thread}) t->join();
+  }
+
+ private:
+  runtime::Informer providers_;
+  runtime::Informer classes_;
+  runtime::Informer deployments_;
+  ProviderReconciler provider_reconciler_;
+  runtime::Controller provider_controller_;
+  ClassStatusReconciler class_reconciler_;
+  runtime::Controller class_controller_;
+};
+
 int runOperator(const Options& o) {
   StopSignal stop_signal;  // first, so every thread started below inherits the blocked mask
   auto log = common::logger("operator");
@@ -57,70 +136,20 @@ int runOperator(const Options& o) {
   }
   auto& client = **client_or;
 
-  runtime::InformerOptions provider_options;
-  provider_options.ns = o.watch_namespace;
-  runtime::Informer providers(client, kProviderType, provider_options);
-  providers.addIndexer(kClassIndex, providerClassIndex);
-  runtime::Informer classes(client, kProviderClassType, {});
-  runtime::InformerOptions deployment_options;
-  deployment_options.label_selector = std::string("app.kubernetes.io/managed-by=") + kManagedBy;
-  runtime::Informer deployments(client, kube::resources::kDeployment, deployment_options);
-
   const std::string identity = leaderIdentity();
   runtime::EventRecorder events(client, {"banlieue.io/operator", identity});
-  ProviderReconciler provider_reconciler(
-      client, providers, classes, deployments, events,
-      {o.image_plugin_dir, o.build_namespace, common::proxyEnvironment()},
-      {o.plugin_dir, o.image_plugin_dir}, std::chrono::seconds(o.resync_seconds));
-  runtime::Controller provider_controller("operator-provider", provider_reconciler,
-                                          runtime::ControllerOptions{o.workers});
-  provider_controller.watch(providers);
-  // A class edit reaches every Provider of the class at once.
-  provider_controller.watchMapped(classes, [&](const runtime::Object& object) {
-    std::vector<std::string> keys;
-    for (const auto& p : providers.byIndex(kClassIndex, runtime::objectKey(*object))) {
-      keys.push_back(runtime::objectKey(*p));
-    }
-    return keys;
-  });
-  provider_controller.watchMapped(deployments, [](const runtime::Object& object) {
-    auto key = ownerProviderKey(*object);
-    return key.empty() ? std::vector<std::string>{} : std::vector<std::string>{key};
-  });
-
-  ClassStatusReconciler class_reconciler(client, classes, providers,
-                                         {o.plugin_dir, o.image_plugin_dir},
-                                         std::chrono::seconds(o.resync_seconds));
-  runtime::Controller class_controller("operator-providerclass", class_reconciler,
-                                       runtime::ControllerOptions{1});
-  class_controller.watch(classes);
-  // The provider count follows Providers moving between classes: both the old and the new
-  // class are recounted.
-  providers.addHandler(
-      runtime::EventHandler{[&](const runtime::Object& p) {
-                              for (const auto& c : providerClassIndex(*p))
-                                class_controller.enqueue(c);
-                            },
-                            [&](const runtime::Object& old_p, const runtime::Object& new_p) {
-                              for (const auto& c : providerClassIndex(*old_p))
-                                class_controller.enqueue(c);
-                              for (const auto& c : providerClassIndex(*new_p))
-                                class_controller.enqueue(c);
-                            },
-                            [&](const runtime::Object& p) {
-                              for (const auto& c : providerClassIndex(*p))
-                                class_controller.enqueue(c);
-                            }});
-
   runtime::LeaderElectionConfig election;
   election.lease_namespace = o.lease_namespace;
   election.lease_name = o.lease_name;
   election.identity = identity;
   std::atomic<bool> leading{false};
+  std::mutex term_mutex;
+  OperatorTerm* term = nullptr;
 
   runtime::HealthServer health;
   health.addReadinessCheck("informers", [&](std::string& reason) {
-    bool synced = providers.hasSynced() && classes.hasSynced() && deployments.hasSynced();
+    std::lock_guard lock(term_mutex);
+    bool synced = term != nullptr && term->synced();
     if (!synced) reason = "Providers, ProviderClasses and Deployments not listed yet";
     return synced;
   });
@@ -134,31 +163,25 @@ int runOperator(const Options& o) {
     return app::kExitFailure;
   }
 
-  const auto& stop = stop_signal.stopping();
-  // Caches fill while campaigning, so a new leader starts from warm informers.
-  std::thread providers_thread([&] { providers.run(stop); });
-  std::thread classes_thread([&] { classes.run(stop); });
-  std::thread deployments_thread([&] { deployments.run(stop); });
-
-  // The reconcilers run only while leading and stop before the Lease is released (ADR 0021),
-  // so an old and a new operator never write at once.
-  auto end = runWhileLeading(
+  // The reconcilers run only while leading and stop before the Lease is released; a lost Lease
+  // stops them and this process campaigns again (ADR 0021), so an old and a new operator never
+  // write at once.
+  runWhileLeading(
       client, election, stop_signal,
       [&](const std::atomic<bool>& work_stop) {
         log->info("leading {}/{}; reconciling Providers{}", o.lease_namespace, o.lease_name,
                   o.watch_namespace.empty() ? " in every namespace" : " in " + o.watch_namespace);
-        std::thread class_thread([&] { class_controller.run(work_stop); });
-        provider_controller.run(work_stop);
-        class_thread.join();
+        OperatorTerm this_term(client, o, events);
+        {
+          std::lock_guard lock(term_mutex);
+          term = &this_term;
+        }
+        this_term.run(work_stop);
+        std::lock_guard lock(term_mutex);
+        term = nullptr;
       },
       {.leading = &leading});
-  stop_signal.requestStop();  // the informers end with the work
-  for (auto* t : {&providers_thread, &classes_thread, &deployments_thread}) t->join();
   health.stop();
-  if (end == LeadershipEnd::kLost) {
-    log->error("lost the lease {}/{}; exiting", o.lease_namespace, o.lease_name);
-    return app::kExitFailure;
-  }
   return app::kExitOk;
 }
 

@@ -330,8 +330,10 @@ int runProvider(const Options& o) {
     synced = false;
     session.disconnect();  // instance_destroy: log out, remove temp files
   };
-  auto end = runWhileLeading(client, election, stop, serve, {.leading = &leading});
-  return end == LeadershipEnd::kLost ? app::kExitFailure : app::kExitOk;
+  // Each term serves afresh (a new session, caches and queues); a lost Lease ends the term and
+  // this process campaigns again (ADR 0021).
+  runWhileLeading(client, election, stop, serve, {.leading = &leading});
+  return app::kExitOk;
 }
 
 }  // namespace
