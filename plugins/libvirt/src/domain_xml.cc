@@ -3,6 +3,7 @@
 #include <pugixml.hpp>
 
 #include <algorithm>
+#include <sstream>
 
 namespace banlieue::libvirt {
 
@@ -221,6 +222,67 @@ std::vector<PoolVolume> domainPoolVolumes(std::string_view domain_xml) {
     if (pool && volume) volumes.push_back({pool.as_string(), volume.as_string()});
   }
   return volumes;
+}
+
+namespace {
+
+// libvirt's memory units (formatdomain.html#memory-allocation): bytes up to TiB, decimal and
+// binary; KiB when none is given.
+std::optional<int64_t> bytesPerUnit(std::string_view unit) {
+  static const std::pair<std::string_view, int64_t> kUnits[] = {
+      {"b", 1},
+      {"bytes", 1},
+      {"KB", 1000},
+      {"k", 1024},
+      {"KiB", 1024},
+      {"MB", 1000 * 1000},
+      {"M", 1024 * 1024},
+      {"MiB", 1024 * 1024},
+      {"GB", 1000 * 1000 * 1000},
+      {"G", 1024 * 1024 * 1024},
+      {"GiB", 1024 * 1024 * 1024},
+      {"TB", int64_t{1000} * 1000 * 1000 * 1000},
+      {"T", int64_t{1024} * 1024 * 1024 * 1024},
+      {"TiB", int64_t{1024} * 1024 * 1024 * 1024},
+  };
+  if (unit.empty()) return 1024;
+  for (const auto& [name, bytes] : kUnits) {
+    if (unit == name) return bytes;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<DomainHardware> domainHardware(std::string_view domain_xml) {
+  const pugi::xml_document doc = parse(domain_xml);
+  const pugi::xml_node domain = doc.child("domain");
+  if (!domain) return std::nullopt;
+  DomainHardware hw;
+  hw.type = domain.attribute("type").as_string();
+  const pugi::xml_node vcpu = domain.child("vcpu");
+  hw.vcpus = vcpu.attribute("current") ? vcpu.attribute("current").as_int() : vcpu.text().as_int();
+  const pugi::xml_node memory = domain.child("memory");
+  if (auto per_unit = bytesPerUnit(memory.attribute("unit").as_string()); per_unit) {
+    hw.memory_mib = memory.text().as_llong() * *per_unit / (1024 * 1024);
+  }
+  hw.volumes = domainPoolVolumes(domain_xml);
+  return hw;
+}
+
+std::optional<std::string> diskElementFor(std::string_view domain_xml, std::string_view pool,
+                                          std::string_view volume) {
+  const pugi::xml_document doc = parse(domain_xml);
+  for (const auto& disk : doc.child("domain").child("devices").children("disk")) {
+    const pugi::xml_node source = disk.child("source");
+    if (pool == source.attribute("pool").as_string() &&
+        volume == source.attribute("volume").as_string()) {
+      std::ostringstream out;
+      disk.print(out, "  ", pugi::format_default | pugi::format_no_declaration);
+      return out.str();
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace banlieue::libvirt

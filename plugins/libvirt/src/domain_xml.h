@@ -71,4 +71,21 @@ struct PoolVolume {
 };
 std::vector<PoolVolume> domainPoolVolumes(std::string_view domain_xml);
 
+// What a resize changes, as a domain's XML has it: the vCPUs it runs (vcpu's `current`
+// attribute, else its count), its memory in MiB (domain/memory in any of libvirt's units) and its
+// disks' pool volumes. Read from the persistent definition it says what the next boot gets, from
+// the live XML what the guest has now. nullopt when the XML has no domain element.
+struct DomainHardware {
+  std::string type;  // domain/@type: kvm, qemu, test
+  int vcpus = 0;
+  int64_t memory_mib = 0;
+  std::vector<PoolVolume> volumes;
+};
+std::optional<DomainHardware> domainHardware(std::string_view domain_xml);
+
+// The <disk> element of `domain_xml` whose source is `volume` of `pool`, serialized on its own
+// (what virDomainAttachDeviceFlags takes); nullopt when the domain has no such disk.
+std::optional<std::string> diskElementFor(std::string_view domain_xml, std::string_view pool,
+                                          std::string_view volume);
+
 }  // namespace banlieue::libvirt

@@ -337,6 +337,73 @@ std::set<std::string> ownedVolumes(const MachineSpec& m, virDomainPtr dom) {
   return names;
 }
 
+// Issue #20: a resize is applied, never only accepted. The persistent definition follows the
+// spec (vCPUs, memory, data disks added later); a running guest gets new data disks at once
+// (hot-plug) and CPU or memory changes at a restart, which the reconcile then drives as the
+// vSphere plugin does (a graceful shutdown within the spec's timeout, then a start). Returns
+// what the running guest still lacks, "" when it has what the spec asks for.
+std::string applyHardware(virDomainPtr dom, const MachineSpec& m, DomainPlan plan) {
+  CString defined_xml(virDomainGetXMLDesc(dom, VIR_DOMAIN_XML_INACTIVE));
+  if (!defined_xml) raiseLast("reading the definition of domain " + m.domain_name);
+  auto defined = domainHardware(defined_xml.get());
+  if (!defined) {
+    throw Error(Code::kInternal, "UnreadableDefinition",
+                "libvirt's definition of domain " + m.domain_name + " has no domain element");
+  }
+  plan.domain_type = defined->type;  // as created: never switched between kvm and qemu here
+  const std::string wanted_xml = domainXml(m, plan);
+  const DomainHardware wanted = *domainHardware(wanted_xml);
+  auto lacks = [](const DomainHardware& have, const PoolVolume& v) {
+    return std::none_of(have.volumes.begin(), have.volumes.end(), [&](const PoolVolume& h) {
+      return h.pool == v.pool && h.volume == v.volume;
+    });
+  };
+  auto lacksAny = [&](const DomainHardware& have) {
+    return std::any_of(wanted.volumes.begin(), wanted.volumes.end(),
+                       [&](const PoolVolume& v) { return lacks(have, v); });
+  };
+  if (defined->vcpus != wanted.vcpus || defined->memory_mib != wanted.memory_mib ||
+      lacksAny(*defined)) {
+    virDomainPtr redefined = virDomainDefineXML(virDomainGetConnect(dom), wanted_xml.c_str());
+    if (redefined == nullptr) raiseLast("redefining domain " + m.domain_name + " to resize it");
+    virDomainFree(redefined);
+    BANLIEUE_LOG(kInfo, "redefined domain " + m.domain_name + ": " + std::to_string(wanted.vcpus) +
+                            " vCPUs, " + std::to_string(wanted.memory_mib) + " MiB, " +
+                            std::to_string(wanted.volumes.size()) + " disks");
+  }
+  if (virDomainIsActive(dom) != 1) return "";  // the next start boots the definition
+
+  CString live_xml(virDomainGetXMLDesc(dom, 0));
+  if (!live_xml) raiseLast("reading the running domain " + m.domain_name);
+  auto live = domainHardware(live_xml.get());
+  if (!live) return "";
+  std::vector<std::string> pending;
+  for (const auto& volume : wanted.volumes) {
+    if (!lacks(*live, volume)) continue;
+    auto disk = diskElementFor(wanted_xml, volume.pool, volume.volume);
+    if (disk && virDomainAttachDeviceFlags(dom, disk->c_str(), VIR_DOMAIN_AFFECT_LIVE) == 0) {
+      BANLIEUE_LOG(kInfo, "attached " + volume.volume + " to the running domain " + m.domain_name);
+      continue;
+    }
+    // Hot-plug refused (a bus without it, a guest without the controller): the restart below
+    // boots the definition, which has the disk.
+    BANLIEUE_LOG(kWarn, "cannot attach " + volume.volume + " to the running domain " +
+                            m.domain_name + ": " + LibvirtError::last().message);
+    pending.push_back("disk " + volume.volume);
+  }
+  if (live->vcpus != wanted.vcpus) {
+    pending.push_back("vCPUs " + std::to_string(live->vcpus) + " -> " +
+                      std::to_string(wanted.vcpus));
+  }
+  if (live->memory_mib != wanted.memory_mib) {
+    pending.push_back("memory " + std::to_string(live->memory_mib) + " -> " +
+                      std::to_string(wanted.memory_mib) + " MiB");
+  }
+  std::string out;
+  for (const auto& p : pending) out += (out.empty() ? "" : ", ") + p;
+  return out;
+}
+
 }  // namespace
 
 Status reconcileMachine(MachineContext& ctx, const sdk::Call& call,
@@ -398,6 +465,7 @@ Status reconcileMachine(MachineContext& ctx, const sdk::Call& call,
     plan.data_volumes.push_back(m.dataVolumeName(d));
   }
 
+  const bool defined_now = !dom;
   if (!dom) {
     checkCancelled(call);
     plan.domain_type = chooseDomainType(conn.get(), ctx.domain_type_override, plan.arch,
@@ -409,12 +477,36 @@ Status reconcileMachine(MachineContext& ctx, const sdk::Call& call,
     BANLIEUE_LOG(kInfo, "defined domain " + m.domain_name + " (" + m.domain_uuid + ")");
   }
 
+  // A domain defined by an earlier pass may predate a resize: bring it to the spec.
+  std::string restart_for;
+  if (!defined_now) restart_for = applyHardware(dom->get(), m, plan);
+
   Observed observed = observe(dom->get());
-  Status power = drivePower(dom->get(), m, request, reply, observed);
+  Status power = Status::ok();
+  if (!restart_for.empty() && m.desired_power != PowerState::kPoweredOff) {
+    // The guest runs an older shape: shut it down (gracefully, within the timeout) and start
+    // it again on the new definition.
+    MachineSpec stop = m;
+    stop.desired_power = PowerState::kPoweredOff;
+    power = drivePower(dom->get(), stop, request, reply, observed);
+    if (power.isOk()) {
+      BANLIEUE_LOG(kInfo, "restarting domain " + m.domain_name + " to apply " + restart_for);
+    }
+  }
+  if (power.isOk()) power = drivePower(dom->get(), m, request, reply, observed);
   Addresses addresses;
   if (observed == Observed::kRunning) addresses = readAddresses(dom->get());
   bool settled = power.isOk() && observedName(observed) == powerStateName(m.desired_power);
   writeStatus(reply, ctx, m.domain_uuid, observed, settled, addresses);
+  if (!restart_for.empty() && !power.isOk()) {
+    // Shutting down (IN_PROGRESS) or failed: the guest still runs the older shape.
+    reply.setCondition("HardwareApplied", "False", "RestartingToApply",
+                       "the running guest lacks " + restart_for +
+                           "; the domain restarts to apply the new definition");
+  } else {
+    reply.setCondition("HardwareApplied", "True", "Applied",
+                       "the domain has the spec's vCPUs, memory and disks");
+  }
   if (power.isOk() && m.desired_power == PowerState::kPoweredOn && addresses.ips.empty()) {
     // Leases and agent answers are not events libvirt pushes: look again shortly.
     reply.requeueAfter(std::chrono::seconds(10));

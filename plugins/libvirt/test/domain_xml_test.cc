@@ -119,6 +119,49 @@ TEST(DomainXml, ReadsTheDomainsPoolVolumesAndTheHostsOffer) {
   EXPECT_TRUE(offered.secure_boot);
 }
 
+// Issue #20: what a resize compares, read back from XML as libvirt writes it.
+TEST(DomainXml, ReadsTheHardwareOfADefinitionInAnyMemoryUnit) {
+  MachineSpec m = sampleMachine();
+  DomainPlan plan;
+  plan.domain_type = "qemu";
+  plan.root_volume = "vm-disk-root";
+  plan.data_volumes = {"vm-disk-data"};
+  auto ours = domainHardware(domainXml(m, plan));
+  ASSERT_TRUE(ours.has_value());
+  EXPECT_EQ(ours->type, "qemu");
+  EXPECT_EQ(ours->vcpus, 4);
+  EXPECT_EQ(ours->memory_mib, 2048);
+  ASSERT_EQ(ours->volumes.size(), 2U);
+  EXPECT_EQ(ours->volumes[1].volume, "vm-disk-data");
+
+  // libvirt's own rendering: KiB, a current vCPU count below the maximum.
+  auto live = domainHardware(
+      "<domain type='kvm'><memory unit='KiB'>1048576</memory>"
+      "<vcpu placement='static' current='2'>8</vcpu></domain>");
+  ASSERT_TRUE(live.has_value());
+  EXPECT_EQ(live->vcpus, 2);
+  EXPECT_EQ(live->memory_mib, 1024);
+  EXPECT_EQ(domainHardware("<domain><memory unit='GiB'>3</memory></domain>")->memory_mib, 3072);
+  EXPECT_EQ(domainHardware("<domain><memory>524288</memory></domain>")->memory_mib, 512);
+  EXPECT_EQ(domainHardware("<domain><memory unit='parsec'>1</memory></domain>")->memory_mib, 0)
+      << "an unknown unit reads as nothing, never as a guess";
+  EXPECT_FALSE(domainHardware("<!-- <domain/> -->").has_value());
+}
+
+TEST(DomainXml, SerializesOneDiskToAttach) {
+  MachineSpec m = sampleMachine();
+  DomainPlan plan;
+  plan.root_volume = "vm-disk-root";
+  plan.data_volumes = {"vm-disk-data"};
+  auto disk = diskElementFor(domainXml(m, plan), m.pool, "vm-disk-data");
+  ASSERT_TRUE(disk.has_value());
+  EXPECT_TRUE(has(*disk, "<disk type=\"volume\" device=\"disk\">")) << *disk;
+  EXPECT_TRUE(has(*disk, "volume=\"vm-disk-data\"")) << *disk;
+  EXPECT_TRUE(has(*disk, "bus=\"scsi\"")) << *disk;
+  EXPECT_FALSE(has(*disk, "vm-disk-root")) << *disk;
+  EXPECT_FALSE(diskElementFor(domainXml(m, plan), "other-pool", "vm-disk-data").has_value());
+}
+
 TEST(DomainXml, GuestDomainTypesFromCapabilities) {
   std::string caps =
       R"(<capabilities><host><cpu><arch>x86_64</arch><feature name='vmx'/></cpu></host>

@@ -2,7 +2,7 @@
 // TLS listener on loopback with certificates it generates, a directory pool, an isolated
 // network, and QEMU domains under TCG. The plugin is driven through the C ABI over qemu+tls://;
 // the results are checked with virsh and the libvirt API on the daemon's own unix socket.
-// Label: e2e;libvirt.
+// Labels: e2e;libvirt;day2 (a resize of the running domain, issue #20).
 //
 // The daemon is the test's own, in namespaces of its own: it runs beside any other libvirtd
 // (the machine's, `scripts/dev.sh --real`'s) and dies with the test, its domains included. It
@@ -232,6 +232,33 @@ TEST_F(LibvirtDaemonE2E, ImportCreatePowerCycleRestartDaemonAndDeleteLeavesNothi
   ASSERT_TRUE(after.ok()) << describeOutcome(after);
   auto after_doc = json::parse(after.body, "reply");
   EXPECT_EQ(json::stringOr(&after_doc, "status.observedPowerState"), "PoweredOn");
+
+  // Day 2 (issue #20): a resize of the running machine reaches the running QEMU. The data
+  // disk is hot-plugged; the vCPUs and memory need a restart, which the plugin drives (the
+  // graceful shutdown times out as above, then the domain starts on the new definition).
+  m.vcpus = 2;
+  m.memory_mib = 256;
+  m.extra_disks = R"(,{"name":"logs","sizeGiB":1})";
+  auto resized = harness_.reconcile(m);
+  for (int i = 0; i < 100 && resized.code == BANLIEUE_IN_PROGRESS; ++i) {
+    auto body = json::parse(resized.body, "reply");
+    EXPECT_NE(resized.body.find("RestartingToApply"), std::string::npos) << resized.body;
+    std::this_thread::sleep_for(milliseconds(std::max<int64_t>(100, resized.requeue_after_ms)));
+    resized = harness_.reconcile(m, json::stringOr(&body, "operation.token"));
+  }
+  ASSERT_TRUE(resized.ok()) << describeOutcome(resized) << "\n" << daemon_.log();
+  auto resized_doc = json::parse(resized.body, "reply");
+  const auto* conditions = json::find(&resized_doc, "status.conditions");
+  ASSERT_TRUE(conditions != nullptr && conditions->IsArray() && conditions->Size() == 1)
+      << resized.body;
+  EXPECT_EQ(json::stringOr(&(*conditions)[0], "status"), "True") << resized.body;
+  std::string live = virsh("dumpxml " + domain);
+  EXPECT_EQ(virsh("domstate " + domain).rfind("running", 0), 0u) << virsh("domstate " + domain);
+  EXPECT_NE(live.find(">2</vcpu>"), std::string::npos) << live;
+  EXPECT_NE(live.find("<memory unit='KiB'>262144</memory>"), std::string::npos) << live;
+  EXPECT_NE(live.find("volume='" + domain + "-disk-logs.qcow2'"), std::string::npos) << live;
+  EXPECT_EQ(virsh("list --all --name").find(domain), virsh("list --all --name").rfind(domain))
+      << "one domain, not two: " << virsh("list --all");
 
   auto fin = harness_.finalize(m);
   ASSERT_TRUE(fin.ok()) << describeOutcome(fin);

@@ -58,6 +58,8 @@ struct MachineOptions {
   std::string pool = "default-pool";
   std::string boot_volume = "base.qcow2";
   int root_gib = 4;
+  int vcpus = 1;
+  int memory_mib = 128;
   std::string extra_disks;  // ,{...}
   std::string network = R"([{"name":"nic0","source":{"kind":"network","name":"default"}}])";
   std::string power = "PoweredOn";
@@ -69,7 +71,8 @@ struct MachineOptions {
 inline std::string machineObject(const MachineOptions& o) {
   std::string spec =
       R"({"pool":)" + quote(o.pool) + R"(,"bootSource":{"kind":"backingVolume","volume":)" +
-      quote(o.boot_volume) + R"(},"vcpus":1,"memoryMiB":128,"firmware":)" + quote(o.firmware) +
+      quote(o.boot_volume) + R"(},"vcpus":)" + std::to_string(o.vcpus) + R"(,"memoryMiB":)" +
+      std::to_string(o.memory_mib) + R"(,"firmware":)" + quote(o.firmware) +
       R"(,"disks":[{"name":"root","sizeGiB":)" + std::to_string(o.root_gib) + "}" + o.extra_disks +
       R"(],"network":)" + o.network + R"(,"desiredPowerState":)" + quote(o.power);
   if (!o.domain_name.empty()) spec += R"(,"domainName":)" + quote(o.domain_name);

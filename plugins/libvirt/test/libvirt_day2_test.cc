@@ -1,0 +1,55 @@
+// Day-2 changes of a LibvirtMachine against libvirt's test driver (issue #20): a resize reaches
+// the domain's definition and, for a running domain, the guest (hot-plug, else a restart).
+// Labels: integration;libvirt;day2.
+#include "plugins/libvirt/test/test_driver_fixture.h"
+
+namespace banlieue::libvirt::testing {
+namespace {
+
+// Issue #20: a resize of a running machine reaches the domain (before, the definition kept its
+// first vCPUs and memory and a data disk added later was never attached, while the reply said
+// provisioned). The same domain (same UUID), no second one.
+TEST_F(LibvirtPluginTest, AResizeReachesTheDefinitionAndTheRunningDomain) {
+  ASSERT_TRUE(harness_.reconcile(opts_).ok());
+  int count = inspector_.domainCount();
+  opts_.vcpus = 2;
+  opts_.memory_mib = 256;
+  opts_.extra_disks = R"(,{"name":"logs","sizeGiB":1})";
+  auto r = harness_.reconcile(opts_);
+  ASSERT_TRUE(r.ok()) << describeOutcome(r);
+  EXPECT_EQ(inspector_.domainCount(), count);
+  EXPECT_EQ(inspector_.domainState(domain()), VIR_DOMAIN_RUNNING);
+  std::string live = inspector_.domainXml(domain());
+  EXPECT_NE(live.find("<uuid>" + opts_.uid + "</uuid>"), std::string::npos) << live;
+  EXPECT_NE(live.find(">2</vcpu>"), std::string::npos) << live;
+  EXPECT_NE(live.find("<memory unit='KiB'>262144</memory>"), std::string::npos) << live;
+  EXPECT_NE(live.find("volume='" + domain() + "-disk-logs.qcow2'"), std::string::npos) << live;
+  auto doc = json::parse(r.body, "reply");
+  EXPECT_TRUE(json::boolean(&doc, "status.initialization.provisioned"));
+  const auto* conditions = json::find(&doc, "status.conditions");
+  ASSERT_TRUE(conditions != nullptr && conditions->IsArray() && conditions->Size() == 1) << r.body;
+  EXPECT_EQ(json::stringOr(&(*conditions)[0], "type"), "HardwareApplied") << r.body;
+  EXPECT_EQ(json::stringOr(&(*conditions)[0], "status"), "True") << r.body;
+
+  // A shrink of memory is a resize too; an unchanged spec changes nothing.
+  opts_.memory_mib = 192;
+  ASSERT_TRUE(harness_.reconcile(opts_).ok());
+  EXPECT_NE(inspector_.domainXml(domain()).find("<memory unit='KiB'>196608</memory>"),
+            std::string::npos);
+  std::string settled = inspector_.domainXml(domain());
+  ASSERT_TRUE(harness_.reconcile(opts_).ok());
+  EXPECT_EQ(inspector_.domainXml(domain()), settled);
+}
+
+// A powered-off machine resized: the definition changes, the domain stays off.
+TEST_F(LibvirtPluginTest, AResizeOfAStoppedMachineChangesTheDefinitionOnly) {
+  opts_.power = "PoweredOff";
+  ASSERT_TRUE(harness_.reconcile(opts_).ok());
+  opts_.vcpus = 3;
+  ASSERT_TRUE(harness_.reconcile(opts_).ok());
+  EXPECT_EQ(inspector_.domainState(domain()), VIR_DOMAIN_SHUTOFF);
+  EXPECT_NE(inspector_.domainXml(domain()).find(">3</vcpu>"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace banlieue::libvirt::testing
