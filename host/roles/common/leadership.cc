@@ -99,10 +99,10 @@ LeadershipEnd leadOneTerm(kube::KubeClient& client, runtime::LeaderElectionConfi
 
 }  // namespace
 
-LeadershipEnd runWhileLeading(kube::KubeClient& client, runtime::LeaderElectionConfig config,
+LeadershipEnd runWhileLeading(kube::KubeClient& client, const runtime::LeaderElectionConfig& config,
                               StopSignal& signals,
                               const std::function<void(const std::atomic<bool>& stop)>& work,
-                              LeadershipOptions options) {
+                              const LeadershipOptions& options) {
   auto log = common::logger("leader-election");
   std::string lease = config.lease_namespace + "/" + config.lease_name;
   for (;;) {

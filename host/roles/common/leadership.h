@@ -46,9 +46,9 @@ struct LeadershipOptions {
 // Campaigns for `config`'s Lease and runs `work(stop)` in each term it leads; returns once
 // `signals` asks to stop (or, with campaign_again off, once the Lease is lost), after the work
 // has returned. `config`'s callbacks are kept and called as well, once per term.
-LeadershipEnd runWhileLeading(kube::KubeClient& client, runtime::LeaderElectionConfig config,
+LeadershipEnd runWhileLeading(kube::KubeClient& client, const runtime::LeaderElectionConfig& config,
                               StopSignal& signals,
                               const std::function<void(const std::atomic<bool>& stop)>& work,
-                              LeadershipOptions options = {});
+                              const LeadershipOptions& options = {});
 
 }  // namespace banlieue::roles

@@ -264,7 +264,7 @@ std::optional<DomainHardware> domainHardware(std::string_view domain_xml) {
   hw.vcpus = vcpu.attribute("current") ? vcpu.attribute("current").as_int() : vcpu.text().as_int();
   const pugi::xml_node memory = domain.child("memory");
   if (auto per_unit = bytesPerUnit(memory.attribute("unit").as_string()); per_unit) {
-    hw.memory_mib = memory.text().as_llong() * *per_unit / (1024 * 1024);
+    hw.memory_mib = memory.text().as_llong() * *per_unit / (1024LL * 1024);
   }
   hw.volumes = domainPoolVolumes(domain_xml);
   return hw;
