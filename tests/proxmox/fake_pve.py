@@ -16,10 +16,12 @@ Endpoints (all under /api2/json):
   GET    /nodes/{node}/qemu                       guests of a node
   POST   /nodes/{node}/qemu/{vmid}/clone          newid, name, full, storage -> UPID (a template
                                                   clones linked unless full=1; linked refuses storage)
-  GET    /nodes/{node}/qemu/{vmid}/config
-  PUT    /nodes/{node}/qemu/{vmid}/config         synchronous config change
+  GET    /nodes/{node}/qemu/{vmid}/config[?current=1]  with pending changes applied, unless current=1
+  PUT    /nodes/{node}/qemu/{vmid}/config         synchronous config change; on a running guest
+                                                  what cannot change live goes pending
+  GET    /nodes/{node}/qemu/{vmid}/pending        [{key, value, pending, delete}]
   GET    /nodes/{node}/qemu/{vmid}/status/current
-  POST   /nodes/{node}/qemu/{vmid}/status/{start,stop,shutdown,suspend,resume}  -> UPID
+  POST   /nodes/{node}/qemu/{vmid}/status/{start,stop,shutdown,reboot,suspend,resume}  -> UPID
   PUT    /nodes/{node}/qemu/{vmid}/resize         disk, size
   DELETE /nodes/{node}/qemu/{vmid}[?purge=1&destroy-unreferenced-disks=1] -> UPID
   GET    /nodes/{node}/tasks/{upid}/status        status running|stopped, exitstatus "OK" or error
@@ -47,6 +49,11 @@ Behaviours:
   - Starting a VM whose config holds "args: fail-start" produces a task that ends with an
     error exit status (a failing task).
   - Deleting a running VM fails with 500 "VM <id> is running - destroy failed".
+  - A config change to a running VM applies at once only for PVE's fast-plug options (name,
+    description, tags, ...) and what its `hotplug` option (default network,disk,usb) covers; the
+    rest (cores, sockets, memory, bios, ipconfigN, ...) goes to the pending section, which a
+    start or a reboot applies. GET .../config shows the pending values (PVE's default),
+    GET .../config?current=1 the running ones, GET .../pending both.
   - Files: the "local" storage is a directory storage (content includes "import" and
     "snippets", PVE 8.2's import content type) whose path is a real directory of this process,
     <dir>/storage/local. PVE takes disk images and snippets only as files on the node, put
@@ -308,7 +315,9 @@ class Handler(BaseHTTPRequestHandler):
         state = self.server.state
         if path == "/_fake/state":
             running = [t["upid"] for t in state.tasks.values() if t["status"] == "running"]
-            return {"vms": [dict(vm, config=dict(vm["config"])) for vm in state.vms.values()],
+            return {"vms": [dict(vm, config=dict(vm["config"]),
+                                 pendingDelete=sorted(vm.get("pendingDelete", ())))
+                            for vm in state.vms.values()],
                     "runningTasks": running, "nodes": state.nodes, "files": state.files(),
                     "logins": state.logins}
         if path == "/_fake/expire-tickets" and method == "POST":
@@ -445,7 +454,11 @@ class Handler(BaseHTTPRequestHandler):
                 state.vms.pop(vmid, None)
             return state.start_task(node, "qmdestroy", vmid, finish)
         if rest == ["config"] and method == "GET":
-            return dict(vm["config"], digest="0" * 40)
+            # PVE answers the configuration with its pending changes applied unless current=1.
+            config = dict(vm["config"]) if params.get("current") == "1" else self.effective(vm)
+            return dict(config, digest="0" * 40)
+        if rest == ["pending"] and method == "GET":
+            return self.pending_list(vm)
         if rest == ["config"] and method in ("PUT", "POST"):
             if vm["lock"]:
                 raise PveError(500, "VM is locked (%s)" % vm["lock"])
@@ -464,13 +477,31 @@ class Handler(BaseHTTPRequestHandler):
                     bridge = value.split("bridge=")[1].split(",")[0]
                     if bridge not in state.bridges:
                         raise PveError(500, "bridge '%s' does not exist" % bridge)
+            # A stopped guest takes every change at once. A running one takes at once only
+            # what PVE can change live (names and tags; NICs, disks and memory when its
+            # `hotplug` option allows them, default network,disk,usb); the rest waits in the
+            # pending section for the next start (or a reboot), as PVE does.
+            pending = vm.setdefault("pending", {})
+            deletes = vm.setdefault("pendingDelete", set())
             for key in params.get("delete", "").split(","):
-                if key:
+                if not key:
+                    continue
+                if self.applies_now(vm, key):
                     vm["config"].pop(key, None)
+                    pending.pop(key, None)
+                else:
+                    deletes.add(key)
             for key, value in params.items():
-                if key not in ("delete", "digest"):
-                    vm["config"][key] = int(value) if value.isdigit() and key in (
-                        "cores", "sockets", "memory") else value
+                if key in ("delete", "digest"):
+                    continue
+                typed = int(value) if value.isdigit() and key in (
+                    "cores", "sockets", "memory") else value
+                if self.applies_now(vm, key):
+                    vm["config"][key] = typed
+                    pending.pop(key, None)
+                else:
+                    pending[key] = typed
+                deletes.discard(key)
             vm["name"] = vm["config"].get("name", vm["name"])
             return None
         if rest == ["resize"] and method == "PUT":
@@ -514,6 +545,51 @@ class Handler(BaseHTTPRequestHandler):
                                    "ip-address-type": "ipv4", "prefix": 24}]}]}
         raise PveError(501, "Method '%s' not implemented" % method)
 
+    # PVE's options that change at once even on a running guest (its "fast plug" options).
+    FAST_PLUG = {"name", "description", "tags", "onboot", "protection", "startup", "lock"}
+
+    @classmethod
+    def applies_now(cls, vm, key):
+        if vm["status"] != "running" or key in cls.FAST_PLUG:
+            return True
+        hotplug = str(vm["config"].get("hotplug", "network,disk,usb")).split(",")
+        if re.fullmatch(r"net\d+", key):
+            return "network" in hotplug
+        if re.fullmatch(r"(scsi|virtio|sata)\d+", key):
+            return "disk" in hotplug
+        if key == "memory":
+            return "memory" in hotplug and bool(vm["config"].get("numa"))
+        return False
+
+    @staticmethod
+    def effective(vm):
+        config = dict(vm["config"])
+        for key in vm.get("pendingDelete", ()):
+            config.pop(key, None)
+        config.update(vm.get("pending", {}))
+        return config
+
+    @staticmethod
+    def pending_list(vm):
+        """GET .../pending: every key with its current value, its pending value, or delete=1."""
+        pending, deletes = vm.get("pending", {}), vm.get("pendingDelete", set())
+        out = []
+        for key in sorted(set(vm["config"]) | set(pending) | deletes):
+            entry = {"key": key}
+            if key in vm["config"]:
+                entry["value"] = vm["config"][key]
+            if key in pending:
+                entry["pending"] = pending[key]
+            if key in deletes:
+                entry["delete"] = 1
+            out.append(entry)
+        return out
+
+    @classmethod
+    def apply_pending(cls, vm):
+        vm["config"] = cls.effective(vm)
+        vm["pending"], vm["pendingDelete"] = {}, set()
+
     def power(self, state, node, vm, action, params):
         vmid = vm["vmid"]
         if vm["template"]:
@@ -525,6 +601,7 @@ class Handler(BaseHTTPRequestHandler):
                 raise PveError(500, "VM %d already running" % vmid)
 
             def finish():
+                self.apply_pending(vm)  # a start boots the configuration with its pending changes
                 if vm["config"].get("args") == "fail-start":
                     vm.pop("qmpstatus", None)
                     raise PveError(500, "start failed: QEMU exited with code 1")
@@ -548,6 +625,15 @@ class Handler(BaseHTTPRequestHandler):
                 vm["status"] = "stopped"
                 vm.pop("qmpstatus", None)
             return state.start_task(node, "qm" + action, vmid, finish)
+        if action == "reboot":
+            # A shutdown and a start in one task: the guest comes back with its pending changes.
+            if vm["status"] != "running":
+                raise PveError(500, "VM %d not running" % vmid)
+
+            def finish():
+                self.apply_pending(vm)
+                vm["reboots"] = vm.get("reboots", 0) + 1
+            return state.start_task(node, "qmreboot", vmid, finish)
         raise PveError(501, "Method 'POST status/%s' not implemented" % action)
 
     def create(self, state, node, params):

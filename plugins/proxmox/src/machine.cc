@@ -280,6 +280,46 @@ Form configChanges(const MachineSpec& spec, const sdk::ReconcileRequest& request
   return changes;
 }
 
+// A guest's configuration as PVE will boot it (its pending changes applied, as GET /config
+// answers), and the keys whose change waits for that boot: a running guest takes at once only
+// what PVE can hot-plug (disks and NICs by default); CPUs, memory, firmware and cloud-init
+// settings stay pending. One GET /pending gives both.
+struct GuestConfig {
+  rapidjson::Document effective{rapidjson::kObjectType};
+  std::vector<std::string> pending_keys;
+};
+
+GuestConfig readConfig(const PveClient& client, const Guest& g, Deadline deadline) {
+  rapidjson::Document entries = client.get(vmPath(g) + "/pending", deadline);
+  if (!entries.IsArray()) {
+    throw sdk::Error(Code::kUnavailable, "MalformedReply",
+                     "GET " + vmPath(g) + "/pending answered " +
+                         json::serialize(entries).substr(0, 200) + " instead of a list of options");
+  }
+  GuestConfig out;
+  auto& a = out.effective.GetAllocator();
+  for (const auto& entry : entries.GetArray()) {
+    const std::string key = json::stringOr(&entry, "key");
+    if (key.empty()) continue;
+    const rapidjson::Value* pending = json::member(&entry, "pending");
+    const rapidjson::Value* current = json::member(&entry, "value");
+    const bool deleted = asInt(json::member(&entry, "delete")) != 0;
+    if (pending != nullptr || deleted) out.pending_keys.push_back(key);
+    if (deleted) continue;
+    const rapidjson::Value* value = pending != nullptr ? pending : current;
+    if (value != nullptr) {
+      out.effective.AddMember(json::stringValue(key, a), rapidjson::Value(*value, a), a);
+    }
+  }
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
 std::string observedPower(const PveClient& client, const Guest& g, Deadline deadline) {
   rapidjson::Document current = client.get(vmPath(g) + "/status/current", deadline);
   const std::string status = json::stringOr(&current, "status");
@@ -485,10 +525,12 @@ Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileR
                                               " is locked (" + guest->lock + ")");
     }
     std::string power = observedPower(client_, *guest, deadline);
-    rapidjson::Document config = client_.get(vmPath(*guest) + "/config", deadline);
+    GuestConfig read = readConfig(client_, *guest, deadline);
+    const rapidjson::Document& config = read.effective;
     Form changes = configChanges(spec, request, config);
     if (!changes.empty()) {
       client_.put(vmPath(*guest) + "/config", changes, deadline);
+      if (power != "PoweredOff") read = readConfig(client_, *guest, deadline);  // what went pending
       if (power == "PoweredOff") {
         // Peers shipped VMs that booted with the template's 1 vCPU / 512 MiB because the
         // config never landed: read it back before starting.
@@ -516,6 +558,23 @@ Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileR
                       {spec.seed_iso_storage, spec.storage}, config, deadline);
     }
     const std::string& desired = spec.desired_power_state;
+    if (power == "PoweredOn" && desired == "PoweredOn" && !read.pending_keys.empty()) {
+      // The guest runs an older shape than its configuration: reboot it (a shutdown within
+      // the timeout, then a start), which applies the pending changes. Stateless: a provider
+      // that dies meanwhile finds the changes still pending, or applied.
+      const std::string what = joined(read.pending_keys);
+      rapidjson::Document upid =
+          client_.post(vmPath(*guest) + "/status/reboot",
+                       {{"timeout", std::to_string(kShutdownTimeoutSeconds)}}, deadline);
+      writeStatus(reply, spec, *guest, power, {}, true);
+      Status rebooting = started(
+          reply, "reboot", asString(&upid),
+          "reboot of " + name + " (VM " + std::to_string(guest->vmid) + ") to apply " + what);
+      reply.setCondition("HardwareApplied", "False", "RestartingToApply",
+                         "the running guest lacks the pending " + what +
+                             " (PVE applies them at boot); the VM reboots to apply them");
+      return rebooting;
+    }
     if (power != desired) {
       std::string action;
       Form form;
@@ -535,6 +594,14 @@ Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileR
     std::vector<std::string> addresses;
     if (power == "PoweredOn") addresses = guestAddresses(client_, *guest, deadline);
     writeStatus(reply, spec, *guest, power, addresses, true);
+    if (power == "PoweredOn" || read.pending_keys.empty()) {
+      reply.setCondition("HardwareApplied", "True", "Applied",
+                         "the VM has the spec's CPUs, memory, disks and NICs");
+    } else {
+      reply.setCondition("HardwareApplied", "True", "AppliedAtNextStart",
+                         "the VM is not running; PVE applies the pending " +
+                             joined(read.pending_keys) + " when it starts");
+    }
     return Status::ok();
   });
 }

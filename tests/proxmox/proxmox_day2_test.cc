@@ -1,0 +1,99 @@
+// Day-2 operations on a Proxmox guest (issue #20), against the fake PVE API: what a running
+// guest cannot take live waits in PVE's pending section, and the plugin brings it in.
+#include "tests/proxmox/proxmox_fixture.h"
+
+#include <banlieue/sdk/json.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+namespace banlieue::proxmox::testing {
+namespace {
+
+// The plugin's HardwareApplied condition in a reply, or null.
+const rapidjson::Value* hardwareApplied(const rapidjson::Document& reply) {
+  const auto* conditions = json::find(&reply, "status.conditions");
+  if (conditions == nullptr || !conditions->IsArray()) return nullptr;
+  for (const auto& c : conditions->GetArray()) {
+    if (json::stringOr(&c, "type") == "HardwareApplied") return &c;
+  }
+  return nullptr;
+}
+
+std::string resized(std::string object, const std::string& cores_and_memory) {
+  const std::string from = R"("cores":2,"memoryMiB":2048)";
+  return object.replace(object.find(from), from.size(), cores_and_memory);
+}
+
+int configInt(const rapidjson::Value& vm, const char* key) {
+  return std::stoi(json::serialize(vm["config"][key]));
+}
+
+// A data disk added to a running guest is hot-plugged (PVE's default hotplug includes disks):
+// no reboot. CPUs and memory wait in PVE's pending section until the next boot, so the plugin
+// reboots the guest to apply them, says so meanwhile (HardwareApplied=False,
+// RestartingToApply), and never claims the new shape before the guest runs it.
+TEST_F(ProxmoxTest, AResizeOfARunningGuestReachesItThroughAReboot) {
+  const std::string uid = "a1b2c3d4-0000-4000-8000-0000000000f1";
+  CallOutcome out = driver_->drive("reconcile", machine("grow", uid, ""));
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  const int vmid = json::parse(out.body, "reply")["status"]["vmid"].GetInt();
+
+  const std::string with_disk =
+      provisioned(machine("grow", uid, R"(,"dataDisks":[{"name":"data","sizeGiB":5}])"), vmid);
+  out = driver_->drive("reconcile", with_disk);
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  auto state = fake_->state();
+  const auto* vm = guest(state, "grow");
+  ASSERT_NE(vm, nullptr);
+  EXPECT_STREQ((*vm)["config"]["scsi1"].GetString(), "local-lvm:5")
+      << "the disk was not hot-plugged";
+  EXPECT_FALSE(vm->HasMember("reboots")) << "a disk needs no reboot";
+
+  const std::string bigger = resized(with_disk, R"("cores":4,"memoryMiB":4096)");
+  out = driver_->once("reconcile", bigger);
+  ASSERT_EQ(out.code, BANLIEUE_IN_PROGRESS) << out.reason << ": " << out.message << " " << out.body;
+  auto reply = json::parse(out.body, "reply");
+  const auto* pending = hardwareApplied(reply);
+  ASSERT_NE(pending, nullptr) << out.body;
+  EXPECT_EQ(json::stringOr(pending, "status"), "False");
+  EXPECT_EQ(json::stringOr(pending, "reason"), "RestartingToApply");
+  const std::string message = json::stringOr(pending, "message");
+  EXPECT_NE(message.find("cores"), std::string::npos) << message;
+  EXPECT_NE(message.find("memory"), std::string::npos) << message;
+
+  // The host polls the reboot with its token until the guest runs the new shape.
+  std::string token = json::stringOr(&reply, "operation.token");
+  for (int i = 0; i < 300 && out.code == BANLIEUE_IN_PROGRESS; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    out = driver_->once("reconcile", bigger, token);
+    if (out.code == BANLIEUE_IN_PROGRESS) {
+      auto polled = json::parse(out.body, "reply");
+      token = json::stringOr(&polled, "operation.token");
+    }
+  }
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  reply = json::parse(out.body, "reply");
+  const auto* applied = hardwareApplied(reply);
+  ASSERT_NE(applied, nullptr) << out.body;
+  EXPECT_EQ(json::stringOr(applied, "status"), "True");
+  state = fake_->state();
+  vm = guest(state, "grow");
+  ASSERT_NE(vm, nullptr);
+  EXPECT_EQ(configInt(*vm, "cores"), 4) << "the running configuration kept the old CPUs";
+  EXPECT_EQ(configInt(*vm, "memory"), 4096);
+  EXPECT_EQ((*vm)["reboots"].GetInt(), 1);
+  EXPECT_STREQ((*vm)["status"].GetString(), "running");
+
+  // Converged: another pass reboots nothing.
+  out = driver_->drive("reconcile", bigger);
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  state = fake_->state();
+  EXPECT_EQ((*guest(state, "grow"))["reboots"].GetInt(), 1);
+  remove(bigger);
+}
+
+}  // namespace
+}  // namespace banlieue::proxmox::testing
