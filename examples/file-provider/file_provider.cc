@@ -2,6 +2,7 @@
 // sitting, complete enough to pass `banlieue plugin check`: it shows how a third party writes
 // a provider with the SDK alone (one class, one export macro) and ships it with its own CRD.
 #include <banlieue/sdk/plugin.h>
+#include <banlieue/sdk/restart.h>
 
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -101,8 +103,27 @@ class FileInstance final : public banlieue::sdk::Instance {
       fs::remove(marker);
       journal("create-finished " + request.namespace_ + "/" + request.name + " " + request.uid);
     }
+    // A restart request (banlieue/sdk/restart.h): the "guest" restarts when it runs; the count
+    // in the file lets a test see that one request is one restart.
+    int64_t restarts = 0;
+    bool was_running = false;
+    if (fs::exists(file)) {
+      std::ifstream in(file);
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      rapidjson::Document before;
+      before.Parse(text.c_str());
+      restarts = json::integer(&before, "restarts").value_or(0);
+      was_running = json::stringOr(&before, "state") == "running";
+    }
+    const std::string restart = banlieue::sdk::unansweredRestart(request);
+    const bool restarting = !restart.empty() && was_running && desired != "PoweredOff";
+    if (restarting) {
+      ++restarts;
+      journal("restarted " + request.namespace_ + "/" + request.name + " " + request.uid);
+    }
     rapidjson::Document vm(rapidjson::kObjectType);
     auto& va = vm.GetAllocator();
+    vm.AddMember("restarts", restarts, va);
     vm.AddMember("name", json::stringValue(request.name, va), va);
     vm.AddMember("uid", json::stringValue(request.uid, va), va);
     vm.AddMember("cpus", json::integer(request.spec, "cpus").value_or(1), va);
@@ -128,6 +149,7 @@ class FileInstance final : public banlieue::sdk::Instance {
     rapidjson::Value addresses(rapidjson::kArrayType);
     addresses.PushBack(address, a);
     status.AddMember("addresses", addresses, a);
+    if (!restart.empty()) banlieue::sdk::answerRestart(reply, restart, restarting);
     reply.clearOperation();
     BANLIEUE_LOG(kInfo, "wrote " + file.string());
     return Status::ok();

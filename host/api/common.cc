@@ -170,6 +170,22 @@ const Fields<MachineAddress>& MachineAddress::describe() {
   return f;
 }
 
+const Fields<RestartRecord>& RestartRecord::describe() {
+  using T = RestartRecord;
+  static const Fields<T> f =
+      Fields<T>("The last restart request the backend acted on")
+          .field("requestedAt", &T::requested_at,
+                 {.description = "The spec.restartRequestedAt value this record answers",
+                  .required = true})
+          .field("performedAt", &T::performed_at,
+                 {.description = "When the backend began the restart", .format = "date-time"})
+          .field("outcome", &T::outcome,
+                 {.description = "Restarted: the guest was shut down and started again. "
+                                 "NotRunning: the machine was not running, nothing was done",
+                  .enum_values = {"Restarted", "NotRunning"}});
+  return f;
+}
+
 const Fields<InitializationStatus>& InitializationStatus::describe() {
   using T = InitializationStatus;
   static const Fields<T> f =

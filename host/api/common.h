@@ -120,6 +120,14 @@ struct MachineAddress {
 };
 
 // CAPI v1beta2's replacement for status.ready.
+// The last restart a machine's backend performed for a restart request (spec.restartRequestedAt).
+struct RestartRecord {
+  std::string requested_at;
+  std::string performed_at;
+  std::string outcome;
+  static const Fields<RestartRecord>& describe();
+};
+
 struct InitializationStatus {
   std::optional<bool> provisioned;
   static const Fields<InitializationStatus>& describe();

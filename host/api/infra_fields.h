@@ -21,6 +21,15 @@ inline FieldSpec desiredPowerState() {
           .enum_values = enums::kPowerState,
           .default_json = "\"PoweredOn\""};
 }
+inline FieldSpec restartRequestedAt() {
+  return {.description =
+              "A restart request: a new value asks the backend for one restart of the running "
+              "machine (a graceful shutdown, then a start); the same value again does nothing. "
+              "status.lastRestart answers it"};
+}
+inline FieldSpec lastRestart() {
+  return {.description = "The last restart request the backend acted on, and when"};
+}
 inline FieldSpec userData() {
   return {.description = "Rendered user data, delivered by the provider"};
 }

@@ -94,7 +94,8 @@ const Fields<LibvirtMachineSpec>& LibvirtMachineSpec::describe() {
           .field("network", &T::network,
                  {.description = "Network interfaces", .max_items = 16, .map_keys = {"name"}})
           .field("userData", &T::user_data, infra::userData())
-          .field("desiredPowerState", &T::desired_power_state, infra::desiredPowerState());
+          .field("desiredPowerState", &T::desired_power_state, infra::desiredPowerState())
+          .field("restartRequestedAt", &T::restart_requested_at, infra::restartRequestedAt());
   return f;
 }
 
@@ -114,6 +115,7 @@ const Fields<LibvirtMachineStatus>& LibvirtMachineStatus::describe() {
           .field("tpmEndorsementCertificates", &T::tpm_endorsement_certificates,
                  infra::tpmEndorsementCertificates())
           .field("observedPowerState", &T::observed_power_state, infra::observedPowerState())
+          .field("lastRestart", &T::last_restart, infra::lastRestart())
           .field("operationToken", &T::operation_token, infra::operationToken())
           .field("conditions", &T::conditions, infra::conditions())
           .field("observedGeneration", &T::observed_generation, infra::observedGeneration());

@@ -51,6 +51,7 @@ struct LibvirtMachineSpec {
   std::vector<LibvirtNetworkDevice> network;
   std::string user_data;
   std::string desired_power_state = "PoweredOn";
+  std::string restart_requested_at;
   static const Fields<LibvirtMachineSpec>& describe();
 };
 
@@ -63,6 +64,7 @@ struct LibvirtMachineStatus {
   std::optional<bool> guest_installed;
   std::vector<std::string> tpm_endorsement_certificates;
   std::string observed_power_state;
+  std::optional<RestartRecord> last_restart;
   std::string operation_token;
   std::vector<Condition> conditions;
   int64_t observed_generation = 0;

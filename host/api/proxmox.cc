@@ -77,7 +77,8 @@ const Fields<ProxmoxMachineSpec>& ProxmoxMachineSpec::describe() {
           .field("seedIsoStorage", &T::seed_iso_storage,
                  {.description = "Storage for the cloud-init seed ISO"})
           .field("userData", &T::user_data, infra::userData())
-          .field("desiredPowerState", &T::desired_power_state, infra::desiredPowerState());
+          .field("desiredPowerState", &T::desired_power_state, infra::desiredPowerState())
+          .field("restartRequestedAt", &T::restart_requested_at, infra::restartRequestedAt());
   return f;
 }
 
@@ -91,6 +92,7 @@ const Fields<ProxmoxMachineStatus>& ProxmoxMachineStatus::describe() {
           .field("vmid", &T::vmid, {.description = "PVE VMID of the guest"})
           .field("node", &T::node, {.description = "PVE node the guest runs on"})
           .field("observedPowerState", &T::observed_power_state, infra::observedPowerState())
+          .field("lastRestart", &T::last_restart, infra::lastRestart())
           .field("operationToken", &T::operation_token, infra::operationToken())
           .field("conditions", &T::conditions, infra::conditions())
           .field("observedGeneration", &T::observed_generation, infra::observedGeneration());

@@ -42,6 +42,7 @@ struct ProxmoxMachineSpec {
   std::string seed_iso_storage;
   std::string user_data;
   std::string desired_power_state = "PoweredOn";
+  std::string restart_requested_at;
   static const Fields<ProxmoxMachineSpec>& describe();
 };
 
@@ -52,6 +53,7 @@ struct ProxmoxMachineStatus {
   std::optional<int32_t> vmid;
   std::string node;
   std::string observed_power_state;
+  std::optional<RestartRecord> last_restart;
   std::string operation_token;
   std::vector<Condition> conditions;
   int64_t observed_generation = 0;

@@ -111,6 +111,11 @@ const Fields<VirtualMachineSpec>& VirtualMachineSpec::describe() {
                  {.description = "Power state banlieue keeps the VM in",
                   .enum_values = enums::kPowerState,
                   .default_json = "\"PoweredOn\""})
+          .field("restartRequestedAt", &T::restart_requested_at,
+                 {.description =
+                      "A restart request: a new value (banlieue vm restart writes the current "
+                      "time) asks for one restart of the running VM, a graceful shutdown then a "
+                      "start; the same value again does nothing. status.lastRestart answers it"})
           .field(
               "userData", &T::user_data,
               {.description = "Cloud-init user data for the guest, from one Secret or ConfigMap"})
@@ -189,6 +194,9 @@ const Fields<VirtualMachineStatus>& VirtualMachineStatus::describe() {
           .field("observedPowerState", &T::observed_power_state,
                  {.description = "Power state the backend last reported",
                   .enum_values = enums::kPowerState})
+          .field("lastRestart", &T::last_restart,
+                 {.description = "The last restart request the backend acted on, and when "
+                                 "(copied from the machine object)"})
           .field("tpmEndorsementCertificates", &T::tpm_endorsement_certificates,
                  {.description = "PEM endorsement certificates of the VM's virtual TPM"})
           .field("heldAddresses", &T::held_addresses,

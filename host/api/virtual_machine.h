@@ -50,6 +50,7 @@ struct VirtualMachineSpec {
   LocalObjectReference image_ref;
   Placement placement;
   std::string desired_power_state = "PoweredOn";
+  std::string restart_requested_at;
   std::optional<UserDataSource> user_data;
   std::string migration_policy = "automatic";
   bool paused = false;
@@ -88,6 +89,7 @@ struct VirtualMachineStatus {
   std::optional<InitializationStatus> initialization;
   std::vector<MachineAddress> addresses;
   std::string observed_power_state;
+  std::optional<RestartRecord> last_restart;
   std::vector<std::string> tpm_endorsement_certificates;
   std::vector<HeldAddress> held_addresses;
   std::vector<Condition> conditions;

@@ -77,6 +77,7 @@ const Fields<VSphereMachineSpec>& VSphereMachineSpec::describe() {
                   .map_keys = {"name"}})
           .field("userData", &T::user_data, infra::userData())
           .field("desiredPowerState", &T::desired_power_state, infra::desiredPowerState())
+          .field("restartRequestedAt", &T::restart_requested_at, infra::restartRequestedAt())
           .field("createdBy", &T::created_by,
                  {.description = "Who asked for the VM, from its banlieue.io/created-by "
                                  "annotation"});
@@ -94,6 +95,7 @@ const Fields<VSphereMachineStatus>& VSphereMachineStatus::describe() {
           .field("instanceUuid", &T::instance_uuid,
                  {.description = "vSphere instance UUID; providerID is made from it"})
           .field("observedPowerState", &T::observed_power_state, infra::observedPowerState())
+          .field("lastRestart", &T::last_restart, infra::lastRestart())
           .field("tpmAttached", &T::tpm_attached,
                  {.description = "The VM has a virtual TPM device"})
           .field("guestInstalled", &T::guest_installed,

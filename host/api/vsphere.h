@@ -42,6 +42,7 @@ struct VSphereMachineSpec {
   std::vector<VSphereNetworkDevice> network;
   std::string user_data;
   std::string desired_power_state = "PoweredOn";
+  std::string restart_requested_at;
   std::string created_by;
   static const Fields<VSphereMachineSpec>& describe();
 };
@@ -53,6 +54,7 @@ struct VSphereMachineStatus {
   std::string vm_ref;
   std::string instance_uuid;
   std::string observed_power_state;
+  std::optional<RestartRecord> last_restart;
   std::optional<bool> tpm_attached;
   std::optional<bool> guest_installed;
   std::vector<std::string> tpm_endorsement_certificates;

@@ -12,6 +12,7 @@
 #include "host/roles/operator/operator_role.h"
 #include "host/roles/plugin/plugin_command.h"
 #include "host/roles/provider/provider_command.h"
+#include "host/roles/vm/vm_command.h"
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
@@ -25,7 +26,8 @@ void buildCli(CLI::App& app, GlobalFlags& flags, Action& action) {
       "banlieue: one Kubernetes API for virtual machines on any hypervisor.\n"
       "One binary runs every role; backends are plugins loaded behind the banlieue_provider_v1 "
       "ABI.\n"
-      "Commands are what you run: install banlieue, generate its CRDs, check a plugin. In-cluster "
+      "Commands are what you run: install banlieue, generate its CRDs, check a plugin, start, "
+      "stop or restart a VM. In-cluster "
       "roles are what banlieue's Deployments and the pods its operator creates run; run one by "
       "hand only to develop or debug it.");
   app.name("banlieue");
@@ -48,13 +50,14 @@ void buildCli(CLI::App& app, GlobalFlags& flags, Action& action) {
   roles::bootstrap::registerBootstrapCommand(app, action);
   roles::crdgen::registerCrdgenCommand(app, action);
   roles::plugin::registerPluginCommands(app, action);
+  roles::vm::registerVmCommands(app, action);
   roles::controller::registerControllerCommand(app, action);
   roles::provider_operator::registerOperatorCommand(app, action);
   roles::provider::registerProviderCommand(app, action);
   roles::images::registerImageBuilderCommand(app, action);
   roles::images::registerImageImportCommand(app, action);
 
-  for (const char* name : {"bootstrap", "crdgen", "plugin"}) {
+  for (const char* name : {"bootstrap", "crdgen", "plugin", "vm"}) {
     app.get_subcommand(name)->group(kUserCommandsGroup);
   }
   for (const char* name : {"controller", "operator", "provider", "imagebuilder", "image-import"}) {

@@ -95,5 +95,71 @@ TEST_F(ProxmoxTest, AResizeOfARunningGuestReachesItThroughAReboot) {
   remove(bigger);
 }
 
+// The host's copy of a provisioned machine whose status answered the restart `answered`.
+std::string answeredObject(const std::string& object, int vmid, const std::string& answered) {
+  std::string out = provisioned(object, vmid);
+  out.insert(out.size() - 2, R"(,"lastRestart":{"requestedAt":")" + answered + R"("})");
+  return out;
+}
+
+// A restart request on a running guest is one PVE reboot, answered in the reply that starts it
+// (status.lastRestart, with the token); once the host stored that answer the same request does
+// nothing more. A request on a stopped guest is answered NotRunning and starts nothing.
+TEST_F(ProxmoxTest, ARestartRequestRebootsTheRunningGuestOnce) {
+  const std::string uid = "a1b2c3d4-0000-4000-8000-0000000000f2";
+  const std::string request = "2026-12-03T08:00:00Z";
+  CallOutcome out = driver_->drive("reconcile", machine("again", uid, ""));
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  const int vmid = json::parse(out.body, "reply")["status"]["vmid"].GetInt();
+
+  const std::string asked = machine("again", uid, R"(,"restartRequestedAt":")" + request + R"(")");
+  out = driver_->once("reconcile", provisioned(asked, vmid));
+  ASSERT_EQ(out.code, BANLIEUE_IN_PROGRESS) << out.reason << ": " << out.message;
+  auto reply = json::parse(out.body, "reply");
+  EXPECT_EQ(json::stringOr(&reply, "status.lastRestart.requestedAt"), request) << out.body;
+  EXPECT_EQ(json::stringOr(&reply, "status.lastRestart.outcome"), "Restarted") << out.body;
+  EXPECT_FALSE(json::stringOr(&reply, "status.lastRestart.performedAt").empty()) << out.body;
+  EXPECT_NE(json::stringOr(&reply, "operation.description").find(request), std::string::npos)
+      << out.body;
+
+  // The host stored the answer with the token; polling finishes the reboot and starts no other.
+  const std::string answered = answeredObject(asked, vmid, request);
+  std::string token = json::stringOr(&reply, "operation.token");
+  for (int i = 0; i < 300 && out.code == BANLIEUE_IN_PROGRESS; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    out = driver_->once("reconcile", answered, token);
+    if (out.code == BANLIEUE_IN_PROGRESS) {
+      auto polled = json::parse(out.body, "reply");
+      token = json::stringOr(&polled, "operation.token");
+    }
+  }
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  out = driver_->drive("reconcile", answered);
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  auto state = fake_->state();
+  const auto* vm = guest(state, "again");
+  ASSERT_NE(vm, nullptr);
+  EXPECT_EQ((*vm)["reboots"].GetInt(), 1);
+  EXPECT_STREQ((*vm)["status"].GetString(), "running");
+
+  // Powered off, a new request is answered NotRunning and nothing starts.
+  out = driver_->drive("reconcile", provisioned(machine("again", uid, "", "PoweredOff"), vmid));
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  const std::string later = "2026-12-03T09:00:00Z";
+  out = driver_->drive(
+      "reconcile",
+      answeredObject(
+          machine("again", uid, R"(,"restartRequestedAt":")" + later + R"(")", "PoweredOff"), vmid,
+          request));
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  reply = json::parse(out.body, "reply");
+  EXPECT_EQ(json::stringOr(&reply, "status.lastRestart.requestedAt"), later) << out.body;
+  EXPECT_EQ(json::stringOr(&reply, "status.lastRestart.outcome"), "NotRunning") << out.body;
+  state = fake_->state();
+  EXPECT_STREQ((*guest(state, "again"))["status"].GetString(), "stopped");
+  EXPECT_EQ((*guest(state, "again"))["reboots"].GetInt(), 1);
+  remove(answered);
+}
+
 }  // namespace
 }  // namespace banlieue::proxmox::testing

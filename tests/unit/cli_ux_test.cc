@@ -88,7 +88,7 @@ TEST(CliUxTest, EveryCommandIsInOneOfTheTwoHelpGroups) {
       ADD_FAILURE() << sub->get_name() << " is in help group '" << sub->get_group() << "'";
     }
   }
-  EXPECT_EQ(user, (std::set<std::string>{"bootstrap", "crdgen", "plugin"}));
+  EXPECT_EQ(user, (std::set<std::string>{"bootstrap", "crdgen", "plugin", "vm"}));
   EXPECT_EQ(roles, (std::set<std::string>{"controller", "operator", "provider", "imagebuilder",
                                           "image-import"}));
 }

@@ -105,6 +105,25 @@ TEST(StatusMirrorTest, CopiesTheInfraReportAndItsReadyCondition) {
   EXPECT_EQ(condition(status, "InfrastructureReady").reason, "Pending");
 }
 
+// Issue #20: the answer to a restart request travels up to the VM, and stays there when a
+// later machine (after a swap) has none: the request was answered.
+TEST(StatusMirrorTest, TheLastRestartIsCopiedAndOutlivesItsMachine) {
+  auto infra = json::parse(R"({"status":{"lastRestart":{"requestedAt":"r1",)"
+                           R"("performedAt":"2026-12-03T08:00:00Z","outcome":"Restarted"}}})",
+                           "infra");
+  api::VirtualMachineStatus status;
+  mirrorInfra(status, observeInfra(infra), 2, "t1");
+  ASSERT_TRUE(status.last_restart.has_value());
+  EXPECT_EQ(status.last_restart->requested_at, "r1");
+  EXPECT_EQ(status.last_restart->performed_at, "2026-12-03T08:00:00Z");
+  EXPECT_EQ(status.last_restart->outcome, "Restarted");
+  mirrorInfra(status, observeInfra(json::parse(R"({"status":{}})", "infra")), 3, "t2");
+  ASSERT_TRUE(status.last_restart.has_value());
+  EXPECT_EQ(status.last_restart->requested_at, "r1");
+  mirrorInfra(status, std::nullopt, 3, "t3");
+  EXPECT_TRUE(status.last_restart.has_value());
+}
+
 TEST(StatusMirrorTest, TransitionTimeMovesOnlyWithTheStatus) {
   std::vector<api::Condition> list;
   setCondition(list, "Ready", "False", "A", "m1", 1, "t1");
@@ -198,6 +217,24 @@ TEST_F(InfraBuilderTest, ContractFieldsOnEveryKind) {
     EXPECT_STREQ(annotations["banlieue.io/user-data-revision"].GetString(), "42");
     EXPECT_EQ(json::find(d, "spec.providerID"), nullptr) << "providerID belongs to the provider";
     EXPECT_EQ(json::find(d, "status"), nullptr);
+  }
+}
+
+// Issue #20: a restart request reaches the machine (typed kinds and third-party ones) only
+// while the VM's status has not recorded its answer, so a machine made after a swap does not
+// restart for a request an earlier machine answered.
+TEST_F(InfraBuilderTest, ARestartRequestTravelsOnlyWhileUnanswered) {
+  vm_.spec.restart_requested_at = "2026-12-03T08:00:00.000Z";
+  for (const char* kind : {"LibvirtMachine", "ProxmoxMachine", "AcmeMachine"}) {
+    auto doc = build(kind);
+    ASSERT_TRUE(doc.ok()) << kind << ": " << doc.status().message();
+    EXPECT_EQ(json::stringOr(&*doc, "spec.restartRequestedAt"), "2026-12-03T08:00:00.000Z") << kind;
+  }
+  vm_.status.last_restart = api::RestartRecord{.requested_at = "2026-12-03T08:00:00.000Z"};
+  for (const char* kind : {"LibvirtMachine", "ProxmoxMachine", "AcmeMachine"}) {
+    auto doc = build(kind);
+    ASSERT_TRUE(doc.ok()) << kind << ": " << doc.status().message();
+    EXPECT_EQ(json::find(&*doc, "spec.restartRequestedAt"), nullptr) << kind;
   }
 }
 

@@ -141,11 +141,22 @@ bool installsImmediately(const api::VMImage& image) {
   return !image.spec.template_ || image.spec.template_->install_mode == "immediate";
 }
 
+// A restart request travels to the machine only until a machine has answered it (the VM's
+// status.lastRestart, mirrored from the machine): a machine made later, after a swap, must not
+// restart for a request an earlier machine answered.
+std::string unansweredRestart(const api::VirtualMachine& vm) {
+  const std::string& request = vm.spec.restart_requested_at;
+  const auto& answered = vm.status.last_restart;
+  if (request.empty() || (answered && answered->requested_at == request)) return {};
+  return request;
+}
+
 template <class Spec>
 void fillCommon(const InfraBuildInput& in, Spec& spec) {
   spec.failure_domain = in.placement->failure_domain;
   spec.provider_ref.name = in.provider->metadata.name;
   spec.desired_power_state = in.vm->spec.desired_power_state;
+  spec.restart_requested_at = unansweredRestart(*in.vm);
 }
 
 // Encodes a typed machine and keeps apiVersion, kind and spec (the metadata is set by the caller,
@@ -314,7 +325,8 @@ rapidjson::Value ipamJson(const api::IpamSpec& ipam, Alloc& a) {
 }
 
 // The machine spec banlieue gives kinds it has no builder for (third-party providers read it):
-// providerRef, failureDomain, desiredPowerState, cpus, memoryMiB, firmware, tpmEnabled,
+// providerRef, failureDomain, desiredPowerState, restartRequestedAt (while unanswered), cpus,
+// memoryMiB, firmware, tpmEnabled,
 // image {name, ref}, disks [{name, sizeGiB, storageClass, backendId}] and
 // network [{name, networkClass, backendId, ipam}].
 StatusOr<rapidjson::Document> buildGeneric(const InfraBuildInput& in) {
@@ -328,6 +340,9 @@ StatusOr<rapidjson::Document> buildGeneric(const InfraBuildInput& in) {
   spec.AddMember("providerRef", provider_ref, a);
   addString(spec, "failureDomain", in.placement->failure_domain, a);
   addString(spec, "desiredPowerState", in.vm->spec.desired_power_state, a);
+  if (auto restart = unansweredRestart(*in.vm); !restart.empty()) {
+    addString(spec, "restartRequestedAt", restart, a);
+  }
   spec.AddMember("cpus", cpusOf(in), a);
   spec.AddMember("memoryMiB", memoryOf(in), a);
   addString(spec, "firmware", in.vm_class->spec.firmware, a);

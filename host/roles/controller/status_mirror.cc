@@ -45,6 +45,13 @@ InfraObservation observeInfra(const rapidjson::Value& infra) {
     }
   }
   out.observed_power_state = json::stringOr(&infra, "status.observedPowerState");
+  if (auto requested = json::string(&infra, "status.lastRestart.requestedAt");
+      requested && !requested->empty()) {
+    out.last_restart =
+        api::RestartRecord{.requested_at = std::string(*requested),
+                           .performed_at = json::stringOr(&infra, "status.lastRestart.performedAt"),
+                           .outcome = json::stringOr(&infra, "status.lastRestart.outcome")};
+  }
   if (const auto* certificates = json::find(&infra, "status.tpmEndorsementCertificates");
       certificates != nullptr && certificates->IsArray()) {
     for (const auto& entry : certificates->GetArray())
@@ -104,6 +111,8 @@ void mirrorInfra(api::VirtualMachineStatus& status, const std::optional<InfraObs
   if (infra) {
     status.addresses = infra->addresses;
     status.observed_power_state = infra->observed_power_state;
+    // Kept when the machine has none (a machine made after a swap): the request was answered.
+    if (infra->last_restart) status.last_restart = infra->last_restart;
     status.tpm_endorsement_certificates = infra->tpm_endorsement_certificates;
   } else {
     status.addresses.clear();

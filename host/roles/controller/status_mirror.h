@@ -31,6 +31,7 @@ struct InfraObservation {
   std::optional<api::InitializationStatus> initialization;
   std::vector<api::MachineAddress> addresses;
   std::string observed_power_state;
+  std::optional<api::RestartRecord> last_restart;
   std::vector<std::string> tpm_endorsement_certificates;
   std::optional<api::Condition> ready;
   std::optional<api::Condition> guest_ready;

@@ -5,6 +5,8 @@
 #include "plugins/libvirt/src/libvirt_handles.h"
 #include "plugins/libvirt/src/volume_io.h"
 
+#include <banlieue/sdk/restart.h>
+
 #include <set>
 
 namespace banlieue::libvirt {
@@ -18,6 +20,9 @@ namespace {
 
 constexpr uint64_t kGiB = uint64_t{1} << 30;
 constexpr std::string_view kShutdownToken = "shutdown:";
+// The shutdown half of a restart (a restart request, or a resize the guest can take only at
+// boot): the next pass finishes the shutdown, then starts the domain.
+constexpr std::string_view kRestartToken = "restart-shutdown:";
 
 int64_t nowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -260,7 +265,8 @@ std::optional<Domain> findOwnDomain(virConnectPtr conn, const MachineSpec& m) {
 // Starts, shuts down, suspends or resumes towards the desired state. Returns IN_PROGRESS while a
 // graceful shutdown is under way.
 Status drivePower(virDomainPtr dom, const MachineSpec& m, const sdk::ReconcileRequest& request,
-                  sdk::Reply& reply, Observed& observed) {
+                  sdk::Reply& reply, Observed& observed,
+                  std::string_view token_prefix = kShutdownToken) {
   switch (m.desired_power) {
     case PowerState::kPoweredOn:
       if (observed == Observed::kOff) {
@@ -287,9 +293,9 @@ Status drivePower(virDomainPtr dom, const MachineSpec& m, const sdk::ReconcileRe
   }
   if (observed == Observed::kOff) return Status::ok();
   int64_t started = -1;
-  if (request.operation_token && request.operation_token->rfind(kShutdownToken, 0) == 0) {
+  if (request.operation_token && request.operation_token->rfind(token_prefix, 0) == 0) {
     try {
-      started = std::stoll(request.operation_token->substr(kShutdownToken.size()));
+      started = std::stoll(request.operation_token->substr(token_prefix.size()));
     } catch (...) {
       started = -1;  // a token we cannot read is treated as absent
     }
@@ -304,7 +310,7 @@ Status drivePower(virDomainPtr dom, const MachineSpec& m, const sdk::ReconcileRe
   if (graceful && now - started < m.shutdown_timeout.count() * 1000) {
     observed = observe(dom);
     if (observed == Observed::kOff) return Status::ok();
-    reply.setOperation(std::string(kShutdownToken) + std::to_string(started),
+    reply.setOperation(std::string(token_prefix) + std::to_string(started),
                        "graceful shutdown of " + m.domain_name);
     reply.requeueAfter(std::chrono::milliseconds(
         std::min<int64_t>(2000, m.shutdown_timeout.count() * 1000 - (now - started))));
@@ -482,15 +488,25 @@ Status reconcileMachine(MachineContext& ctx, const sdk::Call& call,
   if (!defined_now) restart_for = applyHardware(dom->get(), m, plan);
 
   Observed observed = observe(dom->get());
+  // A restart request is answered once, in the reply that begins the shutdown; the token then
+  // carries the restart to its start (sdk/restart.h).
+  const std::string restart_request = sdk::unansweredRestart(request);
+  const bool restart_requested = !restart_request.empty() && observed == Observed::kRunning &&
+                                 m.desired_power == PowerState::kPoweredOn;
+  const bool restart_in_flight =
+      request.operation_token && request.operation_token->rfind(kRestartToken, 0) == 0;
   Status power = Status::ok();
-  if (!restart_for.empty() && m.desired_power != PowerState::kPoweredOff) {
-    // The guest runs an older shape: shut it down (gracefully, within the timeout) and start
-    // it again on the new definition.
+  if ((!restart_for.empty() || restart_requested || restart_in_flight) &&
+      m.desired_power != PowerState::kPoweredOff) {
+    // The guest runs an older shape, or was asked to restart: shut it down (gracefully,
+    // within the timeout) and start it again, on the new definition.
     MachineSpec stop = m;
     stop.desired_power = PowerState::kPoweredOff;
-    power = drivePower(dom->get(), stop, request, reply, observed);
-    if (power.isOk()) {
-      BANLIEUE_LOG(kInfo, "restarting domain " + m.domain_name + " to apply " + restart_for);
+    power = drivePower(dom->get(), stop, request, reply, observed, kRestartToken);
+    if (power.isOk() && !restart_in_flight) {
+      BANLIEUE_LOG(kInfo, "restarting domain " + m.domain_name +
+                              (restart_for.empty() ? " as requested at " + restart_request
+                                                   : " to apply " + restart_for));
     }
   }
   if (power.isOk()) power = drivePower(dom->get(), m, request, reply, observed);
@@ -498,6 +514,7 @@ Status reconcileMachine(MachineContext& ctx, const sdk::Call& call,
   if (observed == Observed::kRunning) addresses = readAddresses(dom->get());
   bool settled = power.isOk() && observedName(observed) == powerStateName(m.desired_power);
   writeStatus(reply, ctx, m.domain_uuid, observed, settled, addresses);
+  if (!restart_request.empty()) sdk::answerRestart(reply, restart_request, restart_requested);
   if (!restart_for.empty() && !power.isOk()) {
     // Shutting down (IN_PROGRESS) or failed: the guest still runs the older shape.
     reply.setCondition("HardwareApplied", "False", "RestartingToApply",

@@ -51,5 +51,39 @@ TEST_F(LibvirtPluginTest, AResizeOfAStoppedMachineChangesTheDefinitionOnly) {
   EXPECT_NE(inspector_.domainXml(domain()).find(">3</vcpu>"), std::string::npos);
 }
 
+// A restart request is one shutdown and one start of the running domain, answered in the
+// reply (status.lastRestart); once answered it does nothing more, and on a domain that is off
+// it is answered NotRunning.
+TEST_F(LibvirtPluginTest, ARestartRequestRestartsTheRunningDomainOnce) {
+  ASSERT_TRUE(harness_.reconcile(opts_).ok());
+  const int first_id = inspector_.domainId(domain());
+  ASSERT_GT(first_id, 0);
+
+  opts_.restart_requested_at = "2026-12-03T08:00:00Z";
+  auto r = harness_.reconcile(opts_);
+  ASSERT_TRUE(r.ok()) << describeOutcome(r);
+  auto doc = json::parse(r.body, "reply");
+  EXPECT_EQ(json::stringOr(&doc, "status.lastRestart.requestedAt"), opts_.restart_requested_at)
+      << r.body;
+  EXPECT_EQ(json::stringOr(&doc, "status.lastRestart.outcome"), "Restarted") << r.body;
+  EXPECT_EQ(inspector_.domainState(domain()), VIR_DOMAIN_RUNNING);
+  const int second_id = inspector_.domainId(domain());
+  EXPECT_NE(second_id, first_id) << "the domain was not started again";
+
+  opts_.status = R"({"lastRestart":{"requestedAt":"2026-12-03T08:00:00Z","outcome":"Restarted"}})";
+  r = harness_.reconcile(opts_);
+  ASSERT_TRUE(r.ok()) << describeOutcome(r);
+  EXPECT_EQ(inspector_.domainId(domain()), second_id) << "an answered request restarted again";
+
+  opts_.power = "PoweredOff";
+  ASSERT_TRUE(harness_.reconcile(opts_).ok());
+  opts_.restart_requested_at = "2026-12-03T09:00:00Z";
+  r = harness_.reconcile(opts_);
+  ASSERT_TRUE(r.ok()) << describeOutcome(r);
+  doc = json::parse(r.body, "reply");
+  EXPECT_EQ(json::stringOr(&doc, "status.lastRestart.outcome"), "NotRunning") << r.body;
+  EXPECT_EQ(inspector_.domainState(domain()), VIR_DOMAIN_SHUTOFF);
+}
+
 }  // namespace
 }  // namespace banlieue::libvirt::testing

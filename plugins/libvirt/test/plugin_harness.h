@@ -66,6 +66,8 @@ struct MachineOptions {
   std::string user_data;  // empty: none
   std::string annotations = "{}";
   std::string firmware = "bios";
+  std::string restart_requested_at;  // empty: no restart request
+  std::string status;                // the object's status as JSON; empty: none
 };
 
 inline std::string machineObject(const MachineOptions& o) {
@@ -77,7 +79,11 @@ inline std::string machineObject(const MachineOptions& o) {
       R"(],"network":)" + o.network + R"(,"desiredPowerState":)" + quote(o.power);
   if (!o.domain_name.empty()) spec += R"(,"domainName":)" + quote(o.domain_name);
   if (!o.user_data.empty()) spec += R"(,"userData":)" + quote(o.user_data);
+  if (!o.restart_requested_at.empty()) {
+    spec += R"(,"restartRequestedAt":)" + quote(o.restart_requested_at);
+  }
   spec += "}";
+  if (!o.status.empty()) spec += R"(,"status":)" + o.status;
   return R"({"apiVersion":"infrastructure.banlieue.io/v1beta2","kind":"LibvirtMachine",
     "metadata":{"name":)" +
          quote(o.name) + R"(,"namespace":"default","uid":)" + quote(o.uid) +

@@ -28,6 +28,14 @@ class Inspector {
     if (d != nullptr) virDomainFree(d);
     return d != nullptr;
   }
+  // The running domain's ID: a new one at every start. -1 when it is not running.
+  int domainId(const std::string& name) const {
+    virDomainPtr d = virDomainLookupByName(conn_, name.c_str());
+    if (d == nullptr) return -1;
+    unsigned int id = virDomainGetID(d);
+    virDomainFree(d);
+    return id == static_cast<unsigned int>(-1) ? -1 : static_cast<int>(id);
+  }
   int domainState(const std::string& name) const {
     virDomainPtr d = virDomainLookupByName(conn_, name.c_str());
     if (d == nullptr) return -1;

@@ -5,6 +5,7 @@
 #include "plugins/proxmox/src/specs.h"
 #include "plugins/proxmox/src/user_data.h"
 
+#include <banlieue/sdk/restart.h>
 #include <banlieue/sdk/text.h>
 #include <banlieue/sdk/uri.h>
 
@@ -558,10 +559,13 @@ Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileR
                       {spec.seed_iso_storage, spec.storage}, config, deadline);
     }
     const std::string& desired = spec.desired_power_state;
-    if (power == "PoweredOn" && desired == "PoweredOn" && !read.pending_keys.empty()) {
-      // The guest runs an older shape than its configuration: reboot it (a shutdown within
-      // the timeout, then a start), which applies the pending changes. Stateless: a provider
-      // that dies meanwhile finds the changes still pending, or applied.
+    const std::string restart = sdk::unansweredRestart(request);
+    const bool running = power == "PoweredOn" && desired == "PoweredOn";
+    if (running && (!read.pending_keys.empty() || !restart.empty())) {
+      // A restart request, or a guest that runs an older shape than its configuration: reboot
+      // it (a shutdown within the timeout, then a start), which also applies pending changes.
+      // The answer to the request goes with the token, in one status write; pending changes
+      // are found again by a provider that dies meanwhile.
       const std::string what = joined(read.pending_keys);
       rapidjson::Document upid =
           client_.post(vmPath(*guest) + "/status/reboot",
@@ -569,12 +573,22 @@ Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileR
       writeStatus(reply, spec, *guest, power, {}, true);
       Status rebooting = started(
           reply, "reboot", asString(&upid),
-          "reboot of " + name + " (VM " + std::to_string(guest->vmid) + ") to apply " + what);
-      reply.setCondition("HardwareApplied", "False", "RestartingToApply",
-                         "the running guest lacks the pending " + what +
-                             " (PVE applies them at boot); the VM reboots to apply them");
+          "reboot of " + name + " (VM " + std::to_string(guest->vmid) + ")" +
+              (restart.empty() ? "" : " as requested at " + restart) +
+              (what.empty() ? "" : (restart.empty() ? " to apply " : ", applying ") + what));
+      if (!restart.empty()) sdk::answerRestart(reply, restart, true);
+      if (!what.empty()) {
+        reply.setCondition("HardwareApplied", "False", "RestartingToApply",
+                           "the running guest lacks the pending " + what +
+                               " (PVE applies them at boot); the VM reboots to apply them");
+      }
       return rebooting;
     }
+    // A restart request for a guest that is not running (or is being stopped) is answered
+    // NotRunning: there is nothing to restart.
+    auto answer_idle = [&] {
+      if (!restart.empty()) sdk::answerRestart(reply, restart, false);
+    };
     if (power != desired) {
       std::string action;
       Form form;
@@ -588,12 +602,14 @@ Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileR
       }
       rapidjson::Document upid = client_.post(vmPath(*guest) + "/status/" + action, form, deadline);
       writeStatus(reply, spec, *guest, power, {}, true);
+      answer_idle();
       return started(reply, action, asString(&upid),
                      action + " of " + name + " (VM " + std::to_string(guest->vmid) + ")");
     }
     std::vector<std::string> addresses;
     if (power == "PoweredOn") addresses = guestAddresses(client_, *guest, deadline);
     writeStatus(reply, spec, *guest, power, addresses, true);
+    answer_idle();
     if (power == "PoweredOn" || read.pending_keys.empty()) {
       reply.setCondition("HardwareApplied", "True", "Applied",
                          "the VM has the spec's CPUs, memory, disks and NICs");

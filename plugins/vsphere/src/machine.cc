@@ -5,6 +5,7 @@
 #include "plugins/vsphere/src/machine_spec.h"
 
 #include <banlieue/sdk/json.h>
+#include <banlieue/sdk/restart.h>
 
 #include <algorithm>
 
@@ -480,10 +481,28 @@ Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileR
     const bool hardware_changes =
         live.num_cpus != spec.num_cpus || live.memory_mib != spec.memory_mib;
 
+    // A restart request (sdk/restart.h) on a running VM: powered off now, answered in the same
+    // reply as the token; the power step below powers it on again. On a VM that is not running
+    // it is answered NotRunning in whatever this pass writes.
+    const std::string restart = sdk::unansweredRestart(request);
+    if (!restart.empty() && live.power_state == "poweredOn" &&
+        spec.desired_power_state == "PoweredOn") {
+      writeStatus(reply, spec, live, true);
+      sdk::answerRestart(reply, restart, true);
+      XmlWriter none;
+      return started(reply, "poweroff",
+                     vim_.startTask("PowerOffVM_Task", live.ref, none.str(), deadline),
+                     "restart of " + who + " as requested at " + restart + ": power off, then on");
+    }
+    auto write_status = [&](bool provisioned) {
+      writeStatus(reply, spec, live, provisioned);
+      if (!restart.empty()) sdk::answerRestart(reply, restart, false);
+    };
+
     if (hardware_changes && live.power_state == "poweredOn") {
       // CPU and memory changes need the VM off (hot-add is opt-in and not always allowed);
       // the power step below turns it back on.
-      writeStatus(reply, spec, live, false);
+      write_status(false);
       XmlWriter none;
       return started(reply, "poweroff",
                      vim_.startTask("PowerOffVM_Task", live.ref, none.str(), deadline),
@@ -505,7 +524,7 @@ Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileR
       w.raw(devices.str());
       w.raw(extraConfigXml(info_changes));
       w.close("spec");
-      writeStatus(reply, spec, live, false);
+      write_status(false);
       return started(reply, "reconfigure",
                      vim_.startTask("ReconfigVM_Task", live.ref, w.str(), deadline),
                      "reconfiguration of " + who);
@@ -519,11 +538,11 @@ Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileR
       if (spec.desired_power_state == "Suspended" && observed == "PoweredOff") {
         method = "PowerOnVM_Task";  // suspend only from on
       }
-      writeStatus(reply, spec, live, true);
+      write_status(true);
       return started(reply, "power", vim_.startTask(method, live.ref, {}, deadline),
                      "power change of " + who + " to " + spec.desired_power_state);
     }
-    writeStatus(reply, spec, live, true);
+    write_status(true);
     settle(reply);
     return Status::ok();
   });

@@ -1,0 +1,52 @@
+// The restart request every machine kind shares: the controller copies a VirtualMachine's
+// spec.restartRequestedAt to its machine's spec while no machine has answered it; a plugin
+// answers it with status.lastRestart, in the same reply that starts the restart (a shutdown
+// then a start), so one request is acted on once. A request on a machine that is not running is
+// answered with outcome NotRunning and nothing is done. docs/provider-contract.md, "Restart".
+#pragma once
+
+#include <banlieue/sdk/json.h>
+#include <banlieue/sdk/payloads.h>
+#include <banlieue/sdk/provider.h>
+
+#include <chrono>
+#include <ctime>
+#include <string>
+#include <string_view>
+
+namespace banlieue::sdk {
+
+// The request in spec.restartRequestedAt that status.lastRestart has not answered; empty when
+// there is none.
+inline std::string unansweredRestart(const ReconcileRequest& request) {
+  std::string requested = json::stringOr(request.spec, "restartRequestedAt");
+  if (requested.empty() || json::stringOr(request.status, "lastRestart.requestedAt") == requested) {
+    return {};
+  }
+  return requested;
+}
+
+// Now, as RFC 3339 UTC with seconds ("2026-12-03T08:00:00Z").
+inline std::string utcNow() {
+  std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[sizeof "1970-01-01T00:00:00Z"];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+// Answers `requested_at` in the reply's status: Restarted when the restart begins now,
+// NotRunning when the machine was not running and nothing was done.
+inline void answerRestart(Reply& reply, std::string_view requested_at, bool restarted) {
+  auto& a = reply.allocator();
+  rapidjson::Value record(rapidjson::kObjectType);
+  record.AddMember("requestedAt", json::stringValue(requested_at, a), a);
+  record.AddMember("performedAt", json::stringValue(utcNow(), a), a);
+  record.AddMember("outcome", rapidjson::StringRef(restarted ? "Restarted" : "NotRunning"), a);
+  rapidjson::Value& status = reply.status();
+  status.RemoveMember("lastRestart");
+  status.AddMember("lastRestart", record, a);
+}
+
+}  // namespace banlieue::sdk

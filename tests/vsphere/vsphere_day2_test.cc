@@ -1,0 +1,116 @@
+// Day-2 operations of a VSphereMachine against the project's vcsim (issue #20): a restart
+// request powers the running VM off and on again, once.
+#include "tests/vsphere/plugin_driver.h"
+
+#include <banlieue/sdk/json.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+namespace banlieue::vsphere::testing {
+namespace {
+
+namespace json = sdk::json;
+
+std::string machineSpec(const std::string& extra = "") {
+  return R"({"template":"DC0_C0_RP0_VM0","datacenter":"DC0","cluster":"DC0_C0",)"
+         R"("datastore":"LocalDS_0","numCpus":1,"memoryMiB":512,)"
+         R"("network":[{"portGroup":"VM Network"}])" +
+         extra + "}";
+}
+
+class VsphereDay2Test : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { vcsim_ = new Vcsim(); }
+  static void TearDownTestSuite() {
+    delete vcsim_;
+    vcsim_ = nullptr;
+  }
+  void SetUp() override {
+    backend_ = std::make_unique<Backend>(*vcsim_);
+    vms_before_ = backend_->vmNames();
+    ASSERT_TRUE(driver_.create(vcsim_->instanceConfig()).ok());
+  }
+  void TearDown() override {
+    driver_.destroy();
+    if (::testing::Test::HasFatalFailure()) return;
+    EXPECT_EQ(Backend(*vcsim_).vmNames(), vms_before_) << "a VM leaked";
+  }
+  std::string power(const std::string& name) {
+    return backend_->vm(name, {"runtime.powerState"})->text("runtime.powerState");
+  }
+
+  static Vcsim* vcsim_;
+  PluginDriver driver_;
+  std::unique_ptr<Backend> backend_;
+  std::set<std::string> vms_before_;
+};
+
+Vcsim* VsphereDay2Test::vcsim_ = nullptr;
+
+// The request is answered (status.lastRestart) in the reply that powers the VM off, with the
+// token; polling that token ends with the VM on again. Once answered, the same request does
+// nothing; a new one on a powered-off VM is answered NotRunning.
+TEST_F(VsphereDay2Test, ARestartRequestPowersTheRunningVmOffAndOnOnce) {
+  const std::string uid = "1a2b3c4d-0000-4000-8000-0000000000a1";
+  const std::string name = "vm-1a2b3c4d";
+  const std::string request = "2026-12-03T08:00:00Z";
+  ASSERT_TRUE(
+      driver_.drive("reconcile", "VSphereMachine", uid, objectJson(uid, machineSpec())).ok());
+  ASSERT_EQ(power(name), "poweredOn");
+
+  const std::string asked = machineSpec(R"(,"restartRequestedAt":")" + request + R"(")");
+  auto out = driver_.once("reconcile", "VSphereMachine", uid, objectJson(uid, asked));
+  ASSERT_EQ(out.code, BANLIEUE_IN_PROGRESS) << out.reason << ": " << out.message;
+  auto reply = json::parse(out.body, "reply");
+  EXPECT_EQ(json::stringOr(&reply, "status.lastRestart.requestedAt"), request) << out.body;
+  EXPECT_EQ(json::stringOr(&reply, "status.lastRestart.outcome"), "Restarted") << out.body;
+  std::string token = json::stringOr(&reply, "operation.token");
+  EXPECT_EQ(token.rfind("poweroff:", 0), 0u) << token;
+
+  // The host stored the answer with the token: the restart goes on to power the VM on.
+  const std::string answered = objectJson(
+      uid, asked, R"({"lastRestart":{"requestedAt":")" + request + R"(","outcome":"Restarted"}})");
+  bool seen_off = false;
+  for (int i = 0; i < 500 && out.code == BANLIEUE_IN_PROGRESS; ++i) {
+    seen_off = seen_off || power(name) == "poweredOff";
+    std::string body = answered;
+    body.pop_back();
+    body += R"(,"operation":{"token":")" + token + R"("}})";
+    out = driver_.once("reconcile", "VSphereMachine", uid, body);
+    if (out.code == BANLIEUE_IN_PROGRESS) {
+      auto polled = json::parse(out.body, "reply");
+      token = json::stringOr(&polled, "operation.token");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  EXPECT_TRUE(seen_off) << "the VM was never powered off";
+  EXPECT_EQ(power(name), "poweredOn");
+
+  // Answered: nothing more happens.
+  out = driver_.once("reconcile", "VSphereMachine", uid, answered);
+  EXPECT_TRUE(out.ok()) << out.reason << ": " << out.message;
+
+  const std::string later = "2026-12-03T09:00:00Z";
+  ASSERT_TRUE(driver_
+                  .drive("reconcile", "VSphereMachine", uid,
+                         objectJson(uid, machineSpec(R"(,"desiredPowerState":"PoweredOff")")))
+                  .ok());
+  out = driver_.drive(
+      "reconcile", "VSphereMachine", uid,
+      objectJson(uid, machineSpec(R"(,"desiredPowerState":"PoweredOff","restartRequestedAt":")" +
+                                  later + R"(")")));
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  reply = json::parse(out.body, "reply");
+  EXPECT_EQ(json::stringOr(&reply, "status.lastRestart.requestedAt"), later) << out.body;
+  EXPECT_EQ(json::stringOr(&reply, "status.lastRestart.outcome"), "NotRunning") << out.body;
+  EXPECT_EQ(power(name), "poweredOff");
+
+  ASSERT_TRUE(
+      driver_.drive("finalize", "VSphereMachine", uid, objectJson(uid, machineSpec())).ok());
+}
+
+}  // namespace
+}  // namespace banlieue::vsphere::testing
