@@ -433,13 +433,16 @@ TEST_F(FlowsTest, CreateToReadyThenPowerOffAndOn) {
   std::string provider_id = get("libvirtmachine db-01 -n " + ns, "{.spec.providerID}");
   EXPECT_THAT(provider_id, ::testing::StartsWith("libvirt://"));
 
-  auto power = [&](const std::string& state) {
-    return cluster_
-        .kubectl("patch bvm db-01 -n " + ns +
-                 " --type=merge -p '{\"spec\":{\"desiredPowerState\":\"" + state + "\"}}'")
-        .exit_code;
+  // Through the verbs a person uses, as a kubectl plugin (issue #20): each waits until the
+  // VM's status says it was done.
+  auto verb = [&](const std::string& what) {
+    auto r = cluster_.kubectlBanlieue("vm " + what + " db-01 -n " + ns + " --timeout 120",
+                                      std::chrono::seconds(150));
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_THAT(r.output, ::testing::HasSubstr(what + " done")) << r.output;
+    return r.exit_code;
   };
-  ASSERT_EQ(power("PoweredOff"), 0);
+  ASSERT_EQ(verb("stop"), 0);
   EXPECT_TRUE(LocalCluster::eventually(
       [&] {
         return get("libvirtmachine db-01 -n " + ns,
@@ -450,7 +453,7 @@ TEST_F(FlowsTest, CreateToReadyThenPowerOffAndOn) {
       kConverge));
   // The same domain (not a new one) was stopped.
   EXPECT_EQ(get("libvirtmachine db-01 -n " + ns, "{.spec.providerID}"), provider_id);
-  ASSERT_EQ(power("PoweredOn"), 0);
+  ASSERT_EQ(verb("start"), 0);
   EXPECT_TRUE(LocalCluster::eventually(
       [&] {
         return get("libvirtmachine db-01 -n " + ns, "{.status.observedPowerState}") ==
@@ -460,6 +463,20 @@ TEST_F(FlowsTest, CreateToReadyThenPowerOffAndOn) {
       kConverge));
   EXPECT_TRUE(waitFor(ns, "bvm/db-01", "Ready"));
   EXPECT_EQ(get("libvirtmachine db-01 -n " + ns, "{.spec.providerID}"), provider_id);
+
+  // A restart: one request, answered on the VM, the same domain, and the request leaves the
+  // machine's spec once answered (a later machine will not restart for it).
+  ASSERT_EQ(verb("restart"), 0);
+  const std::string requested = get("bvm db-01 -n " + ns, "{.spec.restartRequestedAt}");
+  EXPECT_FALSE(requested.empty());
+  EXPECT_EQ(
+      get("bvm db-01 -n " + ns, "{.status.lastRestart.requestedAt}/{.status.lastRestart.outcome}"),
+      requested + "/Restarted");
+  EXPECT_TRUE(LocalCluster::eventually(
+      [&] { return get("libvirtmachine db-01 -n " + ns, "{.spec.restartRequestedAt}").empty(); },
+      kConverge));
+  EXPECT_EQ(get("libvirtmachine db-01 -n " + ns, "{.spec.providerID}"), provider_id);
+  EXPECT_EQ(get("bvm db-01 -n " + ns, "{.status.observedPowerState}"), "PoweredOn");
 }
 
 // Power state on the file backend, where the backend's own record can be read.
@@ -475,6 +492,12 @@ TEST_F(FlowsTest, PowerStateReachesTheBackend) {
   };
   EXPECT_EQ(state(), "stopped");
   EXPECT_EQ(get("bvm app-01 -n " + ns, "{.status.observedPowerState}"), "PoweredOff");
+  // A restart of a VM that is off is answered NotRunning and starts nothing (issue #20).
+  auto restart = cluster_.kubectlBanlieue("vm restart app-01 -n " + ns + " --timeout 60",
+                                          std::chrono::seconds(90));
+  EXPECT_EQ(restart.exit_code, 0) << restart.output;
+  EXPECT_EQ(get("bvm app-01 -n " + ns, "{.status.lastRestart.outcome}"), "NotRunning");
+  EXPECT_EQ(state(), "stopped");
   cluster_.kubectl("patch bvm app-01 -n " + ns +
                    " --type=merge -p '{\"spec\":{\"desiredPowerState\":\"PoweredOn\"}}'");
   EXPECT_TRUE(LocalCluster::eventually(
@@ -484,6 +507,14 @@ TEST_F(FlowsTest, PowerStateReachesTheBackend) {
       },
       kConverge))
       << state();
+  // Running, it restarts once: the backend's own record counts it.
+  restart = cluster_.kubectlBanlieue("vm restart app-01 -n " + ns + " --timeout 60",
+                                     std::chrono::seconds(90));
+  EXPECT_EQ(restart.exit_code, 0) << restart.output;
+  EXPECT_EQ(get("bvm app-01 -n " + ns, "{.status.lastRestart.outcome}"), "Restarted");
+  auto vm = backendFile(files, "app-01");
+  ASSERT_TRUE(vm.has_value());
+  EXPECT_EQ(json::integer(&*vm, "restarts").value_or(-1), 1) << json::serialize(*vm);
 }
 
 // Delete: the VM waits for the provider's finalizer, which removes the backend object first.

@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <thread>
@@ -188,6 +189,23 @@ CommandResult LocalCluster::installCrd(const std::string& file, const std::strin
 CommandResult LocalCluster::kubectl(const std::string& args, std::chrono::seconds timeout) const {
   return runCommand(
       kubectlBinary() + " --kubeconfig " + shellQuote(kubeconfig_.string()) + " " + args, timeout);
+}
+
+CommandResult LocalCluster::kubectlBanlieue(const std::string& args,
+                                            std::chrono::seconds timeout) const {
+  // In the build directory, beside the binary: one link for every test process (a process
+  // that loses the race to create it finds it made).
+  static const std::filesystem::path plugin_dir = [] {
+    auto dir = std::filesystem::path(BANLIEUE_BINARY).parent_path() / "kubectl-plugin";
+    std::error_code ignored;
+    std::filesystem::create_directories(dir, ignored);
+    std::filesystem::create_symlink(BANLIEUE_BINARY, dir / "kubectl-banlieue", ignored);
+    return dir;
+  }();
+  return runCommand("KUBECONFIG=" + shellQuote(kubeconfig_.string()) +
+                        " PATH=" + shellQuote(plugin_dir.string()) + ":\"$PATH\" " +
+                        kubectlBinary() + " banlieue " + args,
+                    timeout);
 }
 
 CommandResult LocalCluster::apply(const std::string& manifest,

@@ -56,6 +56,12 @@ class LocalCluster {
   // kubectl with the cluster's kubeconfig; args are passed through the shell unquoted.
   CommandResult kubectl(const std::string& args,
                         std::chrono::seconds timeout = std::chrono::seconds(60)) const;
+  // `kubectl banlieue <args>`, as a user runs banlieue as a kubectl plugin: kubectl finds
+  // kubectl-banlieue (a link to the built binary) on PATH and runs it with kubectl's
+  // environment; the kubeconfig goes by $KUBECONFIG, as kubectl hands a plugin no flag given
+  // before the plugin's name.
+  CommandResult kubectlBanlieue(const std::string& args,
+                                std::chrono::seconds timeout = std::chrono::seconds(60)) const;
   // kubectl apply -f - with `manifest` on stdin.
   CommandResult apply(const std::string& manifest, const std::string& extra_args = {}) const;
   // Applies the CRD file `file` (a plugin's own, as bootstrap would) and waits until the API
