@@ -27,6 +27,15 @@ inline FieldSpec restartRequestedAt() {
               "machine (a graceful shutdown, then a start); the same value again does nothing. "
               "status.lastRestart answers it"};
 }
+inline FieldSpec resizePolicy() {
+  return {.description =
+              "What happens when a CPU, memory or disk change cannot reach the running machine "
+              "without a restart. Restart: the backend restarts it to apply the change. "
+              "WaitForRestart: the change waits for the next restart (banlieue vm restart), "
+              "HardwareApplied=False and Ready=False with reason RestartRequired meanwhile",
+          .enum_values = {"Restart", "WaitForRestart"},
+          .default_json = "\"Restart\""};
+}
 inline FieldSpec lastRestart() {
   return {.description = "The last restart request the backend acted on, and when"};
 }

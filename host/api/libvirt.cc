@@ -95,7 +95,8 @@ const Fields<LibvirtMachineSpec>& LibvirtMachineSpec::describe() {
                  {.description = "Network interfaces", .max_items = 16, .map_keys = {"name"}})
           .field("userData", &T::user_data, infra::userData())
           .field("desiredPowerState", &T::desired_power_state, infra::desiredPowerState())
-          .field("restartRequestedAt", &T::restart_requested_at, infra::restartRequestedAt());
+          .field("restartRequestedAt", &T::restart_requested_at, infra::restartRequestedAt())
+          .field("resizePolicy", &T::resize_policy, infra::resizePolicy());
   return f;
 }
 

@@ -52,6 +52,7 @@ struct LibvirtMachineSpec {
   std::string user_data;
   std::string desired_power_state = "PoweredOn";
   std::string restart_requested_at;
+  std::string resize_policy = "Restart";
   static const Fields<LibvirtMachineSpec>& describe();
 };
 

@@ -78,7 +78,8 @@ const Fields<ProxmoxMachineSpec>& ProxmoxMachineSpec::describe() {
                  {.description = "Storage for the cloud-init seed ISO"})
           .field("userData", &T::user_data, infra::userData())
           .field("desiredPowerState", &T::desired_power_state, infra::desiredPowerState())
-          .field("restartRequestedAt", &T::restart_requested_at, infra::restartRequestedAt());
+          .field("restartRequestedAt", &T::restart_requested_at, infra::restartRequestedAt())
+          .field("resizePolicy", &T::resize_policy, infra::resizePolicy());
   return f;
 }
 

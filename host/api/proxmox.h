@@ -43,6 +43,7 @@ struct ProxmoxMachineSpec {
   std::string user_data;
   std::string desired_power_state = "PoweredOn";
   std::string restart_requested_at;
+  std::string resize_policy = "Restart";
   static const Fields<ProxmoxMachineSpec>& describe();
 };
 

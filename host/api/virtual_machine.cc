@@ -1,6 +1,7 @@
 #include "host/api/virtual_machine.h"
 
 #include "host/api/declare.h"
+#include "host/api/infra_fields.h"
 
 namespace banlieue::api {
 
@@ -111,6 +112,7 @@ const Fields<VirtualMachineSpec>& VirtualMachineSpec::describe() {
                  {.description = "Power state banlieue keeps the VM in",
                   .enum_values = enums::kPowerState,
                   .default_json = "\"PoweredOn\""})
+          .field("resizePolicy", &T::resize_policy, infra::resizePolicy())
           .field("restartRequestedAt", &T::restart_requested_at,
                  {.description =
                       "A restart request: a new value (banlieue vm restart writes the current "

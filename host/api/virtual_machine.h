@@ -51,6 +51,7 @@ struct VirtualMachineSpec {
   Placement placement;
   std::string desired_power_state = "PoweredOn";
   std::string restart_requested_at;
+  std::string resize_policy = "Restart";
   std::optional<UserDataSource> user_data;
   std::string migration_policy = "automatic";
   bool paused = false;

@@ -78,6 +78,7 @@ const Fields<VSphereMachineSpec>& VSphereMachineSpec::describe() {
           .field("userData", &T::user_data, infra::userData())
           .field("desiredPowerState", &T::desired_power_state, infra::desiredPowerState())
           .field("restartRequestedAt", &T::restart_requested_at, infra::restartRequestedAt())
+          .field("resizePolicy", &T::resize_policy, infra::resizePolicy())
           .field("createdBy", &T::created_by,
                  {.description = "Who asked for the VM, from its banlieue.io/created-by "
                                  "annotation"});

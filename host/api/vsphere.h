@@ -43,6 +43,7 @@ struct VSphereMachineSpec {
   std::string user_data;
   std::string desired_power_state = "PoweredOn";
   std::string restart_requested_at;
+  std::string resize_policy = "Restart";
   std::string created_by;
   static const Fields<VSphereMachineSpec>& describe();
 };

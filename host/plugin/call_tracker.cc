@@ -54,6 +54,11 @@ uint64_t CallTracker::begin(const char* slot, const CallOptions& options,
   return id;
 }
 
+size_t CallTracker::inFlight() const {
+  std::lock_guard lock(mutex_);
+  return calls_.size();
+}
+
 void CallTracker::end(uint64_t id) {
   std::filesystem::path journal;
   std::string uid;

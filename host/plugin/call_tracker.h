@@ -40,6 +40,8 @@ class CallTracker {
                  std::chrono::steady_clock::time_point deadline);
   void end(uint64_t id);
 
+  // How many calls are running now.
+  size_t inFlight() const;
   // Calls whose deadline passed more than `grace` before `now`, oldest first.
   std::vector<InFlightCall> overdue(
       std::chrono::milliseconds grace,

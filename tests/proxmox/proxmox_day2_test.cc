@@ -31,6 +31,18 @@ int configInt(const rapidjson::Value& vm, const char* key) {
   return std::stoi(json::serialize(vm["config"][key]));
 }
 
+// Polls an operation `started` began, as the host does: `object` (the copy the host stored
+// with the reply's status) and the latest token, until it is no longer IN_PROGRESS.
+CallOutcome pollUntilDone(Driver& driver, const std::string& object, CallOutcome out) {
+  for (int i = 0; i < 300 && out.code == BANLIEUE_IN_PROGRESS; ++i) {
+    auto reply = json::parse(out.body, "reply");
+    const std::string token = json::stringOr(&reply, "operation.token");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    out = driver.once("reconcile", object, token);
+  }
+  return out;
+}
+
 // A data disk added to a running guest is hot-plugged (PVE's default hotplug includes disks):
 // no reboot. CPUs and memory wait in PVE's pending section until the next boot, so the plugin
 // reboots the guest to apply them, says so meanwhile (HardwareApplied=False,
@@ -100,6 +112,42 @@ std::string answeredObject(const std::string& object, int vmid, const std::strin
   std::string out = provisioned(object, vmid);
   out.insert(out.size() - 2, R"(,"lastRestart":{"requestedAt":")" + answered + R"("})");
   return out;
+}
+
+// spec.resizePolicy WaitForRestart: PVE keeps the change pending, no reboot, and the reply
+// says a restart is required; the user's restart request reboots the guest and applies it.
+TEST_F(ProxmoxTest, AResizeThatWaitsForRestartIsAppliedByTheUsersRestart) {
+  const std::string uid = "a1b2c3d4-0000-4000-8000-0000000000f3";
+  const std::string policy = R"(,"resizePolicy":"WaitForRestart")";
+  CallOutcome out = driver_->drive("reconcile", machine("held", uid, policy));
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  const int vmid = json::parse(out.body, "reply")["status"]["vmid"].GetInt();
+
+  const std::string bigger =
+      provisioned(resized(machine("held", uid, policy), R"("cores":4,"memoryMiB":2048)"), vmid);
+  out = driver_->drive("reconcile", bigger);
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  auto reply = json::parse(out.body, "reply");
+  const auto* held = hardwareApplied(reply);
+  ASSERT_NE(held, nullptr) << out.body;
+  EXPECT_EQ(json::stringOr(held, "status"), "False");
+  EXPECT_EQ(json::stringOr(held, "reason"), "RestartRequired");
+  auto state = fake_->state();
+  EXPECT_EQ(configInt(*guest(state, "held"), "cores"), 2) << "the running configuration changed";
+  EXPECT_FALSE(guest(state, "held")->HasMember("reboots"));
+
+  const std::string asked_spec =
+      resized(machine("held", uid, policy + R"(,"restartRequestedAt":"r1")"),
+              R"("cores":4,"memoryMiB":2048)");
+  out = driver_->once("reconcile", provisioned(asked_spec, vmid));
+  ASSERT_EQ(out.code, BANLIEUE_IN_PROGRESS) << out.reason << ": " << out.message;
+  const std::string asked = answeredObject(asked_spec, vmid, "r1");
+  out = pollUntilDone(*driver_, asked, out);
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  state = fake_->state();
+  EXPECT_EQ(configInt(*guest(state, "held"), "cores"), 4);
+  EXPECT_EQ((*guest(state, "held"))["reboots"].GetInt(), 1);
+  remove(asked);
 }
 
 // A restart request on a running guest is one PVE reboot, answered in the reply that starts it

@@ -94,7 +94,9 @@ TEST(LeadershipTest, ALostLeaseStopsTheWorkAndGivesUpOnWorkThatDoesNotReturn) {
                                   abandoned = true;
                                   release_work = true;
                                 },
-                            .campaign_again = false});
+                            .campaign_again = false,
+                            // A plugin call still running: it acts on the backend.
+                            .acting_outside_apiserver = [] { return true; }});
   });
   ASSERT_TRUE(within(5s, [&] { return leading.load(); }));
   failing = true;
@@ -144,6 +146,51 @@ TEST(LeadershipTest, ALostLeaseStopsTheWorkThenTheProcessCampaignsAgain) {
   EXPECT_EQ(running.get(), LeadershipEnd::kStopped);
   EXPECT_EQ(most_running, 1) << "two terms' work ran at once";
   EXPECT_EQ(holder(client), "") << "released after the work returned";
+}
+
+// The chaos run (issue #26): every apiserver pause longer than renewDeadline ended every
+// leader, because their work was blocked on requests to the paused apiserver and did not
+// return within leaseDuration - renewDeadline; the restarts grew the kubelet's back-off until a
+// provider was down for minutes. Work that acts only through the apiserver cannot act beside a
+// new leader by waiting (the requests it already sent land or fail either way), so the process
+// waits for it and campaigns again; only work still acting outside (a plugin call) or work
+// stuck past the hard limit ends it.
+TEST(LeadershipTest, WorkBlockedOnlyOnTheApiserverIsWaitedForNotAbandoned) {
+  FakeKubeClient client;
+  StopSignal signals;
+  std::atomic<bool> failing{false};
+  std::atomic<bool> release_work{false};
+  std::atomic<bool> abandoned{false};
+  client.failNext([&](const std::string&, const std::string&) {
+    return failing ? error(Code::kUnavailable, "ConnectionFailed", "apiserver gone") : Status::ok();
+  });
+  std::atomic<bool> leading{false};
+  std::atomic<int> terms{0};
+  auto running = std::async(std::launch::async, [&] {
+    return runWhileLeading(client, config(), signals,
+                           [&](const std::atomic<bool>& stop) {
+                             ++terms;
+                             while (!stop) std::this_thread::sleep_for(5ms);
+                             // A request to the paused apiserver, returning only later.
+                             while (terms == 1 && !release_work) std::this_thread::sleep_for(5ms);
+                           },
+                           {.leading = &leading,
+                            .abandon = [&] { abandoned = true; },
+                            .acting_outside_apiserver = [] { return false; }});
+  });
+  ASSERT_TRUE(within(5s, [&] { return leading.load() && terms == 1; }));
+  failing = true;
+  ASSERT_TRUE(within(5s, [&] { return !leading.load(); }));
+  // Well past leaseDuration - renewDeadline (200 ms here).
+  std::this_thread::sleep_for(1s);
+  EXPECT_FALSE(abandoned) << "work blocked on the apiserver alone ended the process";
+  failing = false;
+  release_work = true;
+  ASSERT_TRUE(within(5s, [&] { return leading.load() && terms == 2; }))
+      << "once the work returned, the process campaigns again";
+  signals.requestStop();
+  ASSERT_EQ(running.wait_for(10s), std::future_status::ready);
+  EXPECT_FALSE(abandoned);
 }
 
 }  // namespace

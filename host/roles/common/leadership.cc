@@ -67,16 +67,31 @@ LeadershipEnd leadOneTerm(kube::KubeClient& client, runtime::LeaderElectionConfi
     if (t.joinable()) t.join();
   };
   // Wait for the work while the elector still renews. Should the Lease be lost meanwhile
-  // (before or during this wait), the work gets leaseDuration - renewDeadline from then.
+  // (before or during this wait), work still acting outside the apiserver gets
+  // leaseDuration - renewDeadline from then, work blocked on the apiserver alone
+  // stuck_work_limit (LeadershipOptions).
   {
     std::unique_lock lock(mutex);
     std::optional<std::chrono::steady_clock::time_point> lost_at;
+    bool said_waiting = false;
     while (work_thread.joinable() && !work_done) {
       auto now = std::chrono::steady_clock::now();
       if (lost && !lost_at) lost_at = now;
-      if (lost_at && now - *lost_at >= margin) {
-        log->error("lost the lease {} and the work has not stopped within {} ms; exiting now",
-                   lease, margin.count());
+      const bool outside = options.acting_outside_apiserver && options.acting_outside_apiserver();
+      const bool past_margin = lost_at && now - *lost_at >= margin;
+      if (past_margin && !outside && !said_waiting && now - *lost_at < options.stuck_work_limit) {
+        log->warn(
+            "lost the lease {}; waiting for the work's requests to the apiserver to return "
+            "(at most {} s) before campaigning again",
+            lease,
+            std::chrono::duration_cast<std::chrono::seconds>(options.stuck_work_limit).count());
+        said_waiting = true;
+      }
+      if (past_margin && (outside || now - *lost_at >= options.stuck_work_limit)) {
+        log->error("lost the lease {} and the work has not stopped within {} ms{}; exiting now",
+                   lease,
+                   std::chrono::duration_cast<std::chrono::milliseconds>(now - *lost_at).count(),
+                   outside ? " (a call on the backend is still running)" : "");
         lock.unlock();
         if (options.abandon) {
           options.abandon();

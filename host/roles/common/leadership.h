@@ -21,6 +21,7 @@
 #include "host/runtime/leader_election.h"
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 
 namespace banlieue::roles {
@@ -41,6 +42,14 @@ struct LeadershipOptions {
   // After a lost Lease and the work's return: campaign again in this process (true) or return
   // kLost so the caller exits.
   bool campaign_again = true;
+  // Whether the work still acts outside the apiserver (a plugin call on a backend). Only such
+  // work is abandoned after leaseDuration - renewDeadline of a lost Lease. Work that acts
+  // through the apiserver alone is waited for (up to stuck_work_limit): what it is blocked on
+  // is a request already sent, which lands or fails whether or not the process ends, and its
+  // stop flag keeps it from sending more. Unset: the work acts through the apiserver alone.
+  std::function<bool()> acting_outside_apiserver;
+  // Work blocked longer than this after a lost Lease is abandoned anyway (a deadlock).
+  std::chrono::milliseconds stuck_work_limit{std::chrono::minutes(2)};
 };
 
 // Campaigns for `config`'s Lease and runs `work(stop)` in each term it leads; returns once

@@ -157,6 +157,7 @@ void fillCommon(const InfraBuildInput& in, Spec& spec) {
   spec.provider_ref.name = in.provider->metadata.name;
   spec.desired_power_state = in.vm->spec.desired_power_state;
   spec.restart_requested_at = unansweredRestart(*in.vm);
+  spec.resize_policy = in.vm->spec.resize_policy;
 }
 
 // Encodes a typed machine and keeps apiVersion, kind and spec (the metadata is set by the caller,
@@ -325,7 +326,8 @@ rapidjson::Value ipamJson(const api::IpamSpec& ipam, Alloc& a) {
 }
 
 // The machine spec banlieue gives kinds it has no builder for (third-party providers read it):
-// providerRef, failureDomain, desiredPowerState, restartRequestedAt (while unanswered), cpus,
+// providerRef, failureDomain, desiredPowerState, restartRequestedAt (while unanswered),
+// resizePolicy (when not Restart), cpus,
 // memoryMiB, firmware, tpmEnabled,
 // image {name, ref}, disks [{name, sizeGiB, storageClass, backendId}] and
 // network [{name, networkClass, backendId, ipam}].
@@ -342,6 +344,11 @@ StatusOr<rapidjson::Document> buildGeneric(const InfraBuildInput& in) {
   addString(spec, "desiredPowerState", in.vm->spec.desired_power_state, a);
   if (auto restart = unansweredRestart(*in.vm); !restart.empty()) {
     addString(spec, "restartRequestedAt", restart, a);
+  }
+  // Only when not the default: a CRD written before the field (which may prune it) keeps
+  // settling for every VM that does not ask for it.
+  if (in.vm->spec.resize_policy != "Restart") {
+    addString(spec, "resizePolicy", in.vm->spec.resize_policy, a);
   }
   spec.AddMember("cpus", cpusOf(in), a);
   spec.AddMember("memoryMiB", memoryOf(in), a);

@@ -3,6 +3,7 @@
 #include "host/common/logging.h"
 #include "host/plugin/payload_schemas.h"
 #include "host/plugin/status_policy.h"
+#include "host/roles/provider/machine_ready.h"
 #include "host/roles/provider/status_writer.h"
 #include "host/roles/provider/user_data_resolution.h"
 #include "host/runtime/object_helpers.h"
@@ -211,16 +212,9 @@ runtime::Result MachineReconciler::reconcile(const runtime::Request& request) {
   }
   bool provisioned = json::boolean(&status, "initialization.provisioned");
   auto [conditions, keep] = pluginConditions(reply, generation);
-  runtime::Condition ready{"Ready", "False", "Provisioning", "", generation};
-  if (in_progress) {
-    ready.reason = "InProgress";
-    ready.message = json::stringOr(&reply, "operation.description", "backend task in progress");
-  } else if (provisioned) {
-    ready = {"Ready", "True", "Provisioned", "the backend machine matches the spec", generation};
-  } else {
-    ready.message = "the plugin has not reported the machine provisioned yet";
-  }
-  conditions.insert(conditions.begin(), ready);
+  conditions.insert(conditions.begin(),
+                    machineReady(in_progress, json::stringOr(&reply, "operation.description"),
+                                 provisioned, conditions, generation));
   setMember(status, "conditions",
             mergeConditions(json::find(&o, "status.conditions"), conditions, a, keep));
   setMember(status, "observedGeneration", rapidjson::Value(generation));

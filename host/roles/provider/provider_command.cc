@@ -332,7 +332,10 @@ int runProvider(const Options& o) {
   };
   // Each term serves afresh (a new session, caches and queues); a lost Lease ends the term and
   // this process campaigns again (ADR 0021).
-  runWhileLeading(client, election, stop, serve, {.leading = &leading});
+  // Plugin calls act on the backend: one still running after a lost Lease ends the process.
+  runWhileLeading(client, election, stop, serve,
+                  {.leading = &leading,
+                   .acting_outside_apiserver = [&calls] { return calls->inFlight() > 0; }});
   return app::kExitOk;
 }
 

@@ -495,8 +495,11 @@ Status reconcileMachine(MachineContext& ctx, const sdk::Call& call,
                                  m.desired_power == PowerState::kPoweredOn;
   const bool restart_in_flight =
       request.operation_token && request.operation_token->rfind(kRestartToken, 0) == 0;
+  // spec.resizePolicy WaitForRestart: the new definition waits for the user's restart.
+  const bool held = !restart_for.empty() && sdk::waitsForRestart(request) && !restart_requested &&
+                    !restart_in_flight;
   Status power = Status::ok();
-  if ((!restart_for.empty() || restart_requested || restart_in_flight) &&
+  if (((!restart_for.empty() && !held) || restart_requested || restart_in_flight) &&
       m.desired_power != PowerState::kPoweredOff) {
     // The guest runs an older shape, or was asked to restart: shut it down (gracefully,
     // within the timeout) and start it again, on the new definition.
@@ -515,7 +518,12 @@ Status reconcileMachine(MachineContext& ctx, const sdk::Call& call,
   bool settled = power.isOk() && observedName(observed) == powerStateName(m.desired_power);
   writeStatus(reply, ctx, m.domain_uuid, observed, settled, addresses);
   if (!restart_request.empty()) sdk::answerRestart(reply, restart_request, restart_requested);
-  if (!restart_for.empty() && !power.isOk()) {
+  if (held && observed == Observed::kRunning) {
+    reply.setCondition("HardwareApplied", "False", "RestartRequired",
+                       "the running guest lacks " + restart_for +
+                           "; it applies at the next restart (spec.resizePolicy WaitForRestart: "
+                           "banlieue vm restart)");
+  } else if (!restart_for.empty() && !power.isOk()) {
     // Shutting down (IN_PROGRESS) or failed: the guest still runs the older shape.
     reply.setCondition("HardwareApplied", "False", "RestartingToApply",
                        "the running guest lacks " + restart_for +

@@ -85,5 +85,35 @@ TEST_F(LibvirtPluginTest, ARestartRequestRestartsTheRunningDomainOnce) {
   EXPECT_EQ(inspector_.domainState(domain()), VIR_DOMAIN_SHUTOFF);
 }
 
+// spec.resizePolicy WaitForRestart: the definition changes, the running guest is left alone and
+// the reply says a restart is required (the runtime's Ready follows it); the user's restart
+// request then brings the new shape in.
+TEST_F(LibvirtPluginTest, AResizeThatWaitsForRestartIsAppliedByTheUsersRestart) {
+  opts_.resize_policy = "WaitForRestart";
+  ASSERT_TRUE(harness_.reconcile(opts_).ok());
+  const int first_id = inspector_.domainId(domain());
+  opts_.vcpus = 2;
+  auto r = harness_.reconcile(opts_);
+  ASSERT_TRUE(r.ok()) << describeOutcome(r);
+  EXPECT_EQ(inspector_.domainId(domain()), first_id) << "the guest was restarted";
+  EXPECT_NE(inspector_.domainXml(domain()).find(">1</vcpu>"), std::string::npos)
+      << "the running guest changed";
+  auto doc = json::parse(r.body, "reply");
+  const auto* conditions = json::find(&doc, "status.conditions");
+  ASSERT_TRUE(conditions != nullptr && conditions->IsArray() && conditions->Size() == 1) << r.body;
+  EXPECT_EQ(json::stringOr(&(*conditions)[0], "status"), "False") << r.body;
+  EXPECT_EQ(json::stringOr(&(*conditions)[0], "reason"), "RestartRequired") << r.body;
+
+  opts_.restart_requested_at = "2026-12-03T08:00:00Z";
+  r = harness_.reconcile(opts_);
+  ASSERT_TRUE(r.ok()) << describeOutcome(r);
+  EXPECT_NE(inspector_.domainId(domain()), first_id);
+  EXPECT_NE(inspector_.domainXml(domain()).find(">2</vcpu>"), std::string::npos);
+  doc = json::parse(r.body, "reply");
+  conditions = json::find(&doc, "status.conditions");
+  ASSERT_TRUE(conditions != nullptr && conditions->IsArray() && conditions->Size() == 1) << r.body;
+  EXPECT_EQ(json::stringOr(&(*conditions)[0], "status"), "True") << r.body;
+}
+
 }  // namespace
 }  // namespace banlieue::libvirt::testing

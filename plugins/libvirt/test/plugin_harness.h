@@ -67,6 +67,7 @@ struct MachineOptions {
   std::string annotations = "{}";
   std::string firmware = "bios";
   std::string restart_requested_at;  // empty: no restart request
+  std::string resize_policy;         // empty: the default (Restart)
   std::string status;                // the object's status as JSON; empty: none
 };
 
@@ -79,6 +80,7 @@ inline std::string machineObject(const MachineOptions& o) {
       R"(],"network":)" + o.network + R"(,"desiredPowerState":)" + quote(o.power);
   if (!o.domain_name.empty()) spec += R"(,"domainName":)" + quote(o.domain_name);
   if (!o.user_data.empty()) spec += R"(,"userData":)" + quote(o.user_data);
+  if (!o.resize_policy.empty()) spec += R"(,"resizePolicy":)" + quote(o.resize_policy);
   if (!o.restart_requested_at.empty()) {
     spec += R"(,"restartRequestedAt":)" + quote(o.restart_requested_at);
   }

@@ -561,7 +561,10 @@ Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileR
     const std::string& desired = spec.desired_power_state;
     const std::string restart = sdk::unansweredRestart(request);
     const bool running = power == "PoweredOn" && desired == "PoweredOn";
-    if (running && (!read.pending_keys.empty() || !restart.empty())) {
+    // spec.resizePolicy WaitForRestart: pending changes wait for the user's restart request.
+    const bool held =
+        !read.pending_keys.empty() && restart.empty() && sdk::waitsForRestart(request);
+    if (running && ((!read.pending_keys.empty() && !held) || !restart.empty())) {
       // A restart request, or a guest that runs an older shape than its configuration: reboot
       // it (a shutdown within the timeout, then a start), which also applies pending changes.
       // The answer to the request goes with the token, in one status write; pending changes
@@ -610,7 +613,12 @@ Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileR
     if (power == "PoweredOn") addresses = guestAddresses(client_, *guest, deadline);
     writeStatus(reply, spec, *guest, power, addresses, true);
     answer_idle();
-    if (power == "PoweredOn" || read.pending_keys.empty()) {
+    if (power == "PoweredOn" && held) {
+      reply.setCondition("HardwareApplied", "False", "RestartRequired",
+                         "the running guest lacks the pending " + joined(read.pending_keys) +
+                             "; they apply at the next restart (spec.resizePolicy "
+                             "WaitForRestart: banlieue vm restart)");
+    } else if (power == "PoweredOn" || read.pending_keys.empty()) {
       reply.setCondition("HardwareApplied", "True", "Applied",
                          "the VM has the spec's CPUs, memory, disks and NICs");
     } else {

@@ -499,7 +499,11 @@ Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileR
       if (!restart.empty()) sdk::answerRestart(reply, restart, false);
     };
 
-    if (hardware_changes && live.power_state == "poweredOn") {
+    // spec.resizePolicy WaitForRestart: CPU and memory wait for the user's restart request
+    // (which powers the VM off; the reconfiguration then happens while it is off).
+    const bool held =
+        hardware_changes && live.power_state == "poweredOn" && sdk::waitsForRestart(request);
+    if (hardware_changes && live.power_state == "poweredOn" && !held) {
       // CPU and memory changes need the VM off (hot-add is opt-in and not always allowed);
       // the power step below turns it back on.
       write_status(false);
@@ -515,10 +519,10 @@ Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileR
       if (auto failed = nicChanges(spec, live, inventory, devices)) return *failed;
     }
     diskChanges(spec, live, devices);
-    if (hardware_changes || !info_changes.empty() || !devices.str().empty()) {
+    if ((hardware_changes && !held) || !info_changes.empty() || !devices.str().empty()) {
       XmlWriter w;
       w.open("spec");
-      if (hardware_changes) {
+      if (hardware_changes && !held) {
         w.integer("numCPUs", spec.num_cpus).integer("memoryMB", spec.memory_mib);
       }
       w.raw(devices.str());
@@ -543,6 +547,18 @@ Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileR
                      "power change of " + who + " to " + spec.desired_power_state);
     }
     write_status(true);
+    if (held) {
+      reply.setCondition("HardwareApplied", "False", "RestartRequired",
+                         "the running VM has " + std::to_string(live.num_cpus) + " vCPUs and " +
+                             std::to_string(live.memory_mib) + " MiB, the spec " +
+                             std::to_string(spec.num_cpus) + " and " +
+                             std::to_string(spec.memory_mib) +
+                             "; they apply at the next restart (spec.resizePolicy "
+                             "WaitForRestart: banlieue vm restart)");
+    } else {
+      reply.setCondition("HardwareApplied", "True", "Applied",
+                         "the VM has the spec's CPUs, memory, disks and NICs");
+    }
     settle(reply);
     return Status::ok();
   });

@@ -1,8 +1,9 @@
-// The restart request every machine kind shares: the controller copies a VirtualMachine's
-// spec.restartRequestedAt to its machine's spec while no machine has answered it; a plugin
-// answers it with status.lastRestart, in the same reply that starts the restart (a shutdown
-// then a start), so one request is acted on once. A request on a machine that is not running is
-// answered with outcome NotRunning and nothing is done. docs/provider-contract.md, "Restart".
+// Restarts, as every machine kind shares them. A restart request: the controller copies a
+// VirtualMachine's spec.restartRequestedAt to its machine's spec while no machine has answered it;
+// a plugin answers it with status.lastRestart, in the same reply that starts the restart (a
+// shutdown then a start), so one request is acted on once. A request on a machine that is not
+// running is answered with outcome NotRunning and nothing is done. docs/provider-contract.md,
+// "Restart".
 #pragma once
 
 #include <banlieue/sdk/json.h>
@@ -24,6 +25,13 @@ inline std::string unansweredRestart(const ReconcileRequest& request) {
     return {};
   }
   return requested;
+}
+
+// spec.resizePolicy is WaitForRestart: a change the running machine can take only at boot
+// waits for the next restart (report HardwareApplied=False, reason RestartRequired) instead of
+// the plugin restarting the machine itself (the default, Restart).
+inline bool waitsForRestart(const ReconcileRequest& request) {
+  return json::stringOr(request.spec, "resizePolicy", "Restart") == "WaitForRestart";
 }
 
 // Now, as RFC 3339 UTC with seconds ("2026-12-03T08:00:00Z").
