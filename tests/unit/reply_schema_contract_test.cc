@@ -116,7 +116,7 @@ const HostRead kHostReads[] = {
     {"reconcile.response", "operation.token", "host/roles/provider/machine_reconciler.cc",
      R"(json::stringOr(&reply, "operation.token"))"},
     {"reconcile.response", "operation.description", "host/roles/provider/machine_reconciler.cc",
-     R"(json::stringOr(&reply, "operation.description", "backend task in progress"))"},
+     R"(json::stringOr(&reply, "operation.description"))"},
     // reconcile: what the controller mirrors onto the VirtualMachine.
     {"reconcile.response", "status.initialization.provisioned",
      "host/roles/controller/status_mirror.cc",
