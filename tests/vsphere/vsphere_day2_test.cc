@@ -38,13 +38,8 @@ sdk::abi::CallOutcome pollUntilDone(PluginDriver& driver, const std::string& uid
   return out;
 }
 
-class VsphereDay2Test : public ::testing::Test {
+class VsphereDay2Test : public VcsimSuite {
  protected:
-  static void SetUpTestSuite() { vcsim_ = new Vcsim(); }
-  static void TearDownTestSuite() {
-    delete vcsim_;
-    vcsim_ = nullptr;
-  }
   void SetUp() override {
     backend_ = std::make_unique<Backend>(*vcsim_);
     vms_before_ = backend_->vmNames();
@@ -59,13 +54,10 @@ class VsphereDay2Test : public ::testing::Test {
     return backend_->vm(name, {"runtime.powerState"})->text("runtime.powerState");
   }
 
-  static Vcsim* vcsim_;
   PluginDriver driver_;
   std::unique_ptr<Backend> backend_;
   std::set<std::string> vms_before_;
 };
-
-Vcsim* VsphereDay2Test::vcsim_ = nullptr;
 
 // The request is answered (status.lastRestart) in the reply that powers the VM off, with the
 // token; polling that token ends with the VM on again. Once answered, the same request does

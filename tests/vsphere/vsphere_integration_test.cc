@@ -54,14 +54,8 @@ std::string extraConfig(const ObjectContent& vm, const std::string& key) {
   return value;
 }
 
-class VsphereTest : public ::testing::Test {
+class VsphereTest : public VcsimSuite {
  protected:
-  static void SetUpTestSuite() { vcsim_ = new Vcsim(); }
-  static void TearDownTestSuite() {
-    delete vcsim_;
-    vcsim_ = nullptr;
-  }
-
   void SetUp() override {
     backend_ = std::make_unique<Backend>(*vcsim_);
     vms_before_ = backend_->vmNames();
@@ -81,13 +75,10 @@ class VsphereTest : public ::testing::Test {
     EXPECT_EQ(after.datastoreFiles(), files_before_) << "a datastore file leaked";
   }
 
-  static Vcsim* vcsim_;
   PluginDriver driver_;
   std::unique_ptr<Backend> backend_;
   std::set<std::string> vms_before_, folders_before_, files_before_;
 };
-
-Vcsim* VsphereTest::vcsim_ = nullptr;
 
 TEST_F(VsphereTest, IntrospectReportsOneFailureDomainPerClusterWithReachableClasses) {
   auto outcome =

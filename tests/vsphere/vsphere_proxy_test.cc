@@ -19,13 +19,8 @@ using ::banlieue::testing::ScopedEnv;
 using ::banlieue::testing::TinyProxy;
 using ::testing::HasSubstr;
 
-class VsphereProxyTest : public ::testing::Test {
+class VsphereProxyTest : public VcsimSuite {
  protected:
-  static void SetUpTestSuite() { vcsim_ = new Vcsim(); }
-  static void TearDownTestSuite() {
-    delete vcsim_;
-    vcsim_ = nullptr;
-  }
   void SetUp() override {
     const std::string& url = vcsim_->url();  // https://127.0.0.1:<port>/sdk
     const auto colon = url.rfind(':');
@@ -34,12 +29,9 @@ class VsphereProxyTest : public ::testing::Test {
     env_.set("NO_PROXY", std::nullopt).set("no_proxy", std::nullopt);
   }
 
-  static Vcsim* vcsim_;
   int port_ = 0;
   ScopedEnv env_;
 };
-Vcsim* VsphereProxyTest::vcsim_ = nullptr;
-
 TEST_F(VsphereProxyTest, TheSessionTunnelsThroughTheProxyAndTlsIsStillVerified) {
   TinyProxy proxy({port_});
   env_.set("HTTPS_PROXY", proxy.url());
