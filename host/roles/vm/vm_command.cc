@@ -99,7 +99,7 @@ int run(const Options& o, const Verb& verb) {
   auto client = kube::makeKubeClient(std::move(transport).value());
 
   const std::string what = "virtualmachine " + ns + "/" + o.name;
-  auto patched = client->patch(controller::resources::kVirtualMachine, ns, o.name,
+  auto patched = client->patch(::banlieue::controller::resources::kVirtualMachine, ns, o.name,
                                kube::PatchType::kMerge, verb.spec_patch);
   if (!patched.ok()) {
     return fail(verb.name, kube::isNotFound(patched.status())
@@ -119,7 +119,7 @@ int run(const Options& o, const Verb& verb) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.timeout_seconds);
   std::string last_said;
   while (std::chrono::steady_clock::now() < deadline) {
-    auto vm = client->get(controller::resources::kVirtualMachine, ns, o.name);
+    auto vm = client->get(::banlieue::controller::resources::kVirtualMachine, ns, o.name);
     if (vm.ok()) {
       if (verb.done(*vm)) {
         std::cout << what << ": " << verb.name << " done\n";
