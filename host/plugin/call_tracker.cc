@@ -59,6 +59,16 @@ size_t CallTracker::inFlight() const {
   return calls_.size();
 }
 
+std::string CallTracker::describeInFlight() const {
+  std::string out;
+  std::lock_guard lock(mutex_);
+  for (const auto& [id, call] : calls_) {
+    out +=
+        (out.empty() ? "" : ", ") + call.slot + (call.object.empty() ? "" : " of " + call.object);
+  }
+  return out;
+}
+
 void CallTracker::end(uint64_t id) {
   std::filesystem::path journal;
   std::string uid;

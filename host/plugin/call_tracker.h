@@ -40,8 +40,9 @@ class CallTracker {
                  std::chrono::steady_clock::time_point deadline);
   void end(uint64_t id);
 
-  // How many calls are running now.
+  // How many calls are running now, and which ("reconcile of LibvirtMachine ns/name, ...").
   size_t inFlight() const;
+  std::string describeInFlight() const;
   // Calls whose deadline passed more than `grace` before `now`, oldest first.
   std::vector<InFlightCall> overdue(
       std::chrono::milliseconds grace,

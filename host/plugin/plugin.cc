@@ -67,6 +67,16 @@ void observeCall(const char* slot, const CallResult& result) {
 
 template <class Fn>
 CallResult Plugin::run(const char* slot, const CallOptions& options, Fn&& fn) const {
+  if (options.cancel != nullptr && options.cancel->load()) {
+    // The caller is stopping (a lost Lease, a shutdown): a call begun now would act on the
+    // backend after its work was told to stop, and would count as a call in flight that keeps
+    // the process from campaigning again (roles/common/leadership.h).
+    CallResult refused;
+    refused.outcome.code = BANLIEUE_CANCELLED;
+    refused.outcome.reason = "Cancelled";
+    refused.outcome.message = std::string(slot) + " not started: its caller is stopping";
+    return refused;
+  }
   CallState state;
   banlieue_call call = makeCall(options, state);
   auto started = std::chrono::steady_clock::now();

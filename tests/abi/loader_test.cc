@@ -6,6 +6,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+
 #include <cstdlib>
 #include <fstream>
 
@@ -98,6 +100,32 @@ TEST(LoaderTest, PluginEventsReachTheHostHandler) {
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].object_uid, "uid-ev");
   EXPECT_EQ(events[0].reason, "Provisioned");
+  (*plugin)->services().setEventHandler(nullptr);
+}
+
+// A call asked for after its caller's stop flag was set (a provider whose Lease was lost) is
+// never made: it would act on the backend after the work was told to stop (issue #26, found
+// by the chaos run: the call kept the process from campaigning again).
+TEST(LoaderTest, ACallCancelledBeforeItBeginsNeverReachesThePlugin) {
+  auto plugin = loader().load("current");
+  ASSERT_TRUE(plugin.ok());
+  std::vector<PluginEvent> events;
+  (*plugin)->services().setEventHandler([&](const PluginEvent& e) { events.push_back(e); });
+  auto instance = instanceOf(**plugin);
+  std::atomic<bool> stopping{true};
+  auto refused = instance->reconcile("TestMachine", request("uid-c", "task-uid-c"),
+                                     {.object_uid = "uid-c", .cancel = &stopping});
+  EXPECT_EQ(refused.code(), BANLIEUE_CANCELLED) << refused.outcome.message;
+  EXPECT_EQ(refused.outcome.reason, "Cancelled");
+  // The host's answer, not the plugin's (this plugin checks cancellation itself; one that does
+  // not would have run).
+  EXPECT_THAT(refused.outcome.message, HasSubstr("not started")) << refused.outcome.message;
+  EXPECT_TRUE(events.empty()) << "the plugin ran";
+  stopping = false;
+  auto done = instance->reconcile("TestMachine", request("uid-c", "task-uid-c"),
+                                  {.object_uid = "uid-c", .cancel = &stopping});
+  EXPECT_TRUE(done.ok()) << done.outcome.message;
+  EXPECT_EQ(events.size(), 1u);
   (*plugin)->services().setEventHandler(nullptr);
 }
 

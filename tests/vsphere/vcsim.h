@@ -4,8 +4,6 @@
 // the same port) on demand.
 #pragma once
 
-#include <gtest/gtest.h>
-
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -57,17 +55,6 @@ class Vcsim {
   std::string port_ = "0";
   std::string url_;
   pid_t pid_ = -1;
-};
-
-// A test suite sharing one default vcsim: started before its first test, stopped after its last.
-class VcsimSuite : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() { vcsim_ = new Vcsim(); }
-  static void TearDownTestSuite() {
-    delete vcsim_;
-    vcsim_ = nullptr;
-  }
-  static inline Vcsim* vcsim_ = nullptr;
 };
 
 // Runs a command (argv) and fails the test when it exits non-zero.

@@ -1,6 +1,7 @@
 // Day-2 operations of a VSphereMachine against the project's vcsim (issue #20): a restart
 // request powers the running VM off and on again, once.
 #include "tests/vsphere/plugin_driver.h"
+#include "tests/vsphere/vcsim_suite.h"
 
 #include <banlieue/sdk/json.h>
 #include <gtest/gtest.h>

@@ -5,6 +5,7 @@
 #include "plugins/vsphere/src/machine_spec.h"
 #include "tests/support/build_paths.h"
 #include "tests/vsphere/plugin_driver.h"
+#include "tests/vsphere/vcsim_suite.h"
 
 #include <banlieue/sdk/json.h>
 #include <gmock/gmock.h>

@@ -5,6 +5,7 @@
 #include "tests/support/tinyproxy.h"
 #include "tests/vsphere/plugin_driver.h"
 #include "tests/vsphere/vcsim.h"
+#include "tests/vsphere/vcsim_suite.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -335,6 +335,13 @@ int runProvider(const Options& o) {
   // Plugin calls act on the backend: one still running after a lost Lease ends the process.
   runWhileLeading(client, election, stop, serve,
                   {.leading = &leading,
+                   .abandon =
+                       [&] {
+                         log->error("provider {}/{}: plugin calls still running: {}", ns, name,
+                                    calls->describeInFlight());
+                         log->flush();
+                         std::_Exit(1);
+                       },
                    .acting_outside_apiserver = [&calls] { return calls->inFlight() > 0; }});
   return app::kExitOk;
 }
