@@ -129,5 +129,16 @@ TEST_F(ConnectionInputsTest, AForbiddenSecretSaysSo) {
   EXPECT_EQ(denied.status().reason(), "CredentialsForbidden");
 }
 
+// Issue #26: an apiserver that does not answer says nothing about the credentials; only an
+// answer about them disconnects the plugin instance.
+TEST(InputsFailureTest, OnlyAnAnswerAboutTheInputsDisconnects) {
+  EXPECT_FALSE(inputsFailureIsAnAnswer(error(Code::kUnavailable, "ConnectionFailed", "refused")));
+  EXPECT_FALSE(inputsFailureIsAnAnswer(error(Code::kDeadlineExceeded, "Timeout", "no answer")));
+  EXPECT_FALSE(inputsFailureIsAnAnswer(error(Code::kInternal, "InternalError", "etcd")));
+  EXPECT_TRUE(inputsFailureIsAnAnswer(error(Code::kFailedPrecondition, "CredentialsNotFound", "")));
+  EXPECT_TRUE(inputsFailureIsAnAnswer(error(Code::kPermissionDenied, "CredentialsForbidden", "")));
+  EXPECT_TRUE(inputsFailureIsAnAnswer(error(Code::kInvalidArgument, "InvalidCredentials", "")));
+}
+
 }  // namespace
 }  // namespace banlieue::roles::provider

@@ -150,4 +150,17 @@ StatusOr<ConnectionInputs> readConnectionInputs(kube::KubeClient& client,
   return buildConnectionInputs(provider, credentials, ca_pem);
 }
 
+bool inputsFailureIsAnAnswer(const Status& failure) {
+  switch (failure.code()) {
+    case Code::kUnavailable:
+    case Code::kDeadlineExceeded:
+    case Code::kInternal:
+    case Code::kUnknown:
+    case Code::kResourceExhausted:
+    case Code::kAborted:
+    case Code::kCancelled: return false;
+    default: return true;
+  }
+}
+
 }  // namespace banlieue::roles::provider

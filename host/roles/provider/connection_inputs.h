@@ -33,4 +33,11 @@ ConnectionInputs buildConnectionInputs(const rapidjson::Value& provider,
 StatusOr<ConnectionInputs> readConnectionInputs(kube::KubeClient& client,
                                                 const rapidjson::Value& provider);
 
+// Whether a failure of readConnectionInputs is an answer about the inputs (the Secret is gone,
+// forbidden or malformed: disconnect, so nothing runs on stale credentials) rather than the
+// apiserver not answering (unavailable, a timeout, a 5xx: keep the instance that is connected,
+// its machines keep being served, and read again soon). The chaos run (issue #26) saw a
+// provider disconnected for minutes after an apiserver restart.
+bool inputsFailureIsAnAnswer(const Status& failure);
+
 }  // namespace banlieue::roles::provider

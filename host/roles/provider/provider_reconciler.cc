@@ -3,6 +3,7 @@
 #include "host/common/logging.h"
 #include "host/plugin/payload_schemas.h"
 #include "host/plugin/status_policy.h"
+#include "host/roles/provider/connection_inputs.h"
 #include "host/roles/provider/status_writer.h"
 
 #include <banlieue/sdk/json.h>
@@ -13,6 +14,9 @@ namespace {
 namespace json = sdk::json;
 
 const kube::ResourceType kProviders{"banlieue.io", "v1alpha1", "providers", true};
+
+// How soon a pass that the apiserver did not answer is tried again.
+constexpr std::chrono::seconds kUnansweredRetry{5};
 
 // When to try again after a failure, by the error table: transient errors soon, terminal ones
 // (wrong credentials, bad settings) at the credentials poll, since the fix is an edit of a
@@ -47,6 +51,18 @@ runtime::Result ProviderReconciler::reconcile(const runtime::Request& request) {
   // finalized, which needs the backend (docs/adr/0024), and this process may have started
   // after the deletion did (a restarted pod).
   auto inputs = readConnectionInputs(context_.client, p);
+  if (!inputs.ok() && !inputsFailureIsAnAnswer(inputs.status())) {
+    // The apiserver did not answer: the instance connected with the last inputs read keeps
+    // serving the machines (their own requests fail meanwhile or not), and there is no status
+    // to write. Read again soon, not after a back-off that grows with the outage.
+    common::logger("provider")
+        ->warn(
+            "provider {}/{}: cannot read the connection inputs now ({}); keeping the current "
+            "connection, reading again in {} s",
+            context_.provider_namespace, context_.provider_name, inputs.status().message(),
+            kUnansweredRetry.count());
+    return runtime::Result::requeueAfter(kUnansweredRetry);
+  }
   if (!inputs.ok()) {
     context_.session.disconnect();
     return report(p, inputs.status(), nullptr);
@@ -189,7 +205,9 @@ runtime::Result ProviderReconciler::report(const rapidjson::Value& provider, con
       context_.events.warning(provider, failure.reason(), "Connect", failure.message());
     }
   }
-  if (!written.ok()) return runtime::Result::retry(written.status());
+  // An apiserver that does not take the status: again soon, without a back-off that grows
+  // with the outage (one object; the connection above does not depend on this write).
+  if (!written.ok()) return runtime::Result::requeueAfter(kUnansweredRetry);
   if (!failure.isOk()) {
     common::logger("provider")
         ->warn("provider {}/{}: {}: {}", context_.provider_namespace, context_.provider_name,
