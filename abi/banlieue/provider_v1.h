@@ -62,7 +62,7 @@ extern "C" {
  * ------------------------------------------------------------------------------------- */
 
 #define BANLIEUE_ABI_MAJOR 1
-#define BANLIEUE_ABI_MINOR 0
+#define BANLIEUE_ABI_MINOR 1
 
 /* "BNLP" and "BNLH": catch a garbage pointer or a table of the wrong kind. */
 #define BANLIEUE_PROVIDER_MAGIC 0x424E4C50u
@@ -250,6 +250,15 @@ typedef struct banlieue_host_v1 {
    * OWNERSHIP: all arguments borrowed. THREADS: the thread running the call. SINCE: 1.0 */
   void (*emit_event)(void* host_ctx, const banlieue_call* call, banlieue_event_type type,
                      banlieue_str reason, banlieue_str message);
+
+  /* Milliseconds left before the call must stop, on a monotonic clock (immune to wall-clock
+   * jumps, unlike deadline_unix_ms): 0 once the call is cancelled or its deadline passed, -1
+   * when it has no deadline. Plugins size their backend client's timeouts from it.
+   * Test with BANLIEUE_HOST_HAS(host, remaining_ms); a 1.0 host does not have it (fall back
+   * to deadline_unix_ms).
+   * OWNERSHIP: call borrowed. THREADS: any thread, only while the call is in flight.
+   * SINCE: 1.1 */
+  int64_t (*remaining_ms)(void* host_ctx, const banlieue_call* call);
 } banlieue_host_v1;
 
 /* True when the host table is long enough to hold `slot` and the slot is set. Plugins
@@ -349,6 +358,20 @@ typedef struct banlieue_provider_v1 {
    * object_uid is the VMImage's uid.
    * OWNERSHIP: all borrowed. THREADS: any-thread. SINCE: 1.0 */
   banlieue_status (*import_image)(banlieue_instance* instance, const banlieue_call* call,
+                                  banlieue_str request, banlieue_reply* reply);
+
+  /* Removes an image this plugin imported from one failure domain of the backend (the
+   * template, volume or disk import_image made), when its VMImage is deleted without
+   * spec.retainOnDelete. request is sdk/schemas/delete_image.request.json: the VMImage, the
+   * failure domain, the resolvedRef the import reported, and the token of a deletion in
+   * progress. OK when the image is gone, including when it never existed or was removed out
+   * of band; IN_PROGRESS with a token while a backend task runs; FAILED_PRECONDITION with
+   * reason "ImageInUse" while machines still use it (the host retries). The reply body is
+   * sdk/schemas/reconcile.response.json ("operation" only). A plugin that serves it says so
+   * in describe (operations.deleteImage). The call's object_uid is the VMImage's uid; the
+   * host runs at most one import or deletion per (image, failure domain) at a time.
+   * OWNERSHIP: all borrowed. THREADS: any-thread. SINCE: 1.1 */
+  banlieue_status (*delete_image)(banlieue_instance* instance, const banlieue_call* call,
                                   banlieue_str request, banlieue_reply* reply);
 
   /* New slots are appended here, each with SINCE: 1.<minor>. */

@@ -269,6 +269,7 @@ class CheckRun {
     }
     unknownKind();
     importImage();
+    deleteImage();
     const std::string step = "instance_destroy";
     if (!pending(step)) {
       r_.setQuiet(true);  // an instance this process made again goes quietly
@@ -300,6 +301,7 @@ class CheckRun {
     }
     steps.push_back("reconcile unknown kind");
     steps.push_back("import_image");
+    steps.push_back("delete_image");
     steps.push_back("instance_destroy");
     return steps;
   }
@@ -348,6 +350,7 @@ class CheckRun {
     if (operation == "validate") return t.validate != nullptr;
     if (operation == "introspect") return t.introspect != nullptr;
     if (operation == "import_image") return t.import_image != nullptr;
+    if (operation == "delete_image") return t.delete_image != nullptr;
     if (operation == "instance_create") return t.instance_create != nullptr;
     if (operation == "instance_destroy") return t.instance_destroy != nullptr;
     return false;
@@ -460,7 +463,8 @@ class CheckRun {
     }
     if (offers_introspect_) need("introspect", "operations.introspect is true");
     if (offers_import_) need("import_image", "operations.importImage is true");
-    if (needs_instance || offers_introspect_ || offers_import_) {
+    if (offers_delete_image_) need("delete_image", "operations.deleteImage is true");
+    if (needs_instance || offers_introspect_ || offers_import_ || offers_delete_image_) {
       need("instance_create", "claimed slots run on an instance");
       need("instance_destroy", "claimed slots run on an instance");
     }
@@ -512,9 +516,11 @@ class CheckRun {
     }
     offers_introspect_ = json::boolean(&doc, "operations.introspect", false);
     offers_import_ = json::boolean(&doc, "operations.importImage", false);
+    offers_delete_image_ = json::boolean(&doc, "operations.deleteImage", false);
     r_.pass("describe",
-            fmt::format("{} kind(s), introspect {}, importImage {}", served.size(),
-                        offers_introspect_ ? "yes" : "no", offers_import_ ? "yes" : "no"));
+            fmt::format("{} kind(s), introspect {}, importImage {}, deleteImage {}", served.size(),
+                        offers_introspect_ ? "yes" : "no", offers_import_ ? "yes" : "no",
+                        offers_delete_image_ ? "yes" : "no"));
     return true;
   }
 
@@ -984,6 +990,56 @@ class CheckRun {
     }
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
+    image_uid_ = uid;
+    image_domain_ = fd;
+  }
+
+  // SINCE 1.1. Removes the image import_image made (or, when it made none, an image that was
+  // never there: OK too), then asks again: a deletion is idempotent. A plugin that does not
+  // offer it (every 1.0 plugin) must answer UNIMPLEMENTED or INVALID_ARGUMENT.
+  void deleteImage() {
+    const std::string step = "delete_image";
+    if (!pending(step) || !haveInstance(step)) return;
+    if (!offers_delete_image_) {
+      r_.begin(step);
+      auto result = instance_->deleteImage("{}", callOptions());
+      if (!wellFormed(step, result)) return;
+      if (result.code() == BANLIEUE_UNIMPLEMENTED || result.code() == BANLIEUE_INVALID_ARGUMENT) {
+        r_.pass(step, "not offered: " + outcomeText(result));
+      } else {
+        r_.fail(step, "describe says deleteImage is not offered, but delete_image answered " +
+                          outcomeText(result));
+      }
+      return;
+    }
+    std::string uid = image_uid_.empty() ? randomUid() : image_uid_;
+    std::string fd = !image_domain_.empty()     ? image_domain_
+                     : failure_domains_.empty() ? "default"
+                                                : failure_domains_.front();
+    auto request = [&](const std::string& extra) {
+      return fmt::format(
+          R"({{"image":{{"apiVersion":"banlieue.io/v1alpha1","kind":"VMImage","metadata":{{"name":"banlieue-plugin-check","uid":"{}"}},"spec":{{}}}},)"
+          R"("failureDomain":"{}"{}}})",
+          uid, common::jsonEscape(fd), extra);
+    };
+    auto run = [&](const std::string& extra) {
+      return instance_->deleteImage(request(extra), callOptions(uid));
+    };
+    auto result = drive(step, run);
+    if (!result) return;
+    if (unimplementedButClaimed(step, "deleteImage", "delete_image", *result)) return;
+    if (!result->ok()) {
+      r_.pass(step, "well-formed error: " + outcomeText(*result));
+      return;
+    }
+    auto again = drive(step, run);
+    if (!again) return;
+    if (!again->ok()) {
+      r_.fail(step, "deleted once, but deleting again (image already gone) answered " +
+                        outcomeText(*again) + "; a deletion of what is gone is OK");
+      return;
+    }
+    r_.pass(step, "deleted from " + fd + ", and again (idempotent)");
   }
 
   const CheckOptions& o_;
@@ -1004,6 +1060,9 @@ class CheckRun {
   std::map<std::string, std::string> provider_id_;               // per kind, first reconcile
   bool offers_introspect_ = true;
   bool offers_import_ = false;
+  bool offers_delete_image_ = false;
+  std::string image_uid_;     // the image import_image made, for delete_image
+  std::string image_domain_;  // where it made it
 };
 
 // ---- the parent side ------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 #include "host/common/logging.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace banlieue::plugin {
@@ -16,6 +17,7 @@ HostServices::HostServices(const std::string& plugin_name)
   table_.log_enabled = &HostServices::logEnabled;
   table_.is_cancelled = &HostServices::isCancelled;
   table_.emit_event = &HostServices::emitEvent;
+  table_.remaining_ms = &HostServices::remainingMs;
 }
 
 void HostServices::setEventHandler(EventHandler handler) {
@@ -69,6 +71,20 @@ int32_t HostServices::isCancelled(void* /*ctx*/, const banlieue_call* call) noex
   }
   if (std::chrono::steady_clock::now() >= state->deadline) return 1;
   return state->cancel != nullptr && state->cancel->load() ? 1 : 0;
+}
+
+int64_t HostServices::remainingMs(void* ctx, const banlieue_call* call) noexcept {
+  if (isCancelled(ctx, call) != 0) return 0;
+  if (call == nullptr) return -1;
+  const auto* state = static_cast<const CallState*>(call->host_call_ctx);
+  if (state == nullptr) {
+    // A call built without host state (tests): only the wall-clock deadline is known.
+    if (call->deadline_unix_ms <= 0) return -1;
+    return std::max<int64_t>(0, call->deadline_unix_ms - nowUnixMs());
+  }
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      state->deadline - std::chrono::steady_clock::now());
+  return std::max<int64_t>(0, left.count());
 }
 
 void HostServices::emitEvent(void* ctx, const banlieue_call* call, banlieue_event_type type,

@@ -56,6 +56,7 @@ class HostServices {
                   const char* msg, size_t len) noexcept;
   static int32_t logEnabled(void* ctx, banlieue_log_level level) noexcept;
   static int32_t isCancelled(void* ctx, const banlieue_call* call) noexcept;
+  static int64_t remainingMs(void* ctx, const banlieue_call* call) noexcept;
   static void emitEvent(void* ctx, const banlieue_call* call, banlieue_event_type type,
                         banlieue_str reason, banlieue_str message) noexcept;
 

@@ -29,6 +29,31 @@ const std::map<std::string_view, std::unique_ptr<rapidjson::SchemaDocument>>& co
   return *schemas;
 }
 
+// For a 'required' violation, the members the object lacks: this rapidjson names only the
+// keyword, and "# violates 'required'" does not tell a plugin author what to add.
+std::string missingMembers(std::string_view schema_name, const rapidjson::Pointer& at_schema,
+                           const rapidjson::Value* object) {
+  if (object == nullptr || !object->IsObject()) return {};
+  for (const auto& entry : kPayloadSchemas) {
+    if (entry.name != schema_name) continue;
+    rapidjson::Document schema;
+    schema.Parse(entry.text.data(), entry.text.size());
+    const rapidjson::Value* node = schema.HasParseError() ? nullptr : at_schema.Get(schema);
+    if (node == nullptr || !node->IsObject() || !node->HasMember("required") ||
+        !(*node)["required"].IsArray()) {
+      return {};
+    }
+    std::string missing;
+    for (const auto& name : (*node)["required"].GetArray()) {
+      if (name.IsString() && !object->HasMember(name)) {
+        missing += (missing.empty() ? "" : ", ") + std::string(name.GetString());
+      }
+    }
+    return missing;
+  }
+  return {};
+}
+
 }  // namespace
 
 std::vector<std::string_view> payloadSchemaNames() {
@@ -61,9 +86,16 @@ Status validatePayload(std::string_view schema_name, std::string_view document) 
   if (!doc.Accept(validator)) {
     rapidjson::StringBuffer pointer;
     validator.GetInvalidDocumentPointer().StringifyUriFragment(pointer);
+    std::string keyword = validator.GetInvalidSchemaKeyword();
+    std::string detail;
+    if (keyword == "required") {
+      std::string missing = missingMembers(schema_name, validator.GetInvalidSchemaPointer(),
+                                           validator.GetInvalidDocumentPointer().Get(doc));
+      if (!missing.empty()) detail = " (missing: " + missing + ")";
+    }
     return error(Code::kInvalidArgument, "SchemaViolation",
-                 std::string(schema_name) + ": " + pointer.GetString() + " violates '" +
-                     validator.GetInvalidSchemaKeyword() + "'");
+                 std::string(schema_name) + ": " + pointer.GetString() + " violates '" + keyword +
+                     "'" + detail);
   }
   return Status::ok();
 }

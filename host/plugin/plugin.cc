@@ -180,4 +180,10 @@ CallResult PluginInstance::importImage(std::string_view request, const CallOptio
   });
 }
 
+CallResult PluginInstance::deleteImage(std::string_view request, const CallOptions& options) const {
+  return plugin_->run("delete_image", options, [&](const banlieue_call& call) {
+    return plugin_->client_.deleteImage(handle_, call, request);
+  });
+}
+
 }  // namespace banlieue::plugin

@@ -97,6 +97,8 @@ class PluginInstance {
   CallResult finalize(std::string_view kind, std::string_view request,
                       const CallOptions& options = {}) const;
   CallResult importImage(std::string_view request, const CallOptions& options = {}) const;
+  // SINCE 1.1; a 1.0 plugin answers UNIMPLEMENTED, reason NotSupportedByBackend.
+  CallResult deleteImage(std::string_view request, const CallOptions& options = {}) const;
 
  private:
   std::shared_ptr<const Plugin> plugin_;

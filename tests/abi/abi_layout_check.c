@@ -44,7 +44,8 @@ AT(banlieue_host_v1, log, 24);
 AT(banlieue_host_v1, log_enabled, 32);
 AT(banlieue_host_v1, is_cancelled, 40);
 AT(banlieue_host_v1, emit_event, 48);
-PIN(sizeof(banlieue_host_v1) == 56, host_size); /* grows only when a slot is appended */
+AT(banlieue_host_v1, remaining_ms, 56);         /* SINCE 1.1 */
+PIN(sizeof(banlieue_host_v1) == 64, host_size); /* grows only when a slot is appended */
 
 /* 1.0 */
 AT(banlieue_provider_v1, header, 0);
@@ -58,16 +59,17 @@ AT(banlieue_provider_v1, introspect, 64);
 AT(banlieue_provider_v1, reconcile, 72);
 AT(banlieue_provider_v1, finalize, 80);
 AT(banlieue_provider_v1, import_image, 88);
-PIN(sizeof(banlieue_provider_v1) == 96, provider_size); /* grows only when a slot is appended */
+AT(banlieue_provider_v1, delete_image, 96);              /* SINCE 1.1 */
+PIN(sizeof(banlieue_provider_v1) == 104, provider_size); /* grows only when a slot is appended */
 #endif
 
 PIN(BANLIEUE_IN_PROGRESS == 100 && BANLIEUE_UNAUTHENTICATED == 16 && BANLIEUE_OK == 0, codes);
 PIN(BANLIEUE_LOG_TRACE == 0 && BANLIEUE_LOG_CRITICAL == 5, levels);
 
 int main(void) {
-  printf("banlieue ABI %d.%d: host table %lu bytes, provider table %lu bytes, fingerprint 0x%08lX\n",
-         BANLIEUE_ABI_MAJOR, BANLIEUE_ABI_MINOR, (unsigned long)sizeof(banlieue_host_v1),
-         (unsigned long)sizeof(banlieue_provider_v1),
-         (unsigned long)BANLIEUE_V1_LAYOUT_FINGERPRINT);
+  printf(
+      "banlieue ABI %d.%d: host table %lu bytes, provider table %lu bytes, fingerprint 0x%08lX\n",
+      BANLIEUE_ABI_MAJOR, BANLIEUE_ABI_MINOR, (unsigned long)sizeof(banlieue_host_v1),
+      (unsigned long)sizeof(banlieue_provider_v1), (unsigned long)BANLIEUE_V1_LAYOUT_FINGERPRINT);
   return 0;
 }

@@ -55,7 +55,7 @@ void expectRefused(const std::string& variant, Code code, const std::string& rea
   EXPECT_THAT(plugin.status().message(), HasSubstr(variant)) << "error must name the file";
 }
 
-TEST(LoaderTest, Host1_0_Plugin1_0_LoadsAndServesEverySlot) {
+TEST(LoaderTest, Host1_1_Plugin1_1_LoadsAndServesEverySlot) {
   auto plugin = loader().load("current");
   ASSERT_TRUE(plugin.ok()) << plugin.status().message();
   EXPECT_EQ((*plugin)->manifest().name, "testprov");
@@ -86,6 +86,19 @@ TEST(LoaderTest, Host1_0_Plugin1_0_LoadsAndServesEverySlot) {
 
   auto finalized = instance->finalize("TestMachine", request("uid-1"));
   EXPECT_TRUE(finalized.ok());
+
+  // SINCE 1.1: delete_image, a two-step task like the backends'.
+  const std::string image =
+      R"({"image":{"apiVersion":"banlieue.io/v1alpha1","kind":"VMImage","metadata":{"name":"img","uid":"uid-img"}},"failureDomain":"zone-a")";
+  auto deleting = instance->deleteImage(image + "}", {.object_uid = "uid-img"});
+  ASSERT_EQ(deleting.code(), BANLIEUE_IN_PROGRESS) << deleting.outcome.message;
+  EXPECT_THAT(deleting.outcome.body, HasSubstr(R"("token":"delete-img-zone-a")"));
+  EXPECT_TRUE(validatePayload("reconcile.response", deleting.outcome.body).isOk());
+  auto deleted = instance->deleteImage(image + R"(,"operation":{"token":"delete-img-zone-a"}})",
+                                       {.object_uid = "uid-img"});
+  EXPECT_TRUE(deleted.ok()) << deleted.outcome.message;
+  EXPECT_TRUE(validatePayload("delete_image.request", image + "}").isOk());
+  EXPECT_THAT(described.outcome.body, HasSubstr(R"("deleteImage":true)"));
 }
 
 TEST(LoaderTest, PluginEventsReachTheHostHandler) {
@@ -151,29 +164,35 @@ TEST(LoaderTest, PluginErrorsKeepTheirCodeReasonAndMessage) {
   EXPECT_EQ(malformed.outcome.reason, "InvalidJson");
 }
 
-TEST(LoaderTest, Host1_0_Plugin1_0Short_MissingSlotIsUnimplemented) {
+TEST(LoaderTest, Host1_1_PluginShortTable_MissingSlotsAreNotSupported) {
   auto plugin = loader().load("older_minor");
   ASSERT_TRUE(plugin.ok()) << plugin.status().message();
   EXPECT_EQ((*plugin)->client().table().import_image, nullptr)
       << "slot beyond struct_size must read as NULL";
+  EXPECT_EQ((*plugin)->client().table().delete_image, nullptr)
+      << "slot beyond struct_size must read as NULL";
   auto instance = instanceOf(**plugin);
   auto result = instance->importImage(R"({"artifact":{"path":"/x","format":"raw"}})");
   EXPECT_EQ(result.code(), BANLIEUE_UNIMPLEMENTED);
-  EXPECT_THAT(result.outcome.message, HasSubstr("does not implement import_image"));
+  EXPECT_EQ(result.outcome.reason, "NotSupportedByBackend");
+  EXPECT_THAT(result.outcome.message, HasSubstr("import_image is not supported by this backend"));
+  auto deleted = instance->deleteImage(R"({"failureDomain":"zone-a"})");
+  EXPECT_EQ(deleted.code(), BANLIEUE_UNIMPLEMENTED);
+  EXPECT_EQ(deleted.outcome.reason, "NotSupportedByBackend");
   EXPECT_TRUE(instance->finalize("TestMachine", request("u")).ok()) << "earlier slots still work";
 }
 
-TEST(LoaderTest, Host1_0_Plugin1_3_NewerMinorLoadsAndExtraSlotsAreIgnored) {
+TEST(LoaderTest, Host1_1_PluginNewerMinor_LoadsAndExtraSlotsAreIgnored) {
   auto plugin = loader().load("newer_minor");
   ASSERT_TRUE(plugin.ok()) << plugin.status().message();
   EXPECT_EQ((*plugin)->client().table().header.abi_minor, BANLIEUE_ABI_MINOR + 3);
   EXPECT_TRUE((*plugin)->describe().ok());
 }
 
-TEST(LoaderTest, Host1_0_Manifest1_9_RefusedBeforeDlopen) {
+TEST(LoaderTest, Host1_1_Manifest1_9_RefusedBeforeDlopen) {
   size_t before = loadedLibraryCount();
   expectRefused("requires_newer_minor", Code::kFailedPrecondition, "AbiMinorTooNew",
-                "needs ABI 1.9 or later; this host implements 1.0");
+                "needs ABI 1.9 or later; this host implements 1.1");
   EXPECT_EQ(loadedLibraryCount(), before) << "must not dlopen a plugin the manifest rules out";
 }
 

@@ -39,10 +39,10 @@ std::string reachableConfig() {
 TEST(StrictPluginCheckTest, WellBehavedPluginPassesEveryStrictStep) {
   auto run = checkVariant("current", "--config " + reachableConfig());
   EXPECT_EQ(run.exit_code, 0) << run.output;
-  for (const char* step :
-       {"PASS  exports", "PASS  slots", "PASS  validate TestMachine", "PASS  instance_create",
-        "PASS  reconcile TestMachine ", "PASS  reconcile TestMachine again",
-        "PASS  finalize TestMachine again", "PASS  import_image", "PASS  instance_destroy"}) {
+  for (const char* step : {"PASS  exports", "PASS  slots", "PASS  validate TestMachine",
+                           "PASS  instance_create", "PASS  reconcile TestMachine ",
+                           "PASS  reconcile TestMachine again", "PASS  finalize TestMachine again",
+                           "PASS  import_image", "PASS  delete_image", "PASS  instance_destroy"}) {
     EXPECT_THAT(run.output, HasSubstr(step)) << run.output;
   }
   EXPECT_THAT(run.output, HasSubstr("idempotent: same providerID test://"));

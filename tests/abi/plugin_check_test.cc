@@ -26,9 +26,11 @@ TEST(PluginCheckTest, CurrentPluginPassesEveryStep) {
         "PASS  validate malformed JSON", "PASS  instance_create", "PASS  introspect",
         "PASS  reconcile TestMachine", "PASS  finalize TestMachine again",
         "PASS  finalize TestMachine never reconciled", "PASS  reconcile TestMachine stale token",
-        "PASS  reconcile unknown kind", "PASS  import_image", "PASS  instance_destroy"}) {
+        "PASS  reconcile unknown kind", "PASS  import_image", "PASS  delete_image",
+        "PASS  instance_destroy"}) {
     EXPECT_THAT(run.output, HasSubstr(step)) << run.output;
   }
+  EXPECT_THAT(run.output, HasSubstr("deleted from zone-a, and again (idempotent)"));
   EXPECT_THAT(run.output, HasSubstr("0 failed"));
 }
 

@@ -12,7 +12,8 @@ TEST(PayloadSchemasTest, EverySchemaFileIsCompiledIn) {
   auto names = payloadSchemaNames();
   for (const char* expected : {"describe.response", "instance_create.request", "introspect.request",
                                "introspect.response", "reconcile.request", "reconcile.response",
-                               "import_image.request", "validate.request", "validate.response"}) {
+                               "import_image.request", "delete_image.request", "validate.request",
+                               "validate.response"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
   }
 }
@@ -47,6 +48,16 @@ TEST(PayloadSchemasTest, ImportRequestRequiresAChecksum) {
                                 "artifact":{"path":"/a/disk.raw","format":"raw"}})");
   EXPECT_FALSE(st.isOk());
   EXPECT_THAT(st.message(), HasSubstr("#/artifact"));
+}
+
+// SINCE 1.1: a deletion names its failure domain; the import's resolvedRef is optional.
+TEST(PayloadSchemasTest, DeleteImageRequestNeedsAFailureDomain) {
+  auto missing = validatePayload("delete_image.request", R"({"image":{"metadata":{"name":"u"}}})");
+  EXPECT_FALSE(missing.isOk());
+  EXPECT_THAT(missing.message(), HasSubstr("failureDomain"));
+  EXPECT_TRUE(validatePayload("delete_image.request",
+                              R"({"image":{"metadata":{"name":"u"}},"failureDomain":"dc1-c1"})")
+                  .isOk());
 }
 
 TEST(PayloadSchemasTest, MalformedJsonAndUnknownSchema) {

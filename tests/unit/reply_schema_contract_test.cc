@@ -61,6 +61,8 @@ const HostRead kHostReads[] = {
      R"(json::boolean(&doc, "operations.importImage", false))"},
     {"describe.response", "operations.importImage", "host/roles/provider/provider_command.cc",
      R"(json::boolean(&caps, "operations.importImage", false))"},
+    {"describe.response", "operations.deleteImage", "host/plugin/conformance.cc",
+     R"(json::boolean(&doc, "operations.deleteImage", false))"},
     {"describe.response", "imageFormats", "host/roles/provider/provider_command.cc",
      R"(json::find(&caps, "imageFormats"))"},
 

@@ -19,6 +19,7 @@ namespace {
 using banlieue::sdk::Call;
 using banlieue::sdk::Capabilities;
 using banlieue::sdk::Code;
+using banlieue::sdk::DeleteImageRequest;
 using banlieue::sdk::Error;
 using banlieue::sdk::ImportImageRequest;
 using banlieue::sdk::InstanceConfig;
@@ -180,6 +181,16 @@ class TestInstance final : public banlieue::sdk::Instance {
       reply.setCondition("Ready", "True", "SaysThePlugin");
     }
 #endif
+    if (json::boolean(request.spec, "reportHost")) {
+      // What this plugin sees of the host's table: the compatibility tests serve it a 1.0
+      // table (no remaining_ms) and a 1.1 one, and read the answer here.
+      const banlieue_host_v1* host = banlieue::sdk::host().table();
+      rapidjson::Value seen(rapidjson::kObjectType);
+      const char* remaining = BANLIEUE_HOST_HAS(host, remaining_ms) ? "present" : "absent";
+      seen.AddMember("remainingMs", rapidjson::StringRef(remaining), a);
+      seen.AddMember("secondsLeft", static_cast<int64_t>(call.remaining().count() / 1000), a);
+      reply.status().AddMember("hostSlots", seen, a);
+    }
     call.event(BANLIEUE_EVENT_NORMAL, "Provisioned", "test VM " + request.name + " is running");
     BANLIEUE_LOG(kInfo, "provisioned " + request.namespace_ + "/" + request.name);
     return Status::ok();
@@ -200,6 +211,22 @@ class TestInstance final : public banlieue::sdk::Instance {
     }
     auto& a = reply.allocator();
     reply.status().AddMember("failureDomain", json::stringValue(request.failure_domain, a), a);
+    return Status::ok();
+  }
+
+  // A two-step deletion like the backends' (a task, then its result); OK for an image that
+  // was never imported, like every backend's.
+  Status deleteImage(const Call&, const DeleteImageRequest& request, Reply& reply) override {
+    if (request.image_name.rfind("in-use", 0) == 0) {
+      return {Code::kFailedPrecondition, "ImageInUse",
+              "image " + request.image_name + " is still used by a test VM"};
+    }
+    std::string task = "delete-" + request.image_name + "-" + request.failure_domain;
+    if (request.operation_token != task) {
+      reply.setOperation(task, "deleting " + request.image_name);
+      reply.requeueAfter(std::chrono::milliseconds(10));
+      return Status::inProgress("Deleting", "deleting the test image");
+    }
     return Status::ok();
   }
 #endif
@@ -225,6 +252,7 @@ class TestProvider final : public banlieue::sdk::Provider {
 #ifndef TEST_VARIANT_OLDER_MINOR
     caps.import_image = true;
     caps.image_formats = {"raw"};
+    caps.delete_image = true;
 #endif
     return caps;
   }
@@ -329,6 +357,7 @@ extern "C" __attribute__((visibility("default"))) const banlieue_provider_v1* TE
   // As a plugin built before import_image existed: its table ends just before that slot.
   table.v1.header.struct_size = offsetof(banlieue_provider_v1, import_image);
   table.v1.import_image = reinterpret_cast<decltype(table.v1.import_image)>(0x1);  // never read
+  table.v1.delete_image = reinterpret_cast<decltype(table.v1.delete_image)>(0x1);  // never read
 #endif
 #ifdef TEST_VARIANT_NEWER_MINOR
   table.v1.header.abi_minor = BANLIEUE_ABI_MINOR + 3;
@@ -343,6 +372,7 @@ extern "C" __attribute__((visibility("default"))) const banlieue_provider_v1* TE
   table.v1.reconcile = nullptr;
   table.v1.finalize = nullptr;
   table.v1.import_image = nullptr;
+  table.v1.delete_image = nullptr;
 #endif
 #ifdef TEST_VARIANT_WRONG_MAJOR
   table.v1.header.abi_major = 2;

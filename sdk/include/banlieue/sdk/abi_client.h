@@ -149,14 +149,24 @@ class ProviderClient {
     return invoke(
         [&](banlieue_reply* r) { return table_.import_image(instance, &call, str(request), r); });
   }
+  // SINCE 1.1: a 1.0 plugin's table ends before this slot, so it answers NotSupportedByBackend.
+  CallOutcome deleteImage(banlieue_instance* instance, const banlieue_call& call,
+                          std::string_view request) const {
+    if (!table_.delete_image) return missing("delete_image");
+    return invoke(
+        [&](banlieue_reply* r) { return table_.delete_image(instance, &call, str(request), r); });
+  }
 
  private:
   CallOutcome missing(const char* slot) const {
     CallOutcome outcome;
     outcome.code = BANLIEUE_UNIMPLEMENTED;
-    outcome.reason = "Unimplemented";
-    outcome.message = "plugin '" + std::string(name()) + "' does not implement " + slot +
-                      " (its table is ABI " + std::to_string(table_.header.abi_major) + "." +
+    // The reason a Condition shows when a request meets a plugin without the slot (an older
+    // plugin, or one that leaves it NULL): the same words as the SDK's default answer.
+    outcome.reason = "NotSupportedByBackend";
+    outcome.message = std::string(slot) + " is not supported by this backend (plugin '" +
+                      std::string(name()) + "', table of ABI " +
+                      std::to_string(table_.header.abi_major) + "." +
                       std::to_string(table_.header.abi_minor) + ", " +
                       std::to_string(table_.header.struct_size) + " bytes)";
     return outcome;

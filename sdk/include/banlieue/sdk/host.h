@@ -61,8 +61,15 @@ class Call {
   uint32_t attempt() const { return call_ ? call_->attempt : 0; }
   uint64_t id() const { return call_ ? call_->call_id : 0; }
 
-  // Time left before the deadline (zero when it has passed). Pass it to backend timeouts.
+  // Time left before the deadline (zero when it has passed or the call was cancelled). Pass
+  // it to backend timeouts. A 1.1 host answers from its monotonic clock; a 1.0 host's table
+  // has no remaining_ms, and the wall-clock deadline of the call is used instead.
   std::chrono::milliseconds remaining() const {
+    const banlieue_host_v1* table = host().table();
+    if (call_ != nullptr && BANLIEUE_HOST_HAS(table, remaining_ms)) {
+      int64_t left = table->remaining_ms(table->host_ctx, call_);
+      return left < 0 ? std::chrono::hours(1) : std::chrono::milliseconds(left);
+    }
     if (call_ == nullptr || call_->deadline_unix_ms <= 0) return std::chrono::hours(1);
     auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
                    std::chrono::system_clock::now().time_since_epoch())

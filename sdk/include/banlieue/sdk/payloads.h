@@ -220,6 +220,31 @@ struct ImportImageRequest {
   }
 };
 
+// delete_image request (SINCE 1.1): {"image": <VMImage>, "failureDomain": "...",
+// "resolvedRef"?: what import_image reported for that failure domain, "operation"?: {"token"}}.
+struct DeleteImageRequest {
+  rapidjson::Document document;
+  const rapidjson::Value* image = nullptr;
+  std::string image_name;
+  std::string failure_domain;
+  std::string resolved_ref;  // empty when the import never reported one
+  std::optional<std::string> operation_token;
+
+  static DeleteImageRequest parse(std::string_view text) {
+    DeleteImageRequest request;
+    request.document = json::parse(text, "delete_image request");
+    request.image = json::member(&request.document, "image");
+    request.image_name = json::stringOr(request.image, "metadata.name");
+    request.failure_domain = std::string(
+        json::requireString(&request.document, "failureDomain", "delete_image request"));
+    request.resolved_ref = json::stringOr(&request.document, "resolvedRef");
+    if (auto token = json::string(&request.document, "operation.token"); token && !token->empty()) {
+      request.operation_token = std::string(*token);
+    }
+    return request;
+  }
+};
+
 // What describe reports. toJson() produces sdk/schemas/describe.response.json.
 struct Capabilities {
   struct Kind {
@@ -233,6 +258,7 @@ struct Capabilities {
   std::vector<std::string> features;
   bool introspect = false;                 // set when the Instance overrides introspect()
   bool import_image = false;               // set when the Instance overrides importImage()
+  bool delete_image = false;               // set when the Instance overrides deleteImage()
   std::vector<std::string> image_formats;  // formats import_image accepts
 
   std::string toJson(std::string_view name, std::string_view version) const {
@@ -260,6 +286,7 @@ struct Capabilities {
     rapidjson::Value ops(rapidjson::kObjectType);
     ops.AddMember("introspect", introspect, a);
     ops.AddMember("importImage", import_image, a);
+    ops.AddMember("deleteImage", delete_image, a);
     doc.AddMember("operations", ops, a);
     doc.AddMember("imageFormats", strings(image_formats), a);
     return json::serialize(doc);

@@ -169,6 +169,14 @@ struct Exported {
     });
   }
 
+  static banlieue_status deleteImage(banlieue_instance* instance, const banlieue_call* call,
+                                     banlieue_str request, banlieue_reply* reply) noexcept {
+    return guarded("delete_image", reply, [&](Reply& out) {
+      if (!instance) return missingInstance();
+      return instance->impl->deleteImage(Call(call), DeleteImageRequest::parse(view(request)), out);
+    });
+  }
+
   static const banlieue_provider_v1* init(const banlieue_host_v1* host_table,
                                           uint32_t /*host_minor*/,
                                           const banlieue_sink* error) noexcept {
@@ -205,6 +213,7 @@ struct Exported {
           &reconcile,
           &finalize,
           &importImage,
+          &deleteImage,
       };
       return &table;
     } catch (const std::exception& e) {

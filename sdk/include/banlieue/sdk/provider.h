@@ -101,8 +101,8 @@ class Reply {
 };
 
 inline Status unimplemented(std::string_view what) {
-  return {Code::kUnimplemented, "Unimplemented",
-          std::string(what) + " is not supported by this provider"};
+  return {Code::kUnimplemented, "NotSupportedByBackend",
+          std::string(what) + " is not supported by this backend"};
 }
 
 // One backend connection, for one banlieue Provider. Destroyed on instance_destroy; join
@@ -127,6 +127,13 @@ class Instance {
   virtual Status importImage(const Call& /*call*/, const ImportImageRequest& /*request*/,
                              Reply& /*reply*/) {
     return unimplemented("import_image");
+  }
+  // SINCE 1.1. Set Capabilities::delete_image when you override this. OK once the image is
+  // gone from request.failure_domain (also when it never was there); IN_PROGRESS with a
+  // token while a backend task runs; FailedPrecondition "ImageInUse" while machines use it.
+  virtual Status deleteImage(const Call& /*call*/, const DeleteImageRequest& /*request*/,
+                             Reply& /*reply*/) {
+    return unimplemented("delete_image");
   }
   // Called by instance_destroy before the destructor, with the destroy call's deadline:
   // cancel backend work and join threads here. The default does nothing.

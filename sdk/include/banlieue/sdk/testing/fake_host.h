@@ -8,6 +8,7 @@
 #include <banlieue/provider_v1.h>
 #include <banlieue/sdk/abi_client.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -39,6 +40,7 @@ class FakeHost {
     table_.log_enabled = [](void*, banlieue_log_level) noexcept -> int32_t { return 1; };
     table_.is_cancelled = &FakeHost::isCancelled;
     table_.emit_event = &FakeHost::emitEvent;
+    table_.remaining_ms = &FakeHost::remainingMs;
   }
   FakeHost(const FakeHost&) = delete;
   FakeHost& operator=(const FakeHost&) = delete;
@@ -135,6 +137,14 @@ class FakeHost {
                    .count();
     return self->cancelled_.load() ||
            (call != nullptr && call->deadline_unix_ms > 0 && now >= call->deadline_unix_ms);
+  }
+  static int64_t remainingMs(void* ctx, const banlieue_call* call) noexcept {
+    if (isCancelled(ctx, call) != 0) return 0;
+    if (call == nullptr || call->deadline_unix_ms <= 0) return -1;
+    auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+                   .count();
+    return std::max<int64_t>(0, call->deadline_unix_ms - now);
   }
   static void emitEvent(void* ctx, const banlieue_call* call, banlieue_event_type type,
                         banlieue_str reason, banlieue_str message) noexcept {
