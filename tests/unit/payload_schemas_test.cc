@@ -10,10 +10,10 @@ using ::testing::HasSubstr;
 
 TEST(PayloadSchemasTest, EverySchemaFileIsCompiledIn) {
   auto names = payloadSchemaNames();
-  for (const char* expected : {"describe.response", "instance_create.request", "introspect.request",
-                               "introspect.response", "reconcile.request", "reconcile.response",
-                               "import_image.request", "delete_image.request", "validate.request",
-                               "validate.response"}) {
+  for (const char* expected :
+       {"describe.response", "instance_create.request", "introspect.request", "introspect.response",
+        "reconcile.request", "reconcile.response", "import_image.request", "delete_image.request",
+        "validate.request", "validate.response"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
   }
 }
