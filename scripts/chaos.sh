@@ -27,7 +27,8 @@
 # node's containerd), SIGKILL of the kube-apiserver and a restart with its own command line (as
 # deploy/local/up started it), or SIGSTOP of the apiserver for longer than the 15 s Lease, then
 # SIGCONT. It then waits (bounded) until the operation's expected state holds; the first
-# operation that does not converge ends the cycles (the report says in which cycle).
+# operation that does not converge ends the cycles (the report says in which cycle) and leaves
+# every banlieue pod's log, as the kubelet held them then, in $STATE/chaos/pod-logs/cycle-N/.
 # After the cycles it deletes every VM it created, waits (bounded), and compares `virsh list
 # --all` and vcsim's VMs (listed by vcsim's own -inventory client) with the objects: a backend
 # VM without its machine object (LibvirtMachine, VSphereMachine; by uid) is leaked, two backend
@@ -44,7 +45,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
-usage() { sed -n '2,42p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,43p' "$0" | sed 's/^# \{0,1\}//'; }
 
 cycles=5 seed=1 op_timeout=240 down=0 fresh=0 plan_only=0
 while [ $# -gt 0 ]; do

@@ -43,7 +43,8 @@ uint64_t CallTracker::begin(const char* slot, const CallOptions& options,
   }
   if (!journal.empty() && !options.object_uid.empty()) {
     // Plain write(2), no fsync: the file must outlive the process, not the node.
-    std::string record = call.slot + "\n" + call.object + "\n" + call.object_uid + "\n";
+    std::string record = call.slot + "\n" + call.object + "\n" + call.object_uid + "\n" +
+                         std::to_string(options.object_generation) + "\n";
     auto path = journalFile(journal, options.object_uid);
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd >= 0) {
@@ -93,6 +94,27 @@ std::vector<InFlightCall> CallTracker::overdue(std::chrono::milliseconds grace,
   std::sort(stuck.begin(), stuck.end(),
             [](const InFlightCall& a, const InFlightCall& b) { return a.started < b.started; });
   return stuck;
+}
+
+std::vector<InFlightCall> CallTracker::markOverdueAsHung(
+    std::chrono::milliseconds grace, std::chrono::steady_clock::time_point now) {
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& [id, call] : calls_) {
+      if (call.hung || now <= call.deadline + grace) continue;
+      call.hung = true;
+      if (journal_.empty() || call.object_uid.empty()) continue;
+      // Appended under the lock that end() takes before it unlinks, and never created: a call
+      // that returned meanwhile leaves no file behind.
+      int fd =
+          ::open(journalFile(journal_, call.object_uid).c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+      if (fd < 0) continue;
+      std::string line = std::string(kHungMark) + "\n";
+      (void)!::write(fd, line.data(), line.size());
+      ::close(fd);
+    }
+  }
+  return overdue(grace, now);
 }
 
 }  // namespace banlieue::plugin

@@ -6,6 +6,9 @@
 //    there while it runs, written before the call and removed after it returns. A file still
 //    there at the next start names an object whose call the process did not survive (a
 //    SIGSEGV in the plugin, or a kill after a hang); see roles/provider/crash_quarantine.h.
+//    Its lines: slot, object, object uid, object generation, and "hung" once the watchdog
+//    found the call overdue (markOverdueAsHung), so the next process can tell a hang from a
+//    crash.
 #pragma once
 
 #include "host/common/status_or.h"
@@ -28,6 +31,7 @@ struct InFlightCall {
   std::string object_uid;
   std::chrono::steady_clock::time_point started;
   std::chrono::steady_clock::time_point deadline;
+  bool hung = false;  // journaled as hung (markOverdueAsHung)
 };
 
 class CallTracker {
@@ -48,10 +52,17 @@ class CallTracker {
       std::chrono::milliseconds grace,
       std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now()) const;
 
+  // overdue(), and each of those calls recorded as hung in its journal file (once), before the
+  // failing liveness check gets the process killed.
+  std::vector<InFlightCall> markOverdueAsHung(
+      std::chrono::milliseconds grace,
+      std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now());
+
   // The journal file of one object's call (the object's uid, sanitised).
   static std::filesystem::path journalFile(const std::filesystem::path& dir,
                                            const std::string& object_uid);
   static constexpr const char* kJournalPrefix = "inflight-";
+  static constexpr const char* kHungMark = "hung";
 
  private:
   mutable std::mutex mutex_;

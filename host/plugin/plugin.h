@@ -27,6 +27,7 @@ struct CallOptions {
   std::chrono::milliseconds timeout{std::chrono::seconds(30)};
   std::string object_uid;
   std::string object;  // "Kind ns/name", for what the host reports about a stuck or fatal call
+  int64_t object_generation = 0;  // journaled: a quarantine lifts when the spec changes
   uint32_t attempt = 0;
   const std::atomic<bool>* cancel = nullptr;
 };

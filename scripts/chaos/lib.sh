@@ -69,10 +69,27 @@ wait_until() {
         '{what: $w, seconds: $t, last_seen: $s}')"
       [ "$elapsed" -le "$max_converge_ms" ] || max_converge_ms=$elapsed
       failed_waits=$((failed_waits + 1))
+      save_pod_logs
       return 1
     fi
     sleep 1
   done
+}
+
+# save_pod_logs: every banlieue pod's log (and its previous container's, after a kill), as the
+# kubelet holds them when an operation did not converge: the clean-up that follows restarts
+# nothing, but the next run's --fresh removes the node's logs.
+save_pod_logs() {
+  local dir=$chaos_dir/pod-logs/cycle-$current_cycle pod_ns pod
+  mkdir -p "$dir"
+  k get pods -A --no-headers -o custom-columns=NS:.metadata.namespace,NAME:.metadata.name 2>/dev/null |
+    while read -r pod_ns pod; do
+      case $pod in banlieue-*) ;; *) continue ;; esac
+      k logs -n "$pod_ns" "$pod" --all-containers --timestamps >"$dir/$pod_ns.$pod.log" 2>&1 || true
+      k logs -n "$pod_ns" "$pod" --all-containers --timestamps --previous \
+        >"$dir/$pod_ns.$pod.previous.log" 2>/dev/null || rm -f "$dir/$pod_ns.$pod.previous.log"
+    done
+  log "  the pods' logs: $dir"
 }
 
 # seconds <ms>: with one decimal.

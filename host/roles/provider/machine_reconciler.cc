@@ -40,6 +40,14 @@ void setMember(rapidjson::Document& doc, const char* name, rapidjson::Value valu
 constexpr std::chrono::seconds kProtocolErrorRetry{60};
 constexpr const char* kProtocolErrorNextTry = " (next try in 60 s)";
 
+// Set by a user on an infrastructure object to lift its crash quarantine (crash_quarantine.h);
+// removed by the provider when it does.
+constexpr const char* kClearQuarantineAnnotation = "banlieue.io/clear-quarantine";
+
+int64_t generationOf(const rapidjson::Value& object) {
+  return json::integer(&object, "metadata.generation").value_or(0);
+}
+
 // Why a reconcile reply breaks the protocol (sdk/schemas/reconcile.response.json; IN_PROGRESS
 // needs the operation's token), or OK. ProviderProtocolError with the offending field; kInternal
 // because a terminal code would drop the object's stored operation token.
@@ -136,12 +144,15 @@ runtime::Result MachineReconciler::reconcile(const runtime::Request& request) {
 
   auto instance = context_.session.instance();
   if (!instance) {
-    auto r = failed(o,
-                    Status(Code::kUnavailable, "ProviderNotConnected",
-                           "provider " + context_.provider_name +
-                               " is not connected to its backend (see the Provider's conditions)"),
-                    false);
-    return r.failed() ? r : runtime::Result::requeueAfter(options_.not_connected_retry);
+    // Waiting on the Provider, not failing: a steady poll rather than the error back-off, which
+    // would grow with the outage and leave the machine waiting long after the connection is
+    // back (the connection also wakes every machine at once: provider_command.cc).
+    failed(o,
+           Status(Code::kUnavailable, "ProviderNotConnected",
+                  "provider " + context_.provider_name +
+                      " is not connected to its backend (see the Provider's conditions)"),
+           false);
+    return runtime::Result::requeueAfter(options_.not_connected_retry);
   }
   std::string uid = json::stringOr(&o, "metadata.uid");
   if (auto held = crashHold(o, uid, false)) return *held;
@@ -149,7 +160,7 @@ runtime::Result MachineReconciler::reconcile(const runtime::Request& request) {
   auto user_data = resolveUserData(context_.client, o);
   if (!user_data.ok()) return failed(o, user_data.status(), false);
   auto result = instance->reconcile(kind_, callRequest(o, *user_data),
-                                    context_.callOptions(uid, describe(o)));
+                                    context_.callOptions(uid, describe(o), generationOf(o)));
   if (context_.quarantine != nullptr) context_.quarantine->survived(uid);
   bool in_progress = result.code() == BANLIEUE_IN_PROGRESS;
   if (!result.ok() && !in_progress) return failed(o, statusOf(result), false);
@@ -232,17 +243,18 @@ runtime::Result MachineReconciler::reconcile(const runtime::Request& request) {
 runtime::Result MachineReconciler::finalize(const rapidjson::Value& object) {
   auto instance = context_.session.instance();
   if (!instance) {
-    auto r = failed(object,
-                    Status(Code::kUnavailable, "ProviderNotConnected",
-                           "cannot delete the backend machine: provider " + context_.provider_name +
-                               " is not connected to its backend"),
-                    true);
-    return r.failed() ? r : runtime::Result::requeueAfter(options_.not_connected_retry);
+    failed(object,
+           Status(Code::kUnavailable, "ProviderNotConnected",
+                  "cannot delete the backend machine: provider " + context_.provider_name +
+                      " is not connected to its backend"),
+           true);
+    return runtime::Result::requeueAfter(options_.not_connected_retry);
   }
   std::string uid = json::stringOr(&object, "metadata.uid");
   if (auto held = crashHold(object, uid, true)) return *held;
   auto result =
-      instance->finalize(kind_, callRequest(object), context_.callOptions(uid, describe(object)));
+      instance->finalize(kind_, callRequest(object),
+                         context_.callOptions(uid, describe(object), generationOf(object)));
   if (context_.quarantine != nullptr) context_.quarantine->survived(uid);
   if (result.ok()) {
     // The backend confirmed the machine is gone: only now may the object go.
@@ -281,11 +293,28 @@ std::string MachineReconciler::describe(const rapidjson::Value& object) const {
 std::optional<runtime::Result> MachineReconciler::crashHold(const rapidjson::Value& object,
                                                             const std::string& uid, bool deleting) {
   if (context_.quarantine == nullptr) return std::nullopt;
-  auto held = context_.quarantine->hold(uid);
+  if (const auto* annotations = json::find(&object, "metadata.annotations");
+      annotations != nullptr && annotations->IsObject() &&
+      annotations->HasMember(kClearQuarantineAnnotation)) {
+    // A user lifted the hold: consumed first, so a crash on the next call does not find it
+    // still set after the restart and skip the count.
+    auto removed =
+        context_.client.patch(type_, json::stringOr(&object, "metadata.namespace"),
+                              json::stringOr(&object, "metadata.name"), kube::PatchType::kMerge,
+                              std::string(R"({"metadata":{"annotations":{")") +
+                                  kClearQuarantineAnnotation + R"(":null}}})");
+    if (!removed.ok()) return runtime::Result::retry(removed.status());
+    context_.quarantine->clear(uid);
+    context_.events.normal(object, "QuarantineCleared", deleting ? "Finalize" : "Reconcile",
+                           std::string("the annotation ") + kClearQuarantineAnnotation +
+                               " lifted the hold: the object goes to the plugin again");
+  }
+  auto held = context_.quarantine->hold(uid, generationOf(object));
   if (!held) return std::nullopt;
-  // Ready=False/PluginCrashed and a Warning event (INTERNAL's policy), then back after the hold.
-  auto r = failed(object, Status(Code::kInternal, "PluginCrashed", held->message), deleting);
-  (void)r;
+  // Ready=False/PluginCrashed (or PluginHung) and a Warning event (INTERNAL's policy), then
+  // back after the hold; a quarantined object comes back only through its own change.
+  failed(object, Status(Code::kInternal, held->reason, held->message), deleting);
+  if (held->retry_after.count() == 0) return runtime::Result::done();
   return runtime::Result::requeueAfter(held->retry_after);
 }
 

@@ -20,8 +20,9 @@ namespace banlieue::roles::provider {
 struct MachineReconcilerOptions {
   // Level-triggered drift check (a VM powered off behind banlieue's back) when nothing changed.
   std::chrono::seconds resync{600};
-  // While the Provider has no connected instance.
-  std::chrono::seconds not_connected_retry{5};
+  // While the Provider has no connected instance: a safety net, as the connection itself
+  // re-queues every machine (PluginSession::onConnected).
+  std::chrono::seconds not_connected_retry{30};
 };
 
 class MachineReconciler final : public runtime::Reconciler {

@@ -21,21 +21,25 @@ Status PluginSession::connect(const ConnectionInputs& inputs, const plugin::Call
   std::unique_ptr<plugin::PluginInstance> created =
       plugin_->createInstance(inputs.config_json, options, result);
   std::shared_ptr<plugin::PluginInstance> old;
-  std::lock_guard lock(mu_);
-  old = std::move(instance_);
-  if (!created) {
-    fingerprint_.clear();
-    return statusOf(result);
+  {
+    std::lock_guard lock(mu_);
+    old = std::move(instance_);
+    if (!created) {
+      fingerprint_.clear();
+      return statusOf(result);
+    }
+    if (old) {
+      common::logger("provider")
+          ->info(
+              "connection settings or credentials changed: plugin "
+              "instance re-created");
+    }
+    instance_ = std::move(created);
+    fingerprint_ = inputs.fingerprint;
+    ++generation_;
   }
-  if (old) {
-    common::logger("provider")
-        ->info(
-            "connection settings or credentials changed: plugin "
-            "instance re-created");
-  }
-  instance_ = std::move(created);
-  fingerprint_ = inputs.fingerprint;
-  ++generation_;
+  // A rotation (an instance replaced by another) leaves nothing waiting: no mass re-queue.
+  if (!old && on_connected_) on_connected_();
   return Status::ok();
 }
 

@@ -8,6 +8,7 @@
 #include "host/plugin/plugin.h"
 #include "host/roles/provider/connection_inputs.h"
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -30,6 +31,10 @@ class PluginSession {
   void disconnect();
   // Increments each time an instance is created (tests and metrics watch rotation with it).
   int generation() const;
+  // Called (on the connecting thread, no lock held) when an instance is created where there
+  // was none, so that work waiting for the backend resumes at once rather than at its next
+  // poll. Set before the workers start.
+  void onConnected(std::function<void()> listener) { on_connected_ = std::move(listener); }
 
   const plugin::Plugin& plugin() const { return *plugin_; }
 
@@ -39,6 +44,7 @@ class PluginSession {
   std::shared_ptr<plugin::PluginInstance> instance_;
   std::string fingerprint_;
   int generation_ = 0;
+  std::function<void()> on_connected_;
 };
 
 }  // namespace banlieue::roles::provider

@@ -50,6 +50,7 @@ struct Options {
   std::string state_dir;
   int plugin_hang_grace_seconds = 30;
   int plugin_crash_backoff_seconds = 60;
+  int plugin_quarantine_after = CrashQuarantine::kDefaultQuarantineAfter;
 };
 
 // The plugin's parent directory as the import Jobs' image holds it: where this process found it,
@@ -164,7 +165,8 @@ int runProvider(const Options& o) {
   // the liveness probe restarts the process (docs/adr/0021).
   auto calls = std::make_shared<plugin::CallTracker>();
   health.addLivenessCheck("plugin-calls", [&, calls](std::string& reason) {
-    auto stuck = calls->overdue(std::chrono::seconds(o.plugin_hang_grace_seconds));
+    // Recorded as hung in the journal first, so the next process reports PluginHung.
+    auto stuck = calls->markOverdueAsHung(std::chrono::seconds(o.plugin_hang_grace_seconds));
     if (stuck.empty()) return true;
     reason = std::to_string(stuck.size()) + " plugin call(s) stuck past deadline + " +
              std::to_string(o.plugin_hang_grace_seconds) + " s grace: " + stuck.front().slot;
@@ -194,7 +196,8 @@ int runProvider(const Options& o) {
   if (stop.stopping()) return app::kExitOk;
   resolved.plugin->trackCallsWith(calls);
   // Read what the previous process left in the journal before this one writes to it.
-  CrashQuarantine quarantine(o.state_dir, std::chrono::seconds(o.plugin_crash_backoff_seconds));
+  CrashQuarantine quarantine(o.state_dir, std::chrono::seconds(o.plugin_crash_backoff_seconds),
+                             o.plugin_quarantine_after);
   if (!o.state_dir.empty()) {
     if (auto s = calls->setJournal(o.state_dir); !s.isOk()) {
       log->error("provider {}/{}: {}", ns, name, s.message());
@@ -303,6 +306,15 @@ int runProvider(const Options& o) {
       machine_kinds.push_back(std::move(k));
     }
 
+    // Machines that waited for the backend (ProviderNotConnected) go again as soon as it is
+    // connected, whatever their next poll.
+    session.onConnected([&machine_kinds] {
+      for (auto& k : machine_kinds) {
+        for (const auto& object : k.informer->list()) {
+          k.controller->enqueue(runtime::objectKey(*object));
+        }
+      }
+    });
     std::vector<std::thread> threads;
     threads.emplace_back([&] { providers.run(work_stop); });
     threads.emplace_back([&] { provider_controller.run(work_stop); });
@@ -404,6 +416,12 @@ void registerProviderCommand(CLI::App& app, app::Action& action) {
   sub->add_option("--plugin-crash-backoff-seconds", o->plugin_crash_backoff_seconds,
                   "First hold of an object the plugin crashed on (doubles per crash, up to 1 h)")
       ->check(CLI::Range(1, 3600))
+      ->capture_default_str();
+  sub->add_option("--plugin-quarantine-after", o->plugin_quarantine_after,
+                  "Crashes or hangs in a row after which an object is quarantined: no more\n"
+                  "plugin calls until its spec changes or the annotation\n"
+                  "banlieue.io/clear-quarantine is set on it")
+      ->check(CLI::Range(1, 100))
       ->capture_default_str();
   addRoleProcessFlags(sub, &o->process);
   sub->callback([&action, o] { action = [o] { return runProvider(*o); }; });

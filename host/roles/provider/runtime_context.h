@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <string>
 
 namespace banlieue::roles::provider {
@@ -28,13 +29,15 @@ struct RuntimeContext {
   // banlieue.io/provider-<backend>: the field manager of every write and the infra finalizer.
   std::string fieldManager() const { return "banlieue.io/provider-" + backend; }
   std::string finalizer() const { return "banlieue.io/provider-" + backend; }
-  // `object` ("Kind ns/name") names the call in the stuck-call liveness check and the journal.
-  plugin::CallOptions callOptions(const std::string& object_uid,
-                                  const std::string& object = {}) const {
+  // `object` ("Kind ns/name") names the call in the stuck-call liveness check and the journal,
+  // which also keeps its generation (a quarantine lifts when it moves).
+  plugin::CallOptions callOptions(const std::string& object_uid, const std::string& object = {},
+                                  int64_t generation = 0) const {
     plugin::CallOptions options;
     options.timeout = call_timeout;
     options.object_uid = object_uid;
     options.object = object;
+    options.object_generation = generation;
     options.cancel = &stopping;
     return options;
   }
