@@ -28,6 +28,15 @@ runtime::LeaderElectionConfig config() {
   return c;
 }
 
+// For tests where no renewal is meant to fail: the deadlines leave room for a slow sanitizer
+// build on a loaded machine (TSan once took over 400 ms for one renewal here).
+runtime::LeaderElectionConfig patientConfig() {
+  auto c = config();
+  c.renew_deadline = 5s;
+  c.lease_duration = 6s;
+  return c;
+}
+
 std::string holder(FakeKubeClient& client) {
   auto lease = client.get(kube::resources::kLease, "ns", "lease", "");
   return lease.ok() ? sdk::json::stringOr(&*lease, "spec.holderIdentity") : "<none>";
@@ -49,7 +58,7 @@ TEST(LeadershipTest, AStopJoinsTheWorkBeforeTheLeaseIsReleased) {
   std::atomic<bool> work_saw_stop{false};
   std::string holder_when_work_returned;
   auto running = std::async(std::launch::async, [&] {
-    return runWhileLeading(client, config(), signals,
+    return runWhileLeading(client, patientConfig(), signals,
                            [&](const std::atomic<bool>& stop) {
                              while (!stop) std::this_thread::sleep_for(5ms);
                              work_saw_stop = true;
