@@ -65,8 +65,10 @@ endfunction()
 # local-cluster). FIXTURES names CTest fixtures (e.g. local_cluster) each test requires;
 # RESOURCE_LOCK names what the test must hold alone (several locks: several words).
 function(banlieue_cc_test name)
-  cmake_parse_arguments(ARG "" "TIMEOUT" "SRCS;DEPS;LABELS;ENVIRONMENT;FIXTURES;RESOURCE_LOCK"
-    ${ARGN})
+  # LABEL_TESTS "label:regex" ...: a binary mixing cases of several issues labels the cases
+  # one issue added (e.g. `chaos`).
+  cmake_parse_arguments(ARG "" "TIMEOUT"
+    "SRCS;DEPS;LABELS;ENVIRONMENT;FIXTURES;RESOURCE_LOCK;LABEL_TESTS" ${ARGN})
   if(NOT ARG_LABELS)
     message(FATAL_ERROR "banlieue_cc_test(${name}) needs LABELS (unit, abi, integration or e2e)")
   endif()
@@ -114,7 +116,30 @@ function(banlieue_cc_test name)
   list(POP_BACK include_files gtest_include_file)
   set_property(DIRECTORY PROPERTY TEST_INCLUDE_FILES ${include_files})
   string(REPLACE "_include.cmake" "_tests.cmake" gtest_tests_file "${gtest_include_file}")
-  set(assignments "LABELS [==[${ARG_LABELS}]==] SKIP_RETURN_CODE ${BANLIEUE_SKIPPED_EXIT_CODE}")
+  set(assignments "LABELS \"\${labels}\" SKIP_RETURN_CODE ${BANLIEUE_SKIPPED_EXIT_CODE}")
+  # LABEL_TESTS: one more label for the tests whose name matches; a pattern matching no test
+  # (a renamed test) adds a test that fails, so a label is never dropped silently.
+  set(extra_labels "")
+  set(unmatched_checks "")
+  set(match_resets "")  # every binary's script runs in the one scope of its CTestTestfile
+  set(index 0)
+  foreach(pair IN LISTS ARG_LABEL_TESTS)
+    if(NOT pair MATCHES "^([^:]+):(.+)$")
+      message(FATAL_ERROR "banlieue_cc_test(${name}): LABEL_TESTS wants \"label:regex\", got ${pair}")
+    endif()
+    string(APPEND extra_labels
+      "  if(test MATCHES [==[${CMAKE_MATCH_2}]==])\n"
+      "    list(APPEND labels [==[${CMAKE_MATCH_1}]==])\n"
+      "    set(matched_${index} TRUE)\n"
+      "  endif()\n")
+    string(APPEND match_resets "set(matched_${index} FALSE)\n")
+    string(APPEND unmatched_checks
+      "if(NOT matched_${index})\n"
+      "  add_test(${name}_LABEL_TESTS_${index}_MATCHES_NOTHING ${name}_LABEL_TESTS_${index}_MATCHES_NOTHING)\n"
+      "  set_tests_properties(${name}_LABEL_TESTS_${index}_MATCHES_NOTHING PROPERTIES LABELS [==[${ARG_LABELS}]==])\n"
+      "endif()\n")
+    math(EXPR index "${index} + 1")
+  endforeach()
   if(ARG_ENVIRONMENT)
     string(APPEND assignments " ENVIRONMENT [==[${ARG_ENVIRONMENT}]==]")
   endif()
@@ -137,8 +162,12 @@ function(banlieue_cc_test name)
     "  add_test(${name}_KEEPS_A_SKIP_EXPRESSION ${name}_KEEPS_A_SKIP_EXPRESSION)\n"
     "endif()\n"
     "cmake_language(EVAL CODE \"\${discovered}\")\n"
+    "${match_resets}"
     "foreach(test IN LISTS ${name}_TESTS)\n"
+    "  set(labels [==[${ARG_LABELS}]==])\n"
+    "${extra_labels}"
     "  set_tests_properties(\"\${test}\" PROPERTIES ${assignments})\n"
-    "endforeach()\n")
+    "endforeach()\n"
+    "${unmatched_checks}")
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${script})
 endfunction()

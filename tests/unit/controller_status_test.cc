@@ -105,6 +105,25 @@ TEST(StatusMirrorTest, CopiesTheInfraReportAndItsReadyCondition) {
   EXPECT_EQ(condition(status, "InfrastructureReady").reason, "Pending");
 }
 
+// Issue #26: an object held back because it crashed or hung the plugin says so on the VM's own
+// Ready, not only inside a message: `kubectl get vm` shows PluginCrashed / PluginHung.
+TEST(StatusMirrorTest, APluginCrashOrHangIsTheVmsReadyReason) {
+  for (const char* reason : {"PluginCrashed", "PluginHung"}) {
+    api::VirtualMachineStatus status;
+    setCondition(status.conditions, conditions::kScheduled, "True", "Scheduled", "", 3, "t0");
+    InfraObservation infra;
+    infra.ready = api::Condition{.type = "Ready",
+                                 .status = "False",
+                                 .reason = reason,
+                                 .message = "quarantined after 3 crashes in a row"};
+    mirrorInfra(status, infra, 3, "t1");
+    EXPECT_EQ(condition(status, "InfrastructureReady").reason, reason);
+    EXPECT_EQ(condition(status, "Ready").status, "False");
+    EXPECT_EQ(condition(status, "Ready").reason, reason);
+    EXPECT_THAT(condition(status, "Ready").message, HasSubstr("quarantined after 3 crashes"));
+  }
+}
+
 // Issue #20: the answer to a restart request travels up to the VM, and stays there when a
 // later machine (after a swap) has none: the request was answered.
 TEST(StatusMirrorTest, TheLastRestartIsCopiedAndOutlivesItsMachine) {

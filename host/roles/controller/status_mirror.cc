@@ -161,7 +161,12 @@ void setAggregateReady(api::VirtualMachineStatus& status, int64_t generation,
     if (infra != nullptr && !infra->message.empty()) {
       message += " (" + infra->reason + ": " + infra->message + ")";
     }
-    setCondition(status.conditions, conditions::kReady, "False", "InfrastructureNotReady", message,
+    // An object the provider holds back because it crashed or hung the plugin is not waiting
+    // for progress: its own reason is the VM's, so `kubectl get vm` shows it (ADR 0021).
+    const bool held_back =
+        infra != nullptr && (infra->reason == "PluginCrashed" || infra->reason == "PluginHung");
+    setCondition(status.conditions, conditions::kReady, "False",
+                 held_back ? infra->reason : std::string("InfrastructureNotReady"), message,
                  generation, now);
   } else {
     setCondition(status.conditions, conditions::kReady, "True", "Reconciled",
