@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <future>
+#include <thread>
 
 #include <cstdlib>
 #include <fstream>
@@ -140,6 +142,37 @@ TEST(LoaderTest, ACallCancelledBeforeItBeginsNeverReachesThePlugin) {
   EXPECT_TRUE(done.ok()) << done.outcome.message;
   EXPECT_EQ(events.size(), 1u);
   (*plugin)->services().setEventHandler(nullptr);
+}
+
+// A hung instance_destroy (issue #26 item 7) holds the plugin's lock, so a new instance (the
+// Provider reconnecting) waits behind it. The destroy is tracked before it takes the lock, so
+// the liveness check sees it overdue and the kubelet restarts the process.
+TEST(LoaderTest, AHungInstanceDestroyIsOverdueForTheLivenessCheckWhileANewInstanceWaits) {
+  auto plugin = loader().load("faulty");
+  ASSERT_TRUE(plugin.ok()) << plugin.status().message();
+  CallResult created;
+  auto instance = (*plugin)->createInstance(
+      R"({"provider":{"apiVersion":"banlieue.io/v1alpha1","kind":"Provider","metadata":{"name":"p"},"spec":{"connection":{"endpoint":"slow-destroy://3"}}}})",
+      {}, created);
+  ASSERT_TRUE(instance) << created.outcome.message;
+  const CallTracker& calls = (*plugin)->calls();
+  std::thread destroyer([&] { instance.reset(); });
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (calls.inFlight() == 0 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(calls.inFlight(), 1u);
+  auto reconnect = std::async(std::launch::async, [&] { return instanceOf(**plugin); });
+  EXPECT_EQ(reconnect.wait_for(std::chrono::milliseconds(500)), std::future_status::timeout)
+      << "a new instance was made while the old one was still being destroyed";
+  // Past the destroy's deadline plus the grace, as the watchdog would see it.
+  auto later = std::chrono::steady_clock::now() + kDestroyTimeout + std::chrono::seconds(6);
+  auto overdue = calls.overdue(std::chrono::seconds(5), later);
+  ASSERT_EQ(overdue.size(), 1u) << calls.describeInFlight();
+  EXPECT_EQ(overdue[0].slot, "instance_destroy");
+  destroyer.join();
+  EXPECT_NE(reconnect.get(), nullptr);
+  EXPECT_TRUE(calls.overdue(std::chrono::seconds(5), later).empty());
 }
 
 TEST(LoaderTest, PluginErrorsKeepTheirCodeReasonAndMessage) {

@@ -49,6 +49,18 @@ class TestInstance final : public banlieue::sdk::Instance {
  public:
   explicit TestInstance(std::string endpoint) : endpoint_(std::move(endpoint)) {}
 
+#ifdef TEST_VARIANT_FAULTY
+  // An instance made for the endpoint "slow-destroy://N" takes N seconds to be destroyed,
+  // ignoring the destroy call's deadline: a backend logout that hangs.
+  void shutdown(const Call&) override {
+    constexpr std::string_view kSlowDestroy = "slow-destroy://";
+    if (endpoint_.rfind(kSlowDestroy, 0) == 0) {
+      std::this_thread::sleep_for(
+          std::chrono::seconds(std::stoi(endpoint_.substr(kSlowDestroy.size()))));
+    }
+  }
+#endif
+
   Status introspect(const Call&, const banlieue::sdk::IntrospectRequest&, Reply& reply) override {
     auto& a = reply.allocator();
     rapidjson::Value fds(rapidjson::kArrayType);
