@@ -187,7 +187,8 @@ const Fields<ImageTemplate>& ImageTemplate::describe() {
                   .default_json = "\"immediate\""})
           .field(
               "retainOnDelete", &T::retain_on_delete,
-              {.description = "Keep the template when the VMImage is deleted (not acted on yet)"});
+              {.description = "Keep the imported templates and volumes on every backend when the "
+                              "VMImage is deleted"});
   return f;
 }
 
@@ -289,7 +290,10 @@ const Fields<ImageZone>& ImageZone::describe() {
           .field("reason", &T::reason, {.description = "CamelCase reason when not ready"})
           .field("message", &T::message, {.description = "Human-readable detail"})
           .field("progress", &T::progress,
-                 {.description = "While the import runs: its phase, percent and bytes"});
+                 {.description = "While the import runs: its phase, percent and bytes"})
+          .field("operationToken", &T::operation_token,
+                 {.description = "While the VMImage is being deleted: the backend task "
+                                 "removing the image there"});
   return f;
 }
 

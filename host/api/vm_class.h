@@ -150,6 +150,7 @@ struct ImageZone {
   std::string reason;
   std::string message;
   std::optional<ImageImportProgress> progress;
+  std::string operation_token;  // a delete_image task in flight (the VMImage is being deleted)
   static const Fields<ImageZone>& describe();
 };
 

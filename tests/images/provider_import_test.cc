@@ -21,6 +21,7 @@
 // Labels: integration;images.
 #include "host/api/codec.h"
 #include "host/common/version.h"
+#include "host/kube/api_error.h"
 #include "host/plugin/loader.h"
 #include "host/roles/images/artifact_checksum.h"
 #include "host/roles/operator/workload.h"
@@ -33,6 +34,7 @@
 #include "tests/vsphere/vcsim.h"
 
 #include <banlieue/sdk/json.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -80,13 +82,18 @@ class ProviderImportTest : public ::testing::Test {
   }
 
   void TearDown() override {
+    // The images first, while the provider still runs: it releases its finalizer on them
+    // (ADR 0037). Whatever it could not release (it may have died with the test) is released
+    // here, so that no VMImage stays Terminating in the shared cluster.
+    for (const auto& image : images_) {
+      cluster_.kubectl("delete vmimage " + image + " --ignore-not-found --timeout=60s", 90s);
+      cluster_.kubectl("patch vmimage " + image +
+                       " --type=merge -p '{\"metadata\":{\"finalizers\":null}}'");
+    }
     builder_.reset();
     provider_.reset();
     controller_.reset();
     libvirtd_.reset();  // after the provider, whose plugin holds a connection to it
-    for (const auto& image : images_) {
-      cluster_.kubectl("delete vmimage " + image + " --ignore-not-found --wait=false");
-    }
     // No wait: an operator elsewhere in the cluster holds the class's in-use finalizer until
     // this test's namespace and its Provider are gone (ADR 0024).
     if (!class_.empty())
@@ -299,6 +306,33 @@ spec:
     return out;
   }
 
+  // The image's metadata.finalizers.
+  std::vector<std::string> finalizersOf(const std::string& image) {
+    std::vector<std::string> out;
+    auto doc = client_->get(kVMImages, "", image);
+    if (!doc.ok()) return out;
+    const auto* list = json::find(&*doc, "metadata.finalizers");
+    if (list == nullptr || !list->IsArray()) return out;
+    for (const auto& f : list->GetArray()) out.emplace_back(f.GetString());
+    return out;
+  }
+
+  // Deletes the image and waits until it is gone (the provider's finalizer released).
+  bool deleteImageAndWait(const std::string& image) {
+    auto deleted = cluster_.kubectl("delete vmimage " + image + " --wait=false");
+    if (deleted.exit_code != 0) return false;
+    return LocalCluster::eventually(
+        [&] { return kube::isNotFound(client_->get(kVMImages, "", image).status()); }, 120s);
+  }
+
+  // The events about an image, as "reason: message" lines.
+  std::string imageEvents(const std::string& image) {
+    return cluster_
+        .kubectl("get events -A --field-selector involvedObject.name=" + image +
+                 " -o jsonpath='{range .items[*]}{.reason}: {.message}{\"\\n\"}{end}'")
+        .output;
+  }
+
   bool jobSucceeded(const std::string& name) {
     auto job = client_->get(kJobs, ns_->name(), name);
     return job.ok() && json::integer(&*job, "status.succeeded").value_or(0) == 1;
@@ -425,6 +459,13 @@ TEST_F(ProviderImportTest, ImportJobsRunOnTheNodeAndFillTheRow) {
   cluster_.kubectl("annotate vmimage " + good + " banlieue.io/force-reimport-");
   ASSERT_TRUE(LocalCluster::eventually([&] { return passes() > passes_before; })) << diagnostics();
   EXPECT_EQ(jobsOf(good), settled);
+
+  // Issue #20 (ADR 0037): the Provider's finalizer is on what it imported; the file plugin has
+  // no delete_image, so the deletion keeps the copy, says so, and does not hang.
+  const std::string finalizer = "images.banlieue.io/" + ns_->name() + "." + provider_name_;
+  EXPECT_THAT(finalizersOf(good), ::testing::Contains(finalizer));
+  ASSERT_TRUE(deleteImageAndWait(good)) << diagnostics();
+  EXPECT_THAT(imageEvents(good), ::testing::HasSubstr("ImageRetained")) << diagnostics();
 }
 
 // The same pipeline into a real libvirtd's directory pool: a libvirt Provider whose endpoint is
@@ -502,6 +543,14 @@ TEST_F(ProviderImportTest, LibvirtImportJobWritesTheArtifactIntoARealDirPool) {
   auto waited =
       cluster_.kubectl("wait --for=condition=Ready --timeout=90s bvmimage/" + image, 120s);
   EXPECT_EQ(waited.exit_code, 0) << waited.output << diagnostics();
+
+  // Issue #20 (ADR 0037): deleting the VMImage removes its volume from the pool, through the
+  // plugin's delete_image, before the VMImage goes.
+  EXPECT_THAT(finalizersOf(image),
+              ::testing::Contains("images.banlieue.io/" + ns_->name() + "." + provider_name_));
+  ASSERT_TRUE(deleteImageAndWait(image)) << diagnostics();
+  EXPECT_EQ(libvirtd_->volumes(), std::set<std::string>{}) << diagnostics();
+  EXPECT_THAT(imageEvents(image), ::testing::HasSubstr("ImageDeleted")) << diagnostics();
 }
 
 // An ISO into vcsim through the vSphere plugin: a vSphere Provider with its credentials Secret

@@ -117,6 +117,8 @@ Strings providerRules(const DiscoveredPlugin& p) {
     out.push_back(rule({group}, withSuffix(plurals, "/finalizers"), {"update"}));
   }
   out.push_back(rule({api::kGroup}, {"vmimages"}, {"get", "list", "watch", "update", "patch"}));
+  // Its finalizer on the VMImages it imports (docs/adr/0037).
+  out.push_back(rule({api::kGroup}, {"vmimages/finalizers"}, {"update"}));
   out.push_back(rule({api::kGroup}, {"vmimages/status", "providers/status"}, kStatusWrite));
   out.push_back(rule({api::kGroup}, {"providers", "providerclasses"}, kRead));
   out.push_back(rule({""}, {"events"}, kEventWrite));
@@ -179,6 +181,8 @@ Strings operatorRules(const std::vector<DiscoveredPlugin>& plugins) {
       rule({api::kGroup}, {"providers", "providerclasses"}, kRead),
       rule({api::kGroup}, {"providers", "providerclasses"}, {"update", "patch"}),
       rule({api::kGroup}, {"providers/finalizers", "providerclasses/finalizers"}, {"update"}),
+      // A deleted Provider's finalizer on the VMImages it imported (docs/adr/0037).
+      rule({api::kGroup}, {"vmimages"}, {"list", "patch"}),
       rule({api::kGroup}, {"providers/status", "providerclasses/status"}, kStatusWrite),
       rule({"apps"}, {"deployments"}, kAll),
       // ReplicaSets a Deployment left when the garbage collector missed its deletion.

@@ -1,5 +1,7 @@
 #include "host/roles/operator/provider_reconciler.h"
 
+#include "host/roles/common/image_finalizer.h"
+
 #include "host/api/codec.h"
 #include "host/api/user_data_contract.h"
 #include "host/common/logging.h"
@@ -336,6 +338,15 @@ Result ProviderReconciler::finalize(const runtime::Request& request, const runti
   if (!pruned.ok()) return Result::retry(pruned.status());
   events_.normal(about, "WorkloadDeleted", "Cleanup",
                  "deleted the provider workload (" + std::to_string(pruned->size()) + " objects)");
+  // The VMImages it imported must not wait on a workload that is gone; their copies stay on
+  // the backend (docs/adr/0037).
+  auto released = releaseImageFinalizers(client_, request.ns, request.name);
+  if (!released.ok()) return Result::retry(released.status());
+  if (*released > 0) {
+    events_.normal(about, "ImagesReleased", "Cleanup",
+                   "released " + std::to_string(*released) +
+                       " VMImage(s) it imported; their copies stay on the backend");
+  }
   if (auto s = runtime::removeFinalizer(client_, kProviderType, *object, kFinalizer); !s.isOk()) {
     return Result::retry(s);
   }

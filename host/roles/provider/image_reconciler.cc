@@ -3,7 +3,9 @@
 #include "host/common/logging.h"
 #include "host/kube/api_error.h"
 #include "host/roles/images/import_job.h"
+#include "host/roles/provider/image_deletion.h"
 #include "host/roles/provider/image_row.h"
+#include "host/runtime/object_helpers.h"
 
 #include <banlieue/sdk/json.h>
 
@@ -88,9 +90,9 @@ Status ImageReconciler::removeImportJobs(const std::string& image_name) {
   return Status::ok();
 }
 
-Status ImageReconciler::deleteImportJob(const std::string& name) {
+Status ImageReconciler::deleteImportJob(const std::string& name, const char* propagation) {
   kube::DeleteOptions options;
-  options.propagation_policy = "Background";  // its pods go with it
+  options.propagation_policy = propagation;
   auto s = context_.client.remove(kJobType, imports_->settings.job_namespace, name, options);
   return s.isOk() || kube::isNotFound(s) ? Status::ok() : s;
 }
@@ -152,33 +154,9 @@ runtime::Result ImageReconciler::runImports(const rapidjson::Value& image,
   return runtime::Result::done();
 }
 
-runtime::Result ImageReconciler::reconcile(const runtime::Request& request) {
-  auto image = images_.get(request.key());
-  auto provider = providers_.get(context_.provider_namespace + "/" + context_.provider_name);
-  if (!image) {
-    // Deleted: the garbage collector removes its Jobs (they are owned by it); this only speeds
-    // that up and covers Jobs made before the image's uid was known.
-    auto s = removeImportJobs(request.name);
-    return s.isOk() ? runtime::Result::done() : runtime::Result::retry(s);
-  }
-  if (!provider) return runtime::Result::done();
-  ImageRowContext row_context{class_name_, context_.provider_namespace, context_.provider_name,
-                              json::find(&*provider, "status.failureDomains")};
-  auto row = buildImageRow(*image, row_context);
-
-  runtime::Result result = runtime::Result::done();
-  std::string row_reason = row ? json::stringOr(&*row, "reason") : std::string();
-  if (imports_ != nullptr && row_reason == "ImportPending") {
-    result = runImports(*image, row_context, *row);
-    if (result.failed()) return result;
-  } else if (imports_ != nullptr && row_reason != "NoFailureDomains") {
-    // No source for this class any more, or the artifact is being rebuilt or failed: Jobs of
-    // the old artifact would only import what is no longer wanted.
-    if (auto s = removeImportJobs(request.name); !s.isOk()) return runtime::Result::retry(s);
-  }
-
+const rapidjson::Value* ImageReconciler::currentRow(const rapidjson::Value& image) const {
   const rapidjson::Value* current = nullptr;
-  if (const auto* rows = json::find(&*image, "status.perProvider");
+  if (const auto* rows = json::find(&image, "status.perProvider");
       rows != nullptr && rows->IsArray()) {
     for (const auto& r : rows->GetArray()) {
       if (json::stringOr(&r, "providerName") == context_.provider_name &&
@@ -187,18 +165,19 @@ runtime::Result ImageReconciler::reconcile(const runtime::Request& request) {
       }
     }
   }
-  if (!row && current == nullptr) return result;
-  if (row && current != nullptr && *row == *current) return result;
+  return current;
+}
 
+Status ImageReconciler::applyRow(const std::string& image_name, const rapidjson::Value* row) {
   rapidjson::Document body(rapidjson::kObjectType);
   auto& a = body.GetAllocator();
   body.AddMember("apiVersion", "banlieue.io/v1alpha1", a);
   body.AddMember("kind", "VMImage", a);
   rapidjson::Value meta(rapidjson::kObjectType);
-  meta.AddMember("name", json::stringValue(request.name, a), a);
+  meta.AddMember("name", json::stringValue(image_name, a), a);
   body.AddMember("metadata", meta, a);
   rapidjson::Value rows(rapidjson::kArrayType);
-  if (row) rows.PushBack(rapidjson::Value(*row, a), a);
+  if (row != nullptr) rows.PushBack(rapidjson::Value(*row, a), a);
   rapidjson::Value status(rapidjson::kObjectType);
   status.AddMember("perProvider", rows, a);
   body.AddMember("status", status, a);
@@ -209,8 +188,153 @@ runtime::Result ImageReconciler::reconcile(const runtime::Request& request) {
   // No force: only this Provider's manager ever writes this row; a conflict means someone else
   // did, and is reported rather than overwritten.
   auto applied =
-      context_.client.apply(kVMImageType, "", request.name, json::serialize(body), options);
-  if (!applied.ok()) return runtime::Result::retry(applied.status());
+      context_.client.apply(kVMImageType, "", image_name, json::serialize(body), options);
+  return applied.ok() ? Status::ok() : applied.status();
+}
+
+runtime::Result ImageReconciler::finalizeImage(const rapidjson::Value& image,
+                                               const std::string& finalizer) {
+  std::string image_name = json::stringOr(&image, "metadata.name");
+  // 1. No import may write to the backend after its copy was removed: the Jobs go first, and
+  //    Foreground keeps each one listed until its pods are gone.
+  if (imports_ != nullptr) {
+    std::vector<runtime::Object> keep_alive;
+    auto jobs = importJobsOf(image_name, keep_alive);
+    for (const auto& j : jobs) {
+      if (auto s = deleteImportJob(json::stringOr(j.job, "metadata.name"), "Foreground");
+          !s.isOk()) {
+        return runtime::Result::retry(s);
+      }
+    }
+    if (!jobs.empty()) return runtime::Result::requeueAfter(std::chrono::seconds(2));
+  }
+  auto release = [&](const std::string& reason, const std::string& message) {
+    if (!reason.empty()) context_.events.normal(image, reason, "Delete", message);
+    auto s = runtime::removeFinalizer(context_.client, kVMImageType, image, finalizer);
+    return s.isOk() ? runtime::Result::done() : runtime::Result::retry(s);
+  };
+  const std::string provider = context_.provider_namespace + "/" + context_.provider_name;
+  // 2. What banlieue may not or cannot remove.
+  if (retainOnDelete(image)) {
+    return release("ImageRetained", "spec.template.retainOnDelete: the copies on Provider " +
+                                        provider + " stay on its backend");
+  }
+  std::string kind = sourceKindFor(image, class_name_);
+  if (kind != "Url") {
+    // The row names the user's own template or file (or nothing): never banlieue's to remove.
+    return release("ImageRetained", "the source for class " + class_name_ + " is " +
+                                        (kind.empty() ? std::string("gone") : "a " + kind) +
+                                        ": Provider " + provider +
+                                        " imported nothing it may remove");
+  }
+  const rapidjson::Value* current = currentRow(image);
+  auto zones = zonesToDelete(current);
+  if (zones.empty()) return release("", "");
+  // 3. delete_image for every zone not done yet.
+  std::vector<std::pair<ZoneToDelete, ZoneDeletion>> outcomes;
+  std::optional<std::chrono::milliseconds> retry_after;
+  auto instance = context_.session.instance();
+  for (const auto& zone : zones) {
+    ZoneDeletion outcome;
+    if (!instance) {
+      outcome.reason = "ProviderNotConnected";
+      outcome.message = "provider " + provider + " is not connected to its backend";
+      outcome.token = zone.token;
+      outcome.retry_after = std::chrono::seconds(30);
+    } else {
+      auto result = instance->deleteImage(
+          deleteImageRequest(image, zone),
+          context_.callOptions(json::stringOr(&image, "metadata.uid"), "VMImage " + image_name,
+                               json::integer(&image, "metadata.generation").value_or(0)));
+      outcome = zoneDeletion(result);
+      if (outcome.warning) {
+        context_.events.warning(
+            image, outcome.reason, "DeleteImage",
+            "failure domain " + zone.name + " of Provider " + provider + ": " + outcome.message);
+      }
+    }
+    if (outcome.retry_after && (!retry_after || *outcome.retry_after < *retry_after)) {
+      retry_after = outcome.retry_after;
+    }
+    outcomes.emplace_back(zone, std::move(outcome));
+  }
+  auto row = deletionRow(current, context_.provider_namespace, context_.provider_name, outcomes);
+  // The row is written before the finalizer goes: a task token must survive a restart.
+  if (auto s = applyRow(image_name, &row); !s.isOk()) return runtime::Result::retry(s);
+  if (json::stringOr(&row, "reason") != "Deleted") {
+    return runtime::Result::requeueAfter(retry_after.value_or(std::chrono::seconds(5)));
+  }
+  size_t retained = 0;
+  for (const auto& [zone, outcome] : outcomes) retained += outcome.reason == "Retained" ? 1 : 0;
+  if (retained > 0) {
+    return release("ImageRetained", std::to_string(retained) + " of " +
+                                        std::to_string(outcomes.size()) +
+                                        " failure domain(s) of Provider " + provider +
+                                        " keep their copy: the plugin cannot delete images");
+  }
+  return release("ImageDeleted", "removed from " + std::to_string(outcomes.size()) +
+                                     " failure domain(s) of Provider " + provider);
+}
+
+runtime::Result ImageReconciler::reconcile(const runtime::Request& request) {
+  auto image = images_.get(request.key());
+  auto provider = providers_.get(context_.provider_namespace + "/" + context_.provider_name);
+  if (!image) {
+    // Deleted: the garbage collector removes its Jobs (they are owned by it); this only speeds
+    // that up and covers Jobs made before the image's uid was known.
+    auto s = removeImportJobs(request.name);
+    return s.isOk() ? runtime::Result::done() : runtime::Result::retry(s);
+  }
+  const std::string finalizer = imageFinalizer(context_.provider_namespace, context_.provider_name);
+  const bool has_finalizer = runtime::hasFinalizer(*image, finalizer);
+  const bool provider_leaving =
+      !provider || json::find(&*provider, "metadata.deletionTimestamp") != nullptr;
+  if (provider_leaving) {
+    // A Provider going away keeps no VMImage from being deleted; what it imported stays on its
+    // backend (docs/adr/0037).
+    if (!has_finalizer) return runtime::Result::done();
+    context_.events.normal(*image, "ImageRetained", "Delete",
+                           "Provider " + context_.provider_namespace + "/" +
+                               context_.provider_name +
+                               " is being deleted: its copies stay on its backend");
+    auto s = runtime::removeFinalizer(context_.client, kVMImageType, *image, finalizer);
+    return s.isOk() ? runtime::Result::done() : runtime::Result::retry(s);
+  }
+  if (json::find(&*image, "metadata.deletionTimestamp") != nullptr) {
+    if (!has_finalizer) {
+      auto s = removeImportJobs(request.name);
+      return s.isOk() ? runtime::Result::done() : runtime::Result::retry(s);
+    }
+    return finalizeImage(*image, finalizer);
+  }
+  ImageRowContext row_context{class_name_, context_.provider_namespace, context_.provider_name,
+                              json::find(&*provider, "status.failureDomains")};
+  auto row = buildImageRow(*image, row_context);
+
+  runtime::Result result = runtime::Result::done();
+  std::string row_reason = row ? json::stringOr(&*row, "reason") : std::string();
+  if (imports_ != nullptr && row_reason == "ImportPending") {
+    // Before any import Job can write to the backend: the copies it makes must be removable.
+    if (!has_finalizer) {
+      if (auto s = runtime::addFinalizer(context_.client, kVMImageType, *image, finalizer);
+          !s.isOk()) {
+        return runtime::Result::retry(s);
+      }
+    }
+    result = runImports(*image, row_context, *row);
+    if (result.failed()) return result;
+  } else if (imports_ != nullptr && row_reason != "NoFailureDomains") {
+    // No source for this class any more, or the artifact is being rebuilt or failed: Jobs of
+    // the old artifact would only import what is no longer wanted.
+    if (auto s = removeImportJobs(request.name); !s.isOk()) return runtime::Result::retry(s);
+  }
+
+  const rapidjson::Value* current = currentRow(*image);
+  if (!row && current == nullptr) return result;
+  if (row && current != nullptr && *row == *current) return result;
+  if (auto s = applyRow(request.name, row ? &*row : nullptr); !s.isOk()) {
+    return runtime::Result::retry(s);
+  }
   return result;
 }
 

@@ -1,7 +1,8 @@
 // Keeps this Provider's row of every VMImage's status.perProvider current (image_row.h), with a
 // field manager of its own so the rows of other Providers are never touched; for a built Url
 // image it also runs the per-zone import Jobs and maps their results into the row
-// (image_import_plan.h).
+// (image_import_plan.h). A VMImage it imports carries its finalizer, so that its backend
+// copies are removed before the VMImage goes (image_deletion.h).
 #pragma once
 
 #include "host/roles/provider/image_import_plan.h"
@@ -48,8 +49,15 @@ class ImageReconciler final : public runtime::Reconciler {
                              rapidjson::Document& row);
   // Deletes every import Job of this Provider for `image_name` (source gone, not built).
   Status removeImportJobs(const std::string& image_name);
-  // Deletes one import Job by name (already gone counts as done).
-  Status deleteImportJob(const std::string& name);
+  // Deletes one import Job by name (already gone counts as done). Background lets its pods go
+  // after it; Foreground keeps it listed until they are gone.
+  Status deleteImportJob(const std::string& name, const char* propagation = "Background");
+  // The VMImage is being deleted and carries this Provider's finalizer (image_deletion.h).
+  runtime::Result finalizeImage(const rapidjson::Value& image, const std::string& finalizer);
+  // This Provider's row of status.perProvider, or null.
+  const rapidjson::Value* currentRow(const rapidjson::Value& image) const;
+  // Server-side applies this Provider's row (null: no row) with its own field manager.
+  Status applyRow(const std::string& image_name, const rapidjson::Value* row);
   // Fills each running import's progress from the tail of its pod's log.
   void readImportProgress(std::vector<ExistingImportJob>& jobs) const;
   std::vector<ExistingImportJob> importJobsOf(const std::string& image_name,

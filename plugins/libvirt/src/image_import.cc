@@ -247,6 +247,135 @@ Status ImageImporter::importImage(const sdk::Call& call, const sdk::ImportImageR
   return report(call, token, *job, reply);
 }
 
+namespace {
+
+// A volume an import of `image` made: "<image>-<12 lowercase hex>.<raw|qcow2|iso>".
+bool isImportedVolumeOf(const std::string& volume, const std::string& image) {
+  if (volume.size() < image.size() + 14 || volume.compare(0, image.size(), image) != 0 ||
+      volume[image.size()] != '-') {
+    return false;
+  }
+  std::string_view rest(volume);
+  rest.remove_prefix(image.size() + 1);
+  for (size_t i = 0; i < 12; ++i) {
+    char c = rest[i];
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  rest.remove_prefix(12);
+  return rest == ".raw" || rest == ".qcow2" || rest == ".iso";
+}
+
+// Every volume of a pool, owned.
+std::vector<Volume> poolVolumes(virStoragePoolPtr pool, const std::string& pool_name) {
+  virStorageVolPtr* list = nullptr;
+  int n = virStoragePoolListAllVolumes(pool, &list, 0);
+  if (n < 0) raiseLast("listing the volumes of storage pool " + pool_name);
+  std::vector<Volume> out;
+  out.reserve(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) out.emplace_back(list[i]);
+  free(list);  // NOLINT(cppcoreguidelines-no-malloc): libvirt allocates the array with malloc
+  return out;
+}
+
+// Who still uses the volume at `path`: a volume backed by it (a machine's root disk made
+// with backingVolume) or a domain that names it (install media). Empty when nobody does.
+std::string userOf(virConnectPtr conn, const std::vector<std::string>& pools,
+                   const std::string& path) {
+  const std::string backing = "<backingStore>";
+  for (const auto& pool_name : pools) {
+    auto pool = findPool(conn, pool_name);
+    if (!pool) continue;
+    for (const auto& vol : poolVolumes(pool->get(), pool_name)) {
+      CString xml(virStorageVolGetXMLDesc(vol.get(), 0));
+      if (!xml) continue;  // vanished meanwhile
+      std::string_view text(xml.get());
+      auto at = text.find(backing);
+      if (at != std::string_view::npos &&
+          text.find("<path>" + path + "</path>", at) != std::string_view::npos) {
+        const char* name = virStorageVolGetName(vol.get());
+        return "volume " + pool_name + "/" + (name != nullptr ? name : "?") + " is backed by it";
+      }
+    }
+  }
+  virDomainPtr* domains = nullptr;
+  int n = virConnectListAllDomains(conn, &domains, 0);
+  if (n < 0) raiseLast("listing domains");
+  std::vector<Domain> owned;
+  owned.reserve(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) owned.emplace_back(domains[i]);
+  free(domains);  // NOLINT(cppcoreguidelines-no-malloc): allocated by libvirt
+  for (const auto& dom : owned) {
+    CString xml(virDomainGetXMLDesc(dom.get(), 0));
+    if (xml && std::string_view(xml.get()).find("'" + path + "'") != std::string_view::npos) {
+      return std::string("domain ") + virDomainGetName(dom.get()) + " uses it";
+    }
+    if (xml && std::string_view(xml.get()).find("\"" + path + "\"") != std::string_view::npos) {
+      return std::string("domain ") + virDomainGetName(dom.get()) + " uses it";
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Status ImageImporter::deleteImage(const sdk::Call& call, const sdk::DeleteImageRequest& request) {
+  if (request.image_name.empty()) {
+    throw Error(Code::kInvalidArgument, "MissingField",
+                "delete_image: image.metadata.name is required");
+  }
+  ConnRef conn(connection_.acquire(call));
+  struct Target {
+    std::string pool;
+    Volume volume;
+    std::string name;
+    std::string path;
+  };
+  std::vector<Target> targets;
+  for (const auto& pool_name : pools_) {
+    auto pool = findPool(conn.get(), pool_name);
+    if (!pool) continue;  // a pool that is gone holds nothing of ours any more
+    if (virStoragePoolIsActive(pool->get()) != 1) {
+      throw Error(Code::kFailedPrecondition, "PoolInactive",
+                  "storage pool '" + pool_name + "' is not active: cannot remove " +
+                      request.image_name + "'s volumes");
+    }
+    (void)virStoragePoolRefresh(pool->get(), 0);
+    for (auto& vol : poolVolumes(pool->get(), pool_name)) {
+      const char* name = virStorageVolGetName(vol.get());
+      if (name == nullptr) continue;
+      bool ours = isImportedVolumeOf(name, request.image_name) ||
+                  (!request.resolved_ref.empty() && request.resolved_ref == name &&
+                   isImportedVolumeOf(request.resolved_ref, request.image_name));
+      if (!ours) continue;
+      std::string path = volumePath(vol.get());
+      targets.push_back({pool_name, std::move(vol), name, std::move(path)});
+    }
+  }
+  // Nothing is removed while any of it is in use: a machine's disk must never lose its base.
+  for (const auto& t : targets) {
+    if (std::string user = userOf(conn.get(), pools_, t.path); !user.empty()) {
+      throw Error(Code::kFailedPrecondition, "ImageInUse",
+                  "volume " + t.pool + "/" + t.name + " cannot be removed: " + user);
+    }
+  }
+  if (call.cancelled()) {
+    throw Error(Code::kCancelled, "Cancelled", "the call was cancelled or ran out of time");
+  }
+  for (const auto& t : targets) {
+    if (virStorageVolDelete(t.volume.get(), 0) != 0) {
+      auto error = LibvirtError::last();
+      if (!error.isNotFound()) throw toError(error, "deleting volume " + t.pool + "/" + t.name);
+    }
+  }
+  if (!targets.empty()) {
+    BANLIEUE_LOG(kInfo, "deleted " + std::to_string(targets.size()) + " volume(s) of image " +
+                            request.image_name);
+    call.event(BANLIEUE_EVENT_NORMAL, "ImageDeleted",
+               "deleted " + std::to_string(targets.size()) + " volume(s) of " + request.image_name);
+  }
+  return Status::ok();
+}
+
 Status ImageImporter::report(const sdk::Call& call, const std::string& token, Job& job,
                              sdk::Reply& reply) {
   auto& a = reply.allocator();

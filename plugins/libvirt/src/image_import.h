@@ -29,6 +29,11 @@ class ImageImporter {
   sdk::Status importImage(const sdk::Call& call, const sdk::ImportImageRequest& request,
                           sdk::Reply& reply);
 
+  // delete_image (ABI 1.1): removes every volume an import of this VMImage made in the
+  // declared pools ("<image>-<12 hex>.<format>": the current build's and older builds'), once
+  // nothing uses it; synchronous, so OK or an error, never IN_PROGRESS.
+  sdk::Status deleteImage(const sdk::Call& call, const sdk::DeleteImageRequest& request);
+
   // Cancels running uploads (their partial volumes are deleted) and joins their threads.
   void shutdown();
 

@@ -81,6 +81,11 @@ class LibvirtInstance final : public sdk::Instance {
     return importer_.importImage(call, request, reply);
   }
 
+  Status deleteImage(const sdk::Call& call, const sdk::DeleteImageRequest& request,
+                     sdk::Reply& /*reply*/) override {
+    return importer_.deleteImage(call, request);
+  }
+
   void shutdown(const sdk::Call& /*call*/) override { importer_.shutdown(); }
 
  private:
@@ -120,6 +125,7 @@ class LibvirtProvider final : public sdk::Provider {
     caps.features = {"vtpm", "efiSecureBoot", "nestedVirtualization"};
     caps.introspect = true;
     caps.import_image = true;
+    caps.delete_image = true;
     caps.image_formats = {"raw", "qcow2", "iso"};
     return caps;
   }

@@ -1,6 +1,6 @@
 // Day-2 changes of a LibvirtMachine against libvirt's test driver (issue #20): a resize reaches
-// the domain's definition and, for a running domain, the guest (hot-plug, else a restart).
-// Labels: integration;libvirt;day2.
+// the domain's definition and, for a running domain, the guest (hot-plug, else a restart); an
+// image's volumes are deleted once no machine uses them. Labels: integration;libvirt;day2.
 #include "plugins/libvirt/test/test_driver_fixture.h"
 
 namespace banlieue::libvirt::testing {
@@ -113,6 +113,42 @@ TEST_F(LibvirtPluginTest, AResizeThatWaitsForRestartIsAppliedByTheUsersRestart) 
   conditions = json::find(&doc, "status.conditions");
   ASSERT_TRUE(conditions != nullptr && conditions->IsArray() && conditions->Size() == 1) << r.body;
   EXPECT_EQ(json::stringOr(&(*conditions)[0], "status"), "True") << r.body;
+}
+
+// Issue #20, ADR 0037: delete_image removes every volume an import of the VMImage made (this
+// build's and an older one's), never another image's or a user's volume, and nothing while a
+// machine's disk is backed by one of them (ImageInUse); it answers OK again once they are gone.
+TEST_F(LibvirtPluginTest, DeleteImageRemovesTheImportedVolumesOnceNoMachineUsesThem) {
+  const std::string image = "img-" + std::to_string(::getpid());
+  const std::string current = image + "-0123456789ab.qcow2";
+  const std::string older = image + "-fedcba987654.qcow2";
+  const std::string other_image = image + "-extra-0123456789ab.qcow2";
+  const std::string users_own = image + ".qcow2";
+  for (const auto& v : {current, older, other_image, users_own}) inspector_.createVolume(v, 1);
+  const std::string request = R"({"image":{"metadata":{"name":)" + quote(image) +
+                              R"(,"uid":"img-uid"}},"failureDomain":"fd","resolvedRef":)" +
+                              quote(current) + "}";
+  // A machine whose root disk is backed by the current build.
+  opts_.boot_volume = current;
+  ASSERT_TRUE(harness_.reconcile(opts_).ok());
+  auto in_use = harness_.deleteImage(request, "img-uid");
+  EXPECT_EQ(in_use.code, BANLIEUE_FAILED_PRECONDITION) << describeOutcome(in_use);
+  EXPECT_EQ(in_use.reason, "ImageInUse");
+  EXPECT_NE(in_use.message.find(current), std::string::npos) << in_use.message;
+  EXPECT_TRUE(inspector_.hasVolume(current));
+  EXPECT_TRUE(inspector_.hasVolume(older)) << "nothing is removed while any of it is in use";
+
+  ASSERT_TRUE(harness_.finalize(opts_).ok());
+  auto gone = harness_.deleteImage(request, "img-uid");
+  EXPECT_EQ(gone.code, BANLIEUE_OK) << describeOutcome(gone);
+  EXPECT_FALSE(inspector_.hasVolume(current));
+  EXPECT_FALSE(inspector_.hasVolume(older));
+  EXPECT_TRUE(inspector_.hasVolume(other_image)) << "another image's volume";
+  EXPECT_TRUE(inspector_.hasVolume(users_own)) << "a volume no import made";
+  auto again = harness_.deleteImage(request, "img-uid");
+  EXPECT_EQ(again.code, BANLIEUE_OK) << describeOutcome(again);
+  inspector_.deleteVolume(other_image);
+  inspector_.deleteVolume(users_own);
 }
 
 }  // namespace

@@ -141,6 +141,10 @@ class Harness {
     auto call = host_.call(uid);
     return client_.importImage(instance_, call, request);
   }
+  sdk::abi::CallOutcome deleteImage(const std::string& request, const std::string& uid) {
+    auto call = host_.call(uid);
+    return client_.deleteImage(instance_, call, request);
+  }
   // Polls import_image until it stops answering IN_PROGRESS (bounded).
   sdk::abi::CallOutcome importUntilDone(const std::string& request_without_token,
                                         const std::string& uid) {
