@@ -390,8 +390,17 @@ TEST_F(VsphereTest, TemplateImportFromIsoPerZone) {
   backend_->runTask("PowerOffVM_Task", vm);
   ASSERT_TRUE(driver_.drive("import_image", "", uid, request).ok());
 
-  // Clean up what the import legitimately leaves behind: template, ISO, folders.
-  backend_->runTask("Destroy_Task", vm);
+  // delete_image (issue #20, ADR 0037) destroys the template through a task it polls by token;
+  // once it is gone, asking again is OK and touches nothing.
+  const std::string remove_request =
+      R"({"image":{"metadata":{"name":"kairos-1"},"spec":{"template":{"rootFolder":"banlieue-templates"}}},"failureDomain":"vcsim-dc0-dc0-c0","resolvedRef":"kairos-1"})";
+  auto removed = driver_.drive("delete_image", "", uid, remove_request);
+  ASSERT_TRUE(removed.ok()) << removed.reason << ": " << removed.message;
+  EXPECT_TRUE(backend_->find("DC0/vm/banlieue-templates/vcsim-dc0-dc0-c0/kairos-1").empty());
+  auto again = driver_.drive("delete_image", "", uid, remove_request);
+  EXPECT_TRUE(again.ok()) << again.reason << ": " << again.message;
+
+  // Clean up what the import legitimately leaves behind: the ISO, folders.
   XmlWriter del;
   del.text("name", "[LocalDS_0] banlieue-images").moref("datacenter", backend_->find("DC0"));
   backend_->runTask("DeleteDatastoreFile_Task",

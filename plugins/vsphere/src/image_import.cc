@@ -464,4 +464,60 @@ Status ImageImporter::import(const sdk::Call& call, const sdk::ImportImageReques
   });
 }
 
+Status ImageImporter::remove(const sdk::Call& call, const sdk::DeleteImageRequest& request,
+                             const ProviderSpec& provider, sdk::Reply& reply) {
+  if (request.image_name.empty() || request.failure_domain.empty()) {
+    return {Code::kInvalidArgument, "MissingField",
+            "delete_image needs image.metadata.name and failureDomain"};
+  }
+  const TemplateSettings settings = readSettings(request.image);
+  const Deadline deadline = call.deadline();
+  const std::string who =
+      "deletion of template " + request.image_name + " in " + request.failure_domain;
+  return withVimErrors(who, [&]() -> Status {
+    if (request.operation_token && request.operation_token->rfind("destroy-image:", 0) == 0) {
+      MoRef task{"Task", request.operation_token->substr(std::string("destroy-image:").size())};
+      try {
+        TaskInfo info = vim_.taskInfo(task, deadline);
+        if (info.state == TaskState::kQueued || info.state == TaskState::kRunning) {
+          reply.setOperation(*request.operation_token, who);
+          reply.requeueAfter(kPoll);
+          return Status::inProgress("Deleting", who);
+        }
+        if (info.state == TaskState::kError) return info.error->toError(who).toStatus();
+      } catch (const VimFault& fault) {
+        if (fault.kind() != FaultKind::kManagedObjectNotFound) throw;
+      }
+      // Done (or forgotten by vCenter): look below whether the template is still there.
+    }
+    Inventory inventory = Inventory::load(vim_, deadline);
+    std::vector<FailureDomain> fds = computeFailureDomains(inventory, provider);
+    auto fd = std::find_if(fds.begin(), fds.end(), [&](const FailureDomain& f) {
+      return f.name == request.failure_domain;
+    });
+    if (fd == fds.end()) return Status::ok();  // the zone is gone, and with it its template
+    const Inventory::Datacenter* dc = inventory.datacenter(fd->datacenter);
+    if (dc == nullptr) return Status::ok();
+    const std::string folder_path =
+        settings.root_folder.empty() ? fd->name : settings.root_folder + "/" + fd->name;
+    std::optional<MoRef> existing = vim_.findByInventoryPath(
+        dc->name + "/vm/" + folder_path + "/" + request.image_name, deadline);
+    if (!existing) return Status::ok();
+    ImportVm vm = readImportVm(vim_, *existing, deadline);
+    if (vm.marker.empty()) {
+      // Something of that name that no import made: never banlieue's to destroy.
+      return {Code::kFailedPrecondition, "NotImportedByBanlieue",
+              "VM " + folder_path + "/" + request.image_name +
+                  " carries no import marker; it is left alone"};
+    }
+    if (call.cancelled()) {
+      return Status{Code::kCancelled, "Cancelled", who + " was cancelled by the host"};
+    }
+    MoRef task = vim_.startTask("Destroy_Task", *existing, {}, deadline);
+    reply.setOperation("destroy-image:" + task.value, who);
+    reply.requeueAfter(kPoll);
+    return Status::inProgress("Deleting", who);
+  });
+}
+
 }  // namespace banlieue::vsphere

@@ -20,6 +20,11 @@ class ImageImporter {
 
   sdk::Status import(const sdk::Call& call, const sdk::ImportImageRequest& request,
                      const ProviderSpec& provider, sdk::Reply& reply);
+  // delete_image (ABI 1.1, ADR 0037): destroys the zone's template (Destroy_Task, polled by
+  // token) if the import made it (its guestinfo.banlieue.import marker); OK when there is none.
+  // The ISO on the datastore stays: a re-import of the same checksum reuses it.
+  sdk::Status remove(const sdk::Call& call, const sdk::DeleteImageRequest& request,
+                     const ProviderSpec& provider, sdk::Reply& reply);
 
  private:
   Vim& vim_;

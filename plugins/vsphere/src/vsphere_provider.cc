@@ -86,6 +86,11 @@ class VSphereInstance final : public sdk::Instance {
     return images_.import(call, request, spec_, reply);
   }
 
+  Status deleteImage(const sdk::Call& call, const sdk::DeleteImageRequest& request,
+                     sdk::Reply& reply) override {
+    return images_.remove(call, request, spec_, reply);
+  }
+
  private:
   static Status unsupported(const std::string& kind) {
     return {Code::kInvalidArgument, "UnsupportedKind",
@@ -114,6 +119,7 @@ class VSphereProvider final : public sdk::Provider {
     caps.features = {"hotAddCPU", "hotAddMemory", "efiSecureBoot", "vtpm"};
     caps.introspect = true;
     caps.import_image = true;
+    caps.delete_image = true;
     caps.image_formats = {"iso"};
     return caps;
   }
