@@ -69,6 +69,21 @@ class Driver {
     auto call = host_.call("image-uid", std::chrono::seconds(30));
     return client_.importImage(instance_, call, request);
   }
+  // delete_image until done, the token fed back in as the host does.
+  CallOutcome deleteImage(const std::string& request, int polls = 600) {
+    CallOutcome outcome;
+    std::string body = request;
+    for (int i = 0; i < polls; ++i) {
+      auto call = host_.call("image-uid", std::chrono::seconds(30));
+      outcome = client_.deleteImage(instance_, call, body);
+      if (outcome.code != BANLIEUE_IN_PROGRESS) return outcome;
+      auto reply = sdk::json::parse(outcome.body, "reply");
+      std::string token = sdk::json::stringOr(&reply, "operation.token");
+      body = request.substr(0, request.size() - 1) + R"(,"operation":{"token":")" + token + "\"}}";
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return outcome;
+  }
   // import_image until done, the token fed back in as the host does.
   CallOutcome importImage(const std::string& request, int polls = 600) {
     CallOutcome outcome;

@@ -133,6 +133,17 @@ TEST_F(ProxmoxImportTest, ACheckedImageBecomesATemplateThatMachinesClone) {
   ASSERT_TRUE(made.ok()) << made.reason << ": " << made.message;
   CallOutcome gone = driver_->drive("finalize", object);
   EXPECT_TRUE(gone.ok()) << gone.reason << ": " << gone.message;
+
+  // delete_image (issue #20, ADR 0037) destroys the template through a task polled by its UPID;
+  // asked again, it finds nothing and is OK.
+  const std::string remove =
+      R"({"image":{"metadata":{"name":"noble"}},"failureDomain":"pve1","resolvedRef":")" + vmid +
+      R"("})";
+  CallOutcome removed = driver_->deleteImage(remove);
+  ASSERT_TRUE(removed.ok()) << removed.reason << ": " << removed.message;
+  EXPECT_EQ(templateNamed(fake_->state(), name), nullptr) << json::serialize(fake_->state());
+  CallOutcome again = driver_->deleteImage(remove);
+  EXPECT_TRUE(again.ok()) << again.reason << ": " << again.message;
 }
 
 TEST_F(ProxmoxImportTest, ChecksumsFailClosedBeforeAnythingIsWritten) {

@@ -195,6 +195,69 @@ void destroyVm(const PveClient& client, const std::string& node, int64_t vmid,
 
 }  // namespace
 
+namespace {
+
+// A template an import of `image` made: templateName(image, <12 hex of a digest>).
+bool isTemplateOf(const std::string& name, const std::string& image) {
+  const std::string prefix = image.substr(0, 50) + "-";
+  if (name.size() != prefix.size() + 12 || name.compare(0, prefix.size(), prefix) != 0) {
+    return false;
+  }
+  return std::all_of(name.begin() + static_cast<std::ptrdiff_t>(prefix.size()), name.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+}  // namespace
+
+Status ImageImporter::deleteImage(const sdk::Call& call, const sdk::DeleteImageRequest& request,
+                                  sdk::Reply& reply) {
+  if (request.image_name.empty() || request.failure_domain.empty()) {
+    throw Error(Code::kInvalidArgument, "MissingField",
+                "delete_image: image.metadata.name and failureDomain (the PVE node) are required");
+  }
+  const std::string& node = request.failure_domain;
+  const std::string what = "removal of " + request.image_name + "'s templates on node " + node;
+  return withPveErrors(what, [&]() -> Status {
+    if (request.operation_token) {
+      TaskStatus task = client_.task(node, *request.operation_token, requestDeadline());
+      if (task.running) {
+        reply.setOperation(*request.operation_token, what);
+        reply.requeueAfter(std::chrono::seconds(1));
+        return Status::inProgress("Deleting", what);
+      }
+      if (!task.ok()) {
+        return Status{Code::kAborted, "TaskFailed", what + " failed: " + task.exit_status};
+      }
+    }
+    rapidjson::Document all =
+        client_.get("/nodes/" + sdk::pathSegment(node) + "/qemu", requestDeadline());
+    if (!all.IsArray()) {
+      return Status{Code::kUnavailable, "MalformedAnswer",
+                    "the guest listing of node " + node + " is not an array"};
+    }
+    for (const auto& vm : all.GetArray()) {
+      if (asInt(json::member(&vm, "template")) == 0 ||
+          !isTemplateOf(json::stringOr(&vm, "name"), request.image_name)) {
+        continue;
+      }
+      const int64_t vmid = asInt(json::member(&vm, "vmid"));
+      if (std::string lock = json::stringOr(&vm, "lock"); !lock.empty()) {
+        return Status{Code::kUnavailable, "Locked",
+                      "template " + std::to_string(vmid) + " is locked (" + lock + ")"};
+      }
+      if (call.cancelled()) return Status{Code::kCancelled, "Cancelled", what + " was cancelled"};
+      rapidjson::Document upid =
+          client_.del("/nodes/" + sdk::pathSegment(node) + "/qemu/" + std::to_string(vmid) +
+                          "?purge=1&destroy-unreferenced-disks=1",
+                      requestDeadline());
+      reply.setOperation(asString(&upid), what);
+      reply.requeueAfter(std::chrono::seconds(1));
+      return Status::inProgress("Deleting", "template " + std::to_string(vmid) + " on " + node);
+    }
+    return Status::ok();
+  });
+}
+
 void ImageImporter::run(Job& job) {
   std::optional<NodeVolume> staged;
   std::unique_ptr<NodeSftp> sftp;

@@ -31,6 +31,11 @@ class ImageImporter {
 
   sdk::Status importImage(const sdk::Call& call, const sdk::ImportImageRequest& request,
                           sdk::Reply& reply);
+  // delete_image (ABI 1.1, ADR 0037): destroys, one task at a time (polled by its UPID), every
+  // template on the node named as this image's imports name them (this build's and older
+  // ones'); OK once none is left.
+  sdk::Status deleteImage(const sdk::Call& call, const sdk::DeleteImageRequest& request,
+                          sdk::Reply& reply);
   // Stops running imports (each cleans up what it wrote) and joins their threads.
   void shutdown();
 

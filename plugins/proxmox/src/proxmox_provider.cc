@@ -164,6 +164,11 @@ class ProxmoxInstance final : public sdk::Instance {
     return importer_.importImage(call, request, reply);
   }
 
+  Status deleteImage(const sdk::Call& call, const sdk::DeleteImageRequest& request,
+                     sdk::Reply& reply) override {
+    return importer_.deleteImage(call, request, reply);
+  }
+
   void shutdown(const sdk::Call& /*call*/) override { importer_.shutdown(); }
 
  private:
@@ -194,6 +199,7 @@ class ProxmoxProvider final : public sdk::Provider {
     caps.features = {"hotAddCPU", "hotAddMemory", "vtpm"};
     caps.introspect = true;
     caps.import_image = true;
+    caps.delete_image = true;
     caps.image_formats = {"qcow2", "raw", "vmdk"};
     return caps;
   }
