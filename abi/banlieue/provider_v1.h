@@ -62,7 +62,7 @@ extern "C" {
  * ------------------------------------------------------------------------------------- */
 
 #define BANLIEUE_ABI_MAJOR 1
-#define BANLIEUE_ABI_MINOR 1
+#define BANLIEUE_ABI_MINOR 3
 
 /* "BNLP" and "BNLH": catch a garbage pointer or a table of the wrong kind. */
 #define BANLIEUE_PROVIDER_MAGIC 0x424E4C50u
@@ -214,6 +214,12 @@ typedef struct banlieue_reply {
  * plugin defines struct banlieue_instance itself (the SDK does for C++ plugins).
  * OWNERSHIP: plugin-owned; released only by instance_destroy. */
 typedef struct banlieue_instance banlieue_instance;
+
+/* A console is one open byte stream to one machine's console (console_open, SINCE 1.3).
+ * Opaque to the host: the plugin defines struct banlieue_console itself (the SDK does).
+ * OWNERSHIP: plugin-owned; released only by console_close, always before instance_destroy of
+ * the instance that opened it. */
+typedef struct banlieue_console banlieue_console;
 
 /* ---------------------------------------------------------------------------------------
  * Host services (the host fills this; the plugin keeps the pointer)
@@ -373,6 +379,79 @@ typedef struct banlieue_provider_v1 {
    * OWNERSHIP: all borrowed. THREADS: any-thread. SINCE: 1.1 */
   banlieue_status (*delete_image)(banlieue_instance* instance, const banlieue_call* call,
                                   banlieue_str request, banlieue_reply* reply);
+
+  /* Takes, lists, reverts to or deletes snapshots of one machine this plugin reconciled (a
+   * VirtualMachineSnapshot or VirtualMachineRestore). request is
+   * sdk/schemas/snapshot.request.json: {"action": "create"|"list"|"revert"|"delete",
+   * "kind": the machine's infrastructure kind, "machine": the infrastructure object (its
+   * spec.providerID names the backend VM), "snapshot": {"name", "uid", "memory",
+   * "description"} (not for list), "snapshotRef": what create reported (revert, delete) and
+   * "operation": the token of a task in progress}. The reply body is
+   * sdk/schemas/snapshot.response.json: "status" ({"snapshotRef", "createdAt", "sizeBytes"}
+   * on create; {"snapshots": [...]} on list) and "operation" as for reconcile.
+   *  - create: OK once the snapshot exists. snapshot.name is the backend-side name and makes
+   *    create idempotent: a create whose reply was lost finds its snapshot by that name and
+   *    answers OK with the same snapshotRef, never making a second one.
+   *  - revert: OK once the machine's disks (and memory, when the snapshot holds it) are the
+   *    snapshot's; the machine's next reconcile brings its power state back to its spec.
+   *    NOT_FOUND with reason "SnapshotNotFound" when the backend no longer has it.
+   *  - delete: OK when the snapshot is gone, including when it never existed.
+   *  - list: OK with every snapshot the backend holds for the machine, banlieue's or not.
+   * FAILED_PRECONDITION with reason "MachineNotProvisioned" when the machine has no backend
+   * VM yet; UNIMPLEMENTED with reason "NotSupportedByBackend" for an action the backend
+   * cannot do (e.g. memory snapshots). A plugin that serves it says so in describe
+   * (operations.snapshot). The call's object_uid is the MACHINE's uid, so snapshot calls on
+   * one machine never overlap each other or the machine's reconcile and finalize.
+   * OWNERSHIP: all borrowed. THREADS: any-thread, never twice for one object_uid. SINCE: 1.2 */
+  banlieue_status (*snapshot)(banlieue_instance* instance, const banlieue_call* call,
+                              banlieue_str request, banlieue_reply* reply);
+
+  /* Opens a console of one machine this plugin reconciled. request is
+   * sdk/schemas/console.request.json: {"kind": the machine's infrastructure kind, "machine":
+   * the infrastructure object (its spec.providerID names the backend VM), "console":
+   * "serial"}. On OK *out is an open stream of the machine's serial console (what the guest
+   * writes to its first serial port, and what it reads from it), to be read and written with
+   * console_read and console_write and released with console_close; on any other code *out
+   * stays NULL. The reply body is sdk/schemas/console.response.json ({"status": {"console",
+   * "description"}}: which console it is, in words for the person at the terminal).
+   * FAILED_PRECONDITION with reason "MachineNotProvisioned" when the machine has no backend VM
+   * yet, "MachineNotRunning" when the backend has no console for it while it is off, and
+   * "ConsoleBusy" when the backend allows one console at a time and another holds it;
+   * UNIMPLEMENTED with reason "NotSupportedByBackend" for a console kind the backend does not
+   * have. A plugin that serves it says so in describe (operations.console). The call's
+   * object_uid is the machine's uid; the call is bounded by its deadline like any other, the
+   * console it opens is not (it lives until console_close).
+   * OWNERSHIP: call, request and reply borrowed; *out plugin-owned.
+   * THREADS: any-thread, never twice for one object_uid. SINCE: 1.3 */
+  banlieue_status (*console_open)(banlieue_instance* instance, const banlieue_call* call,
+                                  banlieue_str request, banlieue_console** out,
+                                  banlieue_reply* reply);
+
+  /* Reads what the console produced: up to len bytes into buf, waiting at most timeout_ms
+   * (0: do not wait) for the first byte. OK with *n > 0 when bytes came; OK with *n == 0 when
+   * none came in time; OUT_OF_RANGE once the stream has ended (the machine powered off, the
+   * backend closed it) and from then on. Any other code is an error of the stream, which then
+   * should be closed. Never blocks longer than timeout_ms plus the backend's own round trip.
+   * OWNERSHIP: buf host-owned, written by the plugin (up to len bytes); n host-owned.
+   * THREADS: one console_read at a time per console, which may run while console_write runs on
+   * another thread; never during or after console_close. SINCE: 1.3 */
+  banlieue_status (*console_read)(banlieue_console* console, char* buf, size_t len,
+                                  int32_t timeout_ms, size_t* n);
+
+  /* Sends len bytes of input to the console, as typed at a terminal. OK with *n the bytes
+   * taken (at least one when len > 0; the host writes the rest again); OUT_OF_RANGE once the
+   * stream has ended. May block until the backend takes the bytes, bounded by the backend's
+   * own round trip.
+   * OWNERSHIP: data borrowed; n host-owned.
+   * THREADS: one console_write at a time per console, which may run while console_read runs
+   * on another thread; never during or after console_close. SINCE: 1.3 */
+  banlieue_status (*console_write)(banlieue_console* console, const char* data, size_t len,
+                                   size_t* n);
+
+  /* Closes the stream and frees the console. Never fails. Called once per console opened,
+   * after its last console_read and console_write have returned.
+   * OWNERSHIP: console released. THREADS: any-thread. SINCE: 1.3 */
+  void (*console_close)(banlieue_console* console);
 
   /* New slots are appended here, each with SINCE: 1.<minor>. */
 } banlieue_provider_v1;

@@ -7,10 +7,12 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -42,6 +44,57 @@ void writeFile(const fs::path& path, const std::string& content) {
   }
   fs::rename(tmp, path);
 }
+
+// The serial console of a file VM, simulated as a guest's getty would behave: a banner with
+// the VM's name, then an echo of what is typed; every typed line is appended to
+// <vm file>.console, the backend-side trace a test reads. Ctrl-D (0x04) ends the stream, as a
+// guest powering off does.
+class FileConsole final : public banlieue::sdk::Console {
+ public:
+  FileConsole(fs::path log, const std::string& name)
+      : log_(std::move(log)),
+        pending_("file VM " + name + " serial console\r\n" + name + " login: ") {}
+
+  Status read(char* buf, size_t len, std::chrono::milliseconds timeout, size_t& n) override {
+    std::unique_lock lock(mutex_);
+    changed_.wait_for(lock, timeout, [&] { return !pending_.empty() || ended_; });
+    n = std::min(len, pending_.size());
+    pending_.copy(buf, n);
+    pending_.erase(0, n);
+    if (n == 0 && ended_) return {Code::kOutOfRange, "ConsoleClosed", "the file VM powered off"};
+    return Status::ok();
+  }
+
+  Status write(std::string_view data, size_t& n) override {
+    std::lock_guard lock(mutex_);
+    if (ended_) return {Code::kOutOfRange, "ConsoleClosed", "the file VM powered off"};
+    n = data.size();
+    for (char c : data) {
+      if (c == '\x04') {
+        ended_ = true;
+        break;
+      }
+      if (c == '\r' || c == '\n') {
+        pending_ += "\r\n";
+        std::ofstream(log_, std::ios::app) << line_ << "\n";
+        line_.clear();
+      } else {
+        pending_ += c;
+        line_ += c;
+      }
+    }
+    changed_.notify_all();
+    return Status::ok();
+  }
+
+ private:
+  fs::path log_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::string pending_;
+  std::string line_;
+  bool ended_ = false;
+};
 
 class FileInstance final : public banlieue::sdk::Instance {
  public:
@@ -163,7 +216,110 @@ class FileInstance final : public banlieue::sdk::Instance {
     fs::remove(marker, ec);
     fs::remove(vmFile(request), ec);  // already gone is fine: finalize is idempotent
     if (ec) return {Code::kUnavailable, "DeleteFailed", "cannot remove VM file: " + ec.message()};
+    fs::remove_all(snapshotDir(vmFile(request)), ec);  // a VM's snapshots go with it
+    if (ec) return {Code::kUnavailable, "DeleteFailed", "cannot remove snapshots: " + ec.message()};
+    fs::remove(vmFile(request).string() + ".console", ec);  // and its console trace
+    if (ec)
+      return {Code::kUnavailable, "DeleteFailed", "cannot remove console trace: " + ec.message()};
     return Status::ok();
+  }
+
+  // SINCE ABI 1.3. The serial console of a running file VM (FileConsole above).
+  Status openConsole(const Call&, const banlieue::sdk::ConsoleRequest& request,
+                     std::unique_ptr<banlieue::sdk::Console>& out, Reply& reply) override {
+    if (request.kind != kKind) return unsupportedKind(request.kind);
+    if (request.console != "serial")
+      return banlieue::sdk::unimplemented("console " + request.console);
+    const std::string prefix = "file://";
+    if (request.provider_id.rfind(prefix, 0) != 0) {
+      return {Code::kFailedPrecondition, "MachineNotProvisioned", "the machine has no VM file yet"};
+    }
+    const fs::path file = request.provider_id.substr(prefix.size());
+    std::ifstream in(file);
+    if (!in) return {Code::kNotFound, "MachineNotFound", "no VM file " + file.string()};
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    rapidjson::Document vm;
+    vm.Parse(text.c_str());
+    if (json::stringOr(&vm, "state") != "running") {
+      return {Code::kFailedPrecondition, "MachineNotRunning",
+              "the file VM is stopped: a stopped VM has no serial console"};
+    }
+    const std::string name = json::stringOr(&vm, "name");
+    out = std::make_unique<FileConsole>(file.string() + ".console", name);
+    auto& a = reply.allocator();
+    reply.status().AddMember("console", "serial", a);
+    reply.status().AddMember(
+        "description", json::stringValue("serial console of file VM " + name + " (simulated)", a),
+        a);
+    return Status::ok();
+  }
+
+  // SINCE ABI 1.2. A snapshot is a copy of the VM's file in <vm file>.snapshots/<name>.json;
+  // its snapshotRef is its name (unique per VM). Revert copies it back; the next reconcile
+  // writes the file from the spec again, as a hypervisor powers a reverted VM back to its spec.
+  Status snapshot(const Call&, const banlieue::sdk::SnapshotRequest& request,
+                  Reply& reply) override {
+    using Action = banlieue::sdk::SnapshotRequest::Action;
+    if (request.kind != kKind) return unsupportedKind(request.kind);
+    const std::string prefix = "file://";
+    if (request.provider_id.rfind(prefix, 0) != 0) {
+      return {Code::kFailedPrecondition, "MachineNotProvisioned", "the machine has no VM file yet"};
+    }
+    const fs::path file = request.provider_id.substr(prefix.size());
+    if (!fs::exists(file)) {
+      return {Code::kNotFound, "MachineNotFound", "no VM file " + file.string()};
+    }
+    if (request.memory) {
+      return {Code::kUnimplemented, "NotSupportedByBackend", "a file VM has no memory to keep"};
+    }
+    const fs::path dir = snapshotDir(file);
+    auto& a = reply.allocator();
+    const std::string& ref =
+        request.action == Action::kCreate ? request.name : request.snapshot_ref;
+    if ((request.action == Action::kRevert || request.action == Action::kDelete) &&
+        (ref.empty() || ref.find('/') != std::string::npos)) {
+      return {Code::kInvalidArgument, "InvalidSnapshotRef",
+              "not a snapshot of this backend: " + ref};
+    }
+    const fs::path copy = dir / (ref + ".json");
+    std::error_code ec;
+    switch (request.action) {
+      case Action::kCreate:
+        if (!fs::exists(copy)) {
+          fs::create_directories(dir);
+          fs::copy_file(file, copy, ec);
+          if (ec) return {Code::kUnavailable, "SnapshotFailed", ec.message()};
+          journal("snapshot-created " + file.filename().string() + " " + ref);
+        }
+        reply.status().AddMember("snapshotRef", json::stringValue(ref, a), a);
+        reply.status().AddMember("memory", false, a);
+        return Status::ok();
+      case Action::kList: {
+        rapidjson::Value list(rapidjson::kArrayType);
+        for (const auto& entry : fs::directory_iterator(dir, ec)) {
+          rapidjson::Value item(rapidjson::kObjectType);
+          item.AddMember("name", json::stringValue(entry.path().stem().string(), a), a);
+          item.AddMember("snapshotRef", json::stringValue(entry.path().stem().string(), a), a);
+          list.PushBack(item, a);
+        }
+        reply.status().AddMember("snapshots", list, a);
+        return Status::ok();
+      }
+      case Action::kRevert:
+        if (!fs::exists(copy)) {
+          return {Code::kNotFound, "SnapshotNotFound",
+                  "no snapshot " + ref + " of " + file.string()};
+        }
+        fs::copy_file(copy, file, fs::copy_options::overwrite_existing, ec);
+        if (ec) return {Code::kUnavailable, "RevertFailed", ec.message()};
+        journal("reverted " + file.filename().string() + " " + ref);
+        return Status::ok();
+      case Action::kDelete:
+        fs::remove(copy, ec);  // what is gone is deleted
+        if (ec) return {Code::kUnavailable, "DeleteFailed", ec.message()};
+        return Status::ok();
+    }
+    return {Code::kInvalidArgument, "UnknownAction", "unknown snapshot action"};
   }
 
   Status importImage(const Call&, const banlieue::sdk::ImportImageRequest& request,
@@ -214,6 +370,12 @@ class FileInstance final : public banlieue::sdk::Instance {
     return root_ / (ns + "_" + request.name + ".json");
   }
 
+  static fs::path snapshotDir(const fs::path& vm_file) {
+    fs::path dir = vm_file;
+    dir += ".snapshots";
+    return dir;
+  }
+
   void journal(const std::string& line) const {
     std::ofstream out(root_ / "journal", std::ios::app);
     out << line << "\n";
@@ -255,6 +417,8 @@ class FileProvider final : public banlieue::sdk::Provider {
     caps.introspect = true;
     caps.import_image = true;
     caps.image_formats = {"raw", "qcow2", "iso"};
+    caps.snapshot = true;
+    caps.console = true;
     return caps;
   }
 

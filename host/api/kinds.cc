@@ -28,7 +28,7 @@ const std::vector<KindInfo>& builtinKinds() {
   static const std::vector<KindInfo> kinds = [] {
     std::vector<KindInfo> all;
     for (auto* group : {&virtualMachineKinds, &vmClassKinds, &providerKinds, &vsphereKinds,
-                        &libvirtKinds, &proxmoxKinds}) {
+                        &libvirtKinds, &proxmoxKinds, &snapshotKinds}) {
       auto some = (*group)();
       all.insert(all.end(), some.begin(), some.end());
     }

@@ -67,6 +67,7 @@ std::vector<KindInfo> providerKinds();        // Provider, ProviderClass
 std::vector<KindInfo> vsphereKinds();
 std::vector<KindInfo> libvirtKinds();
 std::vector<KindInfo> proxmoxKinds();
+std::vector<KindInfo> snapshotKinds();  // VirtualMachineSnapshot, VirtualMachineRestore
 
 // Every kind banlieue defines, in crdgen's output order.
 const std::vector<KindInfo>& builtinKinds();

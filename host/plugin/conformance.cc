@@ -264,6 +264,8 @@ class CheckRun {
       finalizeNeverReconciled(sample);
       reconcileSample(sample);
       if (o_.strict()) reconcileAgain(sample);
+      snapshotSample(sample);
+      consoleSample(sample);
       finalizeSample(sample);
       staleOperationToken(sample);
     }
@@ -295,6 +297,8 @@ class CheckRun {
       steps.push_back("finalize " + sample.kind + " never reconciled");
       steps.push_back("reconcile " + sample.kind);
       if (o_.strict()) steps.push_back("reconcile " + sample.kind + " again");
+      steps.push_back("snapshot " + sample.kind);
+      steps.push_back("console " + sample.kind);
       steps.push_back("finalize " + sample.kind);
       steps.push_back("finalize " + sample.kind + " again");
       steps.push_back("reconcile " + sample.kind + " stale token");
@@ -351,6 +355,8 @@ class CheckRun {
     if (operation == "introspect") return t.introspect != nullptr;
     if (operation == "import_image") return t.import_image != nullptr;
     if (operation == "delete_image") return t.delete_image != nullptr;
+    if (operation == "snapshot") return t.snapshot != nullptr;
+    if (operation == "console") return plugin_->client().offersConsole();
     if (operation == "instance_create") return t.instance_create != nullptr;
     if (operation == "instance_destroy") return t.instance_destroy != nullptr;
     return false;
@@ -464,7 +470,10 @@ class CheckRun {
     if (offers_introspect_) need("introspect", "operations.introspect is true");
     if (offers_import_) need("import_image", "operations.importImage is true");
     if (offers_delete_image_) need("delete_image", "operations.deleteImage is true");
-    if (needs_instance || offers_introspect_ || offers_import_ || offers_delete_image_) {
+    if (offers_snapshot_) need("snapshot", "operations.snapshot is true");
+    if (offers_console_) need("console", "operations.console is true");
+    if (needs_instance || offers_introspect_ || offers_import_ || offers_delete_image_ ||
+        offers_snapshot_ || offers_console_) {
       need("instance_create", "claimed slots run on an instance");
       need("instance_destroy", "claimed slots run on an instance");
     }
@@ -517,10 +526,14 @@ class CheckRun {
     offers_introspect_ = json::boolean(&doc, "operations.introspect", false);
     offers_import_ = json::boolean(&doc, "operations.importImage", false);
     offers_delete_image_ = json::boolean(&doc, "operations.deleteImage", false);
-    r_.pass("describe",
-            fmt::format("{} kind(s), introspect {}, importImage {}, deleteImage {}", served.size(),
-                        offers_introspect_ ? "yes" : "no", offers_import_ ? "yes" : "no",
-                        offers_delete_image_ ? "yes" : "no"));
+    offers_snapshot_ = json::boolean(&doc, "operations.snapshot", false);
+    offers_console_ = json::boolean(&doc, "operations.console", false);
+    auto yes_no = [](bool b) { return b ? "yes" : "no"; };
+    r_.pass("describe", fmt::format("{} kind(s), introspect {}, importImage {}, deleteImage {}, "
+                                    "snapshot {}, console {}",
+                                    served.size(), yes_no(offers_introspect_),
+                                    yes_no(offers_import_), yes_no(offers_delete_image_),
+                                    yes_no(offers_snapshot_), yes_no(offers_console_)));
     return true;
   }
 
@@ -1042,6 +1055,195 @@ class CheckRun {
     r_.pass(step, "deleted from " + fd + ", and again (idempotent)");
   }
 
+  // SINCE 1.2. On the machine reconcile made: create a snapshot, create it again (the same
+  // snapshotRef: create is idempotent by name), list (it is there), revert to it, delete it
+  // and delete it again (OK: what is gone is deleted). Without a backend VM (no --config) a
+  // well-formed error is enough. A plugin that does not offer snapshots (every 1.0 and 1.1
+  // plugin) must answer UNIMPLEMENTED or INVALID_ARGUMENT.
+  void snapshotSample(const Sample& sample) {
+    const std::string step = "snapshot " + sample.kind;
+    if (!pending(step) || !haveInstance(step)) return;
+    const std::string machine = machineWithProviderId(sample);
+    auto request = [&](const std::string& action, const std::string& ref,
+                       const std::string& extra) {
+      return fmt::format(
+          R"({{"action":"{}","kind":"{}","machine":{},)"
+          R"("snapshot":{{"name":"banlieue-plugin-check","uid":"{}-snap"}},"snapshotRef":"{}"{}}})",
+          action, sample.kind, machine, sample.uid, common::jsonEscape(ref), extra);
+    };
+    if (!offers_snapshot_) {
+      r_.begin(step);
+      auto result = instance_->snapshot(request("list", "", ""), callOptions(sample.uid));
+      if (!wellFormed(step, result)) return;
+      if (result.code() == BANLIEUE_UNIMPLEMENTED || result.code() == BANLIEUE_INVALID_ARGUMENT) {
+        r_.pass(step, "not offered: " + outcomeText(result));
+      } else {
+        r_.fail(step, "describe says snapshot is not offered, but snapshot answered " +
+                          outcomeText(result));
+      }
+      return;
+    }
+    auto run = [&](const std::string& action, const std::string& ref) -> std::optional<CallResult> {
+      auto result = drive(step, [&](const std::string& extra) {
+        return instance_->snapshot(request(action, ref, extra), callOptions(sample.uid));
+      });
+      if (result && result->ok() && !bodyMatches(step, "snapshot.response", *result)) {
+        return std::nullopt;
+      }
+      return result;
+    };
+    auto created = run("create", "");
+    if (!created) return;
+    if (unimplementedButClaimed(step, "snapshot", "snapshot", *created)) return;
+    const bool has_vm = !provider_id_[sample.kind].empty();
+    if (!created->ok()) {
+      if (o_.strict() && has_vm) {
+        r_.fail(step, "the machine has a backend VM (providerID " + provider_id_[sample.kind] +
+                          "), so a snapshot of it must succeed; got " + outcomeText(*created));
+      } else {
+        r_.pass(step, "well-formed error: " + outcomeText(*created));
+      }
+      return;
+    }
+    auto ref_of = [](const CallResult& result) {
+      auto body = json::parse(result.outcome.body.empty() ? "{}" : result.outcome.body, "reply");
+      return json::stringOr(&body, "status.snapshotRef");
+    };
+    const std::string ref = ref_of(*created);
+    if (ref.empty()) {
+      r_.fail(step, "create answered OK without status.snapshotRef");
+      return;
+    }
+    auto again = run("create", "");
+    if (!again) return;
+    if (!again->ok() || ref_of(*again) != ref) {
+      r_.fail(step, "create is not idempotent: the same name answered " + outcomeText(*again) +
+                        " with snapshotRef '" + ref_of(*again) + "', the first create '" + ref +
+                        "' (a second snapshot?)");
+      return;
+    }
+    auto listed = run("list", "");
+    if (!listed) return;
+    if (!listed->ok() || listed->outcome.body.find(common::jsonEscape(ref)) == std::string::npos) {
+      r_.fail(step, "list after create must name snapshotRef '" + ref + "'; got " +
+                        outcomeText(*listed) + " " + listed->outcome.body);
+      return;
+    }
+    for (const char* action : {"revert", "delete", "delete"}) {
+      auto result = run(action, ref);
+      if (!result) return;
+      if (!result->ok()) {
+        r_.fail(step,
+                fmt::format(
+                    "{} of snapshot '{}' answered {}{}", action, ref, outcomeText(*result),
+                    std::string(action) == "delete" ? " (a deletion of what is gone is OK)" : ""));
+        return;
+      }
+    }
+    r_.pass(step, "created " + ref + " (idempotent), listed, reverted, deleted twice");
+  }
+
+  // SINCE 1.3. On the machine reconcile made: open its serial console, read with a short wait
+  // (the wait is honoured: a read returns within it, plus a round trip), type a carriage
+  // return, read again, close. Without a backend VM (no --config) a well-formed error is
+  // enough, and so is FAILED_PRECONDITION (a machine that is off, a console someone else
+  // holds). A plugin that does not offer consoles (every plugin older than 1.3) must answer
+  // UNIMPLEMENTED or INVALID_ARGUMENT.
+  void consoleSample(const Sample& sample) {
+    const std::string step = "console " + sample.kind;
+    if (!pending(step) || !haveInstance(step)) return;
+    const std::string request = fmt::format(R"({{"kind":"{}","machine":{},"console":"serial"}})",
+                                            sample.kind, machineWithProviderId(sample));
+    r_.begin(step);
+    std::unique_ptr<PluginConsole> console;
+    auto opened = instance_->openConsole(request, console, callOptions(sample.uid));
+    if (!wellFormed(step, opened)) return;
+    if (!offers_console_) {
+      if (opened.code() == BANLIEUE_UNIMPLEMENTED || opened.code() == BANLIEUE_INVALID_ARGUMENT) {
+        r_.pass(step, "not offered: " + outcomeText(opened));
+      } else {
+        r_.fail(step, "describe says console is not offered, but console_open answered " +
+                          outcomeText(opened));
+      }
+      return;
+    }
+    if (unimplementedButClaimed(step, "console", "console", opened)) return;
+    const bool has_vm = !provider_id_[sample.kind].empty();
+    if (!opened.ok()) {
+      if (o_.strict() && has_vm && opened.code() != BANLIEUE_FAILED_PRECONDITION) {
+        r_.fail(step, "the machine has a backend VM (providerID " + provider_id_[sample.kind] +
+                          "), so its console must open (or say why not with "
+                          "FAILED_PRECONDITION); got " +
+                          outcomeText(opened));
+      } else {
+        r_.pass(step, "well-formed error: " + outcomeText(opened));
+      }
+      return;
+    }
+    if (!bodyMatches(step, "console.response", opened)) return;
+    constexpr std::chrono::milliseconds kWait{300};
+    constexpr std::chrono::seconds kSlack{5};
+    size_t read_bytes = 0;
+    auto readOnce = [&]() -> bool {
+      const auto started = std::chrono::steady_clock::now();
+      auto io = console->read(4096, kWait);
+      const auto took = std::chrono::steady_clock::now() - started;
+      if (!io.violation.empty()) {
+        r_.fail(step, io.violation);
+        return false;
+      }
+      if (!io.ok() && !io.ended()) {
+        r_.fail(step, "console_read answered " + sdk::codeName(io.code) +
+                          "; only OK (with or without bytes) or OUT_OF_RANGE (ended)");
+        return false;
+      }
+      if (took > kWait + kSlack) {
+        r_.fail(step,
+                fmt::format("console_read with a {} ms wait took {} ms", kWait.count(),
+                            std::chrono::duration_cast<std::chrono::milliseconds>(took).count()));
+        return false;
+      }
+      read_bytes += io.data.size();
+      return true;
+    };
+    if (!readOnce()) return;
+    auto typed = console->write("\r");
+    if (!typed.violation.empty()) {
+      r_.fail(step, typed.violation);
+      return;
+    }
+    if (!typed.ok() && !typed.ended()) {
+      r_.fail(step, "console_write answered " + sdk::codeName(typed.code));
+      return;
+    }
+    if (!readOnce()) return;
+    console.reset();
+    auto body = json::parse(opened.outcome.body.empty() ? "{}" : opened.outcome.body, "reply");
+    const std::string description = json::stringOr(&body, "status.description");
+    r_.pass(step, fmt::format("opened{}, read {} byte(s) with {} ms waits, typed a carriage "
+                              "return, closed",
+                              description.empty() ? "" : " (" + description + ")", read_bytes,
+                              kWait.count()));
+  }
+
+  // The sample as the host sends it once reconciled: its status, and the providerID the
+  // runtime moved to spec.providerID.
+  std::string machineWithProviderId(const Sample& sample) const {
+    auto status = status_.find(sample.kind);
+    auto object = json::parse(
+        status == status_.end() ? sample.object_json : withStatus(sample, status->second),
+        "sample");
+    auto id = provider_id_.find(sample.kind);
+    std::string provider_id =
+        id != provider_id_.end() ? id->second : json::stringOr(&object, "status.providerID");
+    if (!provider_id.empty() && object.HasMember("spec") && object["spec"].IsObject()) {
+      auto& a = object.GetAllocator();
+      object["spec"].RemoveMember("providerID");
+      object["spec"].AddMember("providerID", json::stringValue(provider_id, a), a);
+    }
+    return json::serialize(object);
+  }
+
   const CheckOptions& o_;
   Reporter& r_;
   const DoneSteps& done_;
@@ -1061,6 +1263,8 @@ class CheckRun {
   bool offers_introspect_ = true;
   bool offers_import_ = false;
   bool offers_delete_image_ = false;
+  bool offers_snapshot_ = false;
+  bool offers_console_ = false;
   std::string image_uid_;     // the image import_image made, for delete_image
   std::string image_domain_;  // where it made it
 };

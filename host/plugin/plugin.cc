@@ -4,6 +4,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <limits>
+
 namespace banlieue::plugin {
 namespace {
 
@@ -184,6 +187,78 @@ CallResult PluginInstance::deleteImage(std::string_view request, const CallOptio
   return plugin_->run("delete_image", options, [&](const banlieue_call& call) {
     return plugin_->client_.deleteImage(handle_, call, request);
   });
+}
+
+CallResult PluginInstance::snapshot(std::string_view request, const CallOptions& options) const {
+  return plugin_->run("snapshot", options, [&](const banlieue_call& call) {
+    return plugin_->client_.snapshot(handle_, call, request);
+  });
+}
+
+CallResult PluginInstance::openConsole(std::string_view request,
+                                       std::unique_ptr<PluginConsole>& out,
+                                       const CallOptions& options) const {
+  out.reset();
+  banlieue_console* handle = nullptr;
+  CallResult result = plugin_->run("console_open", options, [&](const banlieue_call& call) {
+    return plugin_->client_.consoleOpen(handle_, call, request, &handle);
+  });
+  if (!result.ok() && handle != nullptr) {
+    // The contract says *out stays NULL on failure; close what came back rather than leak it.
+    result.violations.push_back("console_open failed but returned a console; closed it");
+    plugin_->client_.consoleClose(handle);
+    return result;
+  }
+  if (result.ok() && handle == nullptr) {
+    result.violations.push_back("console_open returned OK without a console");
+    result.outcome.code = BANLIEUE_INTERNAL;
+    result.outcome.reason = "ProviderProtocolError";
+    result.outcome.message = "console_open returned OK without a console";
+    return result;
+  }
+  if (handle != nullptr) out = std::make_unique<PluginConsole>(plugin_, handle);
+  return result;
+}
+
+PluginConsole::~PluginConsole() {
+  const std::scoped_lock lock(reading_, writing_);
+  plugin_->client().consoleClose(handle_);
+}
+
+ConsoleIo PluginConsole::read(size_t max, std::chrono::milliseconds timeout) const {
+  const std::lock_guard lock(reading_);
+  ConsoleIo io;
+  io.data.resize(max);
+  size_t n = 0;
+  const auto wait = static_cast<int32_t>(
+      std::clamp<int64_t>(timeout.count(), 0, std::numeric_limits<int32_t>::max()));
+  io.code = plugin_->client().consoleRead(handle_, io.data.data(), max, wait, &n);
+  if (n > max) {
+    io.violation = "console_read reported " + std::to_string(n) + " bytes into a buffer of " +
+                   std::to_string(max);
+    n = max;
+  }
+  io.data.resize(io.code == BANLIEUE_OK ? n : 0);
+  return io;
+}
+
+ConsoleIo PluginConsole::write(std::string_view data) const {
+  const std::lock_guard lock(writing_);
+  ConsoleIo io;
+  while (io.written < data.size()) {
+    size_t n = 0;
+    io.code = plugin_->client().consoleWrite(handle_, data.substr(io.written), &n);
+    if (io.code != BANLIEUE_OK) break;
+    if (n == 0 || n > data.size() - io.written) {
+      // Taking nothing would spin here forever; taking more than was given is impossible.
+      io.violation = "console_write took " + std::to_string(n) + " of " +
+                     std::to_string(data.size() - io.written) + " bytes";
+      io.code = BANLIEUE_INTERNAL;
+      break;
+    }
+    io.written += n;
+  }
+  return io;
 }
 
 }  // namespace banlieue::plugin

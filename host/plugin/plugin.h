@@ -44,6 +44,7 @@ struct CallResult {
 };
 
 class PluginInstance;
+class PluginConsole;
 
 class Plugin : public std::enable_shared_from_this<Plugin> {
  public:
@@ -72,6 +73,7 @@ class Plugin : public std::enable_shared_from_this<Plugin> {
 
  private:
   friend class PluginInstance;
+  class PluginConsole;
   template <class Fn>
   CallResult run(const char* slot, const CallOptions& options, Fn&& fn) const;
 
@@ -100,10 +102,52 @@ class PluginInstance {
   CallResult importImage(std::string_view request, const CallOptions& options = {}) const;
   // SINCE 1.1; a 1.0 plugin answers UNIMPLEMENTED, reason NotSupportedByBackend.
   CallResult deleteImage(std::string_view request, const CallOptions& options = {}) const;
+  // SINCE 1.2; a 1.0 or 1.1 plugin answers UNIMPLEMENTED, reason NotSupportedByBackend.
+  // options.object_uid is the machine's uid (snapshot calls never overlap its reconcile).
+  CallResult snapshot(std::string_view request, const CallOptions& options = {}) const;
+  // SINCE 1.3; an older plugin, or one without all four console slots, answers UNIMPLEMENTED,
+  // reason NotSupportedByBackend. On OK `out` is the open console, which must go before this
+  // instance does. options.object_uid is the machine's uid; the timeout bounds the opening
+  // only.
+  CallResult openConsole(std::string_view request, std::unique_ptr<PluginConsole>& out,
+                         const CallOptions& options = {}) const;
 
  private:
   std::shared_ptr<const Plugin> plugin_;
   banlieue_instance* handle_;
+};
+
+// What one console_read or console_write did.
+struct ConsoleIo {
+  banlieue_status code = BANLIEUE_OK;  // OUT_OF_RANGE once the stream has ended
+  std::string data;                    // read: the bytes that came (none when the wait ran out)
+  size_t written = 0;                  // write: the bytes the plugin took
+  std::string violation;               // a contract breach, already corrected
+
+  bool ok() const { return code == BANLIEUE_OK; }
+  bool ended() const { return code == BANLIEUE_OUT_OF_RANGE; }
+};
+
+// One open console (SINCE 1.3), closed through the plugin's console_close when it goes. One
+// thread may read while another writes; each is serialized with itself here.
+class PluginConsole {
+ public:
+  PluginConsole(std::shared_ptr<const Plugin> plugin, banlieue_console* handle)
+      : plugin_(std::move(plugin)), handle_(handle) {}
+  ~PluginConsole();
+  PluginConsole(const PluginConsole&) = delete;
+  PluginConsole& operator=(const PluginConsole&) = delete;
+
+  // Up to `max` bytes of output, waiting at most `timeout` for the first.
+  ConsoleIo read(size_t max, std::chrono::milliseconds timeout) const;
+  // All of `data`, written as the plugin takes it; stops at the first error or the end.
+  ConsoleIo write(std::string_view data) const;
+
+ private:
+  std::shared_ptr<const Plugin> plugin_;
+  banlieue_console* handle_;
+  mutable std::mutex reading_;
+  mutable std::mutex writing_;
 };
 
 }  // namespace banlieue::plugin

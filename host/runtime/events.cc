@@ -24,7 +24,8 @@ using std::chrono::seconds;
 constexpr auto kSeriesWindow = minutes(10);
 constexpr auto kSeriesUpdateEvery = seconds(30);
 constexpr double kBurst = 25;
-constexpr double kRefillPerSecond = 1.0 / 300;  // one token per 5 minutes
+constexpr double kRefillPerSecond = 1.0 / 300;                       // one token per 5 minutes
+constexpr const char* kClusterScopedEventNamespace = "kube-system";  // see events.h
 
 std::string randomSuffix() {
   static thread_local std::mt19937_64 rng(std::random_device{}());
@@ -148,7 +149,7 @@ void EventRecorder::writer() {
 }
 
 void EventRecorder::write(const Pending& p) {
-  const std::string event_ns = p.ns.empty() ? "default" : p.ns;
+  const std::string event_ns = p.ns.empty() ? kClusterScopedEventNamespace : p.ns;
   auto now = clock_.now();
   std::string key = p.seriesKey();
 

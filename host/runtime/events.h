@@ -8,7 +8,10 @@
 //    most every 30 s, as client-go's events library does;
 //  - a per-object token bucket (burst 25, one token per 5 minutes) stops a hot loop from
 //    flooding etcd, like client-go's spam filter.
-// Cluster-scoped objects' events go to the "default" namespace, as kubectl expects.
+// Cluster-scoped objects' events (VMImage, ProviderClass) go to "kube-system": the one namespace
+// every apiserver with events.k8s.io/v1 accepts for them (1.20 refuses "default" with
+// "involvedObject.namespace ... does not match event.namespace"; later versions accept both).
+// `kubectl describe` of a cluster-scoped object searches every namespace, so it finds them.
 #pragma once
 
 #include "host/kube/client.h"

@@ -82,6 +82,10 @@ Status editFinalizers(kube::KubeClient& client, const kube::ResourceType& type,
 
 }  // namespace
 
+int64_t generationOf(const rapidjson::Value& object) {
+  return sdk::json::integer(&object, "metadata.generation").value_or(0);
+}
+
 std::string annotation(const rapidjson::Value& object, const std::string& key) {
   const auto* annotations = json::find(&object, "metadata.annotations");
   if (annotations == nullptr || !annotations->IsObject()) return {};
@@ -299,6 +303,25 @@ const rapidjson::Value* controllerReference(const rapidjson::Value& object) {
     if (json::boolean(&ref, "controller")) return &ref;
   }
   return nullptr;
+}
+
+std::optional<std::time_t> parseRfc3339(const std::string& text) {
+  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
+  char zone = 0;
+  // Fractions and offsets other than Z do not occur in metav1.Time as the API server writes it.
+  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%c", &year, &month, &day, &hour, &minute,
+                  &second, &zone) != 7 ||
+      zone != 'Z' || month < 1 || month > 12 || day < 1 || day > 31) {
+    return std::nullopt;
+  }
+  std::tm tm{};
+  tm.tm_year = year - 1900;
+  tm.tm_mon = month - 1;
+  tm.tm_mday = day;
+  tm.tm_hour = hour;
+  tm.tm_min = minute;
+  tm.tm_sec = second;
+  return timegm(&tm);
 }
 
 }  // namespace banlieue::runtime

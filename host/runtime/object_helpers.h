@@ -14,12 +14,17 @@
 
 #include <rapidjson/document.h>
 
+#include <ctime>
+#include <optional>
 #include <string>
 #include <string_view>
 
 namespace banlieue::runtime {
 
 bool hasFinalizer(const rapidjson::Value& object, const std::string& finalizer);
+
+// metadata.generation, or 0 when absent.
+int64_t generationOf(const rapidjson::Value& object);
 
 // metadata.annotations[key], or "" when absent or not a string. Annotation keys hold dots and
 // slashes, so they are looked up as one member, never as a json::find path.
@@ -77,6 +82,8 @@ bool setCondition(rapidjson::Value& conditions, rapidjson::Document::AllocatorTy
 std::string rfc3339Now();
 // RFC 3339 UTC with microseconds (metav1.MicroTime: events, leases).
 std::string rfc3339MicroNow();
+// Unix seconds of an RFC 3339 time (metav1.Time: "2026-01-02T03:04:05Z"), nullopt if malformed.
+std::optional<std::time_t> parseRfc3339(const std::string& text);
 
 }  // namespace banlieue::runtime
 

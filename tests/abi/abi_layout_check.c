@@ -60,7 +60,12 @@ AT(banlieue_provider_v1, reconcile, 72);
 AT(banlieue_provider_v1, finalize, 80);
 AT(banlieue_provider_v1, import_image, 88);
 AT(banlieue_provider_v1, delete_image, 96);              /* SINCE 1.1 */
-PIN(sizeof(banlieue_provider_v1) == 104, provider_size); /* grows only when a slot is appended */
+AT(banlieue_provider_v1, snapshot, 104);                 /* SINCE 1.2 */
+AT(banlieue_provider_v1, console_open, 112);             /* SINCE 1.3 */
+AT(banlieue_provider_v1, console_read, 120);             /* SINCE 1.3 */
+AT(banlieue_provider_v1, console_write, 128);            /* SINCE 1.3 */
+AT(banlieue_provider_v1, console_close, 136);            /* SINCE 1.3 */
+PIN(sizeof(banlieue_provider_v1) == 144, provider_size); /* grows only when a slot is appended */
 #endif
 
 PIN(BANLIEUE_IN_PROGRESS == 100 && BANLIEUE_UNAUTHENTICATED == 16 && BANLIEUE_OK == 0, codes);

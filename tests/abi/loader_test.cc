@@ -57,7 +57,7 @@ void expectRefused(const std::string& variant, Code code, const std::string& rea
   EXPECT_THAT(plugin.status().message(), HasSubstr(variant)) << "error must name the file";
 }
 
-TEST(LoaderTest, Host1_1_Plugin1_1_LoadsAndServesEverySlot) {
+TEST(LoaderTest, TodaysHostAndPlugin_LoadsAndServesEverySlot) {
   auto plugin = loader().load("current");
   ASSERT_TRUE(plugin.ok()) << plugin.status().message();
   EXPECT_EQ((*plugin)->manifest().name, "testprov");
@@ -101,6 +101,41 @@ TEST(LoaderTest, Host1_1_Plugin1_1_LoadsAndServesEverySlot) {
   EXPECT_TRUE(deleted.ok()) << deleted.outcome.message;
   EXPECT_TRUE(validatePayload("delete_image.request", image + "}").isOk());
   EXPECT_THAT(described.outcome.body, HasSubstr(R"("deleteImage":true)"));
+
+  // SINCE 1.2: snapshot, on the machine reconcile made; create is a two-step task, and
+  // idempotent by name.
+  const std::string machine =
+      R"({"kind":"TestMachine","machine":{"metadata":{"name":"vm1","uid":"uid-1"},"spec":{"providerID":"test://uid-1"}})";
+  const std::string snap = R"(,"snapshot":{"name":"before"})";
+  auto snapshotting =
+      instance->snapshot(machine + R"(,"action":"create")" + snap + "}", {.object_uid = "uid-1"});
+  ASSERT_EQ(snapshotting.code(), BANLIEUE_IN_PROGRESS) << snapshotting.outcome.message;
+  auto snapshotted = instance->snapshot(
+      machine + R"(,"action":"create")" + snap + R"(,"operation":{"token":"snapshot-before"}})",
+      {.object_uid = "uid-1"});
+  ASSERT_TRUE(snapshotted.ok()) << snapshotted.outcome.message;
+  EXPECT_TRUE(validatePayload("snapshot.response", snapshotted.outcome.body).isOk());
+  EXPECT_THAT(snapshotted.outcome.body, HasSubstr(R"("snapshotRef":"test://uid-1@before")"));
+  auto again =
+      instance->snapshot(machine + R"(,"action":"create")" + snap + "}", {.object_uid = "uid-1"});
+  EXPECT_TRUE(again.ok()) << "a create of a name that exists finds it: " << again.outcome.message;
+  auto listed = instance->snapshot(machine + R"(,"action":"list"})", {.object_uid = "uid-1"});
+  EXPECT_THAT(listed.outcome.body, HasSubstr(R"("snapshotRef":"test://uid-1@before")"));
+  EXPECT_TRUE(validatePayload("snapshot.request", machine + R"(,"action":"list"})").isOk());
+  EXPECT_TRUE(instance
+                  ->snapshot(machine + R"(,"action":"delete","snapshotRef":"test://uid-1@before")" +
+                                 snap + "}",
+                             {.object_uid = "uid-1"})
+                  .ok());
+  auto gone = instance->snapshot(
+      machine + R"(,"action":"revert","snapshotRef":"test://uid-1@before")" + snap + "}",
+      {.object_uid = "uid-1"});
+  EXPECT_EQ(gone.code(), BANLIEUE_NOT_FOUND);
+  EXPECT_EQ(gone.outcome.reason, "SnapshotNotFound");
+  auto unknown = instance->snapshot(machine + R"(,"action":"clone")" + snap + "}");
+  EXPECT_EQ(unknown.code(), BANLIEUE_INVALID_ARGUMENT);
+  EXPECT_THAT(unknown.outcome.message, HasSubstr("action must be create, list, revert or delete"));
+  EXPECT_THAT(described.outcome.body, HasSubstr(R"("snapshot":true)"));
 }
 
 TEST(LoaderTest, PluginEventsReachTheHostHandler) {
@@ -197,7 +232,7 @@ TEST(LoaderTest, PluginErrorsKeepTheirCodeReasonAndMessage) {
   EXPECT_EQ(malformed.outcome.reason, "InvalidJson");
 }
 
-TEST(LoaderTest, Host1_1_PluginShortTable_MissingSlotsAreNotSupported) {
+TEST(LoaderTest, PluginShortTable_MissingSlotsAreNotSupported) {
   auto plugin = loader().load("older_minor");
   ASSERT_TRUE(plugin.ok()) << plugin.status().message();
   EXPECT_EQ((*plugin)->client().table().import_image, nullptr)
@@ -212,20 +247,91 @@ TEST(LoaderTest, Host1_1_PluginShortTable_MissingSlotsAreNotSupported) {
   auto deleted = instance->deleteImage(R"({"failureDomain":"zone-a"})");
   EXPECT_EQ(deleted.code(), BANLIEUE_UNIMPLEMENTED);
   EXPECT_EQ(deleted.outcome.reason, "NotSupportedByBackend");
+  EXPECT_EQ((*plugin)->client().table().snapshot, nullptr);
+  auto snapshot = instance->snapshot(R"({"action":"list","kind":"TestMachine","machine":{}})");
+  EXPECT_EQ(snapshot.code(), BANLIEUE_UNIMPLEMENTED);
+  EXPECT_EQ(snapshot.outcome.reason, "NotSupportedByBackend");
+  EXPECT_EQ((*plugin)->client().table().console_open, nullptr);
+  std::unique_ptr<PluginConsole> console;
+  auto opened =
+      instance->openConsole(R"({"kind":"TestMachine","machine":{},"console":"serial"})", console);
+  EXPECT_EQ(opened.code(), BANLIEUE_UNIMPLEMENTED);
+  EXPECT_EQ(opened.outcome.reason, "NotSupportedByBackend");
+  EXPECT_THAT(opened.outcome.message, HasSubstr("console is not supported by this backend"));
+  EXPECT_EQ(console, nullptr);
   EXPECT_TRUE(instance->finalize("TestMachine", request("u")).ok()) << "earlier slots still work";
 }
 
-TEST(LoaderTest, Host1_1_PluginNewerMinor_LoadsAndExtraSlotsAreIgnored) {
+// SINCE 1.3: a console is a stream, read and written from two threads at once, that outlives
+// the call which opened it and ends when the machine stops.
+TEST(LoaderTest, AConsoleStreamsBothWaysUntilItEnds) {
+  auto plugin = loader().load("current");
+  ASSERT_TRUE(plugin.ok());
+  auto instance = instanceOf(**plugin);
+  const std::string open_request =
+      R"({"kind":"TestMachine","machine":{"metadata":{"name":"vm1","uid":"uid-1"},"spec":{"providerID":"test://uid-1"}},"console":"serial"})";
+  EXPECT_TRUE(validatePayload("console.request", open_request).isOk());
+  std::unique_ptr<PluginConsole> console;
+  auto opened = instance->openConsole(open_request, console, {.object_uid = "uid-1"});
+  ASSERT_TRUE(opened.ok()) << opened.outcome.message;
+  ASSERT_NE(console, nullptr);
+  EXPECT_TRUE(validatePayload("console.response", opened.outcome.body).isOk());
+  EXPECT_THAT(opened.outcome.body, HasSubstr("echo console of test://uid-1"));
+
+  auto banner = console->read(4096, std::chrono::seconds(2));
+  ASSERT_TRUE(banner.ok());
+  EXPECT_EQ(banner.data, "test console of test://uid-1\r\n");
+  // Nothing more: the read waits as long as asked, and comes back empty.
+  auto started = std::chrono::steady_clock::now();
+  auto quiet = console->read(4096, std::chrono::milliseconds(100));
+  EXPECT_TRUE(quiet.ok());
+  EXPECT_TRUE(quiet.data.empty());
+  EXPECT_GE(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(90));
+
+  // A reader blocked on one thread sees what another thread types (the plugin takes 4 bytes a
+  // call: the host writes the rest).
+  std::string echoed;
+  std::thread reader([&] {
+    while (echoed.size() < 11) {
+      auto io = console->read(4096, std::chrono::seconds(5));
+      if (!io.ok() || io.data.empty()) break;
+      echoed += io.data;
+    }
+  });
+  auto typed = console->write("hello world");
+  reader.join();
+  EXPECT_TRUE(typed.ok());
+  EXPECT_EQ(typed.written, 11u);
+  EXPECT_EQ(echoed, "hello world");
+
+  // Ctrl-D powers the test VM off: the stream ends, for reads and writes.
+  EXPECT_TRUE(console->write("\x04").ok());
+  auto ended = console->read(4096, std::chrono::seconds(2));
+  EXPECT_TRUE(ended.ended()) << ended.code;
+  EXPECT_TRUE(console->write("x").ended());
+  console.reset();
+
+  // No backend VM yet: a clear reason, and no console.
+  auto early = instance->openConsole(
+      R"({"kind":"TestMachine","machine":{"metadata":{"name":"vm2","uid":"uid-2"}},"console":"serial"})",
+      console, {.object_uid = "uid-2"});
+  EXPECT_EQ(early.code(), BANLIEUE_FAILED_PRECONDITION);
+  EXPECT_EQ(early.outcome.reason, "MachineNotProvisioned");
+  EXPECT_EQ(console, nullptr);
+}
+
+TEST(LoaderTest, PluginNewerMinor_LoadsAndExtraSlotsAreIgnored) {
   auto plugin = loader().load("newer_minor");
   ASSERT_TRUE(plugin.ok()) << plugin.status().message();
   EXPECT_EQ((*plugin)->client().table().header.abi_minor, BANLIEUE_ABI_MINOR + 3);
   EXPECT_TRUE((*plugin)->describe().ok());
 }
 
-TEST(LoaderTest, Host1_1_Manifest1_9_RefusedBeforeDlopen) {
+TEST(LoaderTest, Manifest1_9_RefusedBeforeDlopen) {
   size_t before = loadedLibraryCount();
-  expectRefused("requires_newer_minor", Code::kFailedPrecondition, "AbiMinorTooNew",
-                "needs ABI 1.9 or later; this host implements 1.1");
+  expectRefused(
+      "requires_newer_minor", Code::kFailedPrecondition, "AbiMinorTooNew",
+      "needs ABI 1.9 or later; this host implements 1." + std::to_string(BANLIEUE_ABI_MINOR));
   EXPECT_EQ(loadedLibraryCount(), before) << "must not dlopen a plugin the manifest rules out";
 }
 

@@ -56,8 +56,8 @@ constexpr const char* kLibvirtVolume = "ubuntu-22.04.qcow2";
 constexpr int kLibvirtVolumeGiB = 2;
 constexpr const char* kSystem = "banlieue-system";
 constexpr const char* kRoles[] = {"banlieue-controller", "banlieue-operator"};
-// Bootstrap also installs the imagebuilder; it stays unready without kairos-operator's CRD, so
-// the suite does not wait for it, but removes it with the rest.
+// Bootstrap also installs the imagebuilder (Ready without kairos-operator's CRD too; the suite
+// builds no Url image, so it does not wait for it), and the suite removes it with the rest.
 constexpr const char* kAlsoInstalled[] = {"banlieue-imagebuilder"};
 // Provider pods start on the node, load their plugin and introspect their backend.
 constexpr auto kConverge = std::chrono::seconds(90);

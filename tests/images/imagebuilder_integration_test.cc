@@ -20,6 +20,8 @@
 
 #include <fstream>
 #include <iostream>
+#include <regex>
+#include <thread>
 
 namespace banlieue::roles::images {
 namespace {
@@ -29,6 +31,9 @@ namespace json = sdk::json;
 using testing::BackgroundProcess;
 using ::testing::HasSubstr;
 using testing::LocalCluster;
+using ::testing::Not;
+using testing::runCommand;
+using namespace std::chrono_literals;
 
 const kube::ResourceType kVMImages{"banlieue.io", "v1alpha1", "vmimages", false};
 const kube::ResourceType kOsArtifacts{"build.kairos.io", "v1alpha2", "osartifacts", true};
@@ -75,12 +80,41 @@ class ImageBuilderTest : public ::testing::Test {
     ASSERT_TRUE(created.ok()) << created.status().message();
   }
 
-  void startBuilder() {
-    builder_ = std::make_unique<BackgroundProcess>(std::vector<std::string>{
-        BANLIEUE_BINARY, "--log-level", "debug", "imagebuilder", "--kubeconfig",
-        cluster_->kubeconfig().string(), "--health-port", "-1", "--metrics-port", "-1",
-        "--build-namespace", ns_->name(), "--leader-election-namespace", ns_->name(),
-        "--artifacts-root", root_.string()});
+  // health_port -1: no health endpoints; 0: any free port (healthPort() reads it).
+  void startBuilder(std::vector<std::string> extra = {}, const std::string& health_port = "-1") {
+    std::vector<std::string> argv{BANLIEUE_BINARY,
+                                  "--log-level",
+                                  "debug",
+                                  "imagebuilder",
+                                  "--kubeconfig",
+                                  cluster_->kubeconfig().string(),
+                                  "--health-port",
+                                  health_port,
+                                  "--metrics-port",
+                                  "-1",
+                                  "--build-namespace",
+                                  ns_->name(),
+                                  "--leader-election-namespace",
+                                  ns_->name(),
+                                  "--artifacts-root",
+                                  root_.string()};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    builder_ = std::make_unique<BackgroundProcess>(argv);
+  }
+
+  // The port of the builder's health endpoints (started with --health-port 0).
+  int healthPort() {
+    int port = -1;
+    LocalCluster::eventually([&] {
+      std::smatch m;
+      std::string out = builderLog();
+      if (!std::regex_search(out, m, std::regex(R"(health endpoints on [^:\s]+:(\d+))"))) {
+        return false;
+      }
+      port = std::stoi(m[1]);
+      return true;
+    });
+    return port;
   }
 
   std::string buildField(const std::string& image_name, const std::string& field) {
@@ -109,6 +143,60 @@ class ImageBuilderTest : public ::testing::Test {
   std::vector<std::string> images_;
   fs::path root_;
 };
+
+// Without kairos-operator (the quickstart), the imagebuilder is Ready, says once in its log and
+// on each Url VMImage that the OSArtifact API is missing, and builds once the API appears
+// (issue #27).
+TEST_F(ImageBuilderTest, WithoutTheOsArtifactApiItIsReadySaysWhyAndBuildsOnceItAppears) {
+  auto removed = cluster_->kubectl("delete crd osartifacts.build.kairos.io --wait=true", 90s);
+  ASSERT_EQ(removed.exit_code, 0) << removed.output;
+  ASSERT_TRUE(LocalCluster::eventually(
+      [&] { return cluster_->kubectl("get osartifacts -A").exit_code != 0; }));
+  std::string url = image("url");
+  ASSERT_EQ(cluster_
+                ->apply(R"(apiVersion: banlieue.io/v1alpha1
+kind: VMImage
+metadata:
+  name: )" + url + R"(
+spec:
+  sources:
+  - {providerClass: libvirt, kind: Url, ref: unused, importFrom: quay.io/kairos/ubuntu:1}
+)")
+                .exit_code,
+            0);
+  startBuilder({"--api-poll-seconds", "1"}, "0");
+  EXPECT_TRUE(LocalCluster::eventually([&] {
+    return buildField(url, "reason") == "BuildUnavailable";
+  })) << builderLog();
+  EXPECT_THAT(buildField(url, "message"), HasSubstr("kairos-operator"));
+  EXPECT_EQ(buildField(url, "phase"), "Pending");
+  const int port = healthPort();
+  ASSERT_GT(port, 0) << builderLog();
+  const std::string readyz =
+      "curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:" + std::to_string(port) + "/readyz";
+  EXPECT_TRUE(LocalCluster::eventually([&] { return runCommand(readyz).output == "200"; }))
+      << "not Ready without the OSArtifact API" << builderLog();
+  std::this_thread::sleep_for(3s);  // several looks for the API
+  const std::string log = builderLog();
+  size_t said = 0;
+  for (size_t at = log.find("is not served by this cluster"); at != std::string::npos;
+       at = log.find("is not served by this cluster", at + 1)) {
+    ++said;
+  }
+  EXPECT_EQ(said, 1u) << "said once, not on every retry: " << log;
+  EXPECT_THAT(log, Not(HasSubstr("404"))) << log;
+
+  // kairos-operator installed: the image is built without a restart.
+  auto crd = cluster_->kubectl(std::string("apply -f ") + IMAGES_TEST_DIR + "/osartifact-crd.yaml");
+  ASSERT_EQ(crd.exit_code, 0) << crd.output;
+  EXPECT_TRUE(LocalCluster::eventually(
+      [&] {
+        return !buildField(url, "osArtifactRef").empty() &&
+               buildField(url, "reason") != "BuildUnavailable";
+      },
+      60s))
+      << builderLog();
+}
 
 TEST_F(ImageBuilderTest, BuildsMergesMirrorsAndNeverTouchesPerProvider) {
   secret("base", "cloud-config.yaml",

@@ -8,6 +8,7 @@
 #include "host/kube/client.h"
 #include "host/roles/controller/manager.h"
 #include "host/runtime/object_helpers.h"
+#include "tests/integration/deployed_controller.h"
 #include "tests/support/local_cluster.h"
 
 #include <banlieue/sdk/json.h>
@@ -160,53 +161,9 @@ class ControllerVmTest : public ::testing::Test {
     restoreDeployedController();
   }
 
-  // Other tests of the shared cluster install banlieue (bootstrap), and the node then runs
-  // a real cluster-wide `banlieue controller`. Two controllers on one VM overwrite each other.
-  // A leader whose Lease is taken keeps leading until its renew deadline passes, so holding
-  // the Lease alone is not enough: its Deployment is scaled to zero for the test (put back in
-  // TearDown) and the test goes on once its pods are gone. The Lease, held here for an hour,
-  // keeps any controller that starts meanwhile a follower.
-  void idleDeployedController() {
-    cluster_.kubectl("create namespace banlieue-system");  // AlreadyExists is fine
-    std::string now = runtime::rfc3339MicroNow();
-    auto taken = cluster_.apply(
-        "apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata:\n  name: "
-        "banlieue-controller\n  namespace: banlieue-system\nspec:\n  holderIdentity: "
-        "controller-integration-tests\n  leaseDurationSeconds: 3600\n  acquireTime: '" +
-            now + "'\n  renewTime: '" + now + "'\n",
-        "--server-side --force-conflicts --field-manager=controller-integration-tests");
-    ASSERT_EQ(taken.exit_code, 0) << taken.output;
-    auto replicas = cluster_.kubectl(
-        "get deployment banlieue-controller -n banlieue-system -o jsonpath='{.spec.replicas}'");
-    displaced_replicas_ = replicas.exit_code == 0 ? replicas.output : "";
-    if (!displaced_replicas_.empty() && displaced_replicas_ != "0") {
-      auto scaled =
-          cluster_.kubectl("scale deployment banlieue-controller --replicas=0 -n banlieue-system");
-      ASSERT_EQ(scaled.exit_code, 0) << scaled.output;
-    }
-    ASSERT_TRUE(LocalCluster::eventually(
-        [&] {
-          auto pods = cluster_.kubectl(
-              "get pods -n banlieue-system -o jsonpath='{.items[*].metadata.name}' -l "
-              "app.kubernetes.io/name=banlieue,app.kubernetes.io/component=controller");
-          return pods.exit_code == 0 && pods.output.empty();
-        },
-        std::chrono::seconds(120)))
-        << "the deployed controller's pods did not go";
-  }
-
-  void restoreDeployedController() {
-    // The hour-long Lease goes with the test: left behind, it kept the next controller deployed
-    // on this cluster (the e2e tier's) a follower, never Ready, for the rest of the hour.
-    auto holder = cluster_.kubectl(
-        "get lease banlieue-controller -n banlieue-system -o jsonpath='{.spec.holderIdentity}'");
-    if (holder.exit_code == 0 && holder.output == "controller-integration-tests") {
-      cluster_.kubectl("delete lease banlieue-controller -n banlieue-system --ignore-not-found");
-    }
-    if (displaced_replicas_.empty() || displaced_replicas_ == "0") return;
-    cluster_.kubectl("scale deployment banlieue-controller --replicas=" + displaced_replicas_ +
-                     " -n banlieue-system");
-  }
+  // The cluster's deployed controller is idled for the test (deployed_controller.h).
+  void idleDeployedController() { ASSERT_TRUE(deployed_controller_.idle()); }
+  void restoreDeployedController() { deployed_controller_.restore(); }
 
   // Enqueues the VM a few times and waits until those reconciles have all run: one started
   // after the enqueues, and nothing is queued or in flight any more (a key enqueued while in
@@ -363,7 +320,7 @@ class ControllerVmTest : public ::testing::Test {
   std::unique_ptr<kube::KubeClient> client_;
   std::unique_ptr<CountingClient> counting_;
   std::unique_ptr<Manager> manager_;
-  std::string displaced_replicas_;  // the deployed controller's replicas before the test
+  testing::DeployedController deployed_controller_{cluster_};
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

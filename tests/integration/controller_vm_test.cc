@@ -1,6 +1,6 @@
 // The banlieue controller against the real local apiserver (controller_vm_fixture.h): the
 // create path's writes are counted and steady state is checked to write nothing; swaps,
-// migration, recovery, pools and cluster aggregation.
+// migration, recovery, pools and their claims, and cluster aggregation.
 #include "tests/integration/controller_vm_fixture.h"
 
 #include "host/common/base64.h"
@@ -296,6 +296,210 @@ TEST_F(ControllerVmTest, PoolOfSixSpreadsTwoTwoTwoOverThreeFailureDomainsAndScal
       },
       60s))
       << "replicas: " << pool_status("replicas");
+}
+
+// Claims (issue #20): each takes one available member, never one another claim has; the pool
+// refills; a missing pool and an empty one say so; the garbage collector takes a released
+// member; a member lost is never replaced.
+TEST_F(ControllerVmTest, ClaimsBindOneAvailableMemberEachAndReleaseItThroughTheCollector) {
+  providerClass(prefix_ + "-lv", "LibvirtMachine");
+  provider("p1", prefix_ + "-lv", "{site: one}");
+  vmClass(prefix_ + "-small");
+  image(prefix_ + "-img", {{"p1", "/img/a"}});
+  apply(
+      "apiVersion: banlieue.io/v1alpha1\nkind: VirtualMachinePool\nmetadata:\n  name: web\n"
+      "spec:\n  warmReplicas: 2\n  readiness: InfrastructureReady\n  template:\n"
+      "    spec:\n      classRef: {name: " +
+      prefix_ + "-small}\n      imageRef: {name: " + prefix_ + "-img}\n");
+
+  // The provider's part: new machines come up (unless held back), deleted ones go.
+  bool provide_new = true;
+  auto play_provider = [&] {
+    auto list = client_->list(kLibvirtMachine, ns_.name());
+    if (!list.ok()) return;
+    for (const auto& item : (*list)["items"].GetArray()) {
+      std::string name = json::stringOr(&item, "metadata.name");
+      if (!json::stringOr(&item, "metadata.deletionTimestamp").empty()) {
+        releaseProviderFinalizer(kLibvirtMachine, name);
+      } else if (provide_new && json::find(&item, "status.conditions") == nullptr) {
+        provide(kLibvirtMachine, name);
+      }
+    }
+  };
+  auto pool_status = [&](const char* field) {
+    auto pool = client_->get(resources::kVirtualMachinePool, ns_.name(), "web");
+    return pool.ok() ? json::integer(&*pool, std::string("status.") + field).value_or(0) : -1;
+  };
+  auto claim_field = [&](const std::string& claim, const std::string& path) {
+    auto object = get(resources::kVirtualMachineClaim, claim);
+    return object ? json::stringOr(object.get(), path) : std::string("<absent>");
+  };
+  auto claim_condition = [&](const std::string& claim, const std::string& type,
+                             const char* field = "status") {
+    auto object = get(resources::kVirtualMachineClaim, claim);
+    const auto* list = object ? json::find(object.get(), "status.conditions") : nullptr;
+    if (list == nullptr || !list->IsArray()) return std::string("<none>");
+    for (const auto& c : list->GetArray())
+      if (json::stringOr(&c, "type") == type) return json::stringOr(&c, field);
+    return std::string("<none>");
+  };
+  auto bound = [&](const std::string& claim) {
+    play_provider();
+    return claim_condition(claim, "Bound") == "True";
+  };
+  auto claim_yaml = [&](const std::string& name, const std::string& pool) {
+    return "apiVersion: banlieue.io/v1alpha1\nkind: VirtualMachineClaim\nmetadata:\n  name: " +
+           name + "\nspec:\n  poolRef: {name: " + pool + "}\n  subject: {id: " + name +
+           ", issuer: 'https://sso.example.com'}\n";
+  };
+  // What a member says about itself: its claim label, and its controller owner's kind/name/uid.
+  auto member_binding = [&](const std::string& member) {
+    auto vm = get(resources::kVirtualMachine, member);
+    if (!vm) return std::string("<absent>");
+    std::string out;
+    const auto* labels = json::find(vm.get(), "metadata.labels");
+    if (labels != nullptr && labels->HasMember(kClaimLabel))
+      out = (*labels)[kClaimLabel].GetString();
+    if (const auto* owner = runtime::controllerReference(*vm)) {
+      out += " " + json::stringOr(owner, "kind") + "/" + json::stringOr(owner, "name") + "/" +
+             json::stringOr(owner, "uid");
+    }
+    return out;
+  };
+  auto uid_of = [&](const std::string& claim) { return claim_field(claim, "metadata.uid"); };
+
+  ASSERT_TRUE(LocalCluster::eventually(
+      [&] {
+        play_provider();
+        return pool_status("available") == 2;
+      },
+      90s))
+      << "available: " << pool_status("available");
+
+  // A binds one member: labelled, re-parented, mirrored.
+  apply(claim_yaml("a", "web"));
+  ASSERT_TRUE(LocalCluster::eventually([&] { return bound("a"); }, 60s))
+      << "a: " << claim_condition("a", "Bound", "reason");
+  const std::string member_a = claim_field("a", "status.memberRef.name");
+  EXPECT_EQ(member_binding(member_a), "a VirtualMachineClaim/a/" + uid_of("a"));
+  auto vm_a = get(resources::kVirtualMachine, member_a);
+  ASSERT_TRUE(vm_a);
+  EXPECT_TRUE(json::boolean(runtime::controllerReference(*vm_a), "blockOwnerDeletion"));
+  const auto* labels_a = json::find(vm_a.get(), "metadata.labels");
+  ASSERT_TRUE(labels_a != nullptr && labels_a->HasMember(kPoolLabel));
+  EXPECT_STREQ((*labels_a)[kPoolLabel].GetString(), "web")
+      << "still the pool's member, counted as claimed";
+  EXPECT_EQ(claim_condition("a", "Bound", "reason"), "Bound");
+  EXPECT_TRUE(LocalCluster::eventually([&] {
+    play_provider();
+    return claim_condition("a", "Ready") == "True";
+  }));
+  auto claim_a = get(resources::kVirtualMachineClaim, "a");
+  const auto* addresses = json::find(claim_a.get(), "status.addresses");
+  ASSERT_TRUE(addresses != nullptr && addresses->IsArray() && addresses->Size() == 1u);
+  EXPECT_EQ(json::stringOr(&(*addresses)[0], "address"), "192.0.2.10");
+  EXPECT_EQ(json::stringOr(claim_a.get(), "status.observedPowerState"), "PoweredOn");
+  EXPECT_TRUE(LocalCluster::eventually([&] {
+    auto events = cluster_.kubectl(
+        "get events.events.k8s.io -n " + ns_.name() +
+        " -o jsonpath='{range .items[?(@.regarding.kind==\"VirtualMachineClaim\")]}{.reason}:{"
+        ".note};{end}'");
+    return events.output.find("Bound:bound to member " + member_a) != std::string::npos;
+  })) << "the Bound event";
+
+  // The pool refills: two unclaimed members again, a's counted as claimed.
+  ASSERT_TRUE(LocalCluster::eventually(
+      [&] {
+        play_provider();
+        return pool_status("available") == 2 && pool_status("claimed") == 1;
+      },
+      90s))
+      << "available: " << pool_status("available") << ", claimed: " << pool_status("claimed");
+
+  // At rest a bound claim is not written again.
+  const int claim_writes = counting_->objectWrites(ns_.name(), "a");
+  manager_->claimController().enqueue(ns_.name() + "/a");
+  ASSERT_TRUE(LocalCluster::eventually([&] {
+    auto queue = manager_->claimController().queue().stats();
+    return queue.depth == 0 && queue.processing == 0;
+  }));
+  EXPECT_EQ(counting_->objectWrites(ns_.name(), "a"), claim_writes) << counting_->describe();
+
+  // B and C at once, with the provider held back: they take the two available members, one each,
+  // and E finds none left.
+  provide_new = false;
+  apply(claim_yaml("b", "web") + "---\n" + claim_yaml("c", "web"));
+  ASSERT_TRUE(LocalCluster::eventually([&] { return bound("b") && bound("c"); }, 60s))
+      << "b: " << claim_condition("b", "Bound", "reason")
+      << ", c: " << claim_condition("c", "Bound", "reason");
+  const std::string member_b = claim_field("b", "status.memberRef.name");
+  const std::string member_c = claim_field("c", "status.memberRef.name");
+  EXPECT_NE(member_b, member_c);
+  EXPECT_NE(member_b, member_a);
+  EXPECT_NE(member_c, member_a);
+  EXPECT_EQ(member_binding(member_b), "b VirtualMachineClaim/b/" + uid_of("b"));
+  EXPECT_EQ(member_binding(member_c), "c VirtualMachineClaim/c/" + uid_of("c"));
+
+  apply(claim_yaml("e", "web"));
+  ASSERT_TRUE(LocalCluster::eventually([&] {
+    return claim_condition("e", "Bound", "reason") == "NoMemberAvailable";
+  })) << "e: "
+      << claim_condition("e", "Bound", "reason");
+  EXPECT_EQ(claim_field("e", "status.memberRef.name"), "");
+
+  // A claim on a pool that does not exist.
+  apply(claim_yaml("d", "nowhere"));
+  ASSERT_TRUE(LocalCluster::eventually([&] {
+    return claim_condition("d", "Bound", "reason") == "PoolNotFound";
+  })) << "d: "
+      << claim_condition("d", "Bound", "reason");
+  EXPECT_EQ(claim_condition("d", "Ready"), "False");
+
+  // Members becoming available wake E: their watch, well before the 30 s safety requeue.
+  provide_new = true;
+  ASSERT_TRUE(LocalCluster::eventually([&] { return bound("e"); }, 20s))
+      << "e: " << claim_condition("e", "Bound", "reason");
+  const std::string member_e = claim_field("e", "status.memberRef.name");
+  for (const auto& other : {member_a, member_b, member_c}) EXPECT_NE(member_e, other);
+
+  // Deleting A releases its member: the garbage collector deletes it.
+  ASSERT_EQ(cluster_.kubectl("delete bvmclaim a --wait=false -n " + ns_.name()).exit_code, 0);
+  ASSERT_TRUE(LocalCluster::eventually(
+      [&] {
+        play_provider();
+        return get(resources::kVirtualMachine, member_a) == nullptr;
+      },
+      90s))
+      << member_a << " is still there: " << member_binding(member_a);
+
+  // B's member deleted behind its back: B is MemberLost for good.
+  ASSERT_EQ(cluster_.kubectl("delete bvm " + member_b + " --wait=false -n " + ns_.name()).exit_code,
+            0);
+  ASSERT_TRUE(LocalCluster::eventually(
+      [&] {
+        play_provider();
+        return claim_condition("b", "Bound", "reason") == "MemberLost" &&
+               get(resources::kVirtualMachine, member_b) == nullptr;
+      },
+      90s))
+      << "b: " << claim_condition("b", "Bound", "reason");
+  manager_->claimController().enqueue(ns_.name() + "/b");
+  ASSERT_TRUE(LocalCluster::eventually(
+      [&] {
+        play_provider();
+        auto queue = manager_->claimController().queue().stats();
+        return pool_status("available") == 2 && queue.depth == 0 && queue.processing == 0;
+      },
+      90s))
+      << "the pool did not refill";
+  EXPECT_EQ(claim_condition("b", "Bound"), "False");
+  EXPECT_EQ(claim_condition("b", "Ready", "reason"), "MemberLost");
+  EXPECT_EQ(claim_field("b", "status.memberRef.name"), member_b);
+  auto still_b =
+      client_->list(resources::kVirtualMachine, ns_.name(),
+                    kube::ListOptions{.label_selector = std::string(kClaimLabel) + "=b"});
+  ASSERT_TRUE(still_b.ok());
+  EXPECT_EQ((*still_b)["items"].Size(), 0u) << "b was bound again";
 }
 
 TEST_F(ControllerVmTest, VSphereClusterAggregatesTheSelectedProvidersFailureDomains) {

@@ -111,7 +111,11 @@ spec:
                                   "--state-dir",
                                   state_dir_.string()};
     argv.insert(argv.end(), extra.begin(), extra.end());
-    provider_ = std::make_unique<BackgroundProcess>(argv);
+    // One pod name for every process of the test, as the kubelet restarts a crashed provider
+    // container inside its pod: the restarted process holds the Lease its predecessor held at
+    // once (its identity), instead of waiting out the Lease a crash never released.
+    provider_ = std::make_unique<BackgroundProcess>(
+        argv, std::vector<std::string>{"POD_NAME=provider-" + ns_->name()});
     ASSERT_TRUE(provider_->started());
   }
 

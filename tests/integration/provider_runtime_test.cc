@@ -87,11 +87,15 @@ spec:
   }
 
   void startProvider() {
-    provider_ = std::make_unique<BackgroundProcess>(std::vector<std::string>{
-        BANLIEUE_BINARY, "--log-level", "debug", "provider", "file", "--provider",
-        ns_->name() + "/files", "--plugin-dir", PLUGIN_DIR, "--kubeconfig",
-        cluster_.kubeconfig().string(), "--health-port", "0", "--metrics-port", "-1",
-        "--credentials-poll-seconds", "1", "--leader-election-namespace", ns_->name()});
+    provider_ = std::make_unique<BackgroundProcess>(
+        std::vector<std::string>{BANLIEUE_BINARY, "--log-level", "debug", "provider", "file",
+                                 "--provider", ns_->name() + "/files", "--plugin-dir", PLUGIN_DIR,
+                                 "--kubeconfig", cluster_.kubeconfig().string(), "--health-port",
+                                 "0", "--metrics-port", "-1", "--credentials-poll-seconds", "1",
+                                 "--leader-election-namespace", ns_->name()},
+        // One pod name for the test's processes, as a container restarted in its pod keeps
+        // it: a process started after a SIGKILL holds its predecessor's Lease at once.
+        std::vector<std::string>{"POD_NAME=provider-" + ns_->name()});
     ASSERT_TRUE(provider_->started());
   }
 

@@ -30,6 +30,15 @@ Endpoints (all under /api2/json):
   GET    /storage/{storage}                       a storage's config (type, content, path)
   POST   /nodes/{node}/qemu                       create: vmid, name, scsiN=<storage>:0,import-from=<volid> -> UPID
   POST   /nodes/{node}/qemu/{vmid}/template       convert to a template -> UPID
+  GET    /nodes/{node}/qemu/{vmid}/snapshot       snapshots (name, snaptime, vmstate, description,
+                                                  parent, snapstate) and the pseudo-entry
+                                                  "current" whose parent is the running state's
+  POST   /nodes/{node}/qemu/{vmid}/snapshot       snapname, description, vmstate -> UPID (qmsnapshot)
+  GET    /nodes/{node}/qemu/{vmid}/snapshot/{snapname}            [{cmd: rollback}, {cmd: config}]
+  GET    /nodes/{node}/qemu/{vmid}/snapshot/{snapname}/config     the snapshot's configuration
+  PUT    /nodes/{node}/qemu/{vmid}/snapshot/{snapname}/config     description
+  POST   /nodes/{node}/qemu/{vmid}/snapshot/{snapname}/rollback   [start] -> UPID (qmrollback)
+  DELETE /nodes/{node}/qemu/{vmid}/snapshot/{snapname}[?force=1]  -> UPID (qmdelsnapshot)
 
 Behaviours:
   - API-token auth: "Authorization: PVEAPIToken=user@realm!tokenid=secret"; a wrong token is
@@ -63,9 +72,28 @@ Behaviours:
     the file's size and sha256 in the guest (`imported`) as real PVE would copy its bytes; a
     `cicustom: user=local:snippets/<file>` must exist when the guest starts, and the start task
     records its content (`cloudinitUser`) as the cloud-init drive would carry it.
+  - Snapshots follow the PVE API documentation and qemu-server's behaviour (the API viewer's
+    /nodes/{node}/qemu/{vmid}/snapshot tree; PVE::AbstractConfig's snapshot_create, _rollback
+    and _delete). A snapname is a `pve-configid` ([a-zA-Z][a-zA-Z0-9_-]+) of at most 40
+    characters, else 400 "Parameter verification failed." naming `snapname`; "current" is
+    500 "unable to use snapshot name 'current' (reserved name)". Everything else is decided in
+    the task, as PVE's worker does, so it shows as the task's exit status: "snapshot name '<n>'
+    already used", "you can't take a snapshot if it's a template", "VM is locked (<lock>)",
+    "snapshot '<n>' does not exist". While a snapshot is made the guest holds lock
+    `snapshot` and the snapshot snapstate `prepare`; it copies the configuration, takes
+    snaptime (epoch seconds) and, with vmstate=1 on a running guest only, the RAM (its
+    `vmstate` volume; the list answers vmstate 1). Done, it becomes the `parent` of the
+    current state. A rollback (lock `rollback`) stops the guest, puts the snapshot's
+    configuration back (pending changes dropped) and starts the guest again only when the
+    snapshot holds its RAM or start=1; a delete (lock `snapshot-delete`, snapstate `delete`)
+    hands the snapshot's parent to its children and to the current state. Destroying a guest
+    removes its snapshots with it; converting a guest with snapshots to a template is 500
+    "unable to create template, because VM contains snapshots"; a clone copies the current
+    configuration, never the snapshots or their `parent` link.
 
-Test-only (outside /api2/json, no auth): GET /_fake/state dumps every guest and every file
-under the storage directories (`files`, for leak checks), POST
+Test-only (outside /api2/json, no auth): GET /_fake/state dumps every guest (with its
+`snapshots`) and every file under the storage directories (`files`, for leak checks), and
+counts the API requests served (`requests`, by method and path in `requestLog`), POST
 /_fake/node?name=X&status=online|offline flips a node, POST /_fake/expire-tickets
 ages every ticket issued so far past its lifetime (the state dump counts "logins"), POST /_fake/config?vmid=&key=&value=
 edits a guest behind the plugin's back, POST /_fake/stale-nextid?count=N makes the next N
@@ -90,6 +118,11 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 TASK_SECONDS = 0.3
+
+# PVE's `pve-snapshot-name`: format pve-configid (PVE::JSONSchema's $CONFIGID_RE), at most 40
+# characters.
+SNAPNAME_RE = re.compile(r"[a-zA-Z][a-zA-Z0-9_-]+")
+SNAPNAME_MAX = 40
 
 
 class PveError(Exception):
@@ -135,6 +168,7 @@ class State:
         self.counter = 0
         self.stale_nextid = 0  # how many /cluster/nextid answers name a taken VMID
         self.malformed_resources = 0  # how many /cluster/resources answers are not a list
+        self.requests = []  # "METHOD /path" of every API request served, in order
 
     @staticmethod
     def new_vm(vmid, node, name, template=False):
@@ -255,6 +289,8 @@ class Handler(BaseHTTPRequestHandler):
             if not path.startswith("/api2/json/"):
                 raise PveError(501, "Method '%s %s' not implemented" % (method, path))
             parts = [urllib.parse.unquote(p) for p in path[len("/api2/json/"):].split("/") if p]
+            with state.lock:
+                state.requests.append("%s /%s" % (method, "/".join(parts)))
             if parts == ["access", "ticket"] and method == "POST":
                 with state.lock:
                     return self.reply(200, self.login(state, params))
@@ -319,7 +355,8 @@ class Handler(BaseHTTPRequestHandler):
                                  pendingDelete=sorted(vm.get("pendingDelete", ())))
                             for vm in state.vms.values()],
                     "runningTasks": running, "nodes": state.nodes, "files": state.files(),
-                    "logins": state.logins}
+                    "logins": state.logins, "requests": len(state.requests),
+                    "requestLog": state.requests}
         if path == "/_fake/expire-tickets" and method == "POST":
             for ticket, (issued, csrf) in list(state.tickets.items()):
                 state.tickets[ticket] = (issued - state.ticket_lifetime - 1, csrf)
@@ -443,6 +480,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def vm_route(self, state, node, vm, method, rest, params):
         vmid = vm["vmid"]
+        if rest and rest[0] == "snapshot":
+            return self.snapshot_route(state, node, vm, method, rest[1:], params)
         if rest == [] and method == "DELETE":
             if vm["status"] == "running":
                 raise PveError(500, "VM %d is running - destroy failed" % vmid)
@@ -520,6 +559,8 @@ class Handler(BaseHTTPRequestHandler):
         if rest == ["clone"] and method == "POST":
             return self.clone(state, node, vm, params)
         if rest == ["template"] and method == "POST":
+            if vm.get("snapshots"):
+                raise PveError(500, "unable to create template, because VM contains snapshots")
             if vm["status"] == "running":
                 raise PveError(500, "you can't convert a VM to template if VM is running")
             if vm["lock"]:
@@ -715,7 +756,9 @@ class Handler(BaseHTTPRequestHandler):
             raise PveError(400, "Parameter verification failed.",
                            {"target": "no such cluster node '%s'" % target})
         vm = state.new_vm(newid, target, params.get("name", "Copy-of-VM-" + src["name"]))
+        # The current configuration only: snapshots and their parent link stay with the source.
         vm["config"] = dict(src["config"], name=vm["name"])
+        vm["config"].pop("parent", None)
         if params.get("description"):
             vm["config"]["description"] = params["description"]
         if linked:
@@ -732,6 +775,184 @@ class Handler(BaseHTTPRequestHandler):
         state.locks["lock-%d.conf" % src["vmid"]] = upid
         state.locks["storage-" + target_storage] = upid
         return upid
+
+
+    # -- snapshots (PVE::API2::Qemu and PVE::AbstractConfig) ------------------------------------
+    @staticmethod
+    def check_snapname(name):
+        if name is None:
+            raise PveError(400, "Parameter verification failed.",
+                           {"snapname": "property is missing and it is not optional"})
+        if not SNAPNAME_RE.fullmatch(name):
+            raise PveError(400, "Parameter verification failed.",
+                           {"snapname": "invalid format - invalid configuration ID '%s'\n" % name})
+        if len(name) > SNAPNAME_MAX:
+            raise PveError(400, "Parameter verification failed.",
+                           {"snapname": "value may only be %d characters long" % SNAPNAME_MAX})
+        return name
+
+    @staticmethod
+    def check_boolean(params, key):
+        value = params.get(key)
+        if value is None or value == "":
+            return False
+        if re.fullmatch(r"1|true|yes|on", value, re.I):
+            return True
+        if re.fullmatch(r"0|false|no|off", value, re.I):
+            return False
+        raise PveError(400, "Parameter verification failed.",
+                       {key: "type check ('boolean') failed - got '%s'" % value})
+
+    # Keys a snapshot never copies from the configuration (__snapshot_copy_config).
+    SNAPSHOT_SKIP = {"snapshots", "snapstate", "snaptime", "vmstate", "lock", "digest",
+                     "description"}
+
+    @classmethod
+    def copy_config(cls, source, dest):
+        for key, value in source.items():
+            if key in cls.SNAPSHOT_SKIP or re.fullmatch(r"unused\d+", key):
+                continue
+            dest[key] = value
+
+    @staticmethod
+    def failed_task(state, node, kind, vmid, message):
+        """A task that ends with `message`: what PVE's worker dies with before it changes anything."""
+        def finish():
+            raise PveError(500, message)
+        return state.start_task(node, kind, vmid, finish)
+
+    def snapshot_route(self, state, node, vm, method, rest, params):
+        vmid = vm["vmid"]
+        snapshots = vm.setdefault("snapshots", {})
+        if rest == [] and method == "GET":
+            out = []
+            for name, snap in snapshots.items():
+                item = {"name": name, "snaptime": snap.get("snaptime", 0),
+                        "vmstate": 1 if snap.get("vmstate") else 0,
+                        "description": snap.get("description", "")}
+                for key in ("parent", "snapstate"):
+                    if snap.get(key):
+                        item[key] = snap[key]
+                out.append(item)
+            current = {"name": "current", "digest": "0" * 40, "description": "You are here!",
+                       "running": 1 if vm["status"] == "running" else 0}
+            if vm["config"].get("parent"):
+                current["parent"] = vm["config"]["parent"]
+            out.append(current)
+            return out
+        if rest == [] and method == "POST":
+            name = self.check_snapname(params.get("snapname"))
+            save_vmstate = self.check_boolean(params, "vmstate")
+            if name == "current":
+                raise PveError(500, "unable to use snapshot name 'current' (reserved name)")
+            # The worker's prepare step (__snapshot_prepare) runs as the task starts.
+            if vm["template"]:
+                return self.failed_task(state, node, "qmsnapshot", vmid,
+                                        "you can't take a snapshot if it's a template")
+            if vm["lock"]:
+                return self.failed_task(state, node, "qmsnapshot", vmid,
+                                        "VM is locked (%s)" % vm["lock"])
+            if name in snapshots:
+                return self.failed_task(state, node, "qmsnapshot", vmid,
+                                        "snapshot name '%s' already used" % name)
+            for other in snapshots.values():
+                if other.get("parent") == name:
+                    other.pop("parent")  # PVE drops a parent link that would make a cycle
+            vm["lock"] = "snapshot"
+            snap = {}
+            if save_vmstate and vm["status"] == "running":
+                snap["vmstate"] = "local-lvm:vm-%d-state-%s,size=4G" % (vmid, name)
+            self.copy_config(vm["config"], snap)
+            snap["snapstate"] = "prepare"
+            snap["snaptime"] = int(time.time())
+            if params.get("description"):
+                snap["description"] = params["description"]
+            snapshots[name] = snap
+
+            def finish():
+                snap.pop("snapstate", None)
+                vm["lock"] = None
+                vm["config"]["parent"] = name
+            return state.start_task(node, "qmsnapshot", vmid, finish)
+        if not rest:
+            raise PveError(501, "Method '%s' not implemented" % method)
+        name = self.check_snapname(rest[0])
+        if rest[1:] == [] and method == "GET":
+            return [{"cmd": "rollback"}, {"cmd": "config"}]
+        if rest[1:] == ["config"] and method == "GET":
+            if name not in snapshots:
+                raise PveError(500, "snapshot '%s' does not exist" % name)
+            return dict(snapshots[name], digest="0" * 40)
+        if rest[1:] == ["config"] and method == "PUT":
+            if params.get("description") is None:
+                return None
+            if vm["lock"]:
+                raise PveError(500, "VM is locked (%s)" % vm["lock"])
+            if name not in snapshots:
+                raise PveError(500, "snapshot '%s' does not exist" % name)
+            snapshots[name]["description"] = params["description"]
+            return None
+        if rest[1:] == ["rollback"] and method == "POST":
+            start = self.check_boolean(params, "start")
+            if vm["template"]:
+                return self.failed_task(state, node, "qmrollback", vmid,
+                                        "you can't rollback if vm is a template")
+            snap = snapshots.get(name)
+            if snap is None:
+                return self.failed_task(state, node, "qmrollback", vmid,
+                                        "snapshot '%s' does not exist" % name)
+            if snap.get("snapstate"):
+                return self.failed_task(
+                    state, node, "qmrollback", vmid,
+                    "unable to rollback to incomplete snapshot (snapstate = %s)" % snap["snapstate"])
+            if vm["lock"]:
+                return self.failed_task(state, node, "qmrollback", vmid,
+                                        "VM is locked (%s)" % vm["lock"])
+            # The guest is stopped before its disks go back.
+            vm["status"] = "stopped"
+            vm.pop("qmpstatus", None)
+            vm["lock"] = "rollback"
+
+            def finish():
+                config = {k: v for k, v in vm["config"].items()
+                          if k == "description" or re.fullmatch(r"unused\d+", k)}
+                self.copy_config(snap, config)
+                config["parent"] = name
+                vm["config"] = config
+                vm["pending"], vm["pendingDelete"] = {}, set()
+                vm["name"] = config.get("name", vm["name"])
+                vm["lock"] = None
+                vm["rollbacks"] = vm.get("rollbacks", 0) + 1
+                if snap.get("vmstate") or start:
+                    vm["status"] = "running"
+            return state.start_task(node, "qmrollback", vmid, finish)
+        if rest[1:] == [] and method == "DELETE":
+            self.check_boolean(params, "force")
+            snap = snapshots.get(name)
+            if snap is None:
+                return self.failed_task(state, node, "qmdelsnapshot", vmid,
+                                        "snapshot '%s' does not exist" % name)
+            if vm["lock"]:
+                return self.failed_task(state, node, "qmdelsnapshot", vmid,
+                                        "VM is locked (%s)" % vm["lock"])
+            if vm["template"]:
+                return self.failed_task(state, node, "qmdelsnapshot", vmid,
+                                        "you can't delete a snapshot if vm is a template")
+            vm["lock"] = "snapshot-delete"
+            snap["snapstate"] = "delete"
+
+            def finish():
+                parent = snap.get("parent")
+                for holder in [vm["config"]] + list(snapshots.values()):
+                    if holder.get("parent") == name:
+                        if parent:
+                            holder["parent"] = parent
+                        else:
+                            holder.pop("parent")
+                snapshots.pop(name, None)
+                vm["lock"] = None
+            return state.start_task(node, "qmdelsnapshot", vmid, finish)
+        raise PveError(501, "Method '%s' not implemented" % method)
 
 
 def make_certificates(directory, address):

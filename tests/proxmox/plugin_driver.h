@@ -71,40 +71,49 @@ class Driver {
   }
   // delete_image until done, the token fed back in as the host does.
   CallOutcome deleteImage(const std::string& request, int polls = 600) {
-    CallOutcome outcome;
-    std::string body = request;
-    for (int i = 0; i < polls; ++i) {
+    return untilDone(polls, [&](const std::string& token) {
       auto call = host_.call("image-uid", std::chrono::seconds(30));
-      outcome = client_.deleteImage(instance_, call, body);
-      if (outcome.code != BANLIEUE_IN_PROGRESS) return outcome;
-      auto reply = sdk::json::parse(outcome.body, "reply");
-      std::string token = sdk::json::stringOr(&reply, "operation.token");
-      body = request.substr(0, request.size() - 1) + R"(,"operation":{"token":")" + token + "\"}}";
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return outcome;
+      return client_.deleteImage(instance_, call, withToken(request, token));
+    });
   }
   // import_image until done, the token fed back in as the host does.
   CallOutcome importImage(const std::string& request, int polls = 600) {
-    CallOutcome outcome;
-    std::string body = request;
-    for (int i = 0; i < polls; ++i) {
-      outcome = importOnce(body);
-      if (outcome.code != BANLIEUE_IN_PROGRESS) return outcome;
-      auto reply = sdk::json::parse(outcome.body, "reply");
-      std::string token = sdk::json::stringOr(&reply, "operation.token");
-      body = request.substr(0, request.size() - 1) + R"(,"operation":{"token":")" + token + "\"}}";
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return outcome;
+    return untilDone(
+        polls, [&](const std::string& token) { return importOnce(withToken(request, token)); });
+  }
+  // One snapshot call. `machine_uid` is the call's object uid: the machine's, as the host
+  // serialises snapshot calls with the machine's own.
+  CallOutcome snapshotOnce(const std::string& request, const std::string& machine_uid = "uid") {
+    auto call = host_.call(machine_uid, std::chrono::seconds(30));
+    return client_.snapshot(instance_, call, request);
+  }
+  // snapshot until done, the token fed back in as the host does.
+  CallOutcome snapshot(const std::string& request, const std::string& machine_uid = "uid",
+                       int polls = 300) {
+    return untilDone(polls, [&](const std::string& token) {
+      return snapshotOnce(withToken(request, token), machine_uid);
+    });
   }
   // Calls until the answer is not IN_PROGRESS, feeding each token into the next call, as the
   // host does.
   CallOutcome drive(const std::string& slot, const std::string& object, int polls = 300) {
+    return untilDone(polls, [&](const std::string& token) { return once(slot, object, token); });
+  }
+  // A request body (a JSON object) with the operation token of the previous reply, if any.
+  static std::string withToken(const std::string& request, const std::string& token) {
+    if (token.empty()) return request;
+    return request.substr(0, request.size() - 1) + R"(,"operation":{"token":")" + token + "\"}}";
+  }
+
+ private:
+  // The host's loop: `call(token)` with no token first, then with each IN_PROGRESS reply's
+  // token, until an answer is not IN_PROGRESS (or `polls` calls were made).
+  template <class Call>
+  static CallOutcome untilDone(int polls, Call&& call) {
     std::string token;
     CallOutcome outcome;
     for (int i = 0; i < polls; ++i) {
-      outcome = once(slot, object, token);
+      outcome = call(token);
       if (outcome.code != BANLIEUE_IN_PROGRESS) return outcome;
       auto reply = sdk::json::parse(outcome.body, "reply");
       token = sdk::json::stringOr(&reply, "operation.token");
@@ -113,7 +122,6 @@ class Driver {
     return outcome;
   }
 
- private:
   sdk::testing::FakeHost& host_ = sdk::testing::FakeHost::shared();
   const sdk::abi::ProviderClient& client_ = pluginClient();
   banlieue_instance* instance_ = nullptr;

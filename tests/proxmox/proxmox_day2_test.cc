@@ -1,13 +1,19 @@
 // Day-2 operations on a Proxmox guest (issue #20), against the fake PVE API: what a running
-// guest cannot take live waits in PVE's pending section, and the plugin brings it in.
+// guest cannot take live waits in PVE's pending section, and the plugin brings it in; and the
+// snapshot slot (ABI 1.2) on PVE's /nodes/{node}/qemu/{vmid}/snapshot API.
+#include "plugins/proxmox/src/snapshots.h"
 #include "tests/proxmox/proxmox_fixture.h"
 
 #include <banlieue/sdk/json.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <iostream>
+#include <regex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace banlieue::proxmox::testing {
 namespace {
@@ -207,6 +213,281 @@ TEST_F(ProxmoxTest, ARestartRequestRebootsTheRunningGuestOnce) {
   EXPECT_STREQ((*guest(state, "again"))["status"].GetString(), "stopped");
   EXPECT_EQ((*guest(state, "again"))["reboots"].GetInt(), 1);
   remove(answered);
+}
+
+// -- snapshots ----------------------------------------------------------------------------
+
+// PVE's pve-snapshot-name: a pve-configid of at most 40 characters.
+bool isPveSnapname(const std::string& name) {
+  static const std::regex kConfigId("[A-Za-z][A-Za-z0-9_-]+");
+  return name.size() <= 40 && std::regex_match(name, kConfigId) && name != "current";
+}
+
+// The host's copy of a provisioned machine with spec.providerID, as the runtime sets it.
+std::string withProviderId(const std::string& object, int vmid, const std::string& node = "pve1") {
+  std::string out = provisioned(object, vmid);
+  const std::string spec = R"("spec":{)";
+  return out.insert(out.find(spec) + spec.size(),
+                    R"("providerID":"proxmox://)" + node + "/" + std::to_string(vmid) + R"(",)");
+}
+
+std::string snapshotRequest(const std::string& action, const std::string& machine_object,
+                            const std::string& name, const std::string& ref = {},
+                            bool memory = false) {
+  std::string body =
+      R"({"action":")" + action + R"(","kind":"ProxmoxMachine","machine":)" + machine_object;
+  if (action != "list") {
+    body += R"(,"snapshot":{"name":")" + jsonEscape(name) + R"(","uid":"snap-uid","memory":)" +
+            (memory ? "true" : "false") + "}";
+  }
+  if (!ref.empty()) body += R"(,"snapshotRef":")" + jsonEscape(ref) + R"(")";
+  return body + "}";
+}
+
+const rapidjson::Value* vmById(const rapidjson::Document& state, int vmid) {
+  for (const auto& vm : state["vms"].GetArray()) {
+    if (vm["vmid"].GetInt() == vmid) return &vm;
+  }
+  return nullptr;
+}
+
+// The fake's snapshots of a guest: name -> the snapshot as PVE stores it.
+const rapidjson::Value* fakeSnapshots(const rapidjson::Document& state, int vmid) {
+  const auto* vm = vmById(state, vmid);
+  if (vm == nullptr || !vm->HasMember("snapshots")) return nullptr;
+  return &(*vm)["snapshots"];
+}
+
+int snapshotCount(const rapidjson::Document& state, int vmid) {
+  const auto* snapshots = fakeSnapshots(state, vmid);
+  return snapshots == nullptr ? 0 : static_cast<int>(snapshots->MemberCount());
+}
+
+// The API requests the fake served from index `from` on.
+std::vector<std::string> requestsSince(const rapidjson::Document& state, size_t from) {
+  std::vector<std::string> out;
+  const auto& log = state["requestLog"];
+  for (rapidjson::SizeType i = static_cast<rapidjson::SizeType>(from); i < log.Size(); ++i) {
+    out.emplace_back(log[i].GetString());
+  }
+  return out;
+}
+
+size_t countMatching(const std::vector<std::string>& requests, const std::string& pattern) {
+  const std::regex re(pattern);
+  return static_cast<size_t>(std::count_if(
+      requests.begin(), requests.end(), [&](const auto& r) { return std::regex_search(r, re); }));
+}
+
+// A snapshot name PVE takes as it is stays itself; anything else maps to a valid PVE snapname,
+// the same for the same name, different for different names.
+TEST(ProxmoxSnapshotName, EveryNameMapsToAStableValidPveSnapname) {
+  EXPECT_EQ(pveSnapshotName("before-upgrade"), "before-upgrade");
+  EXPECT_EQ(pveSnapshotName("Nightly_2026"), "Nightly_2026");
+  const std::string odd = "default/web-0.nightly 2026-12-04 (before upgrade)";
+  const std::string mapped = pveSnapshotName(odd);
+  EXPECT_TRUE(isPveSnapname(mapped)) << mapped;
+  EXPECT_EQ(pveSnapshotName(odd), mapped) << "not deterministic";
+  EXPECT_NE(pveSnapshotName(odd + "!"), mapped);
+  EXPECT_EQ(mapped.rfind("default-web-0-nightly", 0), 0u) << mapped << " hides the name";
+  const std::vector<std::string> names = {"current",
+                                          "x",
+                                          "1st",
+                                          "-",
+                                          "_a",
+                                          "a.b",
+                                          "été",
+                                          std::string(40, 'a') + "b",
+                                          std::string(80, 'z'),
+                                          "snapshot name with spaces"};
+  for (const std::string& name : names) {
+    const std::string pve = pveSnapshotName(name);
+    EXPECT_TRUE(isPveSnapname(pve)) << name << " -> " << pve;
+    EXPECT_EQ(pveSnapshotName(name), pve) << name;
+  }
+  // Long names that differ only at their end stay apart.
+  EXPECT_NE(pveSnapshotName(std::string(79, 'a') + "1"),
+            pveSnapshotName(std::string(79, 'a') + "2"));
+  // A name that is already a valid snapname is never the mapping of another one.
+  EXPECT_NE(pveSnapshotName("a.b"), "a-b");
+}
+
+// create (a PVE task: IN_PROGRESS with its UPID, then OK with the snapname, snaptime as
+// createdAt and vmstate as memory), create again (the same ref, no second snapshot and no
+// second POST), list (with current), rollback (the configuration is the snapshot's again),
+// delete twice (OK both times, one DELETE), rollback of the deleted one (SnapshotNotFound).
+TEST_F(ProxmoxTest, ASnapshotIsTakenOnceListedRevertedToAndDeleted) {
+  const std::string uid = "a1b2c3d4-0000-4000-8000-0000000000f4";
+  CallOutcome out = driver_->drive("reconcile", machine("snap", uid, ""));
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  const int vmid = json::parse(out.body, "reply")["status"]["vmid"].GetInt();
+  const std::string object = withProviderId(machine("snap", uid, ""), vmid);
+  const std::string vm_path = "/nodes/pve1/qemu/" + std::to_string(vmid) + "/snapshot";
+
+  const size_t before = fake_->state()["requests"].GetUint();
+  const std::string create = snapshotRequest("create", object, "before-upgrade");
+  out = driver_->snapshotOnce(create, uid);
+  ASSERT_EQ(out.code, BANLIEUE_IN_PROGRESS) << out.reason << ": " << out.message;
+  auto reply = json::parse(out.body, "reply");
+  EXPECT_EQ(json::stringOr(&reply, "operation.token").rfind("snapshot-create:UPID:pve1:", 0), 0u)
+      << out.body;
+  out =
+      driver_->snapshot(Driver::withToken(create, json::stringOr(&reply, "operation.token")), uid);
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  reply = json::parse(out.body, "reply");
+  const std::string ref = json::stringOr(&reply, "status.snapshotRef");
+  EXPECT_EQ(ref, "before-upgrade");
+  const std::string created_at = json::stringOr(&reply, "status.createdAt");
+  EXPECT_TRUE(std::regex_match(created_at, std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)")))
+      << created_at;
+  EXPECT_FALSE(json::boolean(&reply, "status.memory", true)) << out.body;
+  EXPECT_FALSE(reply.HasMember("operation") && reply["operation"].IsObject()) << out.body;
+
+  auto state = fake_->state();
+  const auto requests = requestsSince(state, before);
+  const size_t task_polls = countMatching(requests, "^GET /nodes/pve1/tasks/.*/status$");
+  std::cout << "PVE API calls for one snapshot create: " << requests.size() << " (" << task_polls
+            << " task status polls)\n";
+  EXPECT_EQ(countMatching(requests, "^POST " + vm_path + "$"), 1u);
+  // resources, list, POST; then, once the task is done: resources, list.
+  EXPECT_EQ(requests.size() - task_polls, 5u) << json::serialize(state["requestLog"]);
+  ASSERT_EQ(snapshotCount(state, vmid), 1);
+  const auto& taken = (*fakeSnapshots(state, vmid))["before-upgrade"];
+  EXPECT_FALSE(taken.HasMember("snapstate")) << json::serialize(taken);
+  EXPECT_STREQ((*vmById(state, vmid))["config"]["parent"].GetString(), "before-upgrade");
+
+  // Again (a create whose reply was lost): the same ref, found by its name, no second POST.
+  const size_t again_from = state["requests"].GetUint();
+  out = driver_->snapshotOnce(create, uid);
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  reply = json::parse(out.body, "reply");
+  EXPECT_EQ(json::stringOr(&reply, "status.snapshotRef"), ref);
+  EXPECT_EQ(json::stringOr(&reply, "status.createdAt"), created_at);
+  state = fake_->state();
+  EXPECT_EQ(snapshotCount(state, vmid), 1);
+  EXPECT_EQ(countMatching(requestsSince(state, again_from), "^POST "), 0u);
+
+  out = driver_->snapshotOnce(snapshotRequest("list", object, ""), uid);
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  reply = json::parse(out.body, "reply");
+  const auto* listed = json::find(&reply, "status.snapshots");
+  ASSERT_TRUE(listed != nullptr && listed->IsArray()) << out.body;
+  ASSERT_EQ(listed->Size(), 1u) << out.body << " (PVE's 'current' is no snapshot)";
+  EXPECT_EQ(json::stringOr(&(*listed)[0], "name"), "before-upgrade");
+  EXPECT_EQ(json::stringOr(&(*listed)[0], "snapshotRef"), ref);
+  EXPECT_EQ(json::stringOr(&(*listed)[0], "createdAt"), created_at);
+  EXPECT_TRUE(json::boolean(&(*listed)[0], "current", false)) << out.body;
+
+  // The guest changes; the rollback brings the snapshot's configuration back (and leaves the
+  // guest stopped: the snapshot holds no RAM, the next reconcile starts it).
+  fake_->fake("config?vmid=" + std::to_string(vmid) + "&key=cores&value=6");
+  const std::string revert = snapshotRequest("revert", object, "before-upgrade", ref);
+  out = driver_->snapshotOnce(revert, uid);
+  ASSERT_EQ(out.code, BANLIEUE_IN_PROGRESS) << out.reason << ": " << out.message;
+  reply = json::parse(out.body, "reply");
+  const std::string revert_token = json::stringOr(&reply, "operation.token");
+  EXPECT_EQ(revert_token.rfind("snapshot-revert:UPID:pve1:", 0), 0u) << out.body;
+  out = driver_->snapshot(Driver::withToken(revert, revert_token), uid);
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  state = fake_->state();
+  const auto* vm = vmById(state, vmid);
+  ASSERT_NE(vm, nullptr);
+  EXPECT_EQ(configInt(*vm, "cores"), 2) << "the rollback did not restore the configuration";
+  EXPECT_EQ((*vm)["rollbacks"].GetInt(), 1);
+  EXPECT_STREQ((*vm)["status"].GetString(), "stopped");
+
+  const std::string remove_request = snapshotRequest("delete", object, "before-upgrade", ref);
+  const size_t delete_from = state["requests"].GetUint();
+  out = driver_->snapshot(remove_request, uid);
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  EXPECT_EQ(snapshotCount(fake_->state(), vmid), 0);
+  out = driver_->snapshot(remove_request, uid);
+  EXPECT_TRUE(out.ok()) << "a deletion of what is gone: " << out.reason << ": " << out.message;
+  state = fake_->state();
+  EXPECT_EQ(countMatching(requestsSince(state, delete_from), "^DELETE " + vm_path + "/"), 1u);
+
+  out = driver_->snapshot(revert, uid);
+  EXPECT_EQ(out.code, BANLIEUE_NOT_FOUND) << out.reason << ": " << out.message;
+  EXPECT_EQ(out.reason, "SnapshotNotFound") << out.message;
+  out = driver_->snapshotOnce(snapshotRequest("list", object, ""), uid);
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  reply = json::parse(out.body, "reply");
+  EXPECT_EQ(json::find(&reply, "status.snapshots")->Size(), 0u) << out.body;
+  remove(object);
+}
+
+// A machine without a backend VM has nothing to snapshot; a providerID that is not the
+// plugin's is refused, not guessed at.
+TEST_F(ProxmoxTest, ASnapshotOfAMachineWithoutAVmIsRefused) {
+  const std::string bare = machine("nothing", "a1b2c3d4-0000-4000-8000-0000000000f5", "");
+  for (const char* action : {"create", "list", "revert", "delete"}) {
+    CallOutcome out = driver_->snapshotOnce(snapshotRequest(action, bare, "s1", "s1"));
+    EXPECT_EQ(out.code, BANLIEUE_FAILED_PRECONDITION) << action << ": " << out.message;
+    EXPECT_EQ(out.reason, "MachineNotProvisioned") << action << ": " << out.message;
+  }
+  std::string foreign = bare;
+  foreign.insert(foreign.find(R"("spec":{)") + 8, R"("providerID":"vsphere://4211-ab",)");
+  CallOutcome out = driver_->snapshotOnce(snapshotRequest("create", foreign, "s1"));
+  EXPECT_EQ(out.code, BANLIEUE_INVALID_ARGUMENT) << out.message;
+  EXPECT_EQ(countMatching(requestsSince(fake_->state(), 0), "snapshot"), 0u)
+      << "a refused call reached PVE";
+}
+
+// A running guest with snapshots (one holding its RAM, under a name PVE would refuse as it is)
+// is destroyed by finalize, its snapshots with it; afterwards its snapshots are NOT_FOUND
+// (VM gone) for create and list and deleted for delete. A snapshot call never acts on a VM
+// that is not the machine's (a VMID PVE handed to another guest).
+TEST_F(ProxmoxTest, AGuestWithSnapshotsIsDestroyedWithThem) {
+  const std::string uid = "a1b2c3d4-0000-4000-8000-0000000000f6";
+  CallOutcome out = driver_->drive("reconcile", machine("snapped", uid, ""));
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  const int vmid = json::parse(out.body, "reply")["status"]["vmid"].GetInt();
+  const std::string object = withProviderId(machine("snapped", uid, ""), vmid);
+
+  const std::string live_name = "default/snapped.live (with memory)";
+  out = driver_->snapshot(snapshotRequest("create", object, live_name, "", true), uid);
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  auto reply = json::parse(out.body, "reply");
+  const std::string live = json::stringOr(&reply, "status.snapshotRef");
+  EXPECT_EQ(live, pveSnapshotName(live_name));
+  EXPECT_TRUE(json::boolean(&reply, "status.memory", false)) << out.body;
+  out = driver_->snapshot(snapshotRequest("create", object, "disk-only"), uid);
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+
+  out = driver_->snapshotOnce(snapshotRequest("list", object, ""), uid);
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  reply = json::parse(out.body, "reply");
+  const auto* listed = json::find(&reply, "status.snapshots");
+  ASSERT_TRUE(listed != nullptr && listed->IsArray() && listed->Size() == 2) << out.body;
+  for (const auto& s : listed->GetArray()) {
+    const bool is_live = json::stringOr(&s, "snapshotRef") == live;
+    EXPECT_EQ(json::boolean(&s, "memory", !is_live), is_live) << out.body;
+    EXPECT_EQ(json::boolean(&s, "current", is_live), !is_live) << out.body;
+  }
+  auto state = fake_->state();
+  EXPECT_EQ(snapshotCount(state, vmid), 2);
+  EXPECT_TRUE((*fakeSnapshots(state, vmid))[live.c_str()].HasMember("vmstate"));
+
+  // Another machine naming this VM (its providerID is stale: PVE reused the VMID) gets
+  // NOT_FOUND and makes nothing.
+  const std::string other_uid = "a1b2c3d4-0000-4000-8000-0000000000f7";
+  const std::string impostor = withProviderId(machine("other", other_uid, ""), vmid);
+  out = driver_->snapshot(snapshotRequest("create", impostor, "intruder"), other_uid);
+  EXPECT_EQ(out.code, BANLIEUE_NOT_FOUND) << out.reason << ": " << out.message;
+  out = driver_->snapshot(snapshotRequest("delete", impostor, "disk-only", "disk-only"), other_uid);
+  EXPECT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  EXPECT_EQ(snapshotCount(fake_->state(), vmid), 2) << "a snapshot of another machine's VM changed";
+
+  remove(object);
+  EXPECT_EQ(vmById(fake_->state(), vmid), nullptr) << "the guest with snapshots was not destroyed";
+  out = driver_->snapshotOnce(snapshotRequest("list", object, ""), uid);
+  EXPECT_EQ(out.code, BANLIEUE_NOT_FOUND) << out.reason << ": " << out.message;
+  EXPECT_EQ(out.reason, "VMNotFound") << out.message;
+  out = driver_->snapshotOnce(snapshotRequest("create", object, "after"), uid);
+  EXPECT_EQ(out.code, BANLIEUE_NOT_FOUND) << out.reason << ": " << out.message;
+  out = driver_->snapshotOnce(snapshotRequest("delete", object, "disk-only", "disk-only"), uid);
+  EXPECT_TRUE(out.ok()) << "the VM took its snapshots with it: " << out.reason << ": "
+                        << out.message;
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Drives the real libbanlieue-provider-proxmox.so through the C ABI (dlopen + the SDK's fake
 // host) against the fake PVE API (fake_pve.py), and checks the fake's own state independently
 // of the plugin's answers. Every test leaves no guest behind.
+#include "tests/abi/run_banlieue.h"
 #include "tests/proxmox/fake_pve.h"
 #include "tests/proxmox/plugin_driver.h"
 #include "tests/proxmox/proxmox_fixture.h"
@@ -320,16 +321,21 @@ TEST_F(ProxmoxTest, AFailingTaskGivesTaskFailedAndIsNotReadAgain) {
 }
 
 // `banlieue plugin check` (the conformance entry point) on the real plugin directory,
-// connected to the fake: every slot, including reconcile/finalize of the sample.
+// connected to the fake: every slot, including reconcile/finalize of the sample and its
+// snapshots (ABI 1.2).
 TEST_F(ProxmoxTest, PluginCheckPassesAgainstTheFake) {
   char path[] = "/tmp/banlieue-proxmox-config-XXXXXX";
   int fd = mkstemp(path);
   ASSERT_GE(fd, 0);
   close(fd);
   std::ofstream(path) << fake_->instanceConfig(FakePve::kSecret, kCapabilities);
-  std::string command = std::string(BANLIEUE_BINARY) + " plugin check " +
-                        BANLIEUE_PROXMOX_PLUGIN_DIR + " --config " + path;
-  EXPECT_EQ(std::system(command.c_str()), 0) << command;
+  const auto run = banlieue::testing::runBanlieue(
+      std::string("plugin check ") + BANLIEUE_PROXMOX_PLUGIN_DIR + " --config " + path);
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  // The snapshot step ran on the guest the reconcile step made (create, create again, list,
+  // revert, delete twice), not merely "not offered".
+  EXPECT_NE(run.output.find("PASS  snapshot ProxmoxMachine"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("deleted twice"), std::string::npos) << run.output;
   std::remove(path);
 }
 

@@ -84,5 +84,26 @@ TEST(ClassStatusTest, WithoutProvidersTheClassSaysSo) {
   EXPECT_EQ(status.conditions[0].message, "no Provider exists to serve this class");
 }
 
+// The flake behind ControllerVmTest.GetBvmclassShowsWhichProvidersCanServeTheClass: p2 gained a
+// fitting failure domain (written: served by 2) and lost it again before the class cache showed
+// that write; the cache still held the status from before it (served by 1), equal to what was
+// wanted, and the reconciler skipped the write, leaving "2 of 2" for five minutes.
+TEST(ClassStatusTest, AStatusEqualToALaggingCacheIsWrittenWhenTheLastWriteSaidOtherwise) {
+  auto lan = [] { return provider("ns", "p2", {domain("fd-p2", {"fast"}, {"lan"})}); };
+  auto dmz = [] { return provider("ns", "p2", {domain("fd-p2", {"fast"}, {"dmz"})}); };
+  auto p1 = [] { return provider("ns", "p1", {domain("fd-p1", {"fast"}, {"lan"})}); };
+  auto one_of_two = classStatus(smallClass(), {p1(), dmz()});
+  auto two_of_two = classStatus(smallClass(), {p1(), lan()});
+  ASSERT_NE(one_of_two.conditions[0].message, two_of_two.conditions[0].message);
+  // The cache lags behind the last write.
+  EXPECT_TRUE(classStatusWriteNeeded(one_of_two, one_of_two, &two_of_two));
+  // Caught up, or never written by this process: the cache decides.
+  EXPECT_FALSE(classStatusWriteNeeded(one_of_two, one_of_two, &one_of_two));
+  EXPECT_FALSE(classStatusWriteNeeded(one_of_two, one_of_two, nullptr));
+  EXPECT_TRUE(classStatusWriteNeeded(one_of_two, two_of_two, nullptr));
+  // Someone else wrote over ours: the cache shows it.
+  EXPECT_TRUE(classStatusWriteNeeded(one_of_two, two_of_two, &one_of_two));
+}
+
 }  // namespace
 }  // namespace banlieue::controller

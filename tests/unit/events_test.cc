@@ -134,7 +134,7 @@ TEST(EventRecorderTest, ApiFailuresAreSwallowedAndCounted) {
   EXPECT_EQ(dropped.value(), before + 1);
 }
 
-TEST(EventRecorderTest, ClusterScopedObjectsReportIntoDefault) {
+TEST(EventRecorderTest, ClusterScopedObjectsReportIntoKubeSystem) {
   FakeKubeClient client;
   FakeClock clock;
   EventRecorder recorder(client, {"banlieue.io/controller", "c"}, clock);
@@ -143,7 +143,8 @@ TEST(EventRecorderTest, ClusterScopedObjectsReportIntoDefault) {
                         "pc");
   recorder.normal(pc, "Ready", "Validate", "plugin found");
   recorder.flush();
-  EXPECT_EQ(events(client, "default")["items"].Size(), 1u);
+  EXPECT_EQ(events(client, "kube-system")["items"].Size(), 1u)
+      << "the namespace every apiserver accepts for a cluster-scoped object's events";
 }
 
 }  // namespace

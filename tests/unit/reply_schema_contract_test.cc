@@ -63,6 +63,10 @@ const HostRead kHostReads[] = {
      R"(json::boolean(&caps, "operations.importImage", false))"},
     {"describe.response", "operations.deleteImage", "host/plugin/conformance.cc",
      R"(json::boolean(&doc, "operations.deleteImage", false))"},
+    {"describe.response", "operations.snapshot", "host/plugin/conformance.cc",
+     R"(json::boolean(&doc, "operations.snapshot", false))"},
+    {"describe.response", "operations.console", "host/plugin/conformance.cc",
+     R"(json::boolean(&doc, "operations.console", false))"},
     {"describe.response", "imageFormats", "host/roles/provider/provider_command.cc",
      R"(json::find(&caps, "imageFormats"))"},
 

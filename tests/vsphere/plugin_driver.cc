@@ -49,6 +49,7 @@ sdk::abi::CallOutcome PluginDriver::once(const std::string& slot, const std::str
   if (slot == "reconcile") return client_.reconcile(instance_, call, kind, request);
   if (slot == "finalize") return client_.finalize(instance_, call, kind, request);
   if (slot == "delete_image") return client_.deleteImage(instance_, call, request);
+  if (slot == "snapshot") return client_.snapshot(instance_, call, request);
   return client_.importImage(instance_, call, request);
 }
 

@@ -24,11 +24,13 @@ class PluginDriver {
   bool hasInstance() const { return instance_ != nullptr; }
 
   sdk::abi::CallOutcome introspect(const std::string& request);
-  // Calls reconcile/finalize/import until the answer is not IN_PROGRESS (at most `polls`),
-  // feeding each reply's operation token into the next request. `request_without_op` is a JSON
-  // object text whose closing brace the driver extends with the operation.
+  // Calls reconcile/finalize/import/delete_image/snapshot until the answer is not IN_PROGRESS (at
+  // most `polls`), feeding each reply's operation token into the next request. `request_without_op`
+  // is a JSON object text whose closing brace the driver extends with the operation.
   sdk::abi::CallOutcome drive(const std::string& slot, const std::string& kind,
                               const std::string& uid, const std::string& request, int polls = 200);
+  // One call of `slot`; `kind` is not sent to the slots whose request names it (snapshot,
+  // import_image, delete_image).
   sdk::abi::CallOutcome once(const std::string& slot, const std::string& kind,
                              const std::string& uid, const std::string& request);
 

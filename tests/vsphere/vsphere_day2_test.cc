@@ -1,5 +1,7 @@
 // Day-2 operations of a VSphereMachine against the project's vcsim (issue #20): a restart
-// request powers the running VM off and on again, once.
+// request powers the running VM off and on again, once; snapshots (ABI 1.2) are taken once by
+// name, listed, reverted to and deleted, and go with the VM.
+#include "plugins/vsphere/src/snapshots.h"
 #include "tests/vsphere/plugin_driver.h"
 #include "tests/vsphere/vcsim_suite.h"
 
@@ -15,6 +17,17 @@ namespace {
 
 namespace json = sdk::json;
 
+// The plugin's condition `type` in a reply body, or null: a reply carries several
+// (HardwareApplied, GuestReady).
+const rapidjson::Value* replyCondition(const rapidjson::Value& reply, const char* type) {
+  const auto* conditions = json::find(&reply, "status.conditions");
+  if (conditions == nullptr || !conditions->IsArray()) return nullptr;
+  for (const auto& c : conditions->GetArray()) {
+    if (json::stringOr(&c, "type") == type) return &c;
+  }
+  return nullptr;
+}
+
 std::string machineSpec(const std::string& extra = "") {
   return R"({"template":"DC0_C0_RP0_VM0","datacenter":"DC0","cluster":"DC0_C0",)"
          R"("datastore":"LocalDS_0","numCpus":1,"memoryMiB":512,)"
@@ -26,14 +39,15 @@ std::string machineSpec(const std::string& extra = "") {
 // reply's status) with the latest token, until it is no longer IN_PROGRESS.
 sdk::abi::CallOutcome pollUntilDone(PluginDriver& driver, const std::string& uid,
                                     const std::string& object, sdk::abi::CallOutcome out,
-                                    const std::function<void()>& each = {}) {
+                                    const std::function<void()>& each = {},
+                                    const std::string& slot = "reconcile") {
   for (int i = 0; i < 500 && out.code == BANLIEUE_IN_PROGRESS; ++i) {
     if (each) each();
     auto reply = json::parse(out.body, "reply");
     std::string body = object;
     body.pop_back();
     body += R"(,"operation":{"token":")" + json::stringOr(&reply, "operation.token") + R"("}})";
-    out = driver.once("reconcile", "VSphereMachine", uid, body);
+    out = driver.once(slot, "VSphereMachine", uid, body);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return out;
@@ -127,10 +141,15 @@ TEST_F(VsphereDay2Test, AResizeThatWaitsForRestartIsAppliedByTheUsersRestart) {
   auto out = driver_.drive("reconcile", "VSphereMachine", uid, objectJson(uid, bigger));
   ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
   auto reply = json::parse(out.body, "reply");
-  const auto* conditions = json::find(&reply, "status.conditions");
-  ASSERT_TRUE(conditions != nullptr && conditions->IsArray() && conditions->Size() == 1)
-      << out.body;
-  EXPECT_EQ(json::stringOr(&(*conditions)[0], "reason"), "RestartRequired") << out.body;
+  const auto* hardware = replyCondition(reply, "HardwareApplied");
+  ASSERT_NE(hardware, nullptr) << out.body;
+  EXPECT_EQ(json::stringOr(hardware, "reason"), "RestartRequired") << out.body;
+  // The guest's signal: vcsim runs no VMware Tools in its guests, so a powered-on VM says why
+  // it is not GuestReady (a pool with readiness GuestReady keeps waiting, rightly).
+  const auto* guest = replyCondition(reply, "GuestReady");
+  ASSERT_NE(guest, nullptr) << out.body;
+  EXPECT_EQ(json::stringOr(guest, "status"), "False") << out.body;
+  EXPECT_EQ(json::stringOr(guest, "reason"), "GuestToolsNotRunning") << out.body;
   auto vm = backend_->vm(name, {"config.hardware.numCPU", "runtime.powerState"});
   EXPECT_EQ(vm->integer("config.hardware.numCPU"), 1);
   EXPECT_EQ(vm->text("runtime.powerState"), "poweredOn");
@@ -146,11 +165,249 @@ TEST_F(VsphereDay2Test, AResizeThatWaitsForRestartIsAppliedByTheUsersRestart) {
   EXPECT_EQ(vm->integer("config.hardware.numCPU"), 2);
   EXPECT_EQ(vm->text("runtime.powerState"), "poweredOn");
   reply = json::parse(out.body, "reply");
-  conditions = json::find(&reply, "status.conditions");
-  ASSERT_TRUE(conditions != nullptr && conditions->IsArray() && conditions->Size() == 1)
-      << out.body;
-  EXPECT_EQ(json::stringOr(&(*conditions)[0], "status"), "True") << out.body;
+  hardware = replyCondition(reply, "HardwareApplied");
+  ASSERT_NE(hardware, nullptr) << out.body;
+  EXPECT_EQ(json::stringOr(hardware, "status"), "True") << out.body;
 
+  ASSERT_TRUE(
+      driver_.drive("finalize", "VSphereMachine", uid, objectJson(uid, machineSpec())).ok());
+}
+
+// A VSphereMachine as the host sends it in a snapshot request: spec.providerID names the
+// backend VM (empty: not provisioned yet).
+std::string machineJson(const std::string& uid, const std::string& provider_id) {
+  const std::string spec = machineSpec(
+      R"(,"desiredPowerState":"PoweredOff")" +
+      (provider_id.empty() ? std::string() : R"(,"providerID":")" + provider_id + R"(")"));
+  return R"({"apiVersion":"infrastructure.banlieue.io/v1beta2","kind":"VSphereMachine",)"
+         R"("metadata":{"name":"vm-)" +
+         uid.substr(0, 8) + R"(","namespace":"default","uid":")" + uid + R"("},"spec":)" + spec +
+         "}";
+}
+
+std::string snapshotRequest(const std::string& action, const std::string& machine,
+                            const std::string& name, const std::string& ref = "") {
+  std::string request =
+      R"({"action":")" + action + R"(","kind":"VSphereMachine","machine":)" + machine;
+  if (action != "list") {
+    request += R"(,"snapshot":{"name":")" + name + R"(","uid":")" + name +
+               R"(-uid","memory":false,"description":"taken by a test"})";
+  }
+  if (!ref.empty()) request += R"(,"snapshotRef":")" + ref + R"(")";
+  return request + "}";
+}
+
+// The VM's snapshot tree as vcsim holds it, read through our own client (not the plugin's
+// parser): name -> snapshot moref, at every depth (`element` is rootSnapshotList at the top of
+// the VM's snapshot property, childSnapshotList below).
+void collectTree(const pugi::xml_node& parent, std::string_view element,
+                 std::multimap<std::string, std::string>& out) {
+  for (pugi::xml_node tree : children(parent, element)) {
+    out.emplace(childText(tree, "name").value_or(""), child(tree, "snapshot").text().get());
+    collectTree(tree, "childSnapshotList", out);
+  }
+}
+
+class VsphereSnapshotTest : public VsphereDay2Test {
+ protected:
+  // Provisions a powered-off machine (a snapshot of it holds no memory, on vCenter as on vcsim)
+  // and returns its providerID.
+  std::string provision(const std::string& uid) {
+    auto out = driver_.drive("reconcile", "VSphereMachine", uid,
+                             objectJson(uid, machineSpec(R"(,"desiredPowerState":"PoweredOff")")));
+    EXPECT_TRUE(out.ok()) << out.reason << ": " << out.message;
+    auto reply = json::parse(out.body, "reply");
+    return json::stringOr(&reply, "status.providerID");
+  }
+  std::multimap<std::string, std::string> tree(const std::string& vm_name) {
+    std::multimap<std::string, std::string> out;
+    auto vm = backend_->vm(vm_name, {"snapshot"});
+    if (vm) collectTree(vm->node("snapshot"), "rootSnapshotList", out);
+    return out;
+  }
+  std::string current(const std::string& vm_name) {
+    auto vm = backend_->vm(vm_name, {"snapshot"});
+    return vm ? child(vm->node("snapshot"), "currentSnapshot").text().get() : "";
+  }
+  sdk::abi::CallOutcome snapshot(const std::string& uid, const std::string& request) {
+    return driver_.once("snapshot", "VSphereMachine", uid, request);
+  }
+  sdk::abi::CallOutcome finish(const std::string& uid, const std::string& request,
+                               sdk::abi::CallOutcome out) {
+    return pollUntilDone(driver_, uid, request, std::move(out), {}, "snapshot");
+  }
+};
+
+std::string field(const sdk::abi::CallOutcome& out, const char* path) {
+  auto reply = json::parse(out.body.empty() ? "{}" : out.body, "reply");
+  return json::stringOr(&reply, path);
+}
+
+// The whole life of two snapshots: create answers IN_PROGRESS with the task, then OK with the
+// snapshot's moref; a second create of the same name (its reply lost, or its token unknown
+// after a restart) answers the same moref and makes no second snapshot; list reports both and
+// which is current; revert makes the first current again; delete removes the second, and again
+// is OK; a revert to it is then SnapshotNotFound. The machine's deletion takes the VM with its
+// remaining snapshot and leaves no file behind.
+TEST_F(VsphereSnapshotTest, SnapshotsAreTakenOnceByNameListedRevertedAndDeleted) {
+  const std::string uid = "1a2b3c4d-0000-4000-8000-0000000000b1";
+  const std::string vm_name = "vm-1a2b3c4d";
+  const std::set<std::string> files_before = backend_->datastoreFiles();
+  const std::string provider_id = provision(uid);
+  ASSERT_EQ(provider_id.rfind("vsphere://", 0), 0u) << provider_id;
+  const std::string machine = machineJson(uid, provider_id);
+
+  const std::string create_a = snapshotRequest("create", machine, "before-upgrade");
+  auto out = snapshot(uid, create_a);
+  ASSERT_EQ(out.code, BANLIEUE_IN_PROGRESS) << out.reason << ": " << out.message;
+  const std::string create_token = field(out, "operation.token");
+  EXPECT_EQ(create_token.rfind("snapshot-create:task-", 0), 0u) << out.body;
+  out = finish(uid, create_a, out);
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message << " " << out.body;
+  const std::string ref_a = field(out, "status.snapshotRef");
+  EXPECT_EQ(ref_a.rfind("snapshot-", 0), 0u) << out.body;
+  EXPECT_FALSE(field(out, "status.createdAt").empty()) << out.body;
+  auto reply = json::parse(out.body, "reply");
+  EXPECT_FALSE(json::boolean(&reply, "status.memory", true)) << out.body;
+  EXPECT_EQ(tree(vm_name).count("before-upgrade"), 1u);
+
+  // A create whose reply was lost, one with the old token, one with a token no vCenter knows:
+  // each finds the snapshot by name.
+  for (const std::string& token :
+       {std::string(), create_token, std::string("snapshot-create:task-999999"),
+        std::string("garbage")}) {
+    std::string body = create_a;
+    if (!token.empty()) {
+      body.pop_back();
+      body += R"(,"operation":{"token":")" + token + R"("}})";
+    }
+    out = snapshot(uid, body);
+    ASSERT_TRUE(out.ok()) << token << ": " << out.reason << ": " << out.message;
+    EXPECT_EQ(field(out, "status.snapshotRef"), ref_a) << token;
+  }
+  EXPECT_EQ(tree(vm_name).size(), 1u) << "a create of an existing name made a second snapshot";
+
+  const std::string create_b = snapshotRequest("create", machine, "after-upgrade");
+  out = driver_.drive("snapshot", "VSphereMachine", uid, create_b);
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  const std::string ref_b = field(out, "status.snapshotRef");
+  ASSERT_FALSE(ref_b.empty());
+  EXPECT_NE(ref_b, ref_a);
+  EXPECT_EQ(current(vm_name), ref_b);
+  // What the deletion must not leave behind: vcsim keeps a .vmsn file per snapshot.
+  bool snapshot_files = false;
+  for (const auto& file : backend_->datastoreFiles()) {
+    snapshot_files = snapshot_files || file.ends_with(".vmsn");
+  }
+  EXPECT_TRUE(snapshot_files) << "no snapshot file on the datastore: the leak check proves nothing";
+
+  auto listed = [&] {
+    auto list = snapshot(uid, snapshotRequest("list", machine, ""));
+    EXPECT_TRUE(list.ok()) << list.reason << ": " << list.message;
+    std::map<std::string, std::pair<std::string, bool>> by_name;  // name -> ref, current
+    auto body = json::parse(list.body, "reply");
+    const auto* rows = json::find(&body, "status.snapshots");
+    if (rows == nullptr || !rows->IsArray()) {
+      ADD_FAILURE() << "no status.snapshots: " << list.body;
+      return by_name;
+    }
+    for (const auto& row : rows->GetArray()) {
+      EXPECT_FALSE(json::stringOr(&row, "createdAt").empty()) << list.body;
+      by_name[json::stringOr(&row, "name")] = {json::stringOr(&row, "snapshotRef"),
+                                               json::boolean(&row, "current", false)};
+    }
+    return by_name;
+  };
+  auto rows = listed();
+  EXPECT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows["before-upgrade"], std::make_pair(ref_a, false));
+  EXPECT_EQ(rows["after-upgrade"], std::make_pair(ref_b, true));
+
+  const std::string revert_a = snapshotRequest("revert", machine, "before-upgrade", ref_a);
+  out = snapshot(uid, revert_a);
+  ASSERT_EQ(out.code, BANLIEUE_IN_PROGRESS) << out.reason << ": " << out.message;
+  out = finish(uid, revert_a, out);
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  EXPECT_EQ(current(vm_name), ref_a) << "the revert did not make the snapshot current";
+  rows = listed();
+  EXPECT_TRUE(rows["before-upgrade"].second);
+  EXPECT_FALSE(rows["after-upgrade"].second);
+
+  const std::string delete_b = snapshotRequest("delete", machine, "after-upgrade", ref_b);
+  out = snapshot(uid, delete_b);
+  ASSERT_EQ(out.code, BANLIEUE_IN_PROGRESS) << out.reason << ": " << out.message;
+  EXPECT_EQ(field(out, "operation.token").rfind("snapshot-delete:task-", 0), 0u) << out.body;
+  out = finish(uid, delete_b, out);
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  EXPECT_EQ(tree(vm_name).count("after-upgrade"), 0u);
+  out = snapshot(uid, delete_b);
+  EXPECT_TRUE(out.ok()) << "deleting what is gone: " << out.reason << ": " << out.message;
+  EXPECT_EQ(tree(vm_name).size(), 1u);
+
+  out = snapshot(uid, snapshotRequest("revert", machine, "after-upgrade", ref_b));
+  EXPECT_EQ(out.code, BANLIEUE_NOT_FOUND) << out.reason << ": " << out.message;
+  EXPECT_EQ(out.reason, "SnapshotNotFound") << out.message;
+
+  // A VM that still has a snapshot is deleted whole: the TearDown checks no VM is left, and
+  // no snapshot file stays on the datastore either.
+  ASSERT_FALSE(tree(vm_name).empty());
+  out = driver_.drive("finalize", "VSphereMachine", uid, objectJson(uid, machineSpec()));
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  EXPECT_EQ(backend_->datastoreFiles(), files_before) << "the VM's deletion left files behind";
+
+  // The VM is gone: the machine's snapshots cannot be listed.
+  out = snapshot(uid, snapshotRequest("list", machine, ""));
+  EXPECT_EQ(out.code, BANLIEUE_NOT_FOUND) << out.reason << ": " << out.message;
+  EXPECT_EQ(out.reason, "VMNotFound") << out.message;
+  // ... and a deletion of one of them is done: it went with the VM.
+  out = snapshot(uid, snapshotRequest("delete", machine, "before-upgrade", ref_a));
+  EXPECT_TRUE(out.ok()) << out.reason << ": " << out.message;
+}
+
+// A machine the host has no providerID for yet has no VM to snapshot: every action is refused
+// with MachineNotProvisioned, and no VM is touched.
+TEST_F(VsphereSnapshotTest, AMachineWithoutABackendVmIsNotProvisioned) {
+  const std::string uid = "1a2b3c4d-0000-4000-8000-0000000000b2";
+  const std::string machine = machineJson(uid, "");
+  for (const char* action : {"create", "list", "revert", "delete"}) {
+    auto out = snapshot(uid, snapshotRequest(action, machine, "s1", "snapshot-1"));
+    EXPECT_EQ(out.code, BANLIEUE_FAILED_PRECONDITION) << action << ": " << out.reason;
+    EXPECT_EQ(out.reason, "MachineNotProvisioned") << action << ": " << out.message;
+  }
+}
+
+// The SOAP round trips a snapshot create costs (vcsim runs the task inside the request, so the
+// first poll finds it done), counted on a client of the test's own with the plugin's code.
+TEST_F(VsphereSnapshotTest, ASnapshotCreateCostsAFewRoundTrips) {
+  const std::string uid = "1a2b3c4d-0000-4000-8000-0000000000b3";
+  const std::string provider_id = provision(uid);
+  const std::string request = snapshotRequest("create", machineJson(uid, provider_id), "counted");
+  SnapshotManager snapshots(backend_->vim());
+  auto call_once = [&](const std::string& body) {
+    auto raw = driver_.host().call(uid, std::chrono::seconds(30));
+    sdk::Call call(&static_cast<const banlieue_call&>(raw));
+    sdk::Reply reply;
+    sdk::Status status = snapshots.handle(call, sdk::SnapshotRequest::parse(body), reply);
+    return std::make_pair(status, json::serialize(reply.body()));
+  };
+  (void)backend_->vim().client().content(backend_->deadline());  // logged in already
+  const uint64_t before = backend_->vim().client().roundTrips();
+  auto [started, body] = call_once(request);
+  ASSERT_EQ(started.code(), sdk::Code::kInProgress) << started.message();
+  const uint64_t first = backend_->vim().client().roundTrips() - before;
+  auto reply = json::parse(body, "reply");
+  std::string polled = request;
+  polled.pop_back();
+  polled += R"(,"operation":{"token":")" + json::stringOr(&reply, "operation.token") + R"("}})";
+  auto [done, done_body] = call_once(polled);
+  ASSERT_TRUE(done.isOk()) << done.message();
+  const uint64_t total = backend_->vim().client().roundTrips() - before;
+  std::printf("snapshot create: %llu SOAP round trips to start, %llu in all\n",
+              static_cast<unsigned long long>(first), static_cast<unsigned long long>(total));
+  // FindByUuid, the VM's snapshot property, CreateSnapshot_Task; then the task's state,
+  // FindByUuid and the snapshot property again.
+  EXPECT_LE(first, 3u);
+  EXPECT_LE(total, 6u);
   ASSERT_TRUE(
       driver_.drive("finalize", "VSphereMachine", uid, objectJson(uid, machineSpec())).ok());
 }

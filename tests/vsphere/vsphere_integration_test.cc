@@ -3,6 +3,7 @@
 // leaked VM, folder or datastore file.
 #include "plugins/vsphere/src/image_import.h"
 #include "plugins/vsphere/src/machine_spec.h"
+#include "tests/abi/run_banlieue.h"
 #include "tests/support/build_paths.h"
 #include "tests/vsphere/plugin_driver.h"
 #include "tests/vsphere/vcsim_suite.h"
@@ -390,17 +391,20 @@ TEST_F(VsphereTest, TemplateImportFromIsoPerZone) {
   backend_->runTask("PowerOffVM_Task", vm);
   ASSERT_TRUE(driver_.drive("import_image", "", uid, request).ok());
 
-  // delete_image (issue #20, ADR 0037) destroys the template through a task it polls by token;
-  // once it is gone, asking again is OK and touches nothing.
+  // delete_image (issue #20, ADR 0037) removes the ISO the import uploaded, then destroys the
+  // template, each through a task it polls by token; once both are gone, asking again is OK and
+  // touches nothing.
+  ASSERT_TRUE(std::filesystem::exists(iso_file()));
   const std::string remove_request =
       R"({"image":{"metadata":{"name":"kairos-1"},"spec":{"template":{"rootFolder":"banlieue-templates"}}},"failureDomain":"vcsim-dc0-dc0-c0","resolvedRef":"kairos-1"})";
   auto removed = driver_.drive("delete_image", "", uid, remove_request);
   ASSERT_TRUE(removed.ok()) << removed.reason << ": " << removed.message;
   EXPECT_TRUE(backend_->find("DC0/vm/banlieue-templates/vcsim-dc0-dc0-c0/kairos-1").empty());
+  EXPECT_FALSE(std::filesystem::exists(iso_file())) << "the uploaded ISO is left on the datastore";
   auto again = driver_.drive("delete_image", "", uid, remove_request);
   EXPECT_TRUE(again.ok()) << again.reason << ": " << again.message;
 
-  // Clean up what the import legitimately leaves behind: the ISO, folders.
+  // Clean up what the import legitimately leaves behind: its directory, folders.
   XmlWriter del;
   del.text("name", "[LocalDS_0] banlieue-images").moref("datacenter", backend_->find("DC0"));
   backend_->runTask("DeleteDatastoreFile_Task",
@@ -417,7 +421,7 @@ namespace {
 
 // `banlieue plugin check` (the conformance entry point third parties use) on the real plugin
 // directory, connected to vcsim: every slot, including reconcile/finalize of the sample
-// VSphereMachine and a stale operation token.
+// VSphereMachine, its snapshots (ABI 1.2) and a stale operation token.
 TEST_F(VsphereTest, PluginCheckPassesAgainstVcsim) {
   char path[] = "/tmp/banlieue-vsphere-config-XXXXXX";
   int fd = mkstemp(path);
@@ -425,8 +429,13 @@ TEST_F(VsphereTest, PluginCheckPassesAgainstVcsim) {
   close(fd);
   std::ofstream(path) << vcsim_->instanceConfig("vcsim", Vcsim::kPassword, "", false,
                                                 kCapabilities);
-  EXPECT_NO_THROW(runOrThrow(
-      {BANLIEUE_BINARY, "plugin", "check", BANLIEUE_VSPHERE_PLUGIN_DIR, "--config", path}));
+  const auto run = banlieue::testing::runBanlieue(
+      std::string("plugin check ") + BANLIEUE_VSPHERE_PLUGIN_DIR + " --config " + path);
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  // The snapshot step ran on the machine the reconcile step made (create, create again, list,
+  // revert, delete twice), not merely "not offered".
+  EXPECT_THAT(run.output, HasSubstr("PASS  snapshot VSphereMachine")) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("deleted twice")) << run.output;
   std::remove(path);
   // The sample's clone folder stays (folders are shared); remove it for the leak check.
   MoRef folder = backend_->find("DC0/vm/banlieue-plugin-check");

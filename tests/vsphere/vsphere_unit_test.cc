@@ -4,7 +4,9 @@
 #include "plugins/vsphere/src/inventory.h"
 #include "plugins/vsphere/src/machine_spec.h"
 #include "plugins/vsphere/src/naming.h"
+#include "plugins/vsphere/src/snapshots.h"
 #include "plugins/vsphere/src/soap_client.h"
+#include "plugins/vsphere/src/task_poll.h"
 #include "tests/support/build_paths.h"
 
 #include <banlieue/sdk/json.h>
@@ -25,6 +27,60 @@ std::string recorded(const std::string& name) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+// A VM's snapshot property shaped as vCenter writes it (VirtualMachineSnapshotInfo, from the
+// WSDL): three levels, the current one in the middle. memory follows the state a revert
+// restores: poweredOff is a disk-only snapshot, poweredOn and suspended hold memory.
+TEST(VimResponses, SnapshotTreeIsFlattenedAtEveryDepth) {
+  pugi::xml_document doc;
+  ASSERT_TRUE(
+      doc.load_string(R"(<val xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance")"
+                      R"( xsi:type="VirtualMachineSnapshotInfo">)"
+                      R"(<currentSnapshot type="VirtualMachineSnapshot">snapshot-2)"
+                      R"(</currentSnapshot>)"
+                      R"(<rootSnapshotList>)"
+                      R"(<snapshot type="VirtualMachineSnapshot">snapshot-1</snapshot>)"
+                      R"(<vm type="VirtualMachine">vm-9</vm><name>base</name>)"
+                      R"(<createTime>2026-01-02T03:04:05.123Z</createTime>)"
+                      R"(<state>poweredOff</state><quiesced>false</quiesced>)"
+                      R"(<childSnapshotList>)"
+                      R"(<snapshot type="VirtualMachineSnapshot">snapshot-2</snapshot>)"
+                      R"(<name>live</name><createTime>2026-01-02T04:00:00Z</createTime>)"
+                      R"(<state>poweredOn</state>)"
+                      R"(<childSnapshotList>)"
+                      R"(<snapshot type="VirtualMachineSnapshot">snapshot-3</snapshot>)"
+                      R"(<name>asleep</name><state>suspended</state>)"
+                      R"(</childSnapshotList></childSnapshotList></rootSnapshotList></val>)"));
+  auto tree = parseSnapshotInfo(doc.first_child());
+  ASSERT_EQ(tree.size(), 3u);
+  EXPECT_EQ(tree[0].ref, (MoRef{"VirtualMachineSnapshot", "snapshot-1"}));
+  EXPECT_EQ(tree[0].name, "base");
+  EXPECT_EQ(tree[0].created_at, "2026-01-02T03:04:05.123Z");
+  EXPECT_FALSE(tree[0].memory);
+  EXPECT_FALSE(tree[0].current);
+  EXPECT_EQ(tree[1].name, "live");
+  EXPECT_TRUE(tree[1].memory);
+  EXPECT_TRUE(tree[1].current);
+  EXPECT_EQ(tree[2].ref.value, "snapshot-3");
+  EXPECT_TRUE(tree[2].memory);
+  EXPECT_FALSE(tree[2].current);
+  EXPECT_TRUE(parseSnapshotInfo(pugi::xml_node()).empty()) << "a VM without snapshots";
+}
+
+// A token names its task and the phase that started it; anything else is no token at all.
+TEST(VimTasks, OperationTokensNameAPhaseAndATask) {
+  auto token = parseTaskToken(std::string("snapshot-create:task-12"));
+  ASSERT_TRUE(token.has_value());
+  EXPECT_EQ(token->phase, "snapshot-create");
+  EXPECT_EQ(token->task, (MoRef{"Task", "task-12"}));
+  EXPECT_EQ(token->text(), "snapshot-create:task-12");
+  EXPECT_TRUE(parseTaskToken(std::string("snapshot-create:task-12"), "snapshot-create"));
+  EXPECT_FALSE(parseTaskToken(std::string("snapshot-create:task-12"), "snapshot-delete"));
+  for (const char* garbage : {"", "settled", ":task-1", "clone:"}) {
+    EXPECT_FALSE(parseTaskToken(std::string(garbage))) << garbage;
+  }
+  EXPECT_FALSE(parseTaskToken(std::nullopt));
 }
 
 TEST(VimXml, WriterEscapesValuesAndTypesElements) {

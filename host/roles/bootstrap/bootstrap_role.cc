@@ -89,21 +89,9 @@ int runBootstrap(const BootstrapFlags& flags) {
   }
   std::cout << "bootstrap: " << report->applied << " objects applied, " << report->changed
             << " changed\n";
+  // Every Deployment becomes ready, the imagebuilder too without kairos-operator (its Url
+  // VMImages then say BuildUnavailable): all are waited for.
   auto deployments = deploymentsOf(objects);
-  // The imagebuilder is ready only once it watches kairos-operator's OSArtifacts
-  // (kOsArtifactType in host/roles/images/imagebuilder_role.h), a prerequisite of Url-kind
-  // images only: without that CRD, waiting for it could only time out.
-  auto kairos =
-      client->get(kube::resources::kCustomResourceDefinition, "", "osartifacts.build.kairos.io");
-  if (flags.wait && !kairos.ok() && kube::isNotFound(kairos.status())) {
-    std::erase_if(deployments, [&](const DeploymentRef& d) {
-      if (d.name != kImageBuilderName) return false;
-      std::cout << "not waiting for deployment " << d.display()
-                << ": it becomes ready once kairos-operator's OSArtifact CRD is installed "
-                   "(needed for Url-kind VMImages only)\n";
-      return true;
-    });
-  }
   if (!flags.wait) {
     std::cout << "not waiting for the rollout (--no-wait); to follow it:\n";
     for (const auto& d : deployments) {

@@ -121,6 +121,13 @@ Strings providerRules(const DiscoveredPlugin& p) {
   out.push_back(rule({api::kGroup}, {"vmimages/finalizers"}, {"update"}));
   out.push_back(rule({api::kGroup}, {"vmimages/status", "providers/status"}, kStatusWrite));
   out.push_back(rule({api::kGroup}, {"providers", "providerclasses"}, kRead));
+  // The snapshots and restores bound to it (docs/adr/0039), its finalizer on snapshots.
+  out.push_back(rule({api::kGroup}, {"virtualmachinesnapshots", "virtualmachinerestores"},
+                     {"get", "list", "watch", "update", "patch"}));
+  out.push_back(rule({api::kGroup},
+                     {"virtualmachinesnapshots/status", "virtualmachinerestores/status"},
+                     kStatusWrite));
+  out.push_back(rule({api::kGroup}, {"virtualmachinesnapshots/finalizers"}, {"update"}));
   out.push_back(rule({""}, {"events"}, kEventWrite));
   out.push_back(rule({"events.k8s.io"}, {"events"}, kEventWrite));
   return out;
@@ -154,14 +161,23 @@ Strings controllerRules(const std::vector<DiscoveredPlugin>& plugins) {
   Strings out = {
       rule({api::kGroup},
            {"virtualmachines", "vmclasses", "vmimages", "providers", "providerclasses",
-            "virtualmachinepools", "virtualmachineclaims"},
+            "virtualmachinepools", "virtualmachineclaims", "virtualmachinesnapshots",
+            "virtualmachinerestores"},
            kRead),
+      // Binds snapshots and restores to their Provider with a label (docs/adr/0039).
+      rule({api::kGroup}, {"virtualmachinesnapshots", "virtualmachinerestores"}, {"patch"}),
       // Pools create and delete their member VMs and re-parent them to claims.
       rule({api::kGroup}, {"virtualmachines"}, {"create", "update", "patch", "delete"}),
-      rule({api::kGroup}, {"virtualmachines/finalizers"}, {"update"}),
+      // An ownerReference with blockOwnerDeletion needs update on its owner's finalizers where
+      // OwnerReferencesPermissionEnforcement is on: infra CRs' VMs, members' pools and claims.
+      rule({api::kGroup},
+           {"virtualmachines/finalizers", "virtualmachinepools/finalizers",
+            "virtualmachineclaims/finalizers"},
+           {"update"}),
       rule({api::kGroup},
            {"virtualmachines/status", "vmimages/status", "vmclasses/status",
-            "virtualmachinepools/status", "virtualmachineclaims/status"},
+            "virtualmachinepools/status", "virtualmachineclaims/status",
+            "virtualmachinesnapshots/status", "virtualmachinerestores/status"},
            kStatusWrite),
   };
   for (const auto& [group, plurals] : infraPlurals(plugins)) {

@@ -9,6 +9,7 @@
 #include <banlieue/sdk/json.h>
 
 #include <algorithm>
+#include <optional>
 
 namespace banlieue::controller {
 namespace {
@@ -95,9 +96,19 @@ api::VMClassStatus classStatus(const api::VMClass& vm_class,
   return status;
 }
 
+bool classStatusWriteNeeded(const api::VMClassStatus& wanted, const api::VMClassStatus& cached,
+                            const api::VMClassStatus* last_written) {
+  return !sameStatus(wanted, cached) ||
+         (last_written != nullptr && !sameStatus(wanted, *last_written));
+}
+
 runtime::Result ClassStatusReconciler::reconcile(const runtime::Request& request) {
   auto object = classes_.get(request.key());
-  if (!object) return runtime::Result::done();
+  if (!object) {
+    const std::lock_guard lock(written_mutex_);
+    last_written_.erase(request.name);
+    return runtime::Result::done();
+  }
   auto vm_class = api::fromJson<api::VMClass>(json::serialize(*object));
   if (!vm_class.ok()) return runtime::Result::terminal(vm_class.status());
   std::vector<api::Provider> providers;
@@ -108,7 +119,14 @@ runtime::Result ClassStatusReconciler::reconcile(const runtime::Request& request
   api::VMClassStatus wanted = classStatus(*vm_class, providers);
   // Looked at again now and then: the status depends on every Provider, and a class is cheap to
   // judge from the caches (no request unless it changed).
-  if (sameStatus(wanted, vm_class->status)) return runtime::Result::requeueAfter(kClassResync);
+  std::optional<api::VMClassStatus> last_written;
+  {
+    const std::lock_guard lock(written_mutex_);
+    auto it = last_written_.find(vm_class->metadata.name);
+    if (it != last_written_.end()) last_written = it->second;
+  }
+  if (!classStatusWriteNeeded(wanted, vm_class->status, last_written ? &*last_written : nullptr))
+    return runtime::Result::requeueAfter(kClassResync);
   // A condition keeps its lastTransitionTime while its status stays.
   for (auto& condition : wanted.conditions) {
     condition.last_transition_time = runtime::rfc3339Now();
@@ -140,6 +158,10 @@ runtime::Result ClassStatusReconciler::reconcile(const runtime::Request& request
       client_.apply(resources::kVMClass, "", patch.metadata.name, json::serialize(body),
                     {.field_manager = kFieldManager, .force = true, .subresource = "status"});
   if (!applied.ok()) return runtime::Result::retry(applied.status());
+  {
+    const std::lock_guard lock(written_mutex_);
+    last_written_[patch.metadata.name] = patch.status;
+  }
   return runtime::Result::requeueAfter(kClassResync);
 }
 

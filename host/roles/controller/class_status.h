@@ -12,6 +12,9 @@
 #include "host/runtime/controller.h"
 #include "host/runtime/informer.h"
 
+#include <map>
+#include <mutex>
+#include <string>
 #include <vector>
 
 namespace banlieue::controller {
@@ -21,6 +24,13 @@ namespace banlieue::controller {
 // did not change.
 api::VMClassStatus classStatus(const api::VMClass& vm_class,
                                const std::vector<api::Provider>& providers);
+
+// Whether `wanted` must be written. The class cache lags the apiserver: right after a write it
+// may still show the status from before it, and a wanted status equal to that older one would
+// be skipped while the newer write stood. So the status this reconciler wrote last counts too
+// (when there is one): the write is skipped only when the cache and the last write both agree.
+bool classStatusWriteNeeded(const api::VMClassStatus& wanted, const api::VMClassStatus& cached,
+                            const api::VMClassStatus* last_written);
 
 // Writes each VMClass's status (server-side apply of the status subresource), only when it
 // changed. Cluster-wide only: a controller confined to one namespace sees that namespace's
@@ -36,6 +46,8 @@ class ClassStatusReconciler final : public runtime::Reconciler {
   kube::KubeClient& client_;
   runtime::Informer& classes_;
   runtime::Informer& providers_;
+  std::mutex written_mutex_;
+  std::map<std::string, api::VMClassStatus> last_written_;  // by class name
 };
 
 }  // namespace banlieue::controller

@@ -111,9 +111,10 @@ Manager::Manager(kube::KubeClient& client, ManagerOptions options)
         *providers_, [this](const runtime::Object&) { return keysOf(classes_->list()); });
   }
   setUpClusters();
+  setUpSnapshots();
 
   pools_ = std::make_unique<runtime::Informer>(client_, resources::kVirtualMachinePool, scoped);
-  pool_reconciler_ = std::make_unique<PoolReconciler>(client_, *pools_, *vms_);
+  pool_reconciler_ = std::make_unique<PoolReconciler>(client_, *pools_, *vms_, images_.get());
   pool_controller_ = std::make_unique<runtime::Controller>(
       "virtualmachinepool", *pool_reconciler_, runtime::ControllerOptions{.workers = 1});
   pool_controller_->watch(*pools_);
@@ -127,9 +128,39 @@ Manager::Manager(kube::KubeClient& client, ManagerOptions options)
       keys.push_back(json::stringOr(vm.get(), "metadata.namespace") + "/" + it->value.GetString());
     return keys;
   });
+  // A new revision of a template's image recycles the pool's members.
+  pool_controller_->watchMapped(*images_, [this](const runtime::Object& image) {
+    const std::string name = json::stringOr(image.get(), "metadata.name");
+    std::vector<std::string> keys;
+    for (const auto& pool : pools_->list()) {
+      if (json::stringOr(pool.get(), "spec.template.spec.imageRef.name") == name) {
+        keys.push_back(runtime::objectKey(*pool));
+      }
+    }
+    return keys;
+  });
+  setUpClaims();
 }
 
 Manager::~Manager() = default;
+
+void Manager::setUpClaims() {
+  claims_ = std::make_unique<runtime::Informer>(client_, resources::kVirtualMachineClaim,
+                                                runtime::InformerOptions{.ns = options_.ns});
+  claim_reconciler_ =
+      std::make_unique<ClaimReconciler>(client_, *claims_, *pools_, *vms_, events_.get());
+  // Claims made together are bound in parallel: the member's resourceVersion keeps that safe.
+  claim_controller_ = std::make_unique<runtime::Controller>(
+      "virtualmachineclaim", *claim_reconciler_,
+      runtime::ControllerOptions{.workers = options_.workers});
+  claim_controller_->watch(*claims_);
+  claim_controller_->watchMapped(
+      *vms_, [this](const runtime::Object& vm) { return claim_reconciler_->claimsOfMember(vm); });
+  // A pool appearing wakes the claims that found it missing.
+  claim_controller_->watchMapped(*pools_, [this](const runtime::Object& pool) {
+    return claim_reconciler_->claimsOfPool(pool);
+  });
+}
 
 void Manager::setUpClusters() {
   auto type = kube::discoverKind(client_, std::string(api::kInfraGroup) + "/" + api::kInfraVersion,
@@ -152,9 +183,35 @@ void Manager::setUpClusters() {
   });
 }
 
+void Manager::setUpSnapshots() {
+  const runtime::InformerOptions scoped{.ns = options_.ns};
+  snapshots_ =
+      std::make_unique<runtime::Informer>(client_, roles::kVirtualMachineSnapshotType, scoped);
+  restores_ =
+      std::make_unique<runtime::Informer>(client_, roles::kVirtualMachineRestoreType, scoped);
+  snapshot_binder_ = std::make_unique<SnapshotBinder>(client_, SnapshotBinder::Kind::kSnapshot,
+                                                      *snapshots_, *vms_);
+  restore_binder_ = std::make_unique<SnapshotBinder>(client_, SnapshotBinder::Kind::kRestore,
+                                                     *restores_, *snapshots_);
+  snapshot_controller_ = std::make_unique<runtime::Controller>(
+      "virtualmachinesnapshot", *snapshot_binder_, runtime::ControllerOptions{.workers = 1});
+  snapshot_controller_->watch(*snapshots_, runtime::Controller::Updates::kIgnoreStatusOnly);
+  // A VM placed (or created) binds the snapshots waiting for it.
+  snapshot_controller_->watchMapped(
+      *vms_, [this](const runtime::Object& vm) { return snapshot_binder_->namingKeys(vm); });
+  restore_controller_ = std::make_unique<runtime::Controller>(
+      "virtualmachinerestore", *restore_binder_, runtime::ControllerOptions{.workers = 1});
+  restore_controller_->watch(*restores_, runtime::Controller::Updates::kIgnoreStatusOnly);
+  // A snapshot becoming Ready (a status change) binds the restores waiting for it.
+  restore_controller_->watchMapped(*snapshots_, [this](const runtime::Object& snapshot) {
+    return restore_binder_->namingKeys(snapshot);
+  });
+}
+
 bool Manager::synced() const {
   return vms_->hasSynced() && classes_->hasSynced() && images_->hasSynced() &&
          providers_->hasSynced() && provider_classes_->hasSynced() && pools_->hasSynced() &&
+         claims_->hasSynced() && snapshots_->hasSynced() && restores_->hasSynced() &&
          (!clusters_ || clusters_->hasSynced());
 }
 
@@ -162,14 +219,18 @@ void Manager::run(const std::atomic<bool>& stop) {
   infra_->start(&stop);
   std::vector<std::thread> threads;
   if (clusters_) threads.emplace_back([this, &stop] { clusters_->run(stop); });
-  for (auto* informer : {vms_.get(), classes_.get(), images_.get(), providers_.get(),
-                         provider_classes_.get(), pools_.get()}) {
+  for (auto* informer :
+       {vms_.get(), classes_.get(), images_.get(), providers_.get(), provider_classes_.get(),
+        pools_.get(), claims_.get(), snapshots_.get(), restores_.get()}) {
     threads.emplace_back([informer, &stop] { informer->run(stop); });
   }
   while (!stop && !synced()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   if (!stop) {
     std::thread images([this, &stop] { image_controller_->run(stop); });
     std::thread pools([this, &stop] { pool_controller_->run(stop); });
+    std::thread claims([this, &stop] { claim_controller_->run(stop); });
+    std::thread snapshots([this, &stop] { snapshot_controller_->run(stop); });
+    std::thread restores([this, &stop] { restore_controller_->run(stop); });
     std::thread clusters([this, &stop] {
       if (cluster_controller_) cluster_controller_->run(stop);
     });
@@ -179,6 +240,9 @@ void Manager::run(const std::atomic<bool>& stop) {
     controller_->run(stop);
     images.join();
     pools.join();
+    claims.join();
+    snapshots.join();
+    restores.join();
     clusters.join();
     classes.join();
   }

@@ -6,11 +6,14 @@
 #pragma once
 
 #include "host/kube/client.h"
+#include "host/roles/common/snapshot_binding.h"
+#include "host/roles/controller/claim_reconciler.h"
 #include "host/roles/controller/class_status.h"
 #include "host/roles/controller/cluster_aggregate.h"
 #include "host/roles/controller/image_ready.h"
 #include "host/roles/controller/infra_kinds.h"
 #include "host/roles/controller/pool_reconciler.h"
+#include "host/roles/controller/snapshot_binder.h"
 #include "host/roles/controller/vm_reconciler.h"
 #include "host/runtime/cache_metrics.h"
 #include "host/runtime/controller.h"
@@ -46,6 +49,7 @@ class Manager {
   runtime::Controller& controller() { return *controller_; }
   runtime::Controller& imageController() { return *image_controller_; }
   runtime::Controller& poolController() { return *pool_controller_; }
+  runtime::Controller& claimController() { return *claim_controller_; }
 
  private:
   kube::KubeClient& client_;
@@ -65,11 +69,20 @@ class Manager {
   std::unique_ptr<runtime::Informer> pools_;
   std::unique_ptr<PoolReconciler> pool_reconciler_;
   std::unique_ptr<runtime::Controller> pool_controller_;
+  std::unique_ptr<runtime::Informer> claims_;
+  std::unique_ptr<ClaimReconciler> claim_reconciler_;
+  std::unique_ptr<runtime::Controller> claim_controller_;
   // Only when the API server serves VSphereCluster (the vSphere CRDs are installed).
   std::unique_ptr<runtime::Informer> clusters_;
   std::unique_ptr<ClusterReconciler> cluster_reconciler_;
   std::unique_ptr<runtime::Controller> cluster_controller_;
+  // VirtualMachineSnapshots and VirtualMachineRestores, bound to their Provider.
+  std::unique_ptr<runtime::Informer> snapshots_, restores_;
+  std::unique_ptr<SnapshotBinder> snapshot_binder_, restore_binder_;
+  std::unique_ptr<runtime::Controller> snapshot_controller_, restore_controller_;
   void setUpClusters();
+  void setUpSnapshots();
+  void setUpClaims();
 };
 
 }  // namespace banlieue::controller

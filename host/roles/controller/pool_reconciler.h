@@ -18,6 +18,13 @@ namespace banlieue::controller {
 
 inline constexpr const char* kPoolLabel = "banlieue.io/pool";
 inline constexpr const char* kClaimLabel = "banlieue.io/claim";
+// The content revision of the template's VMImage a member was made from (imageRevision).
+inline constexpr const char* kPoolImageRevisionLabel = "banlieue.io/pool-image-revision";
+
+// What a VMImage holds, as a short stable value: its sources and the build it produced (the
+// artifact's checksum and OSArtifact). A change of any of them is a new revision; an edit that
+// does not change the bytes a member boots (labels, retainOnDelete) is not.
+std::string imageRevision(const rapidjson::Value& image);
 
 // The pool's unclaimed members as a label selector in text form (status.selector, which the
 // scale subresource serves): members of the pool without a claim.
@@ -27,14 +34,18 @@ inline std::string unclaimedMemberSelector(const std::string& pool_name) {
 
 class PoolReconciler final : public runtime::Reconciler {
  public:
-  PoolReconciler(kube::KubeClient& client, runtime::Informer& pools, runtime::Informer& vms)
-      : client_(client), pools_(pools), vms_(vms) {}
+  // `images` (VMImages, cluster-wide) gives the template's image revision; without it members
+  // are never recycled for a new image.
+  PoolReconciler(kube::KubeClient& client, runtime::Informer& pools, runtime::Informer& vms,
+                 runtime::Informer* images = nullptr)
+      : client_(client), pools_(pools), vms_(vms), images_(images) {}
   runtime::Result reconcile(const runtime::Request& request) override;
 
  private:
   kube::KubeClient& client_;
   runtime::Informer& pools_;
   runtime::Informer& vms_;
+  runtime::Informer* images_;
   runtime::WriteExpectations expectations_;
 };
 

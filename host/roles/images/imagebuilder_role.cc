@@ -4,6 +4,7 @@
 #include "host/api/vm_class.h"
 #include "host/common/base64.h"
 #include "host/kube/api_error.h"
+#include "host/kube/discovery.h"
 #include "host/roles/common/leadership.h"
 #include "host/roles/common/role_process.h"
 #include "host/roles/images/artifact_checksum.h"
@@ -100,6 +101,17 @@ Result ImageBuilderReconciler::reconcile(const Request& request) {
     failed.message = plan.status().message();
     if (auto s = publish(failed); !s.isOk()) return Result::retry(s);
     return Result::terminal(plan.status());  // the VMImage must change first
+  }
+  if (!options_.build_api_served) {
+    // Said once on the image, where a user looks; the API's arrival starts a new term, which
+    // goes over every image again.
+    api::BuildArtifact waiting;
+    waiting.kind = plan->kind;
+    waiting.phase = "Pending";
+    waiting.reason = "BuildUnavailable";
+    waiting.message = kBuildUnavailableMessage;
+    if (auto s = publish(waiting); !s.isOk()) return Result::retry(s);
+    return Result::done();
   }
 
   // The merged cloud-config, layer by layer in list order.
@@ -263,6 +275,7 @@ struct CommandOptions {
   std::string artifacts_root;
   std::string lease_namespace;
   int workers = 2;
+  int api_poll_seconds = 30;
 };
 
 std::string identity() {
@@ -294,14 +307,16 @@ int runImageBuilder(const CommandOptions& o) {
   // shut its queue down, and the next starts from fresh caches (ADR 0021).
   struct Term {
     Term(kube::KubeClient& client, const ImageBuilderOptions& options, int workers)
-        : images(client, kVMImageType, {}),
+        : build_api_served(options.build_api_served),
+          images(client, kVMImageType, {}),
           artifacts(client, kOsArtifactType, {.ns = options.build_namespace}),
           reconciler(client, images, artifacts, options),
           controller("imagebuilder", reconciler, {.workers = workers}) {
       wireImageBuilder(controller, images, artifacts);
     }
+    bool build_api_served;
     runtime::Informer images;
-    runtime::Informer artifacts;
+    runtime::Informer artifacts;  // not run while the API is not served
     ImageBuilderReconciler reconciler;
     runtime::Controller controller;
   };
@@ -322,8 +337,11 @@ int runImageBuilder(const CommandOptions& o) {
   });
   health.addReadinessCheck("informers", [&](std::string& reason) {
     std::lock_guard lock(term_mutex);
-    if (term != nullptr && term->images.hasSynced() && term->artifacts.hasSynced()) return true;
-    reason = "VMImage/OSArtifact caches not synced (is the OSArtifact CRD installed?)";
+    if (term != nullptr && term->images.hasSynced() &&
+        (!term->build_api_served || term->artifacts.hasSynced())) {
+      return true;  // without the OSArtifact API, the images say so: nothing to wait for here
+    }
+    reason = "VMImage/OSArtifact caches not synced";
     return false;
   });
   RoleEndpoints endpoints;
@@ -334,24 +352,65 @@ int runImageBuilder(const CommandOptions& o) {
 
   // Work runs only while leading, and stops before the Lease is released; a lost Lease stops it
   // and this process campaigns again (ADR 0021): two replicas never write at once.
-  runWhileLeading(client, election, stop,
-                  [&](const std::atomic<bool>& work_stop) {
-                    spdlog::info("imagebuilder: leading; build namespace {}",
-                                 options.build_namespace);
-                    Term this_term(client, options, o.workers);
-                    {
-                      std::lock_guard lock(term_mutex);
-                      term = &this_term;
-                    }
-                    std::thread images_thread([&] { this_term.images.run(work_stop); });
-                    std::thread artifacts_thread([&] { this_term.artifacts.run(work_stop); });
-                    this_term.controller.run(work_stop);
-                    images_thread.join();
-                    artifacts_thread.join();
-                    std::lock_guard lock(term_mutex);
-                    term = nullptr;
-                  },
-                  {.leading = &leading});
+  runWhileLeading(
+      client, election, stop,
+      [&](const std::atomic<bool>& work_stop) {
+        spdlog::info("imagebuilder: leading; build namespace {}", options.build_namespace);
+        bool said_unavailable = false;
+        while (!work_stop) {
+          ImageBuilderOptions term_options = options;
+          term_options.build_api_served =
+              kube::discoverKind(client, "build.kairos.io/v1alpha2", "OSArtifact").ok();
+          if (!term_options.build_api_served && !said_unavailable) {
+            spdlog::warn(
+                "imagebuilder: {}; Url VMImages say so (status.buildArtifact reason "
+                "BuildUnavailable), and the API is looked for every {} s",
+                kBuildUnavailableMessage, o.api_poll_seconds);
+            said_unavailable = true;
+          }
+          Term this_term(client, term_options, o.workers);
+          {
+            std::lock_guard lock(term_mutex);
+            term = &this_term;
+          }
+          // The term ends with the leadership, or when the OSArtifact API appears (a new term
+          // then runs with it).
+          std::atomic<bool> term_stop{false};
+          std::thread watcher([&] {
+            auto next_look = std::chrono::steady_clock::now();
+            while (!term_stop) {
+              if (work_stop) {
+                term_stop = true;
+                break;
+              }
+              if (!term_options.build_api_served && std::chrono::steady_clock::now() >= next_look) {
+                next_look += std::chrono::seconds(o.api_poll_seconds);
+                if (kube::discoverKind(client, "build.kairos.io/v1alpha2", "OSArtifact").ok()) {
+                  spdlog::info("imagebuilder: the OSArtifact API is served now; building");
+                  term_stop = true;
+                  break;
+                }
+              }
+              std::this_thread::sleep_for(std::chrono::milliseconds(200));
+            }
+          });
+          std::thread images_thread([&] { this_term.images.run(term_stop); });
+          std::thread artifacts_thread([&] {
+            if (term_options.build_api_served) this_term.artifacts.run(term_stop);
+          });
+          this_term.controller.run(term_stop);
+          term_stop = true;
+          watcher.join();
+          images_thread.join();
+          artifacts_thread.join();
+          {
+            std::lock_guard lock(term_mutex);
+            term = nullptr;
+          }
+          if (term_options.build_api_served) break;  // the leadership ended
+        }
+      },
+      {.leading = &leading});
   return app::kExitOk;
 }
 
@@ -374,6 +433,11 @@ void registerImageBuilderCommand(CLI::App& app, app::Action& action) {
                   "per PVC); lets the imagebuilder record each artifact's sha256");
   sub->add_option("--leader-election-namespace", o->lease_namespace,
                   "Namespace of the banlieue-imagebuilder Lease (default $POD_NAMESPACE)")
+      ->capture_default_str();
+  sub->add_option("--api-poll-seconds", o->api_poll_seconds,
+                  "While the OSArtifact API (kairos-operator) is not served, how often to look\n"
+                  "for it")
+      ->check(CLI::Range(1, 3600))
       ->capture_default_str();
   sub->add_option("--workers", o->workers, "Concurrent reconciles")
       ->check(CLI::Range(1, 64))

@@ -23,7 +23,15 @@ struct ImageBuilderOptions {
   // set, a Ready artifact's sha256 is taken from its "<file>.sha256" sidecar or computed. Without
   // it the source's own checksum pin is the only one recorded.
   std::filesystem::path artifacts_root;
+  // False while the cluster does not serve the OSArtifact API (kairos-operator not installed):
+  // Url VMImages then say so (buildArtifact reason BuildUnavailable) and nothing is built.
+  bool build_api_served = true;
 };
+
+// The message a Url VMImage carries while the OSArtifact API is not served.
+inline constexpr const char* kBuildUnavailableMessage =
+    "the OSArtifact API (build.kairos.io/v1alpha2 osartifacts, installed with kairos-operator) "
+    "is not served by this cluster: the image is built once it is";
 
 // The reconciler, separate from the process wiring so tests can drive it with their own
 // informers.

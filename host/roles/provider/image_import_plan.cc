@@ -93,25 +93,6 @@ void summarize(ImportPlan& plan) {
 
 }  // namespace
 
-std::optional<std::time_t> parseRfc3339(const std::string& text) {
-  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
-  char zone = 0;
-  // Fractions and offsets other than Z do not occur in metav1.Time as the API server writes it.
-  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%c", &year, &month, &day, &hour, &minute,
-                  &second, &zone) != 7 ||
-      zone != 'Z' || month < 1 || month > 12 || day < 1 || day > 31) {
-    return std::nullopt;
-  }
-  std::tm tm{};
-  tm.tm_year = year - 1900;
-  tm.tm_mon = month - 1;
-  tm.tm_mday = day;
-  tm.tm_hour = hour;
-  tm.tm_min = minute;
-  tm.tm_sec = second;
-  return timegm(&tm);
-}
-
 std::string importArtifactFormat(const std::string& artifact_kind, const std::string& file) {
   auto ends = [&file](const std::string& suffix) {
     return file.size() >= suffix.size() &&

@@ -16,6 +16,8 @@
 // collects them.
 #pragma once
 
+#include "host/runtime/object_helpers.h"
+
 #include "host/api/vm_class.h"
 #include "host/common/proxy_environment.h"
 #include "host/roles/images/import_progress.h"
@@ -85,7 +87,6 @@ ImportPlan planImports(const rapidjson::Value& image, const ImageRowContext& con
 // buildImageRow.
 void applyImportPlan(rapidjson::Document& row, const ImportPlan& plan);
 
-// Unix seconds of an RFC 3339 time (metav1.Time: "2026-01-02T03:04:05Z"), nullopt if malformed.
-std::optional<std::time_t> parseRfc3339(const std::string& text);
+using runtime::parseRfc3339;
 
 }  // namespace banlieue::roles::provider

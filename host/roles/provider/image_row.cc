@@ -68,6 +68,10 @@ std::optional<rapidjson::Document> buildImageRow(const rapidjson::Value& image,
     if (phase == "Failed") {
       reason = "BuildFailed";
       message = json::stringOr(&image, "status.buildArtifact.message", "the image build failed");
+    } else if (json::stringOr(&image, "status.buildArtifact.reason") == "BuildUnavailable") {
+      // Nothing builds until the platform team installs the build API: said as it is.
+      reason = "BuildUnavailable";
+      message = json::stringOr(&image, "status.buildArtifact.message");
     } else if (phase != "Ready") {
       reason = "BuildPending";
       message = phase.empty() ? "waiting for banlieue imagebuilder (status.buildArtifact not set)"

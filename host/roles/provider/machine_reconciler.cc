@@ -44,9 +44,7 @@ constexpr const char* kProtocolErrorNextTry = " (next try in 60 s)";
 // removed by the provider when it does.
 constexpr const char* kClearQuarantineAnnotation = "banlieue.io/clear-quarantine";
 
-int64_t generationOf(const rapidjson::Value& object) {
-  return json::integer(&object, "metadata.generation").value_or(0);
-}
+using runtime::generationOf;
 
 // Why a reconcile reply breaks the protocol (sdk/schemas/reconcile.response.json; IN_PROGRESS
 // needs the operation's token), or OK. ProviderProtocolError with the offending field; kInternal
@@ -159,6 +157,7 @@ runtime::Result MachineReconciler::reconcile(const runtime::Request& request) {
   // The rendered userData, from the Secret the object names (docs/adr/0026): only for the call.
   auto user_data = resolveUserData(context_.client, o);
   if (!user_data.ok()) return failed(o, user_data.status(), false);
+  auto machine_lock = context_.lockMachine(uid);  // a snapshot call on it waits
   auto result = instance->reconcile(kind_, callRequest(o, *user_data),
                                     context_.callOptions(uid, describe(o), generationOf(o)));
   if (context_.quarantine != nullptr) context_.quarantine->survived(uid);
@@ -252,6 +251,7 @@ runtime::Result MachineReconciler::finalize(const rapidjson::Value& object) {
   }
   std::string uid = json::stringOr(&object, "metadata.uid");
   if (auto held = crashHold(object, uid, true)) return *held;
+  auto machine_lock = context_.lockMachine(uid);  // a snapshot call on it waits
   auto result =
       instance->finalize(kind_, callRequest(object),
                          context_.callOptions(uid, describe(object), generationOf(object)));

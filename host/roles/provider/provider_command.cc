@@ -6,11 +6,13 @@
 #include "host/plugin/loader.h"
 #include "host/roles/common/leadership.h"
 #include "host/roles/common/role_process.h"
+#include "host/roles/common/snapshot_binding.h"
 #include "host/roles/images/import_job.h"
 #include "host/roles/provider/image_reconciler.h"
 #include "host/roles/provider/machine_reconciler.h"
 #include "host/roles/provider/plugin_resolution.h"
 #include "host/roles/provider/provider_reconciler.h"
+#include "host/roles/provider/snapshot_reconciler.h"
 #include "host/roles/provider/status_writer.h"
 #include "host/runtime/controller.h"
 #include "host/runtime/health_server.h"
@@ -228,6 +230,8 @@ int runProvider(const Options& o) {
     RuntimeContext context{client, events, session,   o.backend,
                            ns,     name,   work_stop, std::chrono::seconds(o.call_timeout_seconds)};
     context.quarantine = &quarantine;
+    MachineLocks machine_locks;
+    context.machine_locks = &machine_locks;
     runtime::InformerOptions provider_options;
     provider_options.ns = ns;
     provider_options.field_selector = "metadata.name=" + name;
@@ -275,6 +279,7 @@ int runProvider(const Options& o) {
 
     kube::KindResolver kinds(client);
     struct KindRuntime {
+      std::string kind;
       std::unique_ptr<runtime::Informer> informer;
       std::unique_ptr<MachineReconciler> reconciler;
       std::unique_ptr<runtime::Controller> controller;
@@ -293,6 +298,7 @@ int runProvider(const Options& o) {
       }
       if (!type.ok()) break;
       KindRuntime k;
+      k.kind = gvk.kind;
       runtime::InformerOptions options;
       options.ns = ns;
       options.label_selector = "banlieue.io/provider=" + name;
@@ -306,15 +312,77 @@ int runProvider(const Options& o) {
       machine_kinds.push_back(std::move(k));
     }
 
-    // Machines that waited for the backend (ProviderNotConnected) go again as soon as it is
-    // connected, whatever their next poll.
-    session.onConnected([&machine_kinds] {
-      for (auto& k : machine_kinds) {
-        for (const auto& object : k.informer->list()) {
-          k.controller->enqueue(runtime::objectKey(*object));
+    // The snapshots and restores the controller bound to this Provider (docs/adr/0039).
+    runtime::InformerOptions bound_options;
+    bound_options.ns = ns;
+    bound_options.label_selector = std::string(kSnapshotProviderLabel) + "=" + name;
+    runtime::Informer snapshots(client, kVirtualMachineSnapshotType, bound_options);
+    runtime::Informer restores(client, kVirtualMachineRestoreType, bound_options);
+    MachineDirectory machine_directory{
+        [&machine_kinds](const std::string& kind, const std::string& key) -> runtime::Object {
+          for (auto& k : machine_kinds) {
+            if (k.kind == kind) return k.informer->get(key);
+          }
+          return nullptr;
+        },
+        [&machine_kinds](const std::string& kind, const std::string& key) {
+          for (auto& k : machine_kinds) {
+            if (k.kind == kind) k.controller->enqueue(key);
+          }
+        }};
+    SnapshotReconciler snapshot_reconciler(context, snapshots, machine_directory);
+    runtime::Controller snapshot_controller("virtualmachinesnapshot", snapshot_reconciler,
+                                            runtime::ControllerOptions{1});
+    // status.machineRef, the controller's binding, arrives as a status change.
+    snapshot_controller.watch(snapshots);
+    // A machine that goes (or changes) revisits the snapshots taken of it.
+    for (auto& k : machine_kinds) {
+      snapshot_controller.watchMapped(
+          *k.informer, [&snapshots, kind = k.kind](const runtime::Object& machine) {
+            std::vector<std::string> keys;
+            const std::string machine_name = json::stringOr(machine.get(), "metadata.name");
+            for (const auto& s : snapshots.byIndex(
+                     "namespace", json::stringOr(machine.get(), "metadata.namespace"))) {
+              auto bound = boundMachine(*s);
+              if (bound && bound->kind == kind && bound->name == machine_name) {
+                keys.push_back(runtime::objectKey(*s));
+              }
+            }
+            return keys;
+          });
+    }
+    RestoreReconciler restore_reconciler(context, restores, snapshots, machine_directory);
+    runtime::Controller restore_controller("virtualmachinerestore", restore_reconciler,
+                                           runtime::ControllerOptions{1});
+    restore_controller.watch(restores, runtime::Controller::Updates::kIgnoreStatusOnly);
+    restore_controller.watchMapped(snapshots, [&restores](const runtime::Object& snapshot) {
+      std::vector<std::string> keys;
+      const std::string snapshot_name = json::stringOr(snapshot.get(), "metadata.name");
+      for (const auto& r :
+           restores.byIndex("namespace", json::stringOr(snapshot.get(), "metadata.namespace"))) {
+        if (json::stringOr(r.get(), "spec.snapshotName") == snapshot_name) {
+          keys.push_back(runtime::objectKey(*r));
         }
       }
+      return keys;
     });
+
+    // Machines that waited for the backend (ProviderNotConnected) go again as soon as it is
+    // connected, whatever their next poll; so do the snapshots and restores.
+    session.onConnected(
+        [&machine_kinds, &snapshots, &restores, &snapshot_controller, &restore_controller] {
+          for (auto& k : machine_kinds) {
+            for (const auto& object : k.informer->list()) {
+              k.controller->enqueue(runtime::objectKey(*object));
+            }
+          }
+          for (const auto& object : snapshots.list()) {
+            snapshot_controller.enqueue(runtime::objectKey(*object));
+          }
+          for (const auto& object : restores.list()) {
+            restore_controller.enqueue(runtime::objectKey(*object));
+          }
+        });
     std::vector<std::thread> threads;
     threads.emplace_back([&] { providers.run(work_stop); });
     threads.emplace_back([&] { provider_controller.run(work_stop); });
@@ -322,14 +390,21 @@ int runProvider(const Options& o) {
     threads.emplace_back([&] { import_jobs.run(work_stop); });
     threads.emplace_back([&] { import_pods.run(work_stop); });
     threads.emplace_back([&] { image_controller.run(work_stop); });
+    threads.emplace_back([&] { snapshots.run(work_stop); });
+    threads.emplace_back([&] { restores.run(work_stop); });
     for (auto& k : machine_kinds) {
       threads.emplace_back([&] { k.informer->run(work_stop); });
       threads.emplace_back([&] { k.controller->run(work_stop); });
     }
     while (!work_stop) {
       bool all = providers.hasSynced() && images.hasSynced() && import_jobs.hasSynced() &&
-                 import_pods.hasSynced();
+                 import_pods.hasSynced() && snapshots.hasSynced() && restores.hasSynced();
       for (const auto& k : machine_kinds) all = all && k.informer->hasSynced();
+      if (all && !synced) {
+        // The machines' informers feed the snapshot controllers: they start once synced.
+        threads.emplace_back([&] { snapshot_controller.run(work_stop); });
+        threads.emplace_back([&] { restore_controller.run(work_stop); });
+      }
       if (all && !synced) {
         synced = true;
         log->info("provider {}/{}: caches synced; serving {} kind(s)", ns, name,

@@ -4,12 +4,14 @@
 
 #include "host/kube/client.h"
 #include "host/roles/provider/crash_quarantine.h"
+#include "host/roles/provider/machine_locks.h"
 #include "host/roles/provider/plugin_session.h"
 #include "host/runtime/events.h"
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace banlieue::roles::provider {
@@ -25,6 +27,13 @@ struct RuntimeContext {
   std::chrono::milliseconds call_timeout{std::chrono::seconds(30)};
   // Objects the previous process died on, kept from the plugin for a while; optional.
   CrashQuarantine* quarantine = nullptr;
+  // One plugin call per machine uid across controllers (machine_locks.h); optional.
+  MachineLocks* machine_locks = nullptr;
+
+  std::optional<MachineLocks::Guard> lockMachine(const std::string& uid) const {
+    if (machine_locks == nullptr || uid.empty()) return std::nullopt;
+    return machine_locks->lock(uid);
+  }
 
   // banlieue.io/provider-<backend>: the field manager of every write and the infra finalizer.
   std::string fieldManager() const { return "banlieue.io/provider-" + backend; }

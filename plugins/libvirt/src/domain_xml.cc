@@ -72,6 +72,9 @@ std::string domainXml(const MachineSpec& m, const DomainPlan& plan) {
   x += "    <type" + attr("arch", plan.arch) +
        (m.machine_type.empty() ? std::string() : attr("machine", m.machine_type)) + ">hvm</type>\n";
   if (secure) x += "    <loader secure='yes'/>\n";
+  // SeaBIOS writes to the serial port too, so `banlieue vm console` shows a BIOS domain's boot
+  // (libvirt turns this into QEMU's graphics=off; OVMF writes to the serial port by itself).
+  if (!efi) x += "    <bios useserial='yes'/>\n";
   x += "  </os>\n";
   x += "  <features>\n    <acpi/>\n    <apic/>\n";
   if (secure) x += "    <smm state='on'/>\n";
@@ -283,6 +286,31 @@ std::optional<std::string> diskElementFor(std::string_view domain_xml, std::stri
     }
   }
   return std::nullopt;
+}
+
+std::string snapshotXml(std::string_view name, std::string_view description) {
+  std::string x = "<domainsnapshot>\n  <name>" + xmlEscape(name) + "</name>\n";
+  if (!description.empty()) x += "  <description>" + xmlEscape(description) + "</description>\n";
+  return x + "</domainsnapshot>\n";
+}
+
+std::optional<SnapshotFacts> snapshotFacts(std::string_view snapshot_xml) {
+  const pugi::xml_document doc = parse(snapshot_xml);
+  const pugi::xml_node root = doc.child("domainsnapshot");
+  if (!root) return std::nullopt;
+  SnapshotFacts facts;
+  if (const pugi::xml_node created = root.child("creationTime")) {
+    facts.creation_time = created.text().as_llong(-1);
+  }
+  if (const pugi::xml_attribute memory = root.child("memory").attribute("snapshot")) {
+    std::string_view location = memory.as_string();
+    facts.memory = location == "internal" || location == "external";
+  } else {
+    std::string_view state = root.child("state").text().as_string();
+    facts.memory = state == "running" || state == "blocked" || state == "paused" ||
+                   state == "pmsuspended" || state == "shutdown";
+  }
+  return facts;
 }
 
 }  // namespace banlieue::libvirt

@@ -1,5 +1,6 @@
-// libvirt XML the plugin writes (domains, volumes) and the few facts it reads back (volume
-// format, capabilities, a domain's volumes). Pure functions, unit-tested without a connection.
+// libvirt XML the plugin writes (domains, volumes, snapshots) and the few facts it reads back
+// (volume format, capabilities, a domain's volumes, a snapshot's time and memory). Pure functions,
+// unit-tested without a connection.
 #pragma once
 
 #include "plugins/libvirt/src/machine_spec.h"
@@ -87,5 +88,20 @@ std::optional<DomainHardware> domainHardware(std::string_view domain_xml);
 // (what virDomainAttachDeviceFlags takes); nullopt when the domain has no such disk.
 std::optional<std::string> diskElementFor(std::string_view domain_xml, std::string_view pool,
                                           std::string_view volume);
+
+// A snapshot to take (virDomainSnapshotCreateXML): its name and description only, so libvirt
+// chooses what it holds from the domain's state: a shut-off domain's disks, or a running
+// domain's disks and memory (a full system checkpoint), both as internal qcow2 snapshots.
+std::string snapshotXml(std::string_view name, std::string_view description);
+
+// What a snapshot's XML (virDomainSnapshotGetXMLDesc) says about it: when it was taken
+// (domainsnapshot/creationTime, seconds since the epoch; -1 when absent) and whether it holds
+// the guest's memory (memory/@snapshot internal or external; without that element, a snapshot
+// taken in a running, paused or suspended state). nullopt when there is no domainsnapshot.
+struct SnapshotFacts {
+  int64_t creation_time = -1;
+  bool memory = false;
+};
+std::optional<SnapshotFacts> snapshotFacts(std::string_view snapshot_xml);
 
 }  // namespace banlieue::libvirt

@@ -21,7 +21,8 @@ LibvirtError LibvirtError::last() {
 
 bool LibvirtError::isNotFound() const {
   return code == VIR_ERR_NO_DOMAIN || code == VIR_ERR_NO_STORAGE_POOL ||
-         code == VIR_ERR_NO_STORAGE_VOL || code == VIR_ERR_NO_NETWORK;
+         code == VIR_ERR_NO_STORAGE_VOL || code == VIR_ERR_NO_NETWORK ||
+         code == VIR_ERR_NO_DOMAIN_SNAPSHOT;
 }
 
 Error toError(const LibvirtError& e, const std::string& what) {
@@ -31,6 +32,7 @@ Error toError(const LibvirtError& e, const std::string& what) {
     case VIR_ERR_NO_STORAGE_POOL: return {Code::kNotFound, "PoolNotFound", message};
     case VIR_ERR_NO_STORAGE_VOL: return {Code::kNotFound, "VolumeNotFound", message};
     case VIR_ERR_NO_NETWORK: return {Code::kNotFound, "NetworkNotFound", message};
+    case VIR_ERR_NO_DOMAIN_SNAPSHOT: return {Code::kNotFound, "SnapshotNotFound", message};
     case VIR_ERR_DOM_EXIST:
     case VIR_ERR_STORAGE_VOL_EXIST:
     case VIR_ERR_NETWORK_EXIST: return {Code::kAlreadyExists, "AlreadyExists", message};
@@ -49,6 +51,9 @@ Error toError(const LibvirtError& e, const std::string& what) {
     case VIR_ERR_CONFIG_UNSUPPORTED:
       return {Code::kInvalidArgument, "InvalidConfiguration", message};
     case VIR_ERR_OPERATION_INVALID: return {Code::kFailedPrecondition, "InvalidState", message};
+    // A revert libvirt would only do by force (e.g. a domain ABI that changed since).
+    case VIR_ERR_SNAPSHOT_REVERT_RISKY:
+      return {Code::kFailedPrecondition, "SnapshotRevertRisky", message};
     case VIR_ERR_NO_CONNECT:
     case VIR_ERR_RPC:
     case VIR_ERR_INVALID_CONN: return {Code::kUnavailable, "ConnectionLost", message};
@@ -119,6 +124,11 @@ std::optional<Volume> findVolume(virStoragePoolPtr pool, const std::string& name
 std::optional<Network> findNetwork(virConnectPtr conn, const std::string& name) {
   return foundOrThrow<Network>(virNetworkLookupByName(conn, name.c_str()),
                                "looking up network " + name);
+}
+
+std::optional<Snapshot> findSnapshot(virDomainPtr domain, const std::string& name) {
+  return foundOrThrow<Snapshot>(virDomainSnapshotLookupByName(domain, name.c_str(), 0),
+                                "looking up snapshot " + name);
 }
 
 std::string domainUuidString(virDomainPtr domain) {

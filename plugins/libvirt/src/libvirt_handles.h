@@ -1,7 +1,7 @@
 // RAII owners for libvirt objects and the translation of libvirt errors into banlieue codes.
 // Every libvirt failure goes through raiseLast(), so one table decides what NOT_FOUND means:
-// only the "no such domain/pool/volume/network" codes are not-found; anything else is a real
-// failure and is never read as "absent".
+// only the "no such domain/pool/volume/network/snapshot" codes are not-found; anything else is a
+// real failure and is never read as "absent".
 #pragma once
 
 #include <banlieue/sdk/status.h>
@@ -29,6 +29,9 @@ struct NetworkFree {
 struct StreamFree {
   void operator()(virStreamPtr p) const { virStreamFree(p); }
 };
+struct SnapshotFree {
+  void operator()(virDomainSnapshotPtr p) const { virDomainSnapshotFree(p); }
+};
 struct CharFree {
   void operator()(char* p) const { free(p); }  // NOLINT(cppcoreguidelines-no-malloc)
 };
@@ -38,6 +41,7 @@ using Pool = std::unique_ptr<virStoragePool, PoolFree>;
 using Volume = std::unique_ptr<virStorageVol, VolFree>;
 using Network = std::unique_ptr<virNetwork, NetworkFree>;
 using Stream = std::unique_ptr<virStream, StreamFree>;
+using Snapshot = std::unique_ptr<virDomainSnapshot, SnapshotFree>;
 using CString = std::unique_ptr<char, CharFree>;
 
 // The calling thread's last libvirt error, copied (code 0 when there is none).
@@ -63,6 +67,7 @@ std::optional<Domain> findDomainByUuid(virConnectPtr conn, const std::string& uu
 std::optional<Pool> findPool(virConnectPtr conn, const std::string& name);
 std::optional<Volume> findVolume(virStoragePoolPtr pool, const std::string& name);
 std::optional<Network> findNetwork(virConnectPtr conn, const std::string& name);
+std::optional<Snapshot> findSnapshot(virDomainPtr domain, const std::string& name);
 
 std::string domainUuidString(virDomainPtr domain);
 

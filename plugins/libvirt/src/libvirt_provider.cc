@@ -1,13 +1,15 @@
 // The libvirt provider plugin: one Instance (one libvirt connection) per banlieue Provider,
-// serving LibvirtMachine, introspection and image import. Exported through the SDK's
-// trampolines, so nothing throws across the ABI.
+// serving LibvirtMachine (and its snapshots), introspection and image import. Exported through the
+// SDK's trampolines, so nothing throws across the ABI.
 #include "plugins/libvirt/src/connection.h"
+#include "plugins/libvirt/src/console.h"
 #include "plugins/libvirt/src/image_import.h"
 #include "plugins/libvirt/src/introspection.h"
 #include "plugins/libvirt/src/libvirt_handles.h"
 #include "plugins/libvirt/src/machine.h"
 #include "plugins/libvirt/src/machine_spec.h"
 #include "plugins/libvirt/src/provider_validation.h"
+#include "plugins/libvirt/src/snapshots.h"
 
 #include <banlieue/sdk/plugin.h>
 
@@ -86,6 +88,18 @@ class LibvirtInstance final : public sdk::Instance {
     return importer_.deleteImage(call, request);
   }
 
+  Status snapshot(const sdk::Call& call, const sdk::SnapshotRequest& request,
+                  sdk::Reply& reply) override {
+    if (request.kind != kMachineKind) return unsupportedKind(request.kind);
+    return snapshotMachine(connection_, call, request, reply);
+  }
+
+  Status openConsole(const sdk::Call& call, const sdk::ConsoleRequest& request,
+                     std::unique_ptr<sdk::Console>& out, sdk::Reply& reply) override {
+    if (request.kind != kMachineKind) return unsupportedKind(request.kind);
+    return openMachineConsole(connection_, call, request, out, reply);
+  }
+
   void shutdown(const sdk::Call& /*call*/) override { importer_.shutdown(); }
 
  private:
@@ -126,6 +140,8 @@ class LibvirtProvider final : public sdk::Provider {
     caps.introspect = true;
     caps.import_image = true;
     caps.delete_image = true;
+    caps.snapshot = true;
+    caps.console = true;
     caps.image_formats = {"raw", "qcow2", "iso"};
     return caps;
   }

@@ -148,6 +148,21 @@ std::string domainUuidFor(std::string_view uid) {
   return out;
 }
 
+namespace {
+constexpr std::string_view kProviderIdScheme = "libvirt://";
+}  // namespace
+
+std::string providerIdFor(std::string_view domain_uuid) {
+  return std::string(kProviderIdScheme) + std::string(domain_uuid);
+}
+
+std::optional<std::string> domainUuidOfProviderId(std::string_view provider_id) {
+  if (provider_id.substr(0, kProviderIdScheme.size()) != kProviderIdScheme) return std::nullopt;
+  std::string_view uuid = provider_id.substr(kProviderIdScheme.size());
+  if (!isUuid(uuid)) return std::nullopt;
+  return domainUuidFor(uuid);  // lower case, as libvirt prints it
+}
+
 bool MachineSpec::needsSeed() const {
   if (user_data) return true;
   for (const auto& nic : nics) {

@@ -83,4 +83,11 @@ bool isSafeVolumeName(std::string_view name);
 // name-based one, so the same object always maps to the same domain UUID.
 std::string domainUuidFor(std::string_view uid);
 
+// The providerID of the machine whose domain has this UUID ("libvirt://<uuid>"): reconcile
+// reports it, and the runtime hands it back in spec.providerID to name the backend VM.
+std::string providerIdFor(std::string_view domain_uuid);
+
+// The domain UUID a providerID names; nullopt when it is not "libvirt://<uuid>".
+std::optional<std::string> domainUuidOfProviderId(std::string_view provider_id);
+
 }  // namespace banlieue::libvirt

@@ -40,6 +40,7 @@ TEST(DomainXml, CarriesTheSpec) {
   EXPECT_TRUE(has(xml, ">4</vcpu>"));
   EXPECT_TRUE(has(xml, "<os firmware='efi'>"));
   EXPECT_TRUE(has(xml, "<loader secure='yes'/>"));
+  EXPECT_FALSE(has(xml, "useserial")) << "OVMF writes to the serial port by itself";
   EXPECT_TRUE(has(xml, "<smm state='on'/>"));
   EXPECT_TRUE(has(xml, "machine='q35'"));
   EXPECT_FALSE(has(xml, "host-passthrough"));  // only for kvm
@@ -73,6 +74,8 @@ TEST(DomainXml, BiosWithoutTpmAndKvmPassthrough) {
   EXPECT_TRUE(has(xml, "host-passthrough"));
   EXPECT_TRUE(has(xml, "volume='installer.iso'"));
   EXPECT_TRUE(has(xml, "<boot order='2'/>"));
+  // The firmware's messages reach the serial console.
+  EXPECT_TRUE(has(xml, "<bios useserial='yes'/>"));
 }
 
 TEST(DomainXml, VolumeWithDeclaredBackingFormat) {
@@ -188,6 +191,39 @@ TEST(Uri, CredentialsGoIntoQueryParameters) {
   EXPECT_THROW(parseUri("qemu+tcp://h/system"), sdk::Error);
   EXPECT_THROW(parseUri("xen:///system"), sdk::Error);
   EXPECT_THROW(parseUri("nonsense"), sdk::Error);
+}
+
+// The snapshot plugin's XML: the name and description escaped; what libvirt says back about
+// time and memory, from the memory element or, without one, the state it was taken in.
+TEST(DomainXml, SnapshotXmlAndFacts) {
+  const std::string xml = snapshotXml("nightly", "before <upgrade> & 'reboot'");
+  EXPECT_NE(xml.find("<name>nightly</name>"), std::string::npos) << xml;
+  EXPECT_NE(xml.find("<description>before &lt;upgrade&gt; &amp; &apos;reboot&apos;</description>"),
+            std::string::npos)
+      << xml;
+  EXPECT_EQ(snapshotXml("n", "").find("description"), std::string::npos);
+
+  auto running = snapshotFacts(
+      "<domainsnapshot><name>a</name><state>running</state><creationTime>1764849600"
+      "</creationTime><memory snapshot='internal'/></domainsnapshot>");
+  ASSERT_TRUE(running);
+  EXPECT_EQ(running->creation_time, 1764849600);
+  EXPECT_TRUE(running->memory);
+  auto off = snapshotFacts(
+      "<domainsnapshot><state>shutoff</state><creationTime>7</creationTime>"
+      "<memory snapshot='no'/></domainsnapshot>");
+  ASSERT_TRUE(off);
+  EXPECT_FALSE(off->memory);
+  // Without a memory element (the test driver), the state decides.
+  EXPECT_TRUE(snapshotFacts("<domainsnapshot><state>paused</state></domainsnapshot>")->memory);
+  EXPECT_FALSE(
+      snapshotFacts("<domainsnapshot><state>disk-snapshot</state></domainsnapshot>")->memory);
+  EXPECT_EQ(snapshotFacts("<domainsnapshot/>")->creation_time, -1);
+  // A state inside another tool's metadata is not the snapshot's.
+  EXPECT_FALSE(snapshotFacts("<domainsnapshot><metadata><state>running</state></metadata>"
+                             "</domainsnapshot>")
+                   ->memory);
+  EXPECT_FALSE(snapshotFacts("not xml"));
 }
 
 TEST(Introspection, FailureDomainNames) {

@@ -1,10 +1,64 @@
 // Day-2 changes of a LibvirtMachine against libvirt's test driver (issue #20): a resize reaches
 // the domain's definition and, for a running domain, the guest (hot-plug, else a restart); an
-// image's volumes are deleted once no machine uses them. Labels: integration;libvirt;day2.
+// image's volumes are deleted once no machine uses them; snapshots (ABI 1.2) are taken, listed,
+// reverted to and deleted on the domain, and a machine with snapshots is deleted cleanly.
+// Labels: integration;libvirt;day2.
 #include "plugins/libvirt/test/test_driver_fixture.h"
+
+#include <map>
+#include <regex>
+#include <vector>
 
 namespace banlieue::libvirt::testing {
 namespace {
+
+// The plugin's condition `type` in a reply body, or null: a reply carries several
+// (HardwareApplied, GuestReady).
+const rapidjson::Value* replyCondition(const rapidjson::Value& reply, const char* type) {
+  const auto* conditions = json::find(&reply, "status.conditions");
+  if (conditions == nullptr || !conditions->IsArray()) return nullptr;
+  for (const auto& c : conditions->GetArray()) {
+    if (json::stringOr(&c, "type") == type) return &c;
+  }
+  return nullptr;
+}
+
+// The fixture's machine once reconciled, as the host sends it to the snapshot slot: with the
+// providerID the reply reported copied to spec.providerID.
+class LibvirtSnapshotTest : public LibvirtPluginTest {
+ protected:
+  void provision() {
+    auto r = harness_.reconcile(opts_);
+    ASSERT_TRUE(r.ok()) << describeOutcome(r);
+    auto doc = json::parse(r.body, "reply");
+    opts_.provider_id = json::stringOr(&doc, "status.providerID");
+    ASSERT_FALSE(opts_.provider_id.empty()) << r.body;
+  }
+  sdk::abi::CallOutcome snapshot(const std::string& action, const std::string& name,
+                                 const std::string& ref = "", bool memory = false) {
+    return harness_.snapshot(opts_, snapshotRequest(opts_, action, name, ref, memory));
+  }
+  static std::string refOf(const sdk::abi::CallOutcome& o) {
+    auto doc = json::parse(o.body.empty() ? "{}" : o.body, "reply");
+    return json::stringOr(&doc, "status.snapshotRef");
+  }
+  // status.snapshots of a list reply, by name.
+  static std::map<std::string, std::string> listed(const sdk::abi::CallOutcome& o) {
+    std::map<std::string, std::string> out;
+    auto doc = json::parse(o.body, "reply");
+    const auto* list = json::find(&doc, "status.snapshots");
+    if (list == nullptr || !list->IsArray()) return out;
+    for (const auto& entry : list->GetArray()) {
+      out[json::stringOr(&entry, "name")] = json::serialize(entry);
+    }
+    return out;
+  }
+  static bool isRfc3339(const std::string& s) {
+    static const std::regex kRfc3339(
+        R"(^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$)");
+    return std::regex_match(s, kRfc3339);
+  }
+};
 
 // Issue #20: a resize of a running machine reaches the domain (before, the definition kept its
 // first vCPUs and memory and a data disk added later was never attached, while the reply said
@@ -26,10 +80,15 @@ TEST_F(LibvirtPluginTest, AResizeReachesTheDefinitionAndTheRunningDomain) {
   EXPECT_NE(live.find("volume='" + domain() + "-disk-logs.qcow2'"), std::string::npos) << live;
   auto doc = json::parse(r.body, "reply");
   EXPECT_TRUE(json::boolean(&doc, "status.initialization.provisioned"));
-  const auto* conditions = json::find(&doc, "status.conditions");
-  ASSERT_TRUE(conditions != nullptr && conditions->IsArray() && conditions->Size() == 1) << r.body;
-  EXPECT_EQ(json::stringOr(&(*conditions)[0], "type"), "HardwareApplied") << r.body;
-  EXPECT_EQ(json::stringOr(&(*conditions)[0], "status"), "True") << r.body;
+  const auto* hardware = replyCondition(doc, "HardwareApplied");
+  ASSERT_NE(hardware, nullptr) << r.body;
+  EXPECT_EQ(json::stringOr(hardware, "type"), "HardwareApplied") << r.body;
+  // The guest's signal: the test driver's guest agent answers for a running domain.
+  const auto* guest = replyCondition(doc, "GuestReady");
+  ASSERT_NE(guest, nullptr) << r.body;
+  EXPECT_EQ(json::stringOr(guest, "status"), "True") << r.body;
+  EXPECT_EQ(json::stringOr(guest, "reason"), "GuestAgentResponding") << r.body;
+  EXPECT_EQ(json::stringOr(hardware, "status"), "True") << r.body;
 
   // A shrink of memory is a resize too; an unchanged spec changes nothing.
   opts_.memory_mib = 192;
@@ -99,10 +158,10 @@ TEST_F(LibvirtPluginTest, AResizeThatWaitsForRestartIsAppliedByTheUsersRestart) 
   EXPECT_NE(inspector_.domainXml(domain()).find(">1</vcpu>"), std::string::npos)
       << "the running guest changed";
   auto doc = json::parse(r.body, "reply");
-  const auto* conditions = json::find(&doc, "status.conditions");
-  ASSERT_TRUE(conditions != nullptr && conditions->IsArray() && conditions->Size() == 1) << r.body;
-  EXPECT_EQ(json::stringOr(&(*conditions)[0], "status"), "False") << r.body;
-  EXPECT_EQ(json::stringOr(&(*conditions)[0], "reason"), "RestartRequired") << r.body;
+  const auto* hardware = replyCondition(doc, "HardwareApplied");
+  ASSERT_NE(hardware, nullptr) << r.body;
+  EXPECT_EQ(json::stringOr(hardware, "status"), "False") << r.body;
+  EXPECT_EQ(json::stringOr(hardware, "reason"), "RestartRequired") << r.body;
 
   opts_.restart_requested_at = "2026-12-03T08:00:00Z";
   r = harness_.reconcile(opts_);
@@ -110,9 +169,9 @@ TEST_F(LibvirtPluginTest, AResizeThatWaitsForRestartIsAppliedByTheUsersRestart) 
   EXPECT_NE(inspector_.domainId(domain()), first_id);
   EXPECT_NE(inspector_.domainXml(domain()).find(">2</vcpu>"), std::string::npos);
   doc = json::parse(r.body, "reply");
-  conditions = json::find(&doc, "status.conditions");
-  ASSERT_TRUE(conditions != nullptr && conditions->IsArray() && conditions->Size() == 1) << r.body;
-  EXPECT_EQ(json::stringOr(&(*conditions)[0], "status"), "True") << r.body;
+  hardware = replyCondition(doc, "HardwareApplied");
+  ASSERT_NE(hardware, nullptr) << r.body;
+  EXPECT_EQ(json::stringOr(hardware, "status"), "True") << r.body;
 }
 
 // Issue #20, ADR 0037: delete_image removes every volume an import of the VMImage made (this
@@ -149,6 +208,165 @@ TEST_F(LibvirtPluginTest, DeleteImageRemovesTheImportedVolumesOnceNoMachineUsesT
   EXPECT_EQ(again.code, BANLIEUE_OK) << describeOutcome(again);
   inspector_.deleteVolume(other_image);
   inspector_.deleteVolume(users_own);
+}
+
+// ABI 1.2 snapshot slot: a snapshot is a libvirt snapshot of the machine's domain. Create is
+// idempotent by name (one snapshot in libvirt after two creates), a running domain's snapshot
+// holds its memory, list reports every snapshot with the current one marked, and a revert
+// brings back the snapshot's definition and power state (here: the vCPUs before a resize and a
+// running domain after it was stopped). Delete removes it from libvirt and is OK again.
+TEST_F(LibvirtSnapshotTest, SnapshotsAreTakenListedRevertedAndDeletedOnTheDomain) {
+  provision();
+  auto created = snapshot("create", "before-resize");
+  ASSERT_EQ(created.code, BANLIEUE_OK) << describeOutcome(created);
+  const std::string ref = refOf(created);
+  ASSERT_FALSE(ref.empty()) << created.body;
+  auto doc = json::parse(created.body, "reply");
+  EXPECT_TRUE(isRfc3339(json::stringOr(&doc, "status.createdAt"))) << created.body;
+  EXPECT_TRUE(json::boolean(&doc, "status.memory", false))
+      << "a running domain's snapshot is a full system checkpoint: " << created.body;
+  EXPECT_EQ(inspector_.snapshotNames(domain()), std::vector<std::string>{"before-resize"});
+
+  auto again = snapshot("create", "before-resize");
+  ASSERT_EQ(again.code, BANLIEUE_OK) << describeOutcome(again);
+  EXPECT_EQ(refOf(again), ref);
+  EXPECT_EQ(inspector_.snapshotNames(domain()).size(), 1u) << "a second create made a snapshot";
+
+  // Stopped and resized after the snapshot.
+  opts_.power = "PoweredOff";
+  opts_.vcpus = 2;
+  ASSERT_TRUE(harness_.reconcile(opts_).ok());
+  ASSERT_EQ(inspector_.domainState(domain()), VIR_DOMAIN_SHUTOFF);
+  ASSERT_NE(inspector_.domainXml(domain()).find(">2</vcpu>"), std::string::npos);
+  auto stopped = snapshot("create", "after-resize");
+  ASSERT_EQ(stopped.code, BANLIEUE_OK) << describeOutcome(stopped);
+  doc = json::parse(stopped.body, "reply");
+  EXPECT_FALSE(json::boolean(&doc, "status.memory", true)) << stopped.body;
+  EXPECT_EQ(inspector_.currentSnapshot(domain()), "after-resize");
+  // A stopped domain has no memory to keep.
+  auto no_memory = snapshot("create", "with-memory", "", /*memory=*/true);
+  EXPECT_EQ(no_memory.code, BANLIEUE_UNIMPLEMENTED) << describeOutcome(no_memory);
+  EXPECT_EQ(no_memory.reason, "NotSupportedByBackend");
+  EXPECT_EQ(inspector_.snapshotNames(domain()).size(), 2u);
+
+  auto list = snapshot("list", "");
+  ASSERT_EQ(list.code, BANLIEUE_OK) << describeOutcome(list);
+  auto entries = listed(list);
+  ASSERT_EQ(entries.size(), 2u) << list.body;
+  auto first = json::parse(entries["before-resize"], "entry");
+  EXPECT_EQ(json::stringOr(&first, "snapshotRef"), ref);
+  EXPECT_TRUE(isRfc3339(json::stringOr(&first, "createdAt"))) << list.body;
+  EXPECT_TRUE(json::boolean(&first, "memory", false)) << list.body;
+  EXPECT_FALSE(json::boolean(&first, "current", true)) << list.body;
+  auto second = json::parse(entries["after-resize"], "entry");
+  EXPECT_EQ(json::stringOr(&second, "snapshotRef"), refOf(stopped));
+  EXPECT_FALSE(json::boolean(&second, "memory", true)) << list.body;
+  EXPECT_TRUE(json::boolean(&second, "current", false)) << list.body;
+
+  auto reverted = snapshot("revert", "before-resize", ref);
+  ASSERT_EQ(reverted.code, BANLIEUE_OK) << describeOutcome(reverted);
+  EXPECT_EQ(inspector_.domainState(domain()), VIR_DOMAIN_RUNNING)
+      << "the snapshot was taken while the domain ran";
+  EXPECT_NE(inspector_.domainXml(domain()).find(">1</vcpu>"), std::string::npos)
+      << inspector_.domainXml(domain());
+  EXPECT_EQ(inspector_.currentSnapshot(domain()), "before-resize");
+  entries = listed(snapshot("list", ""));
+  ASSERT_EQ(entries.size(), 2u);
+  first = json::parse(entries["before-resize"], "entry");
+  EXPECT_TRUE(json::boolean(&first, "current", false)) << entries["before-resize"];
+
+  auto deleted = snapshot("delete", "before-resize", ref);
+  ASSERT_EQ(deleted.code, BANLIEUE_OK) << describeOutcome(deleted);
+  EXPECT_EQ(inspector_.snapshotNames(domain()), std::vector<std::string>{"after-resize"});
+  auto deleted_again = snapshot("delete", "before-resize", ref);
+  EXPECT_EQ(deleted_again.code, BANLIEUE_OK) << describeOutcome(deleted_again);
+  EXPECT_EQ(inspector_.snapshotNames(domain()), std::vector<std::string>{"after-resize"});
+}
+
+// A snapshot deleted (by banlieue or out of band) cannot be reverted to: NOT_FOUND,
+// SnapshotNotFound, and the domain is left as it was.
+TEST_F(LibvirtSnapshotTest, RevertToADeletedSnapshotIsSnapshotNotFound) {
+  provision();
+  auto created = snapshot("create", "short-lived");
+  ASSERT_EQ(created.code, BANLIEUE_OK) << describeOutcome(created);
+  ASSERT_EQ(snapshot("delete", "short-lived", refOf(created)).code, BANLIEUE_OK);
+  const int id = inspector_.domainId(domain());
+  auto reverted = snapshot("revert", "short-lived", refOf(created));
+  EXPECT_EQ(reverted.code, BANLIEUE_NOT_FOUND) << describeOutcome(reverted);
+  EXPECT_EQ(reverted.reason, "SnapshotNotFound");
+  EXPECT_NE(reverted.message.find("short-lived"), std::string::npos) << reverted.message;
+  EXPECT_EQ(inspector_.domainId(domain()), id) << "the domain was restarted";
+  EXPECT_TRUE(inspector_.snapshotNames(domain()).empty());
+}
+
+// Without a domain there is nothing to snapshot: before the first reconcile (no providerID)
+// MachineNotProvisioned; a providerID whose domain is gone, MachineNotFound (delete is OK: the
+// snapshots went with the domain); a providerID naming another machine's domain is refused and
+// that domain gets no snapshot.
+TEST_F(LibvirtSnapshotTest, SnapshotsOfAMachineWithoutItsDomainAreRefused) {
+  for (const char* action : {"create", "list", "revert", "delete"}) {
+    auto r = snapshot(action, std::string(action) == "list" ? "" : "early", "early");
+    EXPECT_EQ(r.code, BANLIEUE_FAILED_PRECONDITION) << action << ": " << describeOutcome(r);
+    EXPECT_EQ(r.reason, "MachineNotProvisioned") << action;
+    EXPECT_FALSE(r.message.empty()) << action;
+  }
+  EXPECT_FALSE(inspector_.hasDomain(domain())) << "a snapshot call defined the domain";
+
+  opts_.provider_id = "libvirt://" + opts_.uid;  // what reconcile would report; never defined
+  for (const char* action : {"create", "list", "revert"}) {
+    auto r = snapshot(action, std::string(action) == "list" ? "" : "late", "late");
+    EXPECT_EQ(r.code, BANLIEUE_NOT_FOUND) << action << ": " << describeOutcome(r);
+    EXPECT_EQ(r.reason, "MachineNotFound") << action;
+  }
+  EXPECT_EQ(snapshot("delete", "late", "late").code, BANLIEUE_OK);
+  EXPECT_FALSE(inspector_.hasDomain(domain()));
+
+  // test:///default's own domain "test" belongs to no machine.
+  std::string xml = inspector_.domainXml("test");
+  auto begin = xml.find("<uuid>");
+  ASSERT_NE(begin, std::string::npos) << xml;
+  opts_.provider_id = "libvirt://" + xml.substr(begin + 6, 36);
+  auto foreign = snapshot("create", "not-mine");
+  EXPECT_EQ(foreign.code, BANLIEUE_FAILED_PRECONDITION) << describeOutcome(foreign);
+  EXPECT_EQ(foreign.reason, "ProviderIDMismatch");
+  EXPECT_TRUE(inspector_.snapshotNames("test").empty());
+
+  opts_.provider_id = "vsphere://vm-42";
+  auto other_backend = snapshot("create", "not-mine");
+  EXPECT_EQ(other_backend.code, BANLIEUE_INVALID_ARGUMENT) << describeOutcome(other_backend);
+  EXPECT_EQ(other_backend.reason, "InvalidProviderID");
+}
+
+// A machine with snapshots (taken running and stopped, one of them out of band with virsh) is
+// deleted like any other: finalize answers OK, the domain, its snapshot metadata and its volumes
+// (which hold the internal qcow2 snapshots) are gone, and the same machine made again starts
+// without snapshots.
+TEST_F(LibvirtSnapshotTest, AMachineWithSnapshotsIsFinalizedCleanly) {
+  provision();
+  ASSERT_EQ(snapshot("create", "running-state").code, BANLIEUE_OK);
+  opts_.power = "PoweredOff";
+  ASSERT_TRUE(harness_.reconcile(opts_).ok());
+  ASSERT_EQ(snapshot("create", "stopped-state").code, BANLIEUE_OK);
+  inspector_.createSnapshot(domain(), "users-own");
+  auto entries = listed(snapshot("list", ""));
+  EXPECT_EQ(entries.size(), 3u) << "list reports every snapshot, banlieue's or not";
+  EXPECT_EQ(entries.count("users-own"), 1u);
+  opts_.power = "PoweredOn";
+  ASSERT_TRUE(harness_.reconcile(opts_).ok());
+  ASSERT_EQ(inspector_.domainState(domain()), VIR_DOMAIN_RUNNING);
+
+  auto finalized = harness_.finalize(opts_);
+  ASSERT_EQ(finalized.code, BANLIEUE_OK) << describeOutcome(finalized);
+  EXPECT_FALSE(inspector_.hasDomain(domain()));
+  EXPECT_FALSE(inspector_.hasVolume(domain() + "-root.qcow2"));
+  EXPECT_EQ(harness_.finalize(opts_).code, BANLIEUE_OK);
+
+  opts_.provider_id.clear();
+  provision();
+  EXPECT_TRUE(inspector_.snapshotNames(domain()).empty());
+  auto list = snapshot("list", "");
+  ASSERT_EQ(list.code, BANLIEUE_OK) << describeOutcome(list);
+  EXPECT_TRUE(listed(list).empty()) << list.body;
 }
 
 }  // namespace

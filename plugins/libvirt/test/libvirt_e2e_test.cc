@@ -2,7 +2,7 @@
 // TLS listener on loopback with certificates it generates, a directory pool, an isolated
 // network, and QEMU domains under TCG. The plugin is driven through the C ABI over qemu+tls://;
 // the results are checked with virsh and the libvirt API on the daemon's own unix socket.
-// Labels: e2e;libvirt;day2 (a resize of the running domain, issue #20).
+// Labels: e2e;libvirt;day2 (a resize of the running domain and snapshots, issue #20).
 //
 // The daemon is the test's own, in namespaces of its own: it runs beside any other libvirtd
 // (the machine's, `scripts/dev.sh --real`'s) and dies with the test, its domains included. It
@@ -131,6 +131,21 @@ class LibvirtDaemonE2E : public ::testing::Test {
   }
   ProviderSpec provider() { return provider(daemon_.pkiPath()); }
 
+  // base.qcow2 in the test's pool: an empty 64 MiB disk, no OS (the firmware finds nothing to
+  // boot), for the tests that need a running domain and no image import.
+  void createEmptyBaseVolume() {
+    virStoragePoolPtr pool = virStoragePoolLookupByName(daemon_.connection(), pool_.c_str());
+    ASSERT_NE(pool, nullptr) << virGetLastErrorMessage();
+    virStorageVolPtr base =
+        virStorageVolCreateXML(pool,
+                               "<volume><name>base.qcow2</name><capacity unit='MiB'>64</capacity>"
+                               "<target><format type='qcow2'/></target></volume>",
+                               0);
+    virStoragePoolFree(pool);
+    ASSERT_NE(base, nullptr) << virGetLastErrorMessage();
+    virStorageVolFree(base);
+  }
+
   fs::path dir_;
   std::string suffix_;
   std::string pool_;
@@ -248,10 +263,17 @@ TEST_F(LibvirtDaemonE2E, ImportCreatePowerCycleRestartDaemonAndDeleteLeavesNothi
   }
   ASSERT_TRUE(resized.ok()) << describeOutcome(resized) << "\n" << daemon_.log();
   auto resized_doc = json::parse(resized.body, "reply");
-  const auto* conditions = json::find(&resized_doc, "status.conditions");
-  ASSERT_TRUE(conditions != nullptr && conditions->IsArray() && conditions->Size() == 1)
-      << resized.body;
-  EXPECT_EQ(json::stringOr(&(*conditions)[0], "status"), "True") << resized.body;
+  // The plugin's conditions by type: HardwareApplied says the resize is applied (GuestReady
+  // rides along since the machine reports the guest agent).
+  const rapidjson::Value* hardware = nullptr;
+  if (const auto* conditions = json::find(&resized_doc, "status.conditions");
+      conditions != nullptr && conditions->IsArray()) {
+    for (const auto& c : conditions->GetArray()) {
+      if (json::stringOr(&c, "type") == "HardwareApplied") hardware = &c;
+    }
+  }
+  ASSERT_NE(hardware, nullptr) << resized.body;
+  EXPECT_EQ(json::stringOr(hardware, "status"), "True") << resized.body;
   std::string live = virsh("dumpxml " + domain);
   EXPECT_EQ(virsh("domstate " + domain).rfind("running", 0), 0u) << virsh("domstate " + domain);
   EXPECT_NE(live.find(">2</vcpu>"), std::string::npos) << live;
@@ -277,6 +299,211 @@ TEST_F(LibvirtDaemonE2E, ImportCreatePowerCycleRestartDaemonAndDeleteLeavesNothi
       << "e2e wall time: "
       << std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - t0).count()
       << " ms\n";
+}
+
+// ABI 1.2 snapshots on QEMU: a snapshot is an internal snapshot in the machine's qcow2 root
+// volume (qemu-img lists it), with the memory when the domain runs; a revert puts back the
+// guest's disk content (a pattern written after the snapshot is gone) and its power state;
+// delete removes it from the volume; and a machine that still has snapshots is deleted like
+// any other, leaving no volume, no domain and no snapshot for a machine made again.
+TEST_F(LibvirtDaemonE2E, SnapshotsAreInternalQcow2SnapshotsThatRevertTheDisk) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto created = harness_.create(provider());
+  ASSERT_TRUE(created.ok()) << describeOutcome(created) << "\n" << daemon_.log();
+  ASSERT_NO_FATAL_FAILURE(createEmptyBaseVolume());
+  MachineOptions m;
+  m.name = "snap-" + suffix_;
+  const std::string domain = "default-" + m.name;
+  m.uid = "5a500000-0000-4000-8000-0000000" +
+          std::string(5 - std::min<size_t>(5, suffix_.size()), '0') + suffix_;
+  m.pool = pool_;
+  m.boot_volume = "base.qcow2";
+  m.root_gib = 1;
+  m.network = R"([{"name":"nic0","source":{"kind":"network","name":")" + network_ + R"("}}])";
+  m.user_data = "#cloud-config\nhostname: snap\n";  // a seed ISO beside the disk, as usual
+  // No OS in the guest to honour ACPI: power off destroys the domain at once.
+  m.annotations = R"({"libvirt.banlieue.io/shutdown-timeout-seconds":"0"})";
+  auto r = harness_.reconcile(m);
+  ASSERT_TRUE(r.ok()) << describeOutcome(r) << "\n" << daemon_.log();
+  auto doc = json::parse(r.body, "reply");
+  m.provider_id = json::stringOr(&doc, "status.providerID");
+  const std::string root = (daemon_.poolPath() / (domain + "-root.qcow2")).string();
+  auto snapshot = [&](const std::string& action, const std::string& name,
+                      const std::string& ref = "", bool memory = false) {
+    return harness_.snapshot(m, snapshotRequest(m, action, name, ref, memory));
+  };
+  auto internalSnapshots = [&] { return run("qemu-img snapshot -U -l " + root).output; };
+  // qemu-io on the stopped domain's root volume: the guest's view of its disk.
+  auto guestDisk = [&](const std::string& command) {
+    return run("qemu-io -f qcow2 -c '" + command + "' " + root).output;
+  };
+
+  auto running = snapshot("create", "running-state");
+  ASSERT_EQ(running.code, BANLIEUE_OK) << describeOutcome(running) << "\n" << daemon_.log();
+  doc = json::parse(running.body, "reply");
+  EXPECT_TRUE(json::boolean(&doc, "status.memory", false)) << running.body;
+  const std::string running_ref = json::stringOr(&doc, "status.snapshotRef");
+  EXPECT_NE(internalSnapshots().find("running-state"), std::string::npos) << internalSnapshots();
+  auto again = snapshot("create", "running-state");
+  ASSERT_EQ(again.code, BANLIEUE_OK) << describeOutcome(again);
+  EXPECT_NE(again.body.find(quote(running_ref)), std::string::npos) << again.body;
+  EXPECT_EQ(virsh("snapshot-list --name " + domain), "running-state\n");
+
+  m.power = "PoweredOff";
+  ASSERT_TRUE(harness_.reconcile(m).ok());
+  ASSERT_EQ(virsh("domstate " + domain).rfind("shut off", 0), 0u) << virsh("domstate " + domain);
+  auto stopped = snapshot("create", "stopped-state");
+  ASSERT_EQ(stopped.code, BANLIEUE_OK) << describeOutcome(stopped);
+  doc = json::parse(stopped.body, "reply");
+  EXPECT_FALSE(json::boolean(&doc, "status.memory", true)) << stopped.body;
+  auto memory = snapshot("create", "stopped-with-memory", "", /*memory=*/true);
+  EXPECT_EQ(memory.code, BANLIEUE_UNIMPLEMENTED) << describeOutcome(memory);
+  EXPECT_EQ(memory.reason, "NotSupportedByBackend");
+
+  // Written after both snapshots; the disk-only revert takes it away and leaves the domain off.
+  EXPECT_NE(guestDisk("write -P 0x5a 0 64k").find("wrote 65536/65536"), std::string::npos);
+  ASSERT_NE(guestDisk("read -P 0x5a 0 64k").find("read 65536/65536"), std::string::npos);
+  auto reverted = snapshot("revert", "stopped-state", "stopped-state");
+  ASSERT_EQ(reverted.code, BANLIEUE_OK) << describeOutcome(reverted) << "\n" << daemon_.log();
+  EXPECT_NE(guestDisk("read -P 0x5a 0 64k").find("Pattern verification failed"), std::string::npos)
+      << "the write after the snapshot survived the revert";
+  EXPECT_EQ(virsh("domstate " + domain).rfind("shut off", 0), 0u) << virsh("domstate " + domain);
+
+  // The checkpoint taken running comes back running, with its memory.
+  EXPECT_NE(guestDisk("write -P 0x5a 0 64k").find("wrote 65536/65536"), std::string::npos);
+  reverted = snapshot("revert", "running-state", running_ref);
+  ASSERT_EQ(reverted.code, BANLIEUE_OK) << describeOutcome(reverted) << "\n" << daemon_.log();
+  EXPECT_EQ(virsh("domstate " + domain).rfind("running", 0), 0u) << virsh("domstate " + domain);
+  EXPECT_EQ(virsh("snapshot-current --name " + domain).rfind("running-state", 0), 0u);
+  auto list = snapshot("list", "");
+  ASSERT_EQ(list.code, BANLIEUE_OK) << describeOutcome(list);
+  doc = json::parse(list.body, "reply");
+  const auto* entries = json::find(&doc, "status.snapshots");
+  ASSERT_TRUE(entries != nullptr && entries->IsArray() && entries->Size() == 2) << list.body;
+
+  ASSERT_EQ(snapshot("delete", "running-state", running_ref).code, BANLIEUE_OK);
+  EXPECT_EQ(internalSnapshots().find("running-state"), std::string::npos) << internalSnapshots();
+  EXPECT_EQ(snapshot("delete", "running-state", running_ref).code, BANLIEUE_OK);
+  EXPECT_EQ(virsh("snapshot-list --name " + domain), "stopped-state\n");
+
+  // Deleted with a snapshot left: nothing of the machine remains.
+  auto fin = harness_.finalize(m);
+  ASSERT_TRUE(fin.ok()) << describeOutcome(fin) << "\n" << daemon_.log();
+  EXPECT_EQ(virsh("list --all --name").find(domain), std::string::npos) << virsh("list --all");
+  std::vector<std::string> pool_files;
+  for (const auto& e : fs::directory_iterator(daemon_.poolPath()))
+    pool_files.push_back(e.path().filename());
+  EXPECT_EQ(pool_files, std::vector<std::string>{"base.qcow2"});
+  m.power = "PoweredOn";
+  m.provider_id.clear();
+  ASSERT_TRUE(harness_.reconcile(m).ok());
+  m.provider_id = "libvirt://" + m.uid;
+  list = snapshot("list", "");
+  ASSERT_EQ(list.code, BANLIEUE_OK) << describeOutcome(list);
+  EXPECT_NE(list.body.find(R"("snapshots":[])"), std::string::npos) << list.body;
+  EXPECT_TRUE(harness_.finalize(m).ok());
+
+  // UEFI firmware keeps its variables in a pflash file outside the volumes, and libvirt takes
+  // no internal snapshot of such a domain: refused as the contract says, naming the cause.
+  MachineOptions efi = m;
+  efi.name = "efi-" + suffix_;
+  efi.uid = "5a500000-0000-4000-8000-00000001" +
+            std::string(4 - std::min<size_t>(4, suffix_.size()), '0') + suffix_.substr(0, 4);
+  efi.firmware = "efi";
+  efi.provider_id.clear();
+  r = harness_.reconcile(efi);
+  ASSERT_TRUE(r.ok()) << describeOutcome(r) << "\n" << daemon_.log();
+  doc = json::parse(r.body, "reply");
+  efi.provider_id = json::stringOr(&doc, "status.providerID");
+  auto refused = harness_.snapshot(efi, snapshotRequest(efi, "create", "uefi"));
+  EXPECT_EQ(refused.code, BANLIEUE_UNIMPLEMENTED) << describeOutcome(refused);
+  EXPECT_EQ(refused.reason, "NotSupportedByBackend");
+  EXPECT_NE(refused.message.find("pflash"), std::string::npos) << refused.message;
+  EXPECT_EQ(virsh("snapshot-list --name default-" + efi.name), "");
+  EXPECT_TRUE(harness_.finalize(efi).ok());
+  std::cerr
+      << "e2e snapshot wall time: "
+      << std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - t0).count()
+      << " ms\n";
+}
+
+// The serial console (ABI 1.3) of a running domain, through the plugin over qemu+tls: the
+// stream is the real daemon's, so what the guest's firmware writes to its serial port comes out
+// of it (SeaBIOS, reset while the console is open); a read waits as long as it is
+// told; a second session is refused while the first is open; a stopped domain has no console.
+TEST_F(LibvirtDaemonE2E, TheSerialConsoleStreamsTheGuestsSerialPort) {
+  auto created = harness_.create(provider());
+  ASSERT_TRUE(created.ok()) << describeOutcome(created) << "\n" << daemon_.log();
+  ASSERT_NO_FATAL_FAILURE(createEmptyBaseVolume());
+  MachineOptions m;
+  m.name = "console-" + suffix_;
+  const std::string domain = "default-" + m.name;
+  m.uid = "c0250000-0000-4000-8000-0000000" +
+          std::string(5 - std::min<size_t>(5, suffix_.size()), '0') + suffix_;
+  m.pool = pool_;
+  m.boot_volume = "base.qcow2";
+  m.root_gib = 1;
+  m.network = R"([{"name":"nic0","source":{"kind":"network","name":")" + network_ + R"("}}])";
+  m.annotations = R"({"libvirt.banlieue.io/shutdown-timeout-seconds":"0"})";
+  auto r = harness_.reconcile(m);
+  ASSERT_TRUE(r.ok()) << describeOutcome(r) << "\n" << daemon_.log();
+  auto doc = json::parse(r.body, "reply");
+  m.provider_id = json::stringOr(&doc, "status.providerID");
+  ASSERT_EQ(virsh("domstate " + domain).rfind("running", 0), 0u) << virsh("domstate " + domain);
+
+  banlieue_console* console = nullptr;
+  auto opened = harness_.openConsole(m, &console);
+  ASSERT_EQ(opened.code, BANLIEUE_OK) << describeOutcome(opened) << "\n" << daemon_.log();
+  ASSERT_NE(console, nullptr);
+  EXPECT_NE(opened.body.find("serial console of domain " + domain), std::string::npos)
+      << opened.body;
+  auto& client = harness_.client();
+
+  // One session at a time: a second is refused while this one is open.
+  banlieue_console* second = nullptr;
+  auto busy = harness_.openConsole(m, &second);
+  EXPECT_EQ(busy.code, BANLIEUE_FAILED_PRECONDITION) << describeOutcome(busy);
+  EXPECT_EQ(busy.reason, "ConsoleBusy");
+  EXPECT_EQ(second, nullptr);
+
+  // A short read waits as long as asked, never much longer.
+  char buf[4096];
+  size_t n = 0;
+  auto started = std::chrono::steady_clock::now();
+  EXPECT_EQ(client.consoleRead(console, buf, sizeof buf, 200, &n), BANLIEUE_OK);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, seconds(5));
+  std::string output(buf, n);
+  // Typing reaches the guest's serial port (taken by the stream, at least one byte a call).
+  size_t taken = 0;
+  EXPECT_EQ(client.consoleWrite(console, "\r", &taken), BANLIEUE_OK);
+  EXPECT_EQ(taken, 1u);
+  // The firmware's output, read back through the stream (TCG: give it time). What the guest
+  // wrote before the console was opened is gone (a pty with no reader drops it), so the
+  // domain is reset now, and SeaBIOS starts over on the open stream.
+  EXPECT_EQ(virsh("reset " + domain).find("error"), std::string::npos);
+  auto until = std::chrono::steady_clock::now() + seconds(60);
+  while (output.find("SeaBIOS") == std::string::npos && std::chrono::steady_clock::now() < until) {
+    banlieue_status code = client.consoleRead(console, buf, sizeof buf, 1000, &n);
+    ASSERT_EQ(code, BANLIEUE_OK) << "the stream ended early; so far: " << output;
+    output.append(buf, n);
+  }
+  EXPECT_NE(output.find("SeaBIOS"), std::string::npos)
+      << "nothing of the firmware came through the console; read: " << output;
+
+  // The domain stops: the stream ends, and a stopped domain has no console to open.
+  m.power = "PoweredOff";
+  ASSERT_TRUE(harness_.reconcile(m).ok());
+  banlieue_status code = BANLIEUE_OK;
+  until = std::chrono::steady_clock::now() + seconds(30);
+  while (code == BANLIEUE_OK && std::chrono::steady_clock::now() < until) {
+    code = client.consoleRead(console, buf, sizeof buf, 500, &n);
+  }
+  EXPECT_EQ(code, BANLIEUE_OUT_OF_RANGE) << "the stream did not end with the domain";
+  client.consoleClose(console);
+  auto off = harness_.openConsole(m, &second);
+  EXPECT_EQ(off.code, BANLIEUE_FAILED_PRECONDITION) << describeOutcome(off);
+  EXPECT_EQ(off.reason, "MachineNotRunning");
+  EXPECT_TRUE(harness_.finalize(m).ok());
 }
 
 }  // namespace

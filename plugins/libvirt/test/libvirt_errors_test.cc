@@ -24,6 +24,11 @@ TEST(LibvirtErrors, OnlyNoSuchObjectIsNotFound) {
   EXPECT_EQ(map(VIR_ERR_NO_STORAGE_POOL).reason(), "PoolNotFound");
   EXPECT_EQ(map(VIR_ERR_NO_STORAGE_VOL).reason(), "VolumeNotFound");
   EXPECT_EQ(map(VIR_ERR_NO_NETWORK).reason(), "NetworkNotFound");
+  EXPECT_EQ(map(VIR_ERR_NO_DOMAIN_SNAPSHOT).code(), Code::kNotFound);
+  EXPECT_EQ(map(VIR_ERR_NO_DOMAIN_SNAPSHOT).reason(), "SnapshotNotFound");
+  LibvirtError no_snapshot;
+  no_snapshot.code = VIR_ERR_NO_DOMAIN_SNAPSHOT;
+  EXPECT_TRUE(no_snapshot.isNotFound());
   for (int code : {VIR_ERR_INTERNAL_ERROR, VIR_ERR_OPERATION_FAILED, VIR_ERR_RPC,
                    VIR_ERR_SYSTEM_ERROR, VIR_ERR_OPERATION_INVALID}) {
     EXPECT_NE(map(code, ENOENT).code(), Code::kNotFound) << code;

@@ -68,6 +68,18 @@ TEST(MachineSpec, NonUuidUidsGetAStableDerivedUuid) {
   EXPECT_EQ(a[14], '8');  // version nibble
 }
 
+// The providerID reconcile reports names the domain again for the snapshot slot.
+TEST(MachineSpec, ProviderIdNamesTheDomainUuid) {
+  const std::string uuid = domainUuidFor("3F0C2A4E-0D7B-4C1E-9A55-6B1E2F3A4B5C");
+  EXPECT_EQ(providerIdFor(uuid), "libvirt://" + uuid);
+  EXPECT_EQ(domainUuidOfProviderId(providerIdFor(uuid)), uuid);
+  EXPECT_EQ(domainUuidOfProviderId("libvirt://3F0C2A4E-0D7B-4C1E-9A55-6B1E2F3A4B5C"), uuid);
+  for (const char* other : {"", "libvirt://", "libvirt://web", "vsphere://vm-42",
+                            "libvirt://3f0c2a4e-0d7b-4c1e-9a55-6b1e2f3a4b5c/x"}) {
+    EXPECT_EQ(domainUuidOfProviderId(other), std::nullopt) << other;
+  }
+}
+
 TEST(MachineSpec, NicsGetStableMacsAndStaticAddresses) {
   MachineSpec m = parse(machineJson(
       R"(,"network":[{"source":{"name":"default"}},

@@ -33,4 +33,11 @@ out=$("$banlieue" --log-level warn plugin check "$plugin_dir" --config "$work/co
 echo "$out"
 # The sample really reconciled (not only a well-formed error) and introspect found the classes.
 echo "$out" | grep -Eq 'reconcile LibvirtMachine.*OK' || { echo "the sample did not reconcile OK"; exit 1; }
+# Snapshots are offered and really ran on the reconciled domain (not "not offered").
+echo "$out" | grep -Eq 'PASS +snapshot LibvirtMachine +created' || {
+  echo "the snapshot step did not create, list, revert and delete a snapshot"; exit 1; }
+# The console is offered; the test driver's domains have none, which the step accepts as a
+# precondition (the real daemon's console is libvirt_e2e_test's).
+echo "$out" | grep -Eq 'PASS +console LibvirtMachine +well-formed error: FAILED_PRECONDITION ConsoleUnavailable' || {
+  echo "the console step did not reach the test driver's domain"; exit 1; }
 echo "libvirt plugin passed plugin check"

@@ -69,6 +69,7 @@ struct MachineOptions {
   std::string restart_requested_at;  // empty: no restart request
   std::string resize_policy;         // empty: the default (Restart)
   std::string status;                // the object's status as JSON; empty: none
+  std::string provider_id;           // spec.providerID (the runtime copies it from the status)
 };
 
 inline std::string machineObject(const MachineOptions& o) {
@@ -79,6 +80,7 @@ inline std::string machineObject(const MachineOptions& o) {
       R"(,"disks":[{"name":"root","sizeGiB":)" + std::to_string(o.root_gib) + "}" + o.extra_disks +
       R"(],"network":)" + o.network + R"(,"desiredPowerState":)" + quote(o.power);
   if (!o.domain_name.empty()) spec += R"(,"domainName":)" + quote(o.domain_name);
+  if (!o.provider_id.empty()) spec += R"(,"providerID":)" + quote(o.provider_id);
   if (!o.user_data.empty()) spec += R"(,"userData":)" + quote(o.user_data);
   if (!o.resize_policy.empty()) spec += R"(,"resizePolicy":)" + quote(o.resize_policy);
   if (!o.restart_requested_at.empty()) {
@@ -95,6 +97,21 @@ inline std::string machineObject(const MachineOptions& o) {
 inline std::string machineRequest(const MachineOptions& o, const std::string& token = "") {
   std::string r = R"({"object":)" + machineObject(o);
   if (!token.empty()) r += R"(,"operation":{"token":)" + quote(token) + "}";
+  return r + "}";
+}
+
+// A snapshot request (sdk/schemas/snapshot.request.json) on the machine `o`; `name` empty
+// leaves out the snapshot object (list).
+inline std::string snapshotRequest(const MachineOptions& o, const std::string& action,
+                                   const std::string& name, const std::string& ref = "",
+                                   bool memory = false) {
+  std::string r =
+      R"({"action":)" + quote(action) + R"(,"kind":"LibvirtMachine","machine":)" + machineObject(o);
+  if (!name.empty()) {
+    r += R"(,"snapshot":{"name":)" + quote(name) + R"(,"uid":"snap-uid","memory":)" +
+         (memory ? "true" : "false") + R"(,"description":"taken by a test"})";
+  }
+  if (!ref.empty()) r += R"(,"snapshotRef":)" + quote(ref);
   return r + "}";
 }
 
@@ -144,6 +161,19 @@ class Harness {
   sdk::abi::CallOutcome deleteImage(const std::string& request, const std::string& uid) {
     auto call = host_.call(uid);
     return client_.deleteImage(instance_, call, request);
+  }
+  // The call's object uid is the machine's, as the host sends it.
+  sdk::abi::CallOutcome snapshot(const MachineOptions& o, const std::string& request) {
+    auto call = host_.call(o.uid);
+    return client_.snapshot(instance_, call, request);
+  }
+  // The machine's serial console; on OK *out is open and goes through consoleClose.
+  sdk::abi::CallOutcome openConsole(const MachineOptions& o, banlieue_console** out) {
+    auto call = host_.call(o.uid);
+    return client_.consoleOpen(
+        instance_, call,
+        R"({"kind":"LibvirtMachine","machine":)" + machineObject(o) + R"(,"console":"serial"})",
+        out);
   }
   // Polls import_image until it stops answering IN_PROGRESS (bounded).
   sdk::abi::CallOutcome importUntilDone(const std::string& request_without_token,

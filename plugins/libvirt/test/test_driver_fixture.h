@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace banlieue::libvirt::testing {
 
@@ -59,6 +60,41 @@ class Inspector {
     free(xml);
     virDomainFree(d);
     return out;
+  }
+  // The names of the domain's snapshots as libvirt holds them (`virsh snapshot-list`).
+  std::vector<std::string> snapshotNames(const std::string& domain) const {
+    std::vector<std::string> names;
+    virDomainPtr d = virDomainLookupByName(conn_, domain.c_str());
+    if (d == nullptr) return names;
+    virDomainSnapshotPtr* list = nullptr;
+    int n = virDomainListAllSnapshots(d, &list, 0);
+    for (int i = 0; i < n; ++i) {
+      names.emplace_back(virDomainSnapshotGetName(list[i]));
+      virDomainSnapshotFree(list[i]);
+    }
+    free(list);
+    virDomainFree(d);
+    return names;
+  }
+  // The snapshot libvirt calls current (`virsh snapshot-current --name`), "" when none.
+  std::string currentSnapshot(const std::string& domain) const {
+    virDomainPtr d = virDomainLookupByName(conn_, domain.c_str());
+    if (d == nullptr) return {};
+    virDomainSnapshotPtr s = virDomainSnapshotCurrent(d, 0);
+    std::string name = s != nullptr ? virDomainSnapshotGetName(s) : "";
+    if (s != nullptr) virDomainSnapshotFree(s);
+    virDomainFree(d);
+    return name;
+  }
+  // Takes a snapshot behind the plugin's back, as a user with virsh would.
+  void createSnapshot(const std::string& domain, const std::string& name) {
+    virDomainPtr d = virDomainLookupByName(conn_, domain.c_str());
+    ASSERT_NE(d, nullptr) << virGetLastErrorMessage();
+    std::string xml = "<domainsnapshot><name>" + name + "</name></domainsnapshot>";
+    virDomainSnapshotPtr s = virDomainSnapshotCreateXML(d, xml.c_str(), 0);
+    virDomainFree(d);
+    ASSERT_NE(s, nullptr) << virGetLastErrorMessage();
+    virDomainSnapshotFree(s);
   }
   bool hasVolume(const std::string& name, const std::string& pool = "default-pool") const {
     virStoragePoolPtr p = virStoragePoolLookupByName(conn_, pool.c_str());

@@ -3,6 +3,7 @@
 #include "plugins/proxmox/src/errors.h"
 #include "plugins/proxmox/src/inventory.h"
 #include "plugins/proxmox/src/specs.h"
+#include "plugins/proxmox/src/task_token.h"
 #include "plugins/proxmox/src/user_data.h"
 
 #include <banlieue/sdk/restart.h>
@@ -24,7 +25,6 @@ namespace json = sdk::json;
 using sdk::Code;
 using sdk::Status;
 
-constexpr std::chrono::milliseconds kTaskPoll{1000};
 constexpr int kCloneAttempts = 6;
 // A shutdown that PVE turns into a hard stop after this many seconds (forceStop=1).
 constexpr int kShutdownTimeoutSeconds = 120;
@@ -33,61 +33,10 @@ std::string who(const sdk::ReconcileRequest& r) {
   return (r.namespace_.empty() ? std::string() : r.namespace_ + "/") + r.name;
 }
 
-// "clone:UPID:pve1:..." -> {"clone", "UPID:pve1:..."}; anything else is no token (ABI rule:
-// a token this version cannot read is treated as absent and the state re-derived).
-struct Pending {
-  std::string phase;
-  std::string upid;
-  std::string node;
-};
-std::optional<Pending> parseToken(const std::optional<std::string>& token) {
-  if (!token) return std::nullopt;
-  auto colon = token->find(':');
-  if (colon == std::string::npos) return std::nullopt;
-  Pending p{token->substr(0, colon), token->substr(colon + 1), {}};
-  p.node = upidNode(p.upid);
-  if (p.phase.empty() || p.node.empty()) return std::nullopt;
-  return p;
-}
-
+// A task this call started: its UPID goes into the token under `phase`.
 Status started(sdk::Reply& reply, const std::string& phase, const std::string& upid,
                const std::string& what) {
-  reply.setOperation(phase + ":" + upid, what);
-  reply.requeueAfter(kTaskPoll);
-  return Status::inProgress("TaskRunning", what);
-}
-
-// The finished task's token is dropped: without "operation" an OK reply clears it.
-void settle(sdk::Reply& reply) {
-  reply.body().RemoveMember("operation");
-}
-
-// Polls a pending task. nullopt: it succeeded (or PVE forgot it) and the caller goes on from
-// the live state; otherwise the Status to answer with.
-std::optional<Status> poll(const PveClient& client, const Pending& pending, const std::string& what,
-                           Deadline deadline, sdk::Reply& reply) {
-  TaskStatus task;
-  try {
-    task = client.task(pending.node, pending.upid, deadline);
-  } catch (const PveError& e) {
-    if (!e.isMissing()) throw;
-    settle(reply);
-    return std::nullopt;
-  }
-  if (task.running) {
-    reply.setOperation(pending.phase + ":" + pending.upid, what);
-    reply.requeueAfter(kTaskPoll);
-    return Status::inProgress("TaskRunning", what);
-  }
-  if (!task.ok()) {
-    // A token no task carries replaces this one, so the next call re-derives the state
-    // instead of reading the same failed task again.
-    reply.setOperation("settled", "the previous task failed");
-    return Status{Code::kAborted, "TaskFailed",
-                  what + " failed on node " + pending.node + ": " + task.exit_status};
-  }
-  settle(reply);
-  return std::nullopt;
+  return taskInProgress(reply, {phase, upid, upidNode(upid)}, what);
 }
 
 struct Guest {
@@ -114,19 +63,6 @@ std::set<std::string> splitTags(const std::string& tags) {
 
 std::string ownerMarker(const std::string& uid) {
   return "banlieue-uid=" + sdk::asciiLower(uid);
-}
-
-// Every guest and template of the cluster. Anything but a list says nothing about which guests
-// exist, so it is an error: read as "none", it would clone a second VM or release the finalizer
-// of a VM that still runs.
-rapidjson::Document listGuests(const PveClient& client, Deadline deadline) {
-  rapidjson::Document all = client.get("/cluster/resources?type=vm", deadline);
-  if (!all.IsArray()) {
-    throw sdk::Error(Code::kUnavailable, "MalformedReply",
-                     "GET /cluster/resources?type=vm answered " +
-                         json::serialize(all).substr(0, 200) + " instead of a list of guests");
-  }
-  return all;
 }
 
 // The guest of this object: the one tagged with its UID, or (a clone that has not been
@@ -365,8 +301,7 @@ void writeStatus(sdk::Reply& reply, const MachineSpec& spec, const Guest& g,
   status.RemoveAllMembers();
   status.AddMember("vmid", g.vmid, a);
   status.AddMember("node", json::stringValue(g.node, a), a);
-  status.AddMember("providerID",
-                   json::stringValue("proxmox://" + g.node + "/" + std::to_string(g.vmid), a), a);
+  status.AddMember("providerID", json::stringValue(providerId(g.node, g.vmid), a), a);
   if (!spec.failure_domain.empty()) {
     status.AddMember("failureDomain", json::stringValue(spec.failure_domain, a), a);
   }
@@ -490,6 +425,42 @@ std::string ownerTag(const std::string& uid) {
   return "banlieue-" + sdk::asciiLower(uid);
 }
 
+bool taggedFor(const std::string& tags, const std::string& uid) {
+  return splitTags(tags).count(ownerTag(uid)) != 0;
+}
+
+std::string providerId(const std::string& node, int64_t vmid) {
+  return "proxmox://" + node + "/" + std::to_string(vmid);
+}
+
+std::optional<GuestRef> parseProviderId(std::string_view provider_id) {
+  constexpr std::string_view kScheme = "proxmox://";
+  if (provider_id.substr(0, kScheme.size()) != kScheme) return std::nullopt;
+  const std::string_view rest = provider_id.substr(kScheme.size());
+  const auto slash = rest.find('/');
+  if (slash == 0 || slash == std::string_view::npos) return std::nullopt;
+  const std::string_view vmid = rest.substr(slash + 1);
+  // PVE's VMIDs: 100 to 999999999.
+  if (vmid.size() < 3 || vmid.size() > 9 || vmid.front() == '0' ||
+      !std::all_of(vmid.begin(), vmid.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return std::nullopt;
+  }
+  return GuestRef{std::string(rest.substr(0, slash)), std::stoll(std::string(vmid))};
+}
+
+// Every guest and template of the cluster. Anything but a list says nothing about which guests
+// exist, so it is an error: read as "none", it would clone a second VM or release the finalizer
+// of a VM that still runs.
+rapidjson::Document listGuests(const PveClient& client, Deadline deadline) {
+  rapidjson::Document all = client.get("/cluster/resources?type=vm", deadline);
+  if (!all.IsArray()) {
+    throw sdk::Error(Code::kUnavailable, "MalformedReply",
+                     "GET /cluster/resources?type=vm answered " +
+                         json::serialize(all).substr(0, 200) + " instead of a list of guests");
+  }
+  return all;
+}
+
 Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileRequest& request,
                                     sdk::Reply& reply) {
   const std::string name = who(request);
@@ -497,12 +468,13 @@ Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileR
   return withPveErrors("reconcile of ProxmoxMachine " + name, [&]() -> Status {
     if (request.uid.empty()) throw std::invalid_argument("metadata.uid is required");
     const MachineSpec spec = MachineSpec::parse(request.spec);
-    if (auto pending = parseToken(request.operation_token)) {
-      if (auto stop = poll(client_, *pending, pending->phase + " of " + name, deadline, reply)) {
+    if (auto pending = parseTaskToken(request.operation_token)) {
+      if (auto stop =
+              awaitTask(client_, *pending, pending->phase + " of " + name, deadline, reply)) {
         return *stop;
       }
     } else {
-      settle(reply);
+      settleTask(reply);
     }
     if (call.cancelled()) {
       return {Code::kCancelled, "Cancelled", "reconcile of " + name + " was cancelled"};
@@ -636,17 +608,18 @@ Status MachineReconciler::finalize(const sdk::Call& call, const sdk::ReconcileRe
   const Deadline deadline = call.deadline();
   return withPveErrors("deletion of ProxmoxMachine " + name, [&]() -> Status {
     if (request.uid.empty()) throw std::invalid_argument("metadata.uid is required");
-    if (auto pending = parseToken(request.operation_token)) {
-      if (auto stop = poll(client_, *pending, pending->phase + " of " + name, deadline, reply)) {
+    if (auto pending = parseTaskToken(request.operation_token)) {
+      if (auto stop =
+              awaitTask(client_, *pending, pending->phase + " of " + name, deadline, reply)) {
         // A failed stop (it stopped meanwhile) is re-derived below; a failed destroy is not.
         if (stop->code() == Code::kInProgress || pending->phase == "destroy") return *stop;
       }
     } else {
-      settle(reply);
+      settleTask(reply);
     }
     std::optional<Guest> guest = findGuest(client_, request, deadline);
     if (!guest) {
-      settle(reply);
+      settleTask(reply);
       return Status::ok();  // never created or gone: deletion is confirmed by PVE's own list
     }
     if (!guest->lock.empty() && guest->lock != "destroyed") {

@@ -10,6 +10,11 @@
 
 #include <banlieue/sdk/provider.h>
 
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
 namespace banlieue::proxmox {
 
 class MachineReconciler {
@@ -30,5 +35,19 @@ class MachineReconciler {
 
 // The tag that ties a guest to its object (PVE tags allow [a-z0-9_+.-]).
 std::string ownerTag(const std::string& uid);
+// Whether a guest's `tags` (PVE's list, ';' or ',' separated) carry ownerTag(uid).
+bool taggedFor(const std::string& tags, const std::string& uid);
+
+// Every guest and template of the cluster (/cluster/resources?type=vm). Anything but a list is
+// an error (sdk::Error UNAVAILABLE/MalformedReply), never read as "no guests".
+rapidjson::Document listGuests(const PveClient& client, Deadline deadline);
+
+// A machine's providerID: proxmox://<node>/<vmid>, the node it was provisioned on.
+struct GuestRef {
+  std::string node;
+  int64_t vmid = 0;
+};
+std::string providerId(const std::string& node, int64_t vmid);
+std::optional<GuestRef> parseProviderId(std::string_view provider_id);
 
 }  // namespace banlieue::proxmox

@@ -6,6 +6,7 @@
 #include "plugins/proxmox/src/inventory.h"
 #include "plugins/proxmox/src/machine.h"
 #include "plugins/proxmox/src/node_files.h"
+#include "plugins/proxmox/src/snapshots.h"
 #include "plugins/proxmox/src/specs.h"
 
 #include <banlieue/sdk/https_settings.h>
@@ -95,6 +96,7 @@ class ProxmoxInstance final : public sdk::Instance {
         spec_(std::move(spec)),
         files_(*client_, std::move(ssh)),
         machines_(*client_, files_),
+        snapshots_(*client_),
         importer_(*client_, files_, std::move(provider_class), declaredStorages(spec_)) {}
 
   Status introspect(const sdk::Call& call, const sdk::IntrospectRequest& request,
@@ -169,6 +171,12 @@ class ProxmoxInstance final : public sdk::Instance {
     return importer_.deleteImage(call, request, reply);
   }
 
+  Status snapshot(const sdk::Call& call, const sdk::SnapshotRequest& request,
+                  sdk::Reply& reply) override {
+    if (request.kind != kMachineKind) return unsupported(request.kind);
+    return snapshots_.handle(call, request, reply);
+  }
+
   void shutdown(const sdk::Call& /*call*/) override { importer_.shutdown(); }
 
  private:
@@ -181,6 +189,7 @@ class ProxmoxInstance final : public sdk::Instance {
   ProviderSpec spec_;
   NodeFiles files_;
   MachineReconciler machines_;
+  SnapshotManager snapshots_;
   ImageImporter importer_;  // last: its threads use the members above
 };
 
@@ -200,6 +209,7 @@ class ProxmoxProvider final : public sdk::Provider {
     caps.introspect = true;
     caps.import_image = true;
     caps.delete_image = true;
+    caps.snapshot = true;
     caps.image_formats = {"qcow2", "raw", "vmdk"};
     return caps;
   }

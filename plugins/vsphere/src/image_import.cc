@@ -3,6 +3,7 @@
 #include "plugins/vsphere/src/errors.h"
 #include "plugins/vsphere/src/inventory.h"
 #include "plugins/vsphere/src/naming.h"
+#include "plugins/vsphere/src/task_poll.h"
 
 #include <banlieue/sdk/json.h>
 #include <banlieue/sdk/uri.h>
@@ -20,6 +21,11 @@ using sdk::Status;
 constexpr char kMarker[] = "guestinfo.banlieue.import";
 constexpr std::chrono::milliseconds kPoll{2000};
 constexpr std::chrono::milliseconds kInstallPoll{10000};
+constexpr std::string_view kDestroyPhase = "destroy-image";
+constexpr std::string_view kDeleteIsoPhase = "delete-iso";
+// The datastore path of the ISO an import uploaded, kept on its VM so that a deletion of the
+// template can remove the ISO too (the template itself no longer names it: its CD-ROM goes).
+constexpr char kIsoKey[] = "guestinfo.banlieue.import.iso";
 
 struct TemplateSettings {
   std::string root_folder;
@@ -78,17 +84,19 @@ int64_t nowSeconds() {
 
 Status importStarted(sdk::Reply& reply, const std::string& phase, const MoRef& task,
                      const std::string& what) {
-  reply.setOperation(phase + ":" + task.value, what);
-  reply.requeueAfter(kPoll);
-  return Status::inProgress("Importing", what);
+  return taskInProgress(reply, {phase, task}, "Importing", what, kPoll);
 }
 
-std::string markerXml(const std::string& value) {
+std::string optionXml(const char* key, const std::string& value) {
   XmlWriter w;
-  w.open("extraConfig", "OptionValue").text("key", kMarker);
+  w.open("extraConfig", "OptionValue").text("key", key);
   w.raw("<value xsi:type=\"xsd:string\">" + xmlEscape(value) + "</value>");
   w.close("extraConfig");
   return w.str();
+}
+
+std::string markerXml(const std::string& value) {
+  return optionXml(kMarker, value);
 }
 
 void writeZoneRow(sdk::Reply& reply, const std::string& fd, const std::string& name,
@@ -110,6 +118,7 @@ struct ImportVm {
   bool is_template = false;
   std::string power_state;
   std::string marker;
+  std::string iso;  // the uploaded ISO's datastore path ("[ds] banlieue-images/….iso"), if known
   int cdrom_key = -1;
   std::string cdrom_xml;  // the live CD-ROM device re-encoded for a remove
 };
@@ -129,6 +138,8 @@ ImportVm readImportVm(Vim& vim, const MoRef& ref, Deadline deadline) {
   for (pugi::xml_node option : children(o.node("config.extraConfig"), "OptionValue")) {
     if (childText(option, "key").value_or("") == kMarker) {
       vm.marker = childText(option, "value").value_or("");  // the last one wins (vcsim appends)
+    } else if (childText(option, "key").value_or("") == kIsoKey) {
+      vm.iso = childText(option, "value").value_or("");
     }
   }
   for (pugi::xml_node device : children(o.node("config.hardware.device"), "VirtualDevice")) {
@@ -184,26 +195,9 @@ Status ImageImporter::import(const sdk::Call& call, const sdk::ImportImageReques
   const Deadline deadline = call.deadline();
   const std::string who = "import of " + request.image_name + " into " + request.failure_domain;
   return withVimErrors(who, [&]() -> Status {
-    if (request.operation_token) {
-      auto colon = request.operation_token->find(':');
-      if (colon != std::string::npos) {
-        MoRef task{"Task", request.operation_token->substr(colon + 1)};
-        try {
-          TaskInfo info = vim_.taskInfo(task, deadline);
-          if (info.state == TaskState::kQueued || info.state == TaskState::kRunning) {
-            reply.setOperation(*request.operation_token, who);
-            reply.requeueAfter(kPoll);
-            return Status::inProgress("Importing", who);
-          }
-          if (info.state == TaskState::kError) {
-            settleFailed(reply);
-            return info.error->toError(who).toStatus();
-          }
-          settle(reply);
-        } catch (const VimFault& fault) {
-          if (fault.kind() != FaultKind::kManagedObjectNotFound) throw;
-          settle(reply);
-        }
+    if (auto pending = parseTaskToken(request.operation_token)) {
+      if (auto stop = awaitTask(vim_, *pending, "Importing", who, kPoll, deadline, reply)) {
+        return *stop;
       }
     }
 
@@ -368,6 +362,7 @@ Status ImageImporter::import(const sdk::Call& call, const sdk::ImportImageReques
           .close("deviceChange");
       // vim25 types are sequences: extraConfig precedes firmware in VirtualMachineConfigSpec.
       w.raw(markerXml("created"));
+      w.raw(optionXml(kIsoKey, ds_file));
       w.text("firmware", settings.firmware == "bios" ? "bios" : "efi");
       w.close("config");
       w.moref("pool", cluster->resource_pool);
@@ -475,20 +470,26 @@ Status ImageImporter::remove(const sdk::Call& call, const sdk::DeleteImageReques
   const std::string who =
       "deletion of template " + request.image_name + " in " + request.failure_domain;
   return withVimErrors(who, [&]() -> Status {
-    if (request.operation_token && request.operation_token->rfind("destroy-image:", 0) == 0) {
-      MoRef task{"Task", request.operation_token->substr(std::string("destroy-image:").size())};
-      try {
-        TaskInfo info = vim_.taskInfo(task, deadline);
-        if (info.state == TaskState::kQueued || info.state == TaskState::kRunning) {
-          reply.setOperation(*request.operation_token, who);
-          reply.requeueAfter(kPoll);
-          return Status::inProgress("Deleting", who);
-        }
-        if (info.state == TaskState::kError) return info.error->toError(who).toStatus();
-      } catch (const VimFault& fault) {
-        if (fault.kind() != FaultKind::kManagedObjectNotFound) throw;
+    if (auto pending = parseTaskToken(request.operation_token, kDestroyPhase)) {
+      if (auto stop = awaitTask(vim_, *pending, "Deleting", who, kPoll, deadline, reply)) {
+        return *stop;
       }
       // Done (or forgotten by vCenter): look below whether the template is still there.
+    }
+    bool iso_done = false;
+    if (auto pending = parseTaskToken(request.operation_token, kDeleteIsoPhase)) {
+      TaskPoll poll = pollTask(vim_, pending->task, deadline);
+      if (poll.state == TaskPoll::State::kRunning) {
+        return taskInProgress(reply, *pending, "Deleting", who + ": removing the uploaded ISO",
+                              kPoll);
+      }
+      // Removed, forgotten, or failed (another zone's deletion removed the same file first, or
+      // someone did by hand): the template goes next either way; a stray ISO never blocks it.
+      if (poll.state == TaskPoll::State::kFailed) {
+        BANLIEUE_LOG(kWarn, who + ": removing the uploaded ISO failed: " +
+                                (poll.info.error ? std::string(poll.info.error->what()) : "?"));
+      }
+      iso_done = true;
     }
     Inventory inventory = Inventory::load(vim_, deadline);
     std::vector<FailureDomain> fds = computeFailureDomains(inventory, provider);
@@ -513,10 +514,18 @@ Status ImageImporter::remove(const sdk::Call& call, const sdk::DeleteImageReques
     if (call.cancelled()) {
       return Status{Code::kCancelled, "Cancelled", who + " was cancelled by the host"};
     }
+    if (!vm.iso.empty() && !iso_done) {
+      // First the ISO, while the template still names it (a template imported before banlieue
+      // kept the path has none: its ISO stays, as before).
+      XmlWriter w;
+      w.text("name", vm.iso).moref("datacenter", dc->ref);
+      MoRef task = vim_.startTask("DeleteDatastoreFile_Task",
+                                  vim_.client().content(deadline).file_manager, w.str(), deadline);
+      return taskInProgress(reply, {std::string(kDeleteIsoPhase), task}, "Deleting",
+                            who + ": removing the uploaded ISO", kPoll);
+    }
     MoRef task = vim_.startTask("Destroy_Task", *existing, {}, deadline);
-    reply.setOperation("destroy-image:" + task.value, who);
-    reply.requeueAfter(kPoll);
-    return Status::inProgress("Deleting", who);
+    return taskInProgress(reply, {std::string(kDestroyPhase), task}, "Deleting", who, kPoll);
   });
 }
 

@@ -3,6 +3,7 @@
 #include "plugins/vsphere/src/errors.h"
 #include "plugins/vsphere/src/inventory.h"
 #include "plugins/vsphere/src/machine_spec.h"
+#include "plugins/vsphere/src/task_poll.h"
 
 #include <banlieue/sdk/json.h>
 #include <banlieue/sdk/restart.h>
@@ -17,19 +18,6 @@ using sdk::Code;
 using sdk::Status;
 
 constexpr std::chrono::milliseconds kTaskPoll{2000};
-
-// "clone:task-12" -> {"clone", Task task-12}; nullopt for anything else (a token minted by
-// another version or garbage is treated as absent, per the ABI's reply rules).
-struct PendingTask {
-  std::string phase;
-  MoRef task;
-};
-std::optional<PendingTask> parseToken(const std::optional<std::string>& token) {
-  if (!token) return std::nullopt;
-  auto colon = token->find(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == token->size()) return std::nullopt;
-  return PendingTask{token->substr(0, colon), {"Task", token->substr(colon + 1)}};
-}
 
 std::string lowerUuid(std::string uid) {
   std::transform(uid.begin(), uid.end(), uid.begin(),
@@ -51,34 +39,6 @@ std::string objectName(const sdk::ReconcileRequest& r) {
   return (r.namespace_.empty() ? std::string() : r.namespace_ + "/") + r.name;
 }
 
-// Runs one step of a pending task. Returns a Status to answer with when the call must stop
-// here (still running, or failed), nullopt when the task succeeded and the caller goes on.
-std::optional<Status> pollTask(Vim& vim, const PendingTask& pending, const std::string& what,
-                               Deadline deadline, sdk::Reply& reply, MoRef* result = nullptr) {
-  TaskInfo info;
-  try {
-    info = vim.taskInfo(pending.task, deadline);
-  } catch (const VimFault& fault) {
-    // A task vCenter no longer knows (it keeps them for minutes, a restart forgets them):
-    // re-derive everything from the inventory instead.
-    if (fault.kind() != FaultKind::kManagedObjectNotFound) throw;
-    settle(reply);
-    return std::nullopt;
-  }
-  if (info.state == TaskState::kQueued || info.state == TaskState::kRunning) {
-    reply.setOperation(pending.phase + ":" + pending.task.value, what);
-    reply.requeueAfter(kTaskPoll);
-    return Status::inProgress("TaskRunning", what + " (" + std::to_string(info.progress) + "%)");
-  }
-  if (info.state == TaskState::kError) {
-    settleFailed(reply);
-    return info.error->toError(what).toStatus();
-  }
-  settle(reply);
-  if (result != nullptr) *result = info.result;
-  return std::nullopt;
-}
-
 // Checked before a step starts a backend task; a task already started is polled on the next
 // call through its token, so stopping here loses nothing.
 Status cancelled(const std::string& who) {
@@ -87,9 +47,7 @@ Status cancelled(const std::string& who) {
 
 Status started(sdk::Reply& reply, const std::string& phase, const MoRef& task,
                const std::string& what) {
-  reply.setOperation(phase + ":" + task.value, what);
-  reply.requeueAfter(kTaskPoll);
-  return Status::inProgress("TaskRunning", what);
+  return taskInProgress(reply, {phase, task}, "TaskRunning", what, kTaskPoll);
 }
 
 // The clone vCenter is still making for a machine named `name`, when the operation token that
@@ -192,6 +150,7 @@ struct LiveVm {
   std::map<std::string, std::string> extra_config;
   std::vector<std::string> addresses;
   MoRef parent_folder;
+  std::string tools_running_status;  // guest.toolsRunningStatus, e.g. guestToolsRunning
 };
 
 int intOf(const pugi::xml_node& node, std::string_view name) {
@@ -226,7 +185,7 @@ LiveVm readVm(Vim& vim, const MoRef& vm, Deadline deadline) {
       {{"VirtualMachine",
         {"config.instanceUuid", "runtime.powerState", "config.hardware.numCPU",
          "config.hardware.memoryMB", "config.extraConfig", "config.hardware.device", "guest.net",
-         "guest.ipAddress", "parent"}},
+         "guest.ipAddress", "guest.toolsRunningStatus", "parent"}},
        {"Network", {"name"}},
        {"DistributedVirtualPortgroup", {"name", "key"}}},
       deadline);
@@ -249,6 +208,7 @@ LiveVm readVm(Vim& vim, const MoRef& vm, Deadline deadline) {
   live.num_cpus = o.integer("config.hardware.numCPU").value_or(0);
   live.memory_mib = o.integer("config.hardware.memoryMB").value_or(0);
   live.parent_folder = o.moref("parent");
+  live.tools_running_status = o.text("guest.toolsRunningStatus");
   for (pugi::xml_node option : children(o.node("config.extraConfig"), "OptionValue")) {
     live.extra_config[childText(option, "key").value_or("")] =
         childText(option, "value").value_or("");
@@ -415,7 +375,7 @@ void writeStatus(sdk::Reply& reply, const MachineSpec& spec, const LiveVm& vm, b
   status.RemoveAllMembers();
   status.AddMember("vmRef", json::stringValue(vm.ref.value, a), a);
   status.AddMember("instanceUuid", json::stringValue(vm.instance_uuid, a), a);
-  status.AddMember("providerID", json::stringValue("vsphere://" + vm.instance_uuid, a), a);
+  status.AddMember("providerID", json::stringValue(providerIdOf(vm.instance_uuid), a), a);
   status.AddMember("observedPowerState", json::stringValue(observedPower(vm.power_state), a), a);
   if (!spec.failure_domain.empty()) {
     status.AddMember("failureDomain", json::stringValue(spec.failure_domain, a), a);
@@ -431,9 +391,35 @@ void writeStatus(sdk::Reply& reply, const MachineSpec& spec, const LiveVm& vm, b
     addresses.PushBack(entry, a);
   }
   status.AddMember("addresses", addresses, a);
+  // The guest's own signal (a pool with readiness GuestReady waits for it): VMware Tools
+  // running in the guest.
+  if (vm.power_state != "poweredOn") {
+    reply.setCondition("GuestReady", "False", "NotRunning", "the VM is not powered on");
+  } else if (vm.tools_running_status == "guestToolsRunning") {
+    reply.setCondition("GuestReady", "True", "GuestToolsRunning", "VMware Tools run in the guest");
+  } else {
+    reply.setCondition("GuestReady", "False", "GuestToolsNotRunning",
+                       "VMware Tools do not run in the guest (" +
+                           (vm.tools_running_status.empty() ? std::string("not reported")
+                                                            : vm.tools_running_status) +
+                           "): it is still booting, or its image has no VMware Tools");
+  }
 }
 
+constexpr std::string_view kProviderIdScheme = "vsphere://";
+
 }  // namespace
+
+std::string providerIdOf(const std::string& instance_uuid) {
+  return std::string(kProviderIdScheme) + instance_uuid;
+}
+
+std::optional<std::string> instanceUuidOf(std::string_view provider_id) {
+  if (provider_id.substr(0, kProviderIdScheme.size()) != kProviderIdScheme) return std::nullopt;
+  std::string uuid = lowerUuid(std::string(provider_id.substr(kProviderIdScheme.size())));
+  if (!isUuid(uuid)) return std::nullopt;
+  return uuid;
+}
 
 Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileRequest& request,
                                     sdk::Reply& reply) {
@@ -446,8 +432,9 @@ Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileR
   const std::string who = objectName(request);
   const Deadline deadline = call.deadline();
   return withVimErrors("VSphereMachine " + who, [&]() -> Status {
-    if (auto pending = parseToken(request.operation_token)) {
-      if (auto stop = pollTask(vim_, *pending, pending->phase + " of " + who, deadline, reply)) {
+    if (auto pending = parseTaskToken(request.operation_token)) {
+      if (auto stop = awaitTask(vim_, *pending, "TaskRunning", pending->phase + " of " + who,
+                                kTaskPoll, deadline, reply)) {
         return *stop;
       }
     }
@@ -644,8 +631,9 @@ Status MachineReconciler::finalize(const sdk::Call& call, const sdk::ReconcileRe
   const std::string uuid = lowerUuid(request.uid);
   const Deadline deadline = call.deadline();
   return withVimErrors("deleting VSphereMachine " + who, [&]() -> Status {
-    if (auto pending = parseToken(request.operation_token)) {
-      if (auto stop = pollTask(vim_, *pending, pending->phase + " of " + who, deadline, reply)) {
+    if (auto pending = parseTaskToken(request.operation_token)) {
+      if (auto stop = awaitTask(vim_, *pending, "TaskRunning", pending->phase + " of " + who,
+                                kTaskPoll, deadline, reply)) {
         // A failed power-off (already off) or destroy is retried from the live state below.
         if (stop->code() == Code::kInProgress) return *stop;
         if (pending->phase == "destroy") return *stop;

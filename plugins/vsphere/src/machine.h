@@ -9,9 +9,19 @@
 
 #include <banlieue/sdk/provider.h>
 
+#include <optional>
+#include <string>
+#include <string_view>
+
 namespace banlieue::vsphere {
 
 struct MachineSpec;
+
+// A VSphereMachine's providerID names its VM by instance UUID: reconcile reports it, and the
+// slots that act on the machine's VM later (snapshot) find the VM through it.
+std::string providerIdOf(const std::string& instance_uuid);
+// The instance UUID (lower case) a providerID names; nullopt for one this plugin never wrote.
+std::optional<std::string> instanceUuidOf(std::string_view provider_id);
 
 class MachineReconciler {
  public:

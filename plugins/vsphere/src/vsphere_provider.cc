@@ -5,6 +5,7 @@
 #include "plugins/vsphere/src/inventory.h"
 #include "plugins/vsphere/src/machine.h"
 #include "plugins/vsphere/src/machine_spec.h"
+#include "plugins/vsphere/src/snapshots.h"
 
 #include <banlieue/sdk/https_settings.h>
 #include <banlieue/sdk/plugin.h>
@@ -25,7 +26,8 @@ class VSphereInstance final : public sdk::Instance {
         spec_(std::move(spec)),
         vim_(*client_),
         machines_(vim_),
-        images_(vim_) {}
+        images_(vim_),
+        snapshots_(vim_) {}
 
   Status introspect(const sdk::Call& call, const sdk::IntrospectRequest& request,
                     sdk::Reply& reply) override {
@@ -91,6 +93,12 @@ class VSphereInstance final : public sdk::Instance {
     return images_.remove(call, request, spec_, reply);
   }
 
+  Status snapshot(const sdk::Call& call, const sdk::SnapshotRequest& request,
+                  sdk::Reply& reply) override {
+    if (request.kind != kMachineKind) return unsupported(request.kind);
+    return snapshots_.handle(call, request, reply);
+  }
+
  private:
   static Status unsupported(const std::string& kind) {
     return {Code::kInvalidArgument, "UnsupportedKind",
@@ -102,6 +110,7 @@ class VSphereInstance final : public sdk::Instance {
   Vim vim_;
   MachineReconciler machines_;
   ImageImporter images_;
+  SnapshotManager snapshots_;
 };
 
 class VSphereProvider final : public sdk::Provider {
@@ -120,6 +129,7 @@ class VSphereProvider final : public sdk::Provider {
     caps.introspect = true;
     caps.import_image = true;
     caps.delete_image = true;
+    caps.snapshot = true;
     caps.image_formats = {"iso"};
     return caps;
   }

@@ -7,7 +7,9 @@
 #endif
 #include <banlieue/sdk/plugin.h>
 
+#include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -25,6 +27,7 @@ using banlieue::sdk::ImportImageRequest;
 using banlieue::sdk::InstanceConfig;
 using banlieue::sdk::ReconcileRequest;
 using banlieue::sdk::Reply;
+using banlieue::sdk::SnapshotRequest;
 using banlieue::sdk::Status;
 namespace json = banlieue::sdk::json;
 
@@ -44,6 +47,45 @@ constexpr auto kSlowHint = std::chrono::milliseconds(2500);
 std::mutex g_vm_mutex;
 int g_vms_created = 0;  // every finished create makes another backend VM
 #endif
+
+// The test backend's serial console: a banner, then an echo of what is typed, as a guest's
+// getty echoes; Ctrl-D (0x04) ends the stream, as a guest powering off does.
+class EchoConsole final : public banlieue::sdk::Console {
+ public:
+  explicit EchoConsole(const std::string& vm) : pending_("test console of " + vm + "\r\n") {}
+
+  Status read(char* buf, size_t len, std::chrono::milliseconds timeout, size_t& n) override {
+    std::unique_lock lock(mutex_);
+    changed_.wait_for(lock, timeout, [&] { return !pending_.empty() || ended_; });
+    n = std::min(len, pending_.size());
+    pending_.copy(buf, n);
+    pending_.erase(0, n);
+    if (n == 0 && ended_) return {Code::kOutOfRange, "ConsoleClosed", "the test VM powered off"};
+    return Status::ok();
+  }
+
+  Status write(std::string_view data, size_t& n) override {
+    std::lock_guard lock(mutex_);
+    if (ended_) return {Code::kOutOfRange, "ConsoleClosed", "the test VM powered off"};
+    // Takes at most 4 bytes a call, so the host's write loop is exercised.
+    n = std::min<size_t>(data.size(), 4);
+    for (char c : data.substr(0, n)) {
+      if (c == '\x04') {
+        ended_ = true;
+        break;
+      }
+      pending_ += c;
+    }
+    changed_.notify_all();
+    return Status::ok();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::string pending_;
+  bool ended_ = false;
+};
 
 class TestInstance final : public banlieue::sdk::Instance {
  public:
@@ -241,10 +283,82 @@ class TestInstance final : public banlieue::sdk::Instance {
     }
     return Status::ok();
   }
+
+  // Snapshots kept in memory per backend VM (providerID), made in two steps like a backend
+  // task; create is idempotent by name, revert and delete name the snapshotRef.
+  Status snapshot(const Call&, const SnapshotRequest& request, Reply& reply) override {
+    using Action = SnapshotRequest::Action;
+    if (request.provider_id.empty()) {
+      return {Code::kFailedPrecondition, "MachineNotProvisioned", "the machine has no test VM yet"};
+    }
+    auto& a = reply.allocator();
+    std::lock_guard lock(snapshots_mutex_);
+    auto& vm = snapshots_[request.provider_id];  // name -> snapshotRef
+    auto find_ref = [&](const std::string& ref) {
+      return std::find_if(vm.begin(), vm.end(), [&](const auto& s) { return s.second == ref; });
+    };
+    switch (request.action) {
+      case Action::kCreate: {
+        if (request.memory) {
+          return {Code::kUnimplemented, "NotSupportedByBackend",
+                  "the test backend takes disk-only snapshots"};
+        }
+        if (vm.count(request.name) == 0) {
+          std::string task = "snapshot-" + request.name;
+          if (request.operation_token != task) {
+            reply.setOperation(task, "snapshotting " + request.provider_id);
+            reply.requeueAfter(std::chrono::milliseconds(10));
+            return Status::inProgress("Snapshotting", "taking the test snapshot");
+          }
+          vm[request.name] = request.provider_id + "@" + request.name;
+        }
+        reply.status().AddMember("snapshotRef", json::stringValue(vm[request.name], a), a);
+        return Status::ok();
+      }
+      case Action::kList: {
+        rapidjson::Value list(rapidjson::kArrayType);
+        for (const auto& [name, ref] : vm) {
+          rapidjson::Value entry(rapidjson::kObjectType);
+          entry.AddMember("name", json::stringValue(name, a), a);
+          entry.AddMember("snapshotRef", json::stringValue(ref, a), a);
+          list.PushBack(entry, a);
+        }
+        reply.status().AddMember("snapshots", list, a);
+        return Status::ok();
+      }
+      case Action::kRevert:
+        if (find_ref(request.snapshot_ref) == vm.end()) {
+          return {Code::kNotFound, "SnapshotNotFound",
+                  "no snapshot " + request.snapshot_ref + " of " + request.provider_id};
+        }
+        return Status::ok();
+      case Action::kDelete:
+        if (auto it = find_ref(request.snapshot_ref); it != vm.end()) vm.erase(it);
+        return Status::ok();
+    }
+    return {Code::kInvalidArgument, "UnknownAction", "unknown snapshot action"};
+  }
+
+  Status openConsole(const Call&, const banlieue::sdk::ConsoleRequest& request,
+                     std::unique_ptr<banlieue::sdk::Console>& out, Reply& reply) override {
+    if (request.provider_id.empty()) {
+      return {Code::kFailedPrecondition, "MachineNotProvisioned", "the machine has no test VM yet"};
+    }
+    if (request.console != "serial")
+      return banlieue::sdk::unimplemented("console " + request.console);
+    out = std::make_unique<EchoConsole>(request.provider_id);
+    auto& a = reply.allocator();
+    reply.status().AddMember("console", "serial", a);
+    reply.status().AddMember("description",
+                             json::stringValue("echo console of " + request.provider_id, a), a);
+    return Status::ok();
+  }
 #endif
 
  private:
   std::string endpoint_;
+  std::mutex snapshots_mutex_;
+  std::map<std::string, std::map<std::string, std::string>> snapshots_;
 };
 
 class TestProvider final : public banlieue::sdk::Provider {
@@ -265,6 +379,8 @@ class TestProvider final : public banlieue::sdk::Provider {
     caps.import_image = true;
     caps.image_formats = {"raw"};
     caps.delete_image = true;
+    caps.snapshot = true;
+    caps.console = true;
 #endif
     return caps;
   }
@@ -370,6 +486,8 @@ extern "C" __attribute__((visibility("default"))) const banlieue_provider_v1* TE
   table.v1.header.struct_size = offsetof(banlieue_provider_v1, import_image);
   table.v1.import_image = reinterpret_cast<decltype(table.v1.import_image)>(0x1);  // never read
   table.v1.delete_image = reinterpret_cast<decltype(table.v1.delete_image)>(0x1);  // never read
+  table.v1.snapshot = reinterpret_cast<decltype(table.v1.snapshot)>(0x1);          // never read
+  table.v1.console_open = reinterpret_cast<decltype(table.v1.console_open)>(0x1);  // never read
 #endif
 #ifdef TEST_VARIANT_NEWER_MINOR
   table.v1.header.abi_minor = BANLIEUE_ABI_MINOR + 3;
@@ -385,6 +503,8 @@ extern "C" __attribute__((visibility("default"))) const banlieue_provider_v1* TE
   table.v1.finalize = nullptr;
   table.v1.import_image = nullptr;
   table.v1.delete_image = nullptr;
+  table.v1.snapshot = nullptr;
+  table.v1.console_open = nullptr;
 #endif
 #ifdef TEST_VARIANT_WRONG_MAJOR
   table.v1.header.abi_major = 2;

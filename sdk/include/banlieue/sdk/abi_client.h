@@ -156,6 +156,40 @@ class ProviderClient {
     return invoke(
         [&](banlieue_reply* r) { return table_.delete_image(instance, &call, str(request), r); });
   }
+  // SINCE 1.2: a 1.0 or 1.1 plugin's table ends before this slot (NotSupportedByBackend).
+  CallOutcome snapshot(banlieue_instance* instance, const banlieue_call& call,
+                       std::string_view request) const {
+    if (!table_.snapshot) return missing("snapshot");
+    return invoke(
+        [&](banlieue_reply* r) { return table_.snapshot(instance, &call, str(request), r); });
+  }
+  // SINCE 1.3: a console needs all four console slots; a table without them (older, or one
+  // that leaves any NULL) does not offer consoles (NotSupportedByBackend). On OK *out is the
+  // open console, to be released with consoleClose; otherwise NULL.
+  bool offersConsole() const {
+    return table_.console_open != nullptr && table_.console_read != nullptr &&
+           table_.console_write != nullptr && table_.console_close != nullptr;
+  }
+  CallOutcome consoleOpen(banlieue_instance* instance, const banlieue_call& call,
+                          std::string_view request, banlieue_console** out) const {
+    *out = nullptr;
+    if (!offersConsole()) return missing("console");
+    return invoke([&](banlieue_reply* r) {
+      return table_.console_open(instance, &call, str(request), out, r);
+    });
+  }
+  banlieue_status consoleRead(banlieue_console* console, char* buf, size_t len, int32_t timeout_ms,
+                              size_t* n) const {
+    *n = 0;
+    return table_.console_read(console, buf, len, timeout_ms, n);
+  }
+  banlieue_status consoleWrite(banlieue_console* console, std::string_view data, size_t* n) const {
+    *n = 0;
+    return table_.console_write(console, data.data(), data.size(), n);
+  }
+  void consoleClose(banlieue_console* console) const {
+    if (console != nullptr) table_.console_close(console);
+  }
 
  private:
   CallOutcome missing(const char* slot) const {

@@ -245,6 +245,82 @@ struct DeleteImageRequest {
   }
 };
 
+// snapshot request (SINCE 1.2): {"action": "create"|"list"|"revert"|"delete", "kind",
+// "machine": <infrastructure object>, "snapshot"?: {"name", "uid", "memory", "description"},
+// "snapshotRef"?: what create reported, "operation"?: {"token"}}.
+struct SnapshotRequest {
+  enum class Action { kCreate, kList, kRevert, kDelete };
+  rapidjson::Document document;
+  Action action = Action::kCreate;
+  std::string kind;
+  const rapidjson::Value* machine = nullptr;
+  std::string provider_id;   // machine spec.providerID: the backend VM; empty before it exists
+  std::string name;          // snapshot.name: the backend-side name (create's idempotency key)
+  std::string uid;           // snapshot.uid
+  bool memory = false;       // snapshot.memory: include the running machine's memory
+  std::string description;   // snapshot.description
+  std::string snapshot_ref;  // what create reported (revert, delete); empty otherwise
+  std::optional<std::string> operation_token;
+
+  static SnapshotRequest parse(std::string_view text) {
+    static constexpr const char* kWhat = "snapshot request";
+    SnapshotRequest request;
+    request.document = json::parse(text, kWhat);
+    const std::string action(json::requireString(&request.document, "action", kWhat));
+    if (action == "create") {
+      request.action = Action::kCreate;
+    } else if (action == "list") {
+      request.action = Action::kList;
+    } else if (action == "revert") {
+      request.action = Action::kRevert;
+    } else if (action == "delete") {
+      request.action = Action::kDelete;
+    } else {
+      throw Error(Code::kInvalidArgument, "InvalidField",
+                  std::string(kWhat) + ": action must be create, list, revert or delete, not '" +
+                      action + "'");
+    }
+    request.kind = std::string(json::requireString(&request.document, "kind", kWhat));
+    request.machine = json::member(&request.document, "machine");
+    request.provider_id = json::stringOr(request.machine, "spec.providerID");
+    request.name = json::stringOr(&request.document, "snapshot.name");
+    request.uid = json::stringOr(&request.document, "snapshot.uid");
+    request.memory = json::boolean(&request.document, "snapshot.memory", false);
+    request.description = json::stringOr(&request.document, "snapshot.description");
+    request.snapshot_ref = json::stringOr(&request.document, "snapshotRef");
+    if (request.action != Action::kList && request.name.empty()) {
+      throw Error(Code::kInvalidArgument, "MissingField",
+                  std::string(kWhat) + ": field 'snapshot.name' is required for " + action);
+    }
+    if (auto token = json::string(&request.document, "operation.token"); token && !token->empty()) {
+      request.operation_token = std::string(*token);
+    }
+    return request;
+  }
+};
+
+// console_open request (SINCE 1.3): {"kind", "machine": <infrastructure object>, "console":
+// "serial"}.
+struct ConsoleRequest {
+  rapidjson::Document document;
+  std::string kind;
+  const rapidjson::Value* machine = nullptr;
+  std::string provider_id;  // machine spec.providerID: the backend VM; empty before it exists
+  std::string console;      // "serial"
+
+  static ConsoleRequest parse(std::string_view text) {
+    static constexpr const char* kWhat = "console request";
+    ConsoleRequest request;
+    request.document = json::parse(text, kWhat);
+    request.kind = std::string(json::requireString(&request.document, "kind", kWhat));
+    request.machine = json::member(&request.document, "machine");
+    request.provider_id = json::stringOr(request.machine, "spec.providerID");
+    request.console = json::stringOr(&request.document, "console");
+    if (request.console.empty()) request.console = "serial";
+    return request;
+  }
+};
+
 // What describe reports. toJson() produces sdk/schemas/describe.response.json.
 struct Capabilities {
   struct Kind {
@@ -259,6 +335,8 @@ struct Capabilities {
   bool introspect = false;                 // set when the Instance overrides introspect()
   bool import_image = false;               // set when the Instance overrides importImage()
   bool delete_image = false;               // set when the Instance overrides deleteImage()
+  bool snapshot = false;                   // set when the Instance overrides snapshot()
+  bool console = false;                    // set when the Instance overrides openConsole()
   std::vector<std::string> image_formats;  // formats import_image accepts
 
   std::string toJson(std::string_view name, std::string_view version) const {
@@ -287,6 +365,8 @@ struct Capabilities {
     ops.AddMember("introspect", introspect, a);
     ops.AddMember("importImage", import_image, a);
     ops.AddMember("deleteImage", delete_image, a);
+    ops.AddMember("snapshot", snapshot, a);
+    ops.AddMember("console", console, a);
     doc.AddMember("operations", ops, a);
     doc.AddMember("imageFormats", strings(image_formats), a);
     return json::serialize(doc);

@@ -10,6 +10,8 @@
 
 #include <banlieue/sdk/provider.h>
 
+#include <algorithm>
+#include <chrono>
 #include <exception>
 #include <memory>
 #include <optional>
@@ -18,6 +20,11 @@
 // The opaque instance handle, defined only inside the plugin.
 struct banlieue_instance {
   std::unique_ptr<banlieue::sdk::Instance> impl;
+};
+
+// The opaque console handle (SINCE 1.3), defined only inside the plugin.
+struct banlieue_console {
+  std::unique_ptr<banlieue::sdk::Console> impl;
 };
 
 namespace banlieue::sdk::detail {
@@ -177,6 +184,89 @@ struct Exported {
     });
   }
 
+  static banlieue_status snapshot(banlieue_instance* instance, const banlieue_call* call,
+                                  banlieue_str request, banlieue_reply* reply) noexcept {
+    return guarded("snapshot", reply, [&](Reply& out) {
+      if (!instance) return missingInstance();
+      return instance->impl->snapshot(Call(call), SnapshotRequest::parse(view(request)), out);
+    });
+  }
+
+  static banlieue_status consoleOpen(banlieue_instance* instance, const banlieue_call* call,
+                                     banlieue_str request, banlieue_console** out,
+                                     banlieue_reply* reply) noexcept {
+    if (out != nullptr) *out = nullptr;
+    return guarded("console_open", reply, [&](Reply& built) {
+      if (!instance) return missingInstance();
+      if (out == nullptr) {
+        return Status(Code::kInvalidArgument, "NoOutput", "console_open without an output");
+      }
+      std::unique_ptr<Console> console;
+      Status status = instance->impl->openConsole(Call(call), ConsoleRequest::parse(view(request)),
+                                                  console, built);
+      if (!status.isOk()) return status;
+      if (!console) return Status(Code::kInternal, "NoConsole", "openConsole returned no console");
+      // An allocation failure throws into guarded(), which reports INTERNAL.
+      *out =
+          new banlieue_console{std::move(console)};  // NOLINT(bugprone-unhandled-exception-at-new)
+      return Status::ok();
+    });
+  }
+
+  // The stream slots have no reply: a failure's reason and message go to the plugin's log.
+  template <class Fn>
+  static banlieue_status streamed(const char* slot, Fn&& fn) noexcept {
+    try {
+      Status status = fn();
+      if (!status.isOk() && status.code() != Code::kOutOfRange) {
+        host().log(LogLevel::kWarn, std::string(slot) + ": " + std::string(status.reason()) + ": " +
+                                        std::string(status.message()));
+      }
+      return static_cast<banlieue_status>(status.code());
+    } catch (const Error& e) {
+      host().log(LogLevel::kWarn, std::string(slot) + ": " + e.what());
+      return static_cast<banlieue_status>(e.code());
+    } catch (const std::exception& e) {
+      host().log(LogLevel::kError, std::string(slot) + " threw: " + e.what());
+      return BANLIEUE_INTERNAL;
+    } catch (...) {
+      return BANLIEUE_INTERNAL;
+    }
+  }
+
+  static banlieue_status consoleRead(banlieue_console* console, char* buf, size_t len,
+                                     int32_t timeout_ms, size_t* n) noexcept {
+    if (n != nullptr) *n = 0;
+    if (console == nullptr || n == nullptr || (buf == nullptr && len > 0)) {
+      return BANLIEUE_INVALID_ARGUMENT;
+    }
+    return streamed("console_read", [&] {
+      size_t got = 0;
+      Status status = console->impl->read(
+          buf, len, std::chrono::milliseconds(std::max<int32_t>(0, timeout_ms)), got);
+      *n = std::min(got, len);
+      return status;
+    });
+  }
+
+  static banlieue_status consoleWrite(banlieue_console* console, const char* data, size_t len,
+                                      size_t* n) noexcept {
+    if (n != nullptr) *n = 0;
+    if (console == nullptr || n == nullptr || (data == nullptr && len > 0)) {
+      return BANLIEUE_INVALID_ARGUMENT;
+    }
+    return streamed("console_write", [&] {
+      size_t taken = 0;
+      Status status = console->impl->write(std::string_view(data, len), taken);
+      *n = std::min(taken, len);
+      return status;
+    });
+  }
+
+  static void consoleClose(banlieue_console* console) noexcept {
+    delete console;  // a throwing destructor terminates here, as it would anywhere
+  }
+
   static const banlieue_provider_v1* init(const banlieue_host_v1* host_table,
                                           uint32_t /*host_minor*/,
                                           const banlieue_sink* error) noexcept {
@@ -214,6 +304,11 @@ struct Exported {
           &finalize,
           &importImage,
           &deleteImage,
+          &snapshot,
+          &consoleOpen,
+          &consoleRead,
+          &consoleWrite,
+          &consoleClose,
       };
       return &table;
     } catch (const std::exception& e) {

@@ -105,6 +105,21 @@ inline Status unimplemented(std::string_view what) {
           std::string(what) + " is not supported by this backend"};
 }
 
+// An open console of one machine (SINCE 1.3; the header's console slots are the contract).
+// Destroyed on console_close. read() and write() may run at the same time on two threads, but
+// each never twice at once.
+class Console {
+ public:
+  virtual ~Console() = default;
+  // Up to `len` bytes of what the console produced into `buf`, waiting at most `timeout` for
+  // the first: `n` is 0 when none came in time. Once the stream has ended, OutOfRange with
+  // reason "ConsoleClosed", from then on.
+  virtual Status read(char* buf, size_t len, std::chrono::milliseconds timeout, size_t& n) = 0;
+  // Sends input; `n` is how much of `data` was taken (at least one byte of a non-empty write).
+  // OutOfRange "ConsoleClosed" once the stream has ended.
+  virtual Status write(std::string_view data, size_t& n) = 0;
+};
+
 // One backend connection, for one banlieue Provider. Destroyed on instance_destroy; join
 // any thread you started in the destructor.
 class Instance {
@@ -134,6 +149,21 @@ class Instance {
   virtual Status deleteImage(const Call& /*call*/, const DeleteImageRequest& /*request*/,
                              Reply& /*reply*/) {
     return unimplemented("delete_image");
+  }
+  // SINCE 1.2. Set Capabilities::snapshot when you override this. request.action says what
+  // to do to request.provider_id's snapshots (the header's snapshot slot is the contract):
+  // create is idempotent by request.name; revert and delete name request.snapshot_ref; list
+  // reports them all in the reply's status.snapshots.
+  virtual Status snapshot(const Call& /*call*/, const SnapshotRequest& /*request*/,
+                          Reply& /*reply*/) {
+    return unimplemented("snapshot");
+  }
+  // SINCE 1.3. Set Capabilities::console when you override this. On OK, `out` is the open
+  // console of request.provider_id (request.console says which: "serial"); the reply's
+  // status.description says in words what the person at the terminal is attached to.
+  virtual Status openConsole(const Call& /*call*/, const ConsoleRequest& request,
+                             std::unique_ptr<Console>& /*out*/, Reply& /*reply*/) {
+    return unimplemented("console " + request.console);
   }
   // Called by instance_destroy before the destructor, with the destroy call's deadline:
   // cancel backend work and join threads here. The default does nothing.

@@ -9,6 +9,7 @@
 #include <banlieue/sdk/json.h>
 #include <banlieue/sdk/payloads.h>
 #include <banlieue/sdk/provider.h>
+#include <banlieue/sdk/time.h>
 
 #include <chrono>
 #include <ctime>
@@ -32,16 +33,6 @@ inline std::string unansweredRestart(const ReconcileRequest& request) {
 // the plugin restarting the machine itself (the default, Restart).
 inline bool waitsForRestart(const ReconcileRequest& request) {
   return json::stringOr(request.spec, "resizePolicy", "Restart") == "WaitForRestart";
-}
-
-// Now, as RFC 3339 UTC with seconds ("2026-12-03T08:00:00Z").
-inline std::string utcNow() {
-  std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char text[sizeof "1970-01-01T00:00:00Z"];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
 }
 
 // Answers `requested_at` in the reply's status: Restarted when the restart begins now,

@@ -1,10 +1,11 @@
 /*
- * A host as it was built at ABI 1.0, serving a plugin built today. Compiled as strict C99
- * against the frozen 1.0 header (tests/abi/fixtures/abi-1.0) and nothing else of banlieue, so
- * its host table is exactly the 1.0 size and it knows no slot added since. It loads the plugin
+ * A host as it was built at an older ABI minor, serving a plugin built today. Compiled as
+ * strict C99 against one frozen header (tests/abi/fixtures/abi-1.<minor>) and nothing else of
+ * banlieue, so its host table is exactly that minor's size and it knows no slot added since:
+ * fake_host_1_0 from the 1.0 header, fake_host_1_1 and fake_host_1_2 from theirs. It loads the plugin
  * named on the command line, runs describe, instance_create, a two-step reconcile, finalize and
- * instance_destroy, and checks that the plugin works and saw the host slots added after 1.0 as
- * absent (the test plugin reports what it saw when spec.reportHost is set).
+ * instance_destroy, and checks that the plugin works and saw exactly the host slots of its
+ * minor (the test plugin reports what it saw when spec.reportHost is set).
  *
  *   fake_host_1_0 PATH/TO/libtestprov.so
  *
@@ -20,8 +21,8 @@
 #include <string.h>
 #include <time.h>
 
-#if BANLIEUE_ABI_MINOR != 0
-#error "fake_host_1_0 must be built against the frozen 1.0 header"
+#if BANLIEUE_ABI_MINOR > 2
+#error "a fake host is built against a frozen header (tests/abi/fixtures), not today's"
 #endif
 
 /* A growable buffer behind a banlieue_sink. */
@@ -54,7 +55,7 @@ static int64_t now_unix_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* ---- the 1.0 host slots ---------------------------------------------------------------- */
+/* ---- the host slots of this minor ------------------------------------------------------ */
 
 static void host_log(void* ctx, banlieue_log_level level, const char* file, int32_t line,
                      const char* msg, size_t len) {
@@ -73,6 +74,20 @@ static int32_t host_is_cancelled(void* ctx, const banlieue_call* call) {
   (void)ctx;
   return call != NULL && call->deadline_unix_ms > 0 && now_unix_ms() >= call->deadline_unix_ms;
 }
+
+#if BANLIEUE_ABI_MINOR >= 1
+/* SINCE 1.1. This host's calls carry only a wall-clock deadline, so that is what is left. */
+static int64_t host_remaining_ms(void* ctx, const banlieue_call* call) {
+  int64_t left;
+  (void)ctx;
+  if (call == NULL || call->deadline_unix_ms <= 0) return -1;
+  left = call->deadline_unix_ms - now_unix_ms();
+  return left > 0 ? left : 0;
+}
+#define HOST_SLOTS_SEEN "present"
+#else
+#define HOST_SLOTS_SEEN "absent"
+#endif
 
 static int events;
 
@@ -171,7 +186,7 @@ int main(int argc, char** argv) {
   }
   memcpy(&init, &symbol, sizeof init); /* ISO C has no function-pointer cast from void* */
 
-  /* Exactly the 1.0 table, on the heap: a plugin that read past its end (a slot it did not
+  /* Exactly this minor's table, on the heap: a plugin that read past its end (a slot it did not
    * test with BANLIEUE_HOST_HAS) would read outside the allocation, which ASan reports. */
   host = (banlieue_host_v1*)malloc(sizeof(banlieue_host_v1));
   if (host == NULL) return 1;
@@ -186,23 +201,28 @@ int main(int argc, char** argv) {
   host->log_enabled = host_log_enabled;
   host->is_cancelled = host_is_cancelled;
   host->emit_event = host_emit_event;
+#if BANLIEUE_ABI_MINOR >= 1
+  host->remaining_ms = host_remaining_ms;
+#endif
 
   memset(&init_error, 0, sizeof init_error);
   error_sink.ctx = &init_error;
   error_sink.write = buffer_write;
   plugin_table = init(host, BANLIEUE_ABI_MINOR, &error_sink);
   if (plugin_table == NULL) {
-    fprintf(stderr, "FAIL: the plugin refused a 1.0 host: %s\n", init_error.data);
+    fprintf(stderr, "FAIL: the plugin refused a 1.%d host: %s\n", BANLIEUE_ABI_MINOR,
+            init_error.data);
     return 1;
   }
-  /* As the 1.0 loader does: copy what both sides know, and no more. */
+  /* As this minor's loader does: copy what both sides know, and no more. */
   memset(&table, 0, sizeof table);
   copied = plugin_table->header.struct_size < sizeof table ? plugin_table->header.struct_size
                                                            : sizeof table;
   memcpy(&table, plugin_table, copied);
   check(plugin_table->header.abi_minor > BANLIEUE_ABI_MINOR,
-        "the plugin under test is newer than 1.0", NULL);
-  check(plugin_table->header.struct_size > sizeof table, "its table is longer than 1.0's", NULL);
+        "the plugin under test is newer than this host", NULL);
+  check(plugin_table->header.struct_size > sizeof table, "its table is longer than this host's",
+        NULL);
 
   call = make_call("", 1);
   reply = make_reply(&out);
@@ -233,13 +253,15 @@ int main(int argc, char** argv) {
   check(out.code == BANLIEUE_OK, "reconcile finishes the task", out.message.data);
   check(strstr(out.body.data, "\"providerID\":\"test://uid-1\"") != NULL, "providerID reported",
         out.body.data);
-  check(strstr(out.body.data, "\"remainingMs\":\"absent\"") != NULL,
-        "the plugin sees remaining_ms (SINCE 1.1) as absent in a 1.0 host table", out.body.data);
-  /* Without remaining_ms the SDK falls back to the call's wall-clock deadline (30 s here). */
+  check(strstr(out.body.data, "\"remainingMs\":\"" HOST_SLOTS_SEEN "\"") != NULL,
+        "the plugin sees remaining_ms (SINCE 1.1) as " HOST_SLOTS_SEEN " in this host table",
+        out.body.data);
+  /* Either way the time left is the call's 30 s: from remaining_ms, or without it from the
+   * wall-clock deadline. */
   seconds = strstr(out.body.data, "\"secondsLeft\":");
   check(seconds != NULL && atoi(seconds + strlen("\"secondsLeft\":")) >= 25 &&
             atoi(seconds + strlen("\"secondsLeft\":")) <= 30,
-        "the plugin's time left comes from the wall-clock deadline", out.body.data);
+        "the plugin's time left is the call's", out.body.data);
   check(events == 1, "the plugin's event reached the host", NULL);
 
   call = make_call("uid-1", 5);
@@ -252,10 +274,11 @@ int main(int argc, char** argv) {
 
   if (failures != 0) return 1;
   printf(
-      "fake 1.0 host: a %u-byte ABI 1.%u plugin table served by a %u-byte 1.0 host table: "
-      "describe, instance_create, reconcile, finalize OK; remaining_ms absent\n",
-      (unsigned)plugin_table->header.struct_size, (unsigned)plugin_table->header.abi_minor,
-      (unsigned)sizeof(banlieue_host_v1));
+      "fake 1.%d host: a %u-byte ABI 1.%u plugin table served by a %u-byte 1.%d host table: "
+      "describe, instance_create, reconcile, finalize OK; remaining_ms " HOST_SLOTS_SEEN "\n",
+      BANLIEUE_ABI_MINOR, (unsigned)plugin_table->header.struct_size,
+      (unsigned)plugin_table->header.abi_minor, (unsigned)sizeof(banlieue_host_v1),
+      BANLIEUE_ABI_MINOR);
   free(host); /* the plugin may keep the pointer until exit, but makes no call after this */
   return 0;
 }
