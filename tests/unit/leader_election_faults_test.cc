@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <future>
 #include <mutex>
@@ -92,9 +93,11 @@ TEST(LeaderElectionFaultsTest, AHangingRenewalStepsDownByTheRenewDeadline) {
 
   // Renewals succeed for a while, then the apiserver stalls on the next one.
   Hang hang;
-  Clock::TimePoint last_renewal_began = clock.now();  // acquisition counts as one
+  std::atomic<Clock::TimePoint> last_renewal_began{clock.now()};  // acquisition counts as one
   std::atomic<int> renewals{0};
+  std::atomic<int> requests{0};
   client.failNext([&](const std::string& verb, const std::string&) {
+    ++requests;
     if (renewals.load() >= 3) {
       hang.block();
       return Status::ok();
@@ -106,6 +109,27 @@ TEST(LeaderElectionFaultsTest, AHangingRenewalStepsDownByTheRenewDeadline) {
   constexpr auto kStep = 250ms;
   auto give_up = std::chrono::steady_clock::now() + 20s;
   for (int steps = 0; steps < 400 && !stepped_down && std::chrono::steady_clock::now() < give_up;) {
+    // Once a renewal hangs and renewDeadline has passed since the last one began (the elector's
+    // own record of that is no later than this test's), the elector is due to step down: time
+    // stands still from here, or a waiter that was woken and not yet scheduled would see the
+    // clock moved on further, measuring the machine's load instead of the elector (CI saw
+    // 10.5 s against a 10.25 s bound under ASan on 2 busy cores).
+    if (hang.blocked() > 0 && clock.now() >= last_renewal_began.load() + c.renew_deadline) {
+      std::this_thread::sleep_for(1ms);
+      continue;
+    }
+    // A renewal due by the fake clock starts on a thread of its own, which a loaded machine
+    // may not run for a while: until its first request, the elector only looks idle. Time
+    // waits for it (bounded, in case it is not due after all), or the clock would run the
+    // renew deadline out before the attempt could begin (seen under ASan on 2 busy cores).
+    if (hang.blocked() == 0 && clock.now() >= last_renewal_began.load() + c.retry_period) {
+      const int before = requests.load();
+      const auto wait_until = std::chrono::steady_clock::now() + 500ms;
+      while (requests.load() == before && !stepped_down &&
+             std::chrono::steady_clock::now() < wait_until) {
+        std::this_thread::sleep_for(1ms);
+      }
+    }
     if (stepWhileIdle(clock, client, hang.blocked(), kStep)) ++steps;
   }
   bool down = eventually([&] { return stepped_down.load(); });
@@ -115,9 +139,9 @@ TEST(LeaderElectionFaultsTest, AHangingRenewalStepsDownByTheRenewDeadline) {
   EXPECT_FALSE(a.isLeader());
   {
     std::lock_guard lock(mu);
-    EXPECT_LE(stepped_down_at - last_renewal_began, c.renew_deadline + kStep)
+    EXPECT_LE(stepped_down_at - last_renewal_began.load(), c.renew_deadline + kStep)
         << "stepped down later than renewDeadline after the last renewal began";
-    EXPECT_LT(stepped_down_at - last_renewal_began, c.lease_duration)
+    EXPECT_LT(stepped_down_at - last_renewal_began.load(), c.lease_duration)
         << "another candidate could have taken the Lease already";
   }
   EXPECT_EQ(running.wait_for(30s), std::future_status::ready);
