@@ -479,8 +479,9 @@ TEST_F(FlowsTest, CreateToReadyThenPowerOffAndOn) {
   EXPECT_EQ(get("bvm db-01 -n " + ns, "{.status.observedPowerState}"), "PoweredOn");
 }
 
-// Power state on the file backend, where the backend's own record can be read.
-TEST_F(FlowsTest, PowerStateReachesTheBackend) {
+// Power state and the serial console on the file backend, where the backend's own record can
+// be read.
+TEST_F(FlowsTest, PowerStateAndTheSerialConsoleReachTheBackend) {
   LocalCluster::TestNamespace scoped(cluster_);
   const std::string ns = useNamespace(scoped);
   auto files = fileProvider(ns, "files", "tier: files");
@@ -515,6 +516,53 @@ TEST_F(FlowsTest, PowerStateReachesTheBackend) {
   auto vm = backendFile(files, "app-01");
   ASSERT_TRUE(vm.has_value());
   EXPECT_EQ(json::integer(&*vm, "restarts").value_or(-1), 1) << json::serialize(*vm);
+
+  // Its serial console, as a person opens it (docs/adr/0040): `kubectl banlieue vm console`
+  // reaches the leading provider pod through the apiserver's pods/portforward, as a
+  // ServiceAccount granted get on virtualmachines/console and nothing else; what is typed
+  // reaches the backend's own trace (<vm file>.console in the pod).
+  auto granted = cluster_.apply(R"(apiVersion: v1
+kind: ServiceAccount
+metadata: {name: operator-on-call, namespace: )" +
+                                ns + R"(}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: vm-console, namespace: )" +
+                                ns + R"(}
+rules:
+- {apiGroups: [banlieue.io], resources: [virtualmachines/console], verbs: [get]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: vm-console, namespace: )" +
+                                ns + R"(}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: vm-console}
+subjects:
+- {kind: ServiceAccount, name: operator-on-call, namespace: )" +
+                                ns + R"(}
+)");
+  ASSERT_EQ(granted.exit_code, 0) << granted.output;
+  const std::string token = cluster_.serviceAccountToken(ns, "operator-on-call");
+  auto console = cluster_.kubectlBanlieue("vm console app-01 -n " + ns + " --token " + token +
+                                              " --timeout 8 <<'BANLIEUE_EOF'\nroot\nBANLIEUE_EOF",
+                                          std::chrono::seconds(60));
+  EXPECT_EQ(console.exit_code, 0) << console.output
+                                  << cluster_
+                                         .kubectl("get pods -n " + ns +
+                                                  " -o jsonpath='{range .items[*]}{.metadata.name} "
+                                                  "{.status.conditions}{\"\\n\"}{end}'")
+                                         .output;
+  EXPECT_THAT(console.output, HasSubstr("file VM app-01 serial console"));
+  EXPECT_THAT(console.output, HasSubstr("app-01 login: root"));
+  auto trace = execInProvider(files, "cat " + files.dir + "/" + ns + "_app-01.json.console");
+  EXPECT_EQ(trace.output, "root\n") << trace.output;
+  EXPECT_TRUE(LocalCluster::eventually([&] {
+    return cluster_
+               .kubectl("get events -n " + ns +
+                        " --field-selector involvedObject.name=app-01,reason=ConsoleClosed")
+               .output.find("operator-on-call's serial console closed") != std::string::npos;
+  })) << cluster_.kubectl("get events -n " + ns).output;
 }
 
 // Delete: the VM waits for the provider's finalizer, which removes the backend object first.

@@ -10,6 +10,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -176,6 +177,22 @@ TEST(Workload, TheSecretRuleNamesExactlyTheProvidersSecrets) {
   EXPECT_EQ(secret_rules, 1);
 }
 
+// The console server reads the VM behind a request (docs/adr/0040): get, in the Provider's
+// namespace only (a Role), nothing more on VirtualMachines.
+TEST(Workload, TheRoleReadsVirtualMachinesForConsolesAndNothingMore) {
+  auto rules = providerRoleRules(provider(), managedClass(), "banlieue-provider-file-lab");
+  int vm_rules = 0;
+  for (const auto& r : rules) {
+    if (std::find(r.resources.begin(), r.resources.end(), "virtualmachines") == r.resources.end())
+      continue;
+    ++vm_rules;
+    EXPECT_THAT(r.api_groups, ElementsAre("banlieue.io"));
+    EXPECT_THAT(r.verbs, ElementsAre("get"));
+    EXPECT_TRUE(r.resource_names.empty());
+  }
+  EXPECT_EQ(vm_rules, 1);
+}
+
 TEST(Workload, NoCredentialsMeansNoSecretAccessAtAll) {
   auto p = provider();
   p.spec.connection.credentials_ref.reset();
@@ -241,7 +258,8 @@ TEST(Workload, TheDeploymentRunsTheProviderRuntimeByContract) {
       ElementsAre("--log-level", "debug", "--log-format", "json", "provider", "file", "--provider",
                   "team-a/lab", "--plugin-dir", "/opt/plugins", "--leader-election-id",
                   "banlieue-provider-file-lab", "--leader-election-namespace", "team-a",
-                  "--state-dir", "/var/lib/banlieue", "--metrics-bind-address", "127.0.0.1"));
+                  "--state-dir", "/var/lib/banlieue", "--metrics-bind-address", "127.0.0.1",
+                  "--console-port", "8086"));
   // A read-only root filesystem: the crash journal and /tmp are the pod's own emptyDirs.
   EXPECT_TRUE(sdk::json::boolean(&container, "securityContext.readOnlyRootFilesystem", false));
   const auto* mounts = find(&container, "volumeMounts");
@@ -263,6 +281,10 @@ TEST(Workload, TheDeploymentRunsTheProviderRuntimeByContract) {
   EXPECT_EQ(stringOr(&(*ports)[0], "name", ""), "metrics");
   EXPECT_EQ(sdk::json::integer(&(*ports)[0], "containerPort"), 8080);
   EXPECT_EQ(sdk::json::integer(&(*ports)[1], "containerPort"), 8081);
+  // Consoles (docs/adr/0040): the server listens on loopback; the name documents the port
+  // that `banlieue vm console` forwards to.
+  EXPECT_EQ(stringOr(&(*ports)[2], "name", ""), "console");
+  EXPECT_EQ(sdk::json::integer(&(*ports)[2], "containerPort"), 8086);
   const auto* env = find(&container, "env");
   EXPECT_EQ(stringOr(&(*env)[0], "valueFrom.fieldRef.fieldPath", ""), "metadata.name");
   EXPECT_EQ(stringOr(&(*env)[1], "valueFrom.fieldRef.fieldPath", ""), "metadata.namespace");

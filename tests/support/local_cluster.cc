@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <regex>
 #include <thread>
 
 namespace banlieue::testing {
@@ -206,6 +207,24 @@ CommandResult LocalCluster::kubectlBanlieue(const std::string& args,
                         " PATH=" + shellQuote(plugin_dir.string()) + ":\"$PATH\" " +
                         kubectlBinary() + " banlieue " + args,
                     timeout);
+}
+
+std::string LocalCluster::serviceAccountToken(const std::string& ns,
+                                              const std::string& service_account) const {
+  auto made =
+      kubectl("create --raw /api/v1/namespaces/" + ns + "/serviceaccounts/" + service_account +
+              "/token -f - <<'BANLIEUE_EOF'\n"
+              R"({"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest",)"
+              R"("spec":{"expirationSeconds":600}})"
+              "\nBANLIEUE_EOF");
+  std::smatch m;
+  static const std::regex kToken(R"re("token"\s*:\s*"([^"]+)")re");
+  if (made.exit_code != 0 || !std::regex_search(made.output, m, kToken)) {
+    ADD_FAILURE() << "no token for serviceaccount " << ns << "/" << service_account << ": "
+                  << made.output;
+    return {};
+  }
+  return m[1];
 }
 
 CommandResult LocalCluster::apply(const std::string& manifest,

@@ -62,6 +62,10 @@ class LocalCluster {
   // before the plugin's name.
   CommandResult kubectlBanlieue(const std::string& args,
                                 std::chrono::seconds timeout = std::chrono::seconds(60)) const;
+  // A fresh token of a ServiceAccount (the TokenRequest API, valid ten minutes): what
+  // `kubectl create token` prints on newer clients. Empty, with the calling test failed, when
+  // the apiserver issues none.
+  std::string serviceAccountToken(const std::string& ns, const std::string& service_account) const;
   // kubectl apply -f - with `manifest` on stdin.
   CommandResult apply(const std::string& manifest, const std::string& extra_args = {}) const;
   // Applies the CRD file `file` (a plugin's own, as bootstrap would) and waits until the API

@@ -128,6 +128,9 @@ Strings providerRules(const DiscoveredPlugin& p) {
                      {"virtualmachinesnapshots/status", "virtualmachinerestores/status"},
                      kStatusWrite));
   out.push_back(rule({api::kGroup}, {"virtualmachinesnapshots/finalizers"}, {"update"}));
+  // Its console server asks the apiserver who connects and whether they may (docs/adr/0040).
+  out.push_back(rule({"authentication.k8s.io"}, {"tokenreviews"}, {"create"}));
+  out.push_back(rule({"authorization.k8s.io"}, {"subjectaccessreviews"}, {"create"}));
   out.push_back(rule({""}, {"events"}, kEventWrite));
   out.push_back(rule({"events.k8s.io"}, {"events"}, kEventWrite));
   return out;
@@ -199,6 +202,8 @@ Strings operatorRules(const std::vector<DiscoveredPlugin>& plugins) {
       rule({api::kGroup}, {"providers/finalizers", "providerclasses/finalizers"}, {"update"}),
       // A deleted Provider's finalizer on the VMImages it imported (docs/adr/0037).
       rule({api::kGroup}, {"vmimages"}, {"list", "patch"}),
+      // Granted to provider workloads in their Provider's namespace: the VM behind a console.
+      rule({api::kGroup}, {"virtualmachines"}, {"get"}),
       rule({api::kGroup}, {"providers/status", "providerclasses/status"}, kStatusWrite),
       rule({"apps"}, {"deployments"}, kAll),
       // ReplicaSets a Deployment left when the garbage collector missed its deletion.

@@ -4,6 +4,7 @@
 #include "host/api/kinds.h"
 #include "host/common/fnv_hash.h"
 #include "host/roles/operator/workload_names.h"
+#include "host/roles/provider/console_access.h"
 
 #include <banlieue/sdk/json.h>
 #include <fmt/format.h>
@@ -19,6 +20,7 @@ using Strings = std::vector<std::string>;
 constexpr const char* kRbacGroup = "rbac.authorization.k8s.io";
 constexpr int kMetricsPort = 8080;
 constexpr int kHealthPort = 8081;
+constexpr int kConsolePort = ::banlieue::roles::provider::kDefaultConsolePort;
 constexpr int64_t kNonRootId = 65532;
 constexpr const char* kStateMountPath = "/var/lib/banlieue";
 
@@ -258,7 +260,9 @@ Strings providerArgs(const Context& c) {
           // The crash journal: survives a container restart (emptyDir), not the pod.
           "--state-dir", kStateMountPath,
           // Metrics stay inside the pod unless the class's platform team exposes them.
-          "--metrics-bind-address", "127.0.0.1"};
+          "--metrics-bind-address", "127.0.0.1",
+          // Consoles on loopback: reached only through pods/portforward (docs/adr/0040).
+          "--console-port", std::to_string(kConsolePort)};
 }
 
 // The root filesystem is read-only: the runtime's state and the plugins' scratch files go to
@@ -303,6 +307,7 @@ MintedObject deployment(const Context& c) {
   rapidjson::Value ports(rapidjson::kArrayType);
   ports.PushBack(port("metrics", kMetricsPort, a), a);
   ports.PushBack(port("health", kHealthPort, a), a);
+  ports.PushBack(port("console", kConsolePort, a), a);
   put(container, "ports", std::move(ports), a);
   put(container, "readinessProbe", probe("/readyz", 2, 5, 2, a), a);
   put(container, "livenessProbe", probe("/healthz", 10, 30, 3, a), a);
@@ -473,6 +478,8 @@ std::vector<api::PolicyRule> providerRoleRules(const api::Provider& provider,
   rules.push_back(
       rule({"coordination.k8s.io"}, {"leases"}, {"get", "update", "patch"}, {workload_name}));
   rules.push_back(rule({"", "events.k8s.io"}, {"events"}, {"create", "patch"}));
+  // The VirtualMachine behind a console request: its placement and its machine (ADR 0040).
+  rules.push_back(rule({api::kGroup}, {"virtualmachines"}, {"get"}));
   if (provider_class.spec.deployment == "External") {
     // A host-resident provider authenticates as this ServiceAccount from outside the cluster:
     // it mints the SA's tokens itself and works on its own Provider only.

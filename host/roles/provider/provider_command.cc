@@ -8,6 +8,7 @@
 #include "host/roles/common/role_process.h"
 #include "host/roles/common/snapshot_binding.h"
 #include "host/roles/images/import_job.h"
+#include "host/roles/provider/console_server.h"
 #include "host/roles/provider/image_reconciler.h"
 #include "host/roles/provider/machine_reconciler.h"
 #include "host/roles/provider/plugin_resolution.h"
@@ -26,6 +27,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 namespace banlieue::roles::provider {
@@ -53,6 +55,9 @@ struct Options {
   int plugin_hang_grace_seconds = 30;
   int plugin_crash_backoff_seconds = 60;
   int plugin_quarantine_after = CrashQuarantine::kDefaultQuarantineAfter;
+  std::string console_address = "127.0.0.1";
+  int console_port = 0;  // off
+  int console_idle_seconds = 3600;
 };
 
 // The plugin's parent directory as the import Jobs' image holds it: where this process found it,
@@ -383,7 +388,24 @@ int runProvider(const Options& o) {
             restore_controller.enqueue(runtime::objectKey(*object));
           }
         });
+    // Consoles, for as long as this process leads (docs/adr/0040). One that cannot listen
+    // leaves the reconcilers running: machines matter more than their consoles.
+    std::optional<ConsoleServer> consoles;
+    if (o.console_port > 0) {
+      consoles.emplace(context, machine_directory,
+                       ConsoleServerOptions{o.console_address, o.console_port,
+                                            std::chrono::seconds(o.console_idle_seconds)});
+      if (auto listening = consoles->listen(); !listening.isOk()) {
+        log->error("provider {}/{}: {}: {} (no consoles this term)", ns, name, listening.reason(),
+                   listening.message());
+        consoles.reset();
+      } else {
+        log->info("provider {}/{}: consoles on {}:{}", ns, name, o.console_address,
+                  consoles->port());
+      }
+    }
     std::vector<std::thread> threads;
+    if (consoles) threads.emplace_back([&] { consoles->run(work_stop); });
     threads.emplace_back([&] { providers.run(work_stop); });
     threads.emplace_back([&] { provider_controller.run(work_stop); });
     threads.emplace_back([&] { images.run(work_stop); });
@@ -497,6 +519,20 @@ void registerProviderCommand(CLI::App& app, app::Action& action) {
                   "plugin calls until its spec changes or the annotation\n"
                   "banlieue.io/clear-quarantine is set on it")
       ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  sub->add_option("--console-port", o->console_port,
+                  "Serve machines' consoles on this port while leading (docs/adr/0040): each\n"
+                  "connection is checked with TokenReview and a SubjectAccessReview of get on\n"
+                  "virtualmachines/console (0: no console server)")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  sub->add_option("--console-address", o->console_address,
+                  "The console server's IPv4 address; loopback keeps pods/portforward (banlieue\n"
+                  "vm console) the only way in")
+      ->capture_default_str();
+  sub->add_option("--console-idle-seconds", o->console_idle_seconds,
+                  "A console with no input for this long is closed")
+      ->check(CLI::Range(1, 7 * 86400))
       ->capture_default_str();
   addRoleProcessFlags(sub, &o->process);
   sub->callback([&action, o] { action = [o] { return runProvider(*o); }; });

@@ -6,6 +6,7 @@
 #include "host/kube/http_transport.h"
 #include "host/roles/common/snapshot_binding.h"
 #include "host/roles/controller/vm_reconciler.h"
+#include "host/roles/vm/console_command.h"
 
 #include <banlieue/sdk/json.h>
 #include <fmt/format.h>
@@ -326,6 +327,7 @@ void registerVmCommands(CLI::App& app, app::Action& action) {
       "restartRequestedAt), so they are idempotent and show in the VM like any other change;\n"
       "snapshot and restore create a VirtualMachineSnapshot or VirtualMachineRestore. Each\n"
       "waits for the status to say it was done, printing the condition as it changes.\n"
+      "console attaches the terminal to the VM's serial console.\n"
       "As a kubectl plugin: put a link named kubectl-banlieue to this binary on PATH, then\n"
       "'kubectl banlieue vm restart NAME'.");
   vm->require_subcommand(1);
@@ -366,6 +368,7 @@ void registerVmCommands(CLI::App& app, app::Action& action) {
       ->add_option("--snapshot", restore_options->snapshot_name,
                    "The VirtualMachineSnapshot to restore to")
       ->required();
+  registerConsoleCommand(*vm, action);
 }
 
 }  // namespace banlieue::roles::vm
