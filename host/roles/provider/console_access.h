@@ -28,7 +28,7 @@ inline const kube::ResourceType kSubjectAccessReviewType{"authorization.k8s.io",
 inline constexpr int kDefaultConsolePort = 8086;
 
 // The longest hello accepted (a bearer token is a few KiB at most).
-inline constexpr size_t kMaxConsoleHello = 64 * 1024;
+inline constexpr size_t kMaxConsoleHello = size_t{64} * 1024;
 
 // {"token": "...", "namespace": "...", "virtualMachine": "...", "console": "serial"}
 struct ConsoleHello {

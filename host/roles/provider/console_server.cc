@@ -26,7 +26,7 @@ using SteadyTime = std::chrono::steady_clock::time_point;
 inline const kube::ResourceType kConsoleVirtualMachineType{"banlieue.io", "v1alpha1",
                                                            "virtualmachines", true};
 constexpr std::chrono::milliseconds kPollSlice{200};
-constexpr size_t kChunk = 16 * 1024;
+constexpr size_t kChunk = size_t{16} * 1024;
 
 bool readable(int fd, std::chrono::milliseconds timeout) {
   pollfd p{fd, POLLIN, 0};

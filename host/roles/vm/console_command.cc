@@ -173,6 +173,7 @@ class PortForward {
     posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDERR_FILENO);
     posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
     std::vector<char*> argv;
+    argv.reserve(args.size() + 1);
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     int spawned = ::posix_spawnp(&pid_, o.kubectl.c_str(), &actions, nullptr, argv.data(), environ);
