@@ -56,15 +56,15 @@ TEST_F(OperatorTest, AProviderGetsItsWorkloadAndTheNodeRunsIt) {
   EXPECT_THAT(operator_fields, ::testing::Not(HasSubstr("f:conditions")));
 
   // The contract with the provider runtime, and the pod the node runs from it.
-  EXPECT_EQ(
-      get("deployment " + w + " -n " + n, "{.spec.template.spec.containers[0].args}"),
-      "[\"--log-level\",\"info\",\"--log-format\",\"text\",\"provider\",\"file\","
-      "\"--provider\",\"" +
-          n + "/lab\",\"--plugin-dir\",\"" + kImagePluginDir +
-          "\","
-          "\"--leader-election-id\",\"" +
-          w + "\",\"--leader-election-namespace\",\"" + n +
-          "\",\"--state-dir\",\"/var/lib/banlieue\",\"--metrics-bind-address\",\"127.0.0.1\"]");
+  EXPECT_EQ(get("deployment " + w + " -n " + n, "{.spec.template.spec.containers[0].args}"),
+            "[\"--log-level\",\"info\",\"--log-format\",\"text\",\"provider\",\"file\","
+            "\"--provider\",\"" +
+                n + "/lab\",\"--plugin-dir\",\"" + kImagePluginDir +
+                "\","
+                "\"--leader-election-id\",\"" +
+                w + "\",\"--leader-election-namespace\",\"" + n +
+                "\",\"--state-dir\",\"/var/lib/banlieue\",\"--metrics-bind-address\",\"127.0.0.1\","
+                "\"--console-port\",\"8086\"]");
   EXPECT_EQ(get("deployment " + w + " -n " + n, "{.spec.template.spec.serviceAccountName}"), w);
   EXPECT_TRUE(LocalCluster::eventually(
       [&] {
