@@ -31,10 +31,9 @@ results=$(mktemp -d)
 cluster_state=$build_dir/local-cluster
 integration_pid=""
 asan_build_pid=""
-chaos_pid=""
-stop_background() {  # the integration tier, the ci-asan build and the chaos run, when the run ends while they run
+stop_background() {  # the integration tier and the ci-asan build, when the run ends while they run
   local pid
-  for pid in $integration_pid $asan_build_pid $chaos_pid; do
+  for pid in $integration_pid $asan_build_pid; do
     pkill -TERM -P "$pid" 2>/dev/null || true
     kill "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
@@ -76,14 +75,14 @@ trap 'stop_background; unmount_fixed_src; rm -rf "$results"; [ -d "$cluster_stat
 # The fewest tests each tier may run: a label typo or a test binary that registers nothing must
 # not pass as an empty or shrunken tier. Raise these when tests are added.
 declare -A minimum=([unit]=465 [abi]=92 [asan-unit]=450 [asan-abi]=90 [tsan-threads]=37
-  [fuzz]=15 [integration]=220 [e2e]=6 [e2e-chaos]=1)
+  [fuzz]=15 [integration]=220 [e2e]=7)
 tiers=(unit abi)
 sanitize=${SANITIZE:-on}
 export FUZZ_SECONDS=${FUZZ_SECONDS:-6}  # per fuzz target (fuzz/run_bounded.sh)
 case $sanitize in on | off) ;; *) echo "test.sh: SANITIZE must be on or off (got '$sanitize')" >&2; exit 2 ;; esac
 [ "$preset" = dev ] || sanitize=off
 [ "$sanitize" = on ] && tiers+=(asan-unit asan-abi tsan-threads fuzz)
-tiers+=(integration e2e-chaos e2e)
+tiers+=(integration e2e)
 
 step_names=()
 step_seconds=()
@@ -167,10 +166,7 @@ run_tier() {
   # One local cluster (the CTest fixture local_cluster, about 80 s to start and stop) serves
   # both tiers that need it: integration starts it and leaves it up, e2e uses it and stops it.
   [ "$tier" = integration ] && select+=(-E '^local_cluster_down$' -FC '^local_cluster$')
-  [ "$tier" = e2e ] && select+=(-FS '^local_cluster$' -E '^e2e_chaos_short$')
-  # The short chaos run has a cluster of its own (tests/e2e/CMakeLists.txt): a tier of its own,
-  # so that it can start before the e2e tier (below).
-  [ "$tier" = e2e-chaos ] && select=(-R '^e2e_chaos_short$')
+  [ "$tier" = e2e ] && select+=(-FS '^local_cluster$')
   local dir=$PWD
   [ "$test_preset" = "$preset" ] || dir=$sanitizer_src
   (cd "$dir" && "${priority[@]}" ctest --preset "$test_preset" "${select[@]}" -j "$jobs" \
@@ -217,16 +213,6 @@ if [ "$sanitize" = on ]; then
     run_tier "$tier" || failed=1
   done
   sanitizer_steps
-  # The short chaos run (its own cluster, about 215 s, mostly waiting on it) was the e2e tier's
-  # longest test: it runs beside the rest of the integration tier instead, once the sanitizer
-  # steps have left the machine to it; the e2e tier waits for it (the libvirtd lock).
-  chaos_started=$(date +%s)
-  (
-    rc=0
-    run_tier e2e-chaos >"$results/e2e-chaos.log" 2>&1 || rc=$?
-    echo "$rc $(($(date +%s) - chaos_started))" >"$results/e2e-chaos.done"
-  ) &
-  chaos_pid=$!
   step "waiting for tier integration"
   wait "$integration_pid" || true
   integration_pid=""
@@ -237,16 +223,6 @@ if [ "$sanitize" = on ]; then
   step ""
   step_names+=("tier integration (beside the unit, abi and sanitizer steps, from their start)")
   step_seconds+=("$integration_seconds")
-  step "waiting for tier e2e-chaos"
-  wait "$chaos_pid" || true
-  chaos_pid=""
-  cat "$results/e2e-chaos.log"
-  chaos_rc=1 chaos_seconds=0
-  [ -f "$results/e2e-chaos.done" ] && read -r chaos_rc chaos_seconds <"$results/e2e-chaos.done"
-  [ "$chaos_rc" = 0 ] || failed=1
-  step ""
-  step_names+=("tier e2e-chaos (beside the integration tier, from its start)")
-  step_seconds+=("$chaos_seconds")
 else
   for tier in unit abi; do
     step "tier $tier"
@@ -254,8 +230,6 @@ else
   done
   step "tier integration"
   run_tier integration || failed=1
-  step "tier e2e-chaos"
-  run_tier e2e-chaos || failed=1
 fi
 step "tier e2e"
 run_tier e2e || failed=1
