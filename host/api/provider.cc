@@ -155,7 +155,12 @@ const Fields<ProviderSpec>& ProviderSpec::describe() {
                  {.description = "Names for failure domains instead of the derived ones",
                   .map_keys = {"datacenter", "cluster"}})
           .field("attestation", &T::attestation,
-                 {.description = "vTPM attestation settings passed on to a broker"});
+                 {.description = "vTPM attestation settings passed on to a broker"})
+          .field("machineKind", &T::machine_kind,
+                 {.description = "The infrastructure kind this Provider's VMs become, one of "
+                                 "its class's status.machineKinds (a plugin may serve several); "
+                                 "unset: the class's status.machineKind",
+                  .pattern = "^[A-Z][A-Za-z0-9]*$"});
   return f;
 }
 
@@ -329,6 +334,26 @@ const Fields<InfrastructureKind>& InfrastructureKind::describe() {
   return f;
 }
 
+const Fields<PublishedPlugin>& PublishedPlugin::describe() {
+  using T = PublishedPlugin;
+  static const Fields<T> f =
+      Fields<T>("The plugin a provider pod of this class loaded, published by that pod")
+          .field("name", &T::name, {.description = "The plugin's name (provider.json)"})
+          .field("version", &T::version, {.description = "The plugin's providerVersion"})
+          .field("abi", &T::abi, {.description = "ABI version of the plugin's table, e.g. 1.3"})
+          .field("sha256", &T::sha256,
+                 {.description = "Lowercase hex SHA-256 of the library the pod loaded"})
+          .field("infrastructureKinds", &T::infrastructure_kinds,
+                 {.description = "Every infrastructure kind the plugin serves"})
+          .field("operations", &T::operations,
+                 {.description = "Operations the plugin serves besides reconcile and finalize "
+                                 "(introspect, importImage, deleteImage, snapshot, console)"})
+          .field("features", &T::features, {.description = "Features the plugin declares"})
+          .field("observedGeneration", &T::observed_generation,
+                 {.description = "The class's metadata.generation the pod loaded it from"});
+  return f;
+}
+
 const Fields<ProviderClassStatus>& ProviderClassStatus::describe() {
   using T = ProviderClassStatus;
   static const Fields<T> f =
@@ -336,8 +361,14 @@ const Fields<ProviderClassStatus>& ProviderClassStatus::describe() {
           .field("conditions", &T::conditions,
                  conditionsSpec("Ready and the other observations of the class"))
           .field("machineKind", &T::machine_kind,
-                 {.description = "Infrastructure kind of the class's plugin, published by the "
-                                 "operator from provider.json"})
+                 {.description = "The infrastructure kind VMs on this class's Providers become "
+                                 "unless a Provider names another (spec.machineKind): the "
+                                 "plugin's first, as its pods publish it (status.plugin) or "
+                                 "the operator's copy of provider.json says"})
+          .field("machineKinds", &T::machine_kinds,
+                 {.description = "Every infrastructure kind the class's plugin serves"})
+          .field("plugin", &T::plugin,
+                 {.description = "What the class's provider pods loaded, published by them"})
           .field("providers", &T::providers, {.description = "Providers referencing this class"})
           .field("observedGeneration", &T::observed_generation,
                  {.description = "metadata.generation this status was computed from"});

@@ -79,6 +79,8 @@ struct ProviderSpec {
   bool use_content_library = false;
   std::vector<FailureDomainNameOverride> failure_domain_name_overrides;
   std::optional<Attestation> attestation;
+  // One of the class's status.machineKinds by kind name; empty: the class's machineKind.
+  std::string machine_kind;
   static const Fields<ProviderSpec>& describe();
 };
 
@@ -168,9 +170,25 @@ struct InfrastructureKind {
   static const Fields<InfrastructureKind>& describe();
 };
 
+// What a provider pod of the class loaded and serves, published by the pod itself once its
+// plugin is loaded (docs/adr/0043): the operator and the controller need no copy of the plugin.
+struct PublishedPlugin {
+  std::string name;     // provider.json name (= the class's backend)
+  std::string version;  // the plugin's providerVersion
+  std::string abi;      // the table's ABI version, "1.3"
+  std::string sha256;   // of the library the pod loaded
+  std::vector<InfrastructureKind> infrastructure_kinds;
+  std::vector<std::string> operations;  // describe's operations the plugin serves
+  std::vector<std::string> features;
+  int64_t observed_generation = 0;  // the class's metadata.generation the pod resolved it from
+  static const Fields<PublishedPlugin>& describe();
+};
+
 struct ProviderClassStatus {
   std::vector<Condition> conditions;
   std::optional<InfrastructureKind> machine_kind;
+  std::vector<InfrastructureKind> machine_kinds;
+  std::optional<PublishedPlugin> plugin;
   int32_t providers = 0;
   int64_t observed_generation = 0;
   static const Fields<ProviderClassStatus>& describe();

@@ -26,6 +26,7 @@
 #include <unistd.h>
 #include <regex>
 
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <set>
@@ -1056,6 +1057,107 @@ TEST_F(ProviderImageTest, AClassNamingTheProviderImageRunsAVmToReady) {
   EXPECT_EQ(words(get(pods, "{..image}")),
             (std::multiset<std::string>{kProviderFileImage, kProviderFileImage}));
   expectNoCrash(ns);
+}
+
+// A third party's backend added to a running cluster (issue #21): the C example plugin, built
+// against the SDK installed alone into a provider image FROM banlieue's
+// (examples/c-provider/Containerfile; deploy/local/images builds it as a third party would).
+// Neither banlieue's image nor the operator's holds it, and bootstrap is not run again.
+class ThirdPartyBackendTest : public FlowsTest {};
+
+const std::string kProviderCFileImage =
+    std::string("localhost/banlieue-provider-cfile:") + kVersion;
+
+// Only `kubectl apply`: the plugin's CRD and its two ClusterRoles (`banlieue plugin
+// manifests`), then a ProviderClass naming its image. The class's provider pod publishes what
+// it loaded, a VM runs on it to Ready and is deleted with its backend file.
+TEST_F(ThirdPartyBackendTest, AddedWithKubectlApplyAloneItRunsAVmAndDeletesIt) {
+  LocalCluster::TestNamespace scoped(cluster_);
+  const std::string ns = useNamespace(scoped);
+  const std::string cls = "e2e-cfile-" + suffix_;
+
+  // 1. What the plugin's author ships beside the image, generated from its directory.
+  const std::filesystem::path manifests =
+      std::filesystem::temp_directory_path() / ("banlieue-cfile-" + suffix_ + ".yaml");
+  auto printed = runCommand(shellQuote(BANLIEUE_BINARY) + " plugin manifests " +
+                                shellQuote(std::string(BANLIEUE_SOURCE_DIR) +
+                                           "/examples/c-provider") +
+                                " > " + shellQuote(manifests.string()),
+                            std::chrono::seconds(30));
+  ASSERT_EQ(printed.exit_code, 0) << printed.output;
+  auto installed = cluster_.kubectl("apply -f " + shellQuote(manifests.string()));
+  ASSERT_EQ(installed.exit_code, 0) << installed.output;
+  for (const auto* o : {"crd/cfilemachines.infrastructure.cfile.example.com",
+                        "clusterrole/banlieue-provider-cfile",
+                        "clusterrole/banlieue-infrastructure-cfile"}) {
+    cluster_objects_.emplace_back(o);
+  }
+  cluster_objects_.push_back("providerclass/" + cls);
+  cluster_objects_.push_back("vmimage/" + cls);
+
+  // 2. The class: image and plugin path. Usable at once; the kinds come from its pods.
+  const auto colon = kProviderCFileImage.rfind(':');
+  auto created = cluster_.apply(
+      "apiVersion: banlieue.io/v1alpha1\nkind: ProviderClass\n"
+      "metadata: {name: " +
+      cls +
+      "}\n"
+      "spec:\n"
+      "  backend: cfile\n"
+      "  plugin: {path: cfile}\n"
+      "  image: {repository: " +
+      kProviderCFileImage.substr(0, colon) + ", tag: \"" + kProviderCFileImage.substr(colon + 1) +
+      "\", pullPolicy: Never}\n"
+      "---\n"
+      "apiVersion: banlieue.io/v1alpha1\nkind: VMImage\n"
+      "metadata: {name: " +
+      cls +
+      "}\n"
+      "spec:\n"
+      "  osFamily: linux\n"
+      "  sources: [{providerClass: " +
+      cls + ", kind: BackingFile, ref: base.img}]\n");
+  ASSERT_EQ(created.exit_code, 0) << created.output;
+  ASSERT_TRUE(waitFor(ns, "providerclass/" + cls, "Ready"))
+      << get("providerclass " + cls, "{.status}");
+  EXPECT_EQ(get("providerclass " + cls,
+                "{.status.conditions[?(@.type==\"PluginPublished\")].reason}"),
+            "AwaitingProviderPod");
+
+  // 3. A Provider of it: its pod loads the plugin and publishes it on the class.
+  auto files = fileProvider(ns, "vendor", "vendor: cfile", "?createSeconds=0", cls);
+  ASSERT_TRUE(waitFor(ns, "providerclass/" + cls, "PluginPublished"))
+      << get("providerclass " + cls, "{.status}") << namespaceState(ns);
+  EXPECT_EQ(get("providerclass " + cls,
+                "{.status.plugin.name}/{.status.machineKind.kind}/{.status.machineKinds[*].kind}"),
+            "cfile/CFileMachine/CFileMachine");
+  EXPECT_THAT(get("providerclass " + cls, "{.status.plugin.abi}"),
+              ::testing::MatchesRegex("1\\.[0-9]+"));
+  EXPECT_THAT(get("providerclass " + cls, "{.status.plugin.sha256}"),
+              ::testing::MatchesRegex("[0-9a-f]{64}"));
+
+  // 4. A VM on it, from the same manifest as on every other backend.
+  applyVm(ns, "app-01", "vendor: cfile", "", "", cls);
+  ASSERT_TRUE(waitFor(ns, "bvm/app-01", "Ready")) << namespaceState(ns);
+  EXPECT_EQ(get("bvm app-01 -n " + ns,
+                "{.status.scheduled.providerName}/{.status.infrastructureRef.kind}"),
+            "vendor/CFileMachine");
+  auto vm = backendFile(files, "app-01");
+  ASSERT_TRUE(vm.has_value()) << namespaceState(ns);
+  EXPECT_EQ(json::stringOr(&*vm, "state"), "running");
+  EXPECT_EQ(words(get("pods -n " + ns + " -l banlieue.io/provider=vendor", "{..image}")),
+            (std::multiset<std::string>{kProviderCFileImage, kProviderCFileImage}));
+
+  // 5. Deleted cleanly: the VM, its CFileMachine and the backend's file.
+  auto deleted = cluster_.kubectl("delete bvm app-01 --timeout=90s -n " + ns,
+                                  std::chrono::seconds(120));
+  ASSERT_EQ(deleted.exit_code, 0) << deleted.output;
+  EXPECT_EQ(get("cfilemachines -n " + ns, "{.items[*].metadata.name}"), "");
+  auto left = backendEntries(files);
+  ASSERT_TRUE(left.has_value());
+  EXPECT_THAT(*left, Not(Contains(ns + "_app-01.json")));
+  expectNoCrash(ns);
+  std::filesystem::remove(manifests);
 }
 
 // Backends a provider pod reaches over the cluster's network, as on a real site.

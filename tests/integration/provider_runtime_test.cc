@@ -171,6 +171,42 @@ TEST_F(ProviderRuntimeTest, TheProviderBecomesReadyWithThePluginsFailureDomains)
             0);
 }
 
+// docs/adr/0043 (issue #21): once its plugin is loaded, the leading process publishes on its
+// class what it serves, so the operator and the controller need no copy of the plugin; and
+// publishes it again when someone removes it.
+TEST_F(ProviderRuntimeTest, ItPublishesWhatItLoadedOnItsClassAndAgainWhenRemoved) {
+  applyClassAndProvider();
+  startProvider();
+  ASSERT_TRUE(waitFor("provider/files", "Ready")) << diagnostics();
+  const std::string cls = "providerclass " + class_;
+  ASSERT_TRUE(LocalCluster::eventually([&] {
+    return jsonpath(cls, "{.status.plugin.name}") == "file";
+  })) << jsonpath(cls, "{.status}") << diagnostics();
+  EXPECT_EQ(jsonpath(cls, "{.status.plugin.infrastructureKinds[*].kind}"), "FileMachine");
+  EXPECT_EQ(jsonpath(cls, "{.status.plugin.infrastructureKinds[*].apiVersion}"),
+            "infrastructure.file.example.com/v1alpha1");
+  EXPECT_EQ(jsonpath(cls, "{.status.plugin.observedGeneration}"),
+            jsonpath(cls, "{.metadata.generation}"));
+  EXPECT_THAT(jsonpath(cls, "{.status.plugin.operations}"), HasSubstr("introspect"));
+  // The digest of the library it loaded, as sha256sum computes it.
+  auto digest = runCommand("sha256sum " + std::string(PLUGIN_DIR) +
+                           "/file/libbanlieue-provider-file.so | cut -d' ' -f1");
+  ASSERT_EQ(digest.exit_code, 0) << digest.output;
+  EXPECT_EQ(jsonpath(cls, "{.status.plugin.sha256}") + "\n", digest.output);
+
+  // Removed by hand: back within the watch's round trip.
+  auto client = cluster_.client();
+  ASSERT_NE(client, nullptr);
+  auto removed = client->patch(kube::ResourceType{"banlieue.io", "v1alpha1", "providerclasses",
+                                                  false},
+                               "", class_, kube::PatchType::kJson,
+                               R"([{"op":"remove","path":"/status/plugin"}])", "status");
+  ASSERT_TRUE(removed.ok()) << removed.status().message();
+  EXPECT_TRUE(LocalCluster::eventually([&] {
+    return jsonpath(cls, "{.status.plugin.name}") == "file";
+  })) << jsonpath(cls, "{.status}") << diagnostics();
+}
+
 TEST_F(ProviderRuntimeTest, AMachineIsProvisionedAndItsBackendFileRemovedOnDelete) {
   applyClassAndProvider();
   startProvider();

@@ -1,5 +1,6 @@
-// Whether a ProviderClass is usable, from the plugin's provider.json (never its code), the
-// backend's ClusterRole and the class's fields; and the machineKind it publishes.
+// Whether a ProviderClass is usable, from what its provider pods published or the operator's
+// copy of the plugin's provider.json (never its code), the backend's ClusterRole and the
+// class's fields; and the machine kinds it publishes.
 #include "host/roles/operator/class_readiness.h"
 
 #include <gmock/gmock.h>
@@ -75,7 +76,11 @@ TEST_F(ClassReadinessTest, RelativePathsAndTheImageDirectoryAreReadFromTheLocalC
 }
 
 TEST_F(ClassReadinessTest, PluginProblemsComeFirstWithTheirReason) {
-  auto r = evaluateClass(managed("/usr/lib/banlieue/plugins/vsphere"), dirs_, false);
+  // Without an image no pod could publish it: a plugin the operator cannot see is unknown.
+  auto external = managed("/usr/lib/banlieue/plugins/vsphere");
+  external.spec.deployment = "External";
+  external.spec.image.reset();
+  auto r = evaluateClass(external, dirs_, false);
   EXPECT_FALSE(r.ready);
   EXPECT_EQ(r.reason, "PluginNotFound");
   EXPECT_FALSE(r.machine_kind.has_value());
@@ -84,6 +89,53 @@ TEST_F(ClassReadinessTest, PluginProblemsComeFirstWithTheirReason) {
   auto unset = managed();
   unset.spec.plugin.reset();
   EXPECT_EQ(evaluateClass(unset, dirs_, true).reason, "PluginNotSet");
+}
+
+// docs/adr/0043: a third party's plugin is only in its provider image. The class is usable
+// (its Providers get pods), and its kinds come from the first pod that loads the plugin.
+TEST_F(ClassReadinessTest, APluginOnlyInItsProviderImageIsUsableAndAwaitsItsPods) {
+  auto c = managed("/usr/lib/banlieue/plugins/qemu");
+  c.spec.backend = "qemu";
+  auto r = evaluateClass(c, dirs_, true);
+  EXPECT_TRUE(r.ready) << r.reason << ": " << r.message;
+  EXPECT_FALSE(r.machine_kind.has_value());
+  EXPECT_TRUE(r.machine_kinds.empty());
+  EXPECT_FALSE(r.plugin_published);
+  EXPECT_EQ(r.published_reason, "AwaitingProviderPod");
+
+  c.status.plugin = api::PublishedPlugin{
+      .name = "qemu",
+      .version = "0.2.0",
+      .abi = "1.3",
+      .infrastructure_kinds = {{"infrastructure.qemu.example.com/v1alpha1", "QemuMachine"},
+                               {"infrastructure.qemu.example.com/v1alpha1", "QemuMicroVM"}}};
+  r = evaluateClass(c, dirs_, true);
+  EXPECT_TRUE(r.ready) << r.reason << ": " << r.message;
+  EXPECT_TRUE(r.plugin_published);
+  EXPECT_EQ(r.published_reason, "Published");
+  EXPECT_THAT(r.published_message, HasSubstr("qemu 0.2.0 (ABI 1.3)"));
+  ASSERT_TRUE(r.machine_kind.has_value());
+  EXPECT_EQ(r.machine_kind->kind, "QemuMachine");
+  ASSERT_EQ(r.machine_kinds.size(), 2U);
+  EXPECT_EQ(r.machine_kinds[1].kind, "QemuMicroVM");
+}
+
+// What a pod loaded is what runs: its kinds win over the operator's copy of provider.json.
+TEST_F(ClassReadinessTest, PublishedKindsWinOverTheLocalCopy) {
+  auto c = managed();
+  c.status.plugin = api::PublishedPlugin{
+      .name = "file",
+      .version = "0.2.0",
+      .abi = "1.3",
+      .infrastructure_kinds = {{"infrastructure.file.example.com/v1alpha2", "FileMachine"}}};
+  auto r = evaluateClass(c, dirs_, true);
+  EXPECT_TRUE(r.ready);
+  ASSERT_TRUE(r.machine_kind.has_value());
+  EXPECT_EQ(r.machine_kind->api_version, "infrastructure.file.example.com/v1alpha2");
+  // And the kinds are published even when the ClusterRole is missing.
+  r = evaluateClass(c, dirs_, false);
+  EXPECT_EQ(r.reason, "MissingClusterRole");
+  ASSERT_TRUE(r.machine_kind.has_value());
 }
 
 TEST_F(ClassReadinessTest, AManifestOfAnotherBackendIsRefused) {

@@ -101,6 +101,7 @@ class OperatorTest : public ::testing::Test {
                      name.find(".file.example.com") != std::string::npos) ||
                     (kind.find("Role") != std::string::npos &&
                      (name.rfind("banlieue-operator", 0) == 0 || name == "banlieue-provider-file" ||
+                      name == "banlieue-provider" || name == "banlieue-infrastructure-file" ||
                       name == "banlieue-provider-imports"));
       if (!wanted) continue;
       auto applied = cluster.apply(json::serialize(object),
@@ -108,6 +109,19 @@ class OperatorTest : public ::testing::Test {
                                    "--field-manager=banlieue.io/bootstrap");
       ASSERT_EQ(applied.exit_code, 0) << kind << " " << name << ": " << applied.output;
     }
+
+    // banlieue-operator is aggregated (docs/adr/0043): the controller-manager fills it from
+    // the roles just applied, shortly after.
+    ASSERT_TRUE(LocalCluster::eventually(
+        [&] {
+          return cluster
+                     .kubectl(std::string("auth can-i delete filemachines.infrastructure.file."
+                                          "example.com -A --as=system:serviceaccount:") +
+                              kSystem + ":banlieue-operator")
+                     .output == "yes\n";
+        },
+        std::chrono::seconds(30)))
+        << "banlieue-operator was not aggregated";
 
     // A bootstrapped operator Deployment (from another test) would hold the Lease: displace
     // it for the duration of this process and put it back afterwards.

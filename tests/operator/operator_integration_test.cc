@@ -28,6 +28,7 @@ TEST_F(OperatorTest, AProviderGetsItsWorkloadAndTheNodeRunsIt) {
       // The runtime's import Jobs, in the build namespace only (ADR 0015).
       "RoleBinding/banlieue-imagebuild/" + crbOf(cls, n, "lab"),
       "ClusterRoleBinding//" + crbOf(cls, n, "lab"),
+      "ClusterRoleBinding//" + roles::provider_operator::baseBindingName(crbOf(cls, n, "lab")),
       "Deployment/" + n + "/" + w,
   };
   EXPECT_TRUE(LocalCluster::eventually([&] { return labelled(n, "lab") == want; }, kMint))
@@ -156,6 +157,12 @@ TEST_F(OperatorTest, TheProviderIdentityReadsItsOwnSecretAndNoOther) {
   EXPECT_THAT(
       cluster_.kubectl("auth can-i list filemachines.infrastructure.file.example.com " + sa).output,
       HasSubstr("yes"));
+  // banlieue-provider, through the second one: what it loaded, on its class (ADR 0043).
+  EXPECT_THAT(cluster_.kubectl("auth can-i patch providerclasses.banlieue.io "
+                               "--subresource=status " +
+                               sa)
+                  .output,
+              HasSubstr("yes"));
   fs::remove(kubeconfig);
 
   // A Provider without credentials gets no Secret access at all.
@@ -271,6 +278,7 @@ TEST_F(OperatorTest, MovingAProviderToAnotherClassLeavesNothingOfTheOldWorkload)
       "RoleBinding/" + n + "/" + w + "-import",
       "RoleBinding/banlieue-imagebuild/" + crbOf(new_cls, n, "lab"),
       "ClusterRoleBinding//" + crbOf(new_cls, n, "lab"),
+      "ClusterRoleBinding//" + roles::provider_operator::baseBindingName(crbOf(new_cls, n, "lab")),
       "Deployment/" + n + "/" + w,
   };
   EXPECT_TRUE(LocalCluster::eventually([&] { return labelled(n, "lab") == want; }, kMint))
@@ -289,7 +297,7 @@ TEST_F(OperatorTest, DeletingTheProviderRemovesEverything) {
   const std::string n = ns.name();
   std::string cls = createClass("delete");
   createProvider(n, "lab", cls);
-  ASSERT_TRUE(LocalCluster::eventually([&] { return labelled(n, "lab").size() == 8; }, kMint));
+  ASSERT_TRUE(LocalCluster::eventually([&] { return labelled(n, "lab").size() == 9; }, kMint));
   auto r = cluster_.kubectl("delete provider lab --timeout=60s -n " + n);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(LocalCluster::eventually([&] { return labelled(n, "lab").empty(); }, kMint))
@@ -352,6 +360,7 @@ TEST_F(OperatorTest, ExternalProvidersGetIdentityAndRbacOnly) {
       "Role/" + n + "/" + w,
       "RoleBinding/" + n + "/" + w,
       "ClusterRoleBinding//" + crbOf(cls, n, "host"),
+      "ClusterRoleBinding//" + roles::provider_operator::baseBindingName(crbOf(cls, n, "host")),
   };
   EXPECT_TRUE(LocalCluster::eventually([&] { return labelled(n, "host") == want; }, kMint))
       << ::testing::PrintToString(labelled(n, "host"));

@@ -104,6 +104,7 @@ TEST(Workload, ManagedMintsEverythingInOrderWithLabelsAndOwners) {
                                  "rolebindings/banlieue-provider-file-lab-import",
                                  "rolebindings/banlieue-provider-file-team-a-lab",
                                  "clusterrolebindings/banlieue-provider-file-team-a-lab",
+                                 "clusterrolebindings/banlieue-provider-file-team-a-lab-base",
                                  "deployments/banlieue-provider-file-lab"));
   for (const auto& o : w->objects) {
     const auto* labels = find(&o.body, "metadata.labels");
@@ -374,6 +375,22 @@ TEST(Workload, AWorkloadNamespaceMovesTheDeploymentButNotTheRoles) {
   EXPECT_EQ(stringOr(&(*find(&rb->body, "subjects"))[0], "namespace", ""), "providers");
 }
 
+// docs/adr/0043: the backend's role holds only its kinds; what every provider pod needs is
+// banlieue-provider, bound beside it.
+TEST(Workload, TheBackendsRoleAndTheSharedProviderRoleAreBothBound) {
+  auto w = buildWorkload(provider(), managedClass(), {});
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  std::vector<std::string> roles;
+  for (const auto& o : w->objects) {
+    if (o.type.plural != "clusterrolebindings") continue;
+    roles.push_back(stringOr(&o.body, "roleRef.name", ""));
+    const auto* subjects = find(&o.body, "subjects");
+    ASSERT_NE(subjects, nullptr);
+    EXPECT_EQ(stringOr(&(*subjects)[0], "name", ""), "banlieue-provider-file-lab");
+  }
+  EXPECT_THAT(roles, ElementsAre("banlieue-provider-file", "banlieue-provider"));
+}
+
 TEST(Workload, ExternalGetsIdentityAndRbacOnly) {
   auto c = managedClass();
   c.spec.deployment = "External";
@@ -384,8 +401,8 @@ TEST(Workload, ExternalGetsIdentityAndRbacOnly) {
   EXPECT_TRUE(w->external);
   std::vector<std::string> kinds;
   for (const auto& o : w->objects) kinds.push_back(o.type.plural);
-  EXPECT_THAT(kinds,
-              ElementsAre("serviceaccounts", "roles", "rolebindings", "clusterrolebindings"));
+  EXPECT_THAT(kinds, ElementsAre("serviceaccounts", "roles", "rolebindings",
+                                 "clusterrolebindings", "clusterrolebindings"));
   EXPECT_EQ(w->objects[0].ns, "team-a");
   bool token_rule = false;
   for (const auto& r : providerRoleRules(provider(), c, w->name)) {

@@ -183,6 +183,42 @@ bool grants(const rapidjson::Value& role, const std::string& group, const std::s
   return false;
 }
 
+// The rules a ClusterRole holds once the controller-manager has aggregated it: its own, or,
+// with an aggregationRule, those of every ClusterRole among `objects` carrying a selected
+// label (what a cluster with only bootstrap's objects would give it).
+rapidjson::Document effective(const std::vector<rapidjson::Document>& objects,
+                              const std::string& name) {
+  rapidjson::Document out(rapidjson::kObjectType);
+  auto& a = out.GetAllocator();
+  rapidjson::Value rules(rapidjson::kArrayType);
+  const auto* role = find(objects, "ClusterRole", name);
+  if (role != nullptr) {
+    const auto* selectors = json::find(role, "aggregationRule.clusterRoleSelectors");
+    if (selectors == nullptr) {
+      for (const auto& r : (*role)["rules"].GetArray()) rules.PushBack(rapidjson::Value(r, a), a);
+    } else {
+      EXPECT_FALSE(role->HasMember("rules")) << name << ": the aggregation fills its rules";
+      for (const auto& selector : selectors->GetArray()) {
+        for (const auto& label : selector["matchLabels"].GetObject()) {
+          for (const auto& o : objects) {
+            if (json::stringOr(&o, "kind") != "ClusterRole") continue;
+            // Label keys hold dots: looked up as members, not as a path.
+            const auto* labels = json::find(&o, "metadata.labels");
+            auto it = labels == nullptr ? rapidjson::Value::ConstMemberIterator()
+                                        : labels->FindMember(label.name);
+            if (labels == nullptr || it == labels->MemberEnd() || it->value != label.value) {
+              continue;
+            }
+            for (const auto& r : o["rules"].GetArray()) rules.PushBack(rapidjson::Value(r, a), a);
+          }
+        }
+      }
+    }
+  }
+  out.AddMember("rules", rules, a);
+  return out;
+}
+
 TEST(BootstrapManifestsTest, OrderAndContents) {
   BootstrapOptions options;
   options.image = "localhost/banlieue:9.9.9";
@@ -251,10 +287,13 @@ TEST(BootstrapManifestsTest, ControllerIsLeastPrivilegeAndOperatorMintsWorkloads
   BootstrapOptions options;
   options.image = defaultImage();
   auto objects = buildBootstrapObjects(options, libvirtPlugin());
-  const auto* controller = find(objects, "ClusterRole", "banlieue-controller");
-  const auto* op = find(objects, "ClusterRole", "banlieue-operator");
-  ASSERT_NE(controller, nullptr);
-  ASSERT_NE(op, nullptr);
+  ASSERT_NE(find(objects, "ClusterRole", "banlieue-controller"), nullptr);
+  ASSERT_NE(find(objects, "ClusterRole", "banlieue-operator"), nullptr);
+  // Aggregated (docs/adr/0043): a backend's roles join them by label.
+  auto controller_rules = effective(objects, "banlieue-controller");
+  auto operator_rules = effective(objects, "banlieue-operator");
+  const auto* controller = &controller_rules;
+  const auto* op = &operator_rules;
   for (const auto* resource : {"secrets", "configmaps"}) {
     EXPECT_FALSE(grants(*controller, "", resource, "get")) << resource;
     EXPECT_FALSE(grants(*controller, "", resource, "list")) << resource;
@@ -273,9 +312,21 @@ TEST(BootstrapManifestsTest, ControllerIsLeastPrivilegeAndOperatorMintsWorkloads
   EXPECT_FALSE(grants(*op, "rbac.authorization.k8s.io", "clusterroles", "create"));
   EXPECT_FALSE(grants(*op, "rbac.authorization.k8s.io", "clusterroles", "escalate"));
   EXPECT_FALSE(grants(*op, "rbac.authorization.k8s.io", "clusterroles", "bind"));
-  // The operator binds banlieue-provider-libvirt, so it must hold everything that role grants.
+  // The operator binds banlieue-provider-libvirt and banlieue-provider, so it must hold
+  // everything those grant, and deletes a Provider's infrastructure objects.
   const auto* provider = find(objects, "ClusterRole", "banlieue-provider-libvirt");
   ASSERT_NE(provider, nullptr);
+  const auto* base = find(objects, "ClusterRole", "banlieue-provider");
+  ASSERT_NE(base, nullptr);
+  const auto* infrastructure = find(objects, "ClusterRole", "banlieue-infrastructure-libvirt");
+  ASSERT_NE(infrastructure, nullptr);
+  // A provider pod updates its kinds but neither creates nor deletes them.
+  EXPECT_TRUE(grants(*provider, "infrastructure.banlieue.io", "libvirtmachines", "patch"));
+  EXPECT_FALSE(grants(*provider, "infrastructure.banlieue.io", "libvirtmachines", "create"));
+  EXPECT_FALSE(grants(*provider, "infrastructure.banlieue.io", "libvirtmachines", "delete"));
+  EXPECT_TRUE(grants(*base, "banlieue.io", "providerclasses/status", "patch"));
+  EXPECT_FALSE(grants(*base, "banlieue.io", "providerclasses", "patch"));
+  EXPECT_TRUE(grants(*op, "infrastructure.banlieue.io", "libvirtmachines", "delete"));
   // Jobs only in the build namespace: cluster-wide they could run as any ServiceAccount.
   EXPECT_FALSE(grants(*provider, "batch", "jobs", "create"));
   EXPECT_FALSE(grants(*op, "batch", "jobs", "create"));
@@ -308,12 +359,14 @@ TEST(BootstrapManifestsTest, ControllerIsLeastPrivilegeAndOperatorMintsWorkloads
   EXPECT_EQ(json::stringOr(&(*build_binding)["metadata"], "namespace"), "banlieue-imagebuild");
   EXPECT_TRUE(grants(*find(objects, "ClusterRole", "banlieue-imagebuilder-build"),
                      "build.kairos.io", "osartifacts", "create"));
-  for (const auto& rule : (*provider)["rules"].GetArray()) {
-    for (const auto& g : rule["apiGroups"].GetArray()) {
-      for (const auto& r : rule["resources"].GetArray()) {
-        for (const auto& v : rule["verbs"].GetArray()) {
-          EXPECT_TRUE(grants(*op, g.GetString(), r.GetString(), v.GetString()))
-              << g.GetString() << "/" << r.GetString() << " " << v.GetString();
+  for (const auto* bound : {provider, base}) {
+    for (const auto& rule : (*bound)["rules"].GetArray()) {
+      for (const auto& g : rule["apiGroups"].GetArray()) {
+        for (const auto& r : rule["resources"].GetArray()) {
+          for (const auto& v : rule["verbs"].GetArray()) {
+            EXPECT_TRUE(grants(*op, g.GetString(), r.GetString(), v.GetString()))
+                << g.GetString() << "/" << r.GetString() << " " << v.GetString();
+          }
         }
       }
     }

@@ -5,6 +5,7 @@
 #include "host/api/crd.h"
 #include "host/api/kinds.h"
 #include "host/common/version.h"
+#include "host/roles/common/backend_roles.h"
 
 #include <banlieue/sdk/json.h>
 
@@ -66,18 +67,11 @@ const Strings kStatusWrite = {"get", "update", "patch"};
 const Strings kAll = {"get", "list", "watch", "create", "update", "patch", "delete"};
 const Strings kEventWrite = {"create", "patch"};
 
-// Infrastructure kinds by group: banlieue's own and every plugin's (from its CRDs).
-std::map<std::string, Strings> infraPlurals(const std::vector<DiscoveredPlugin>& plugins) {
+// banlieue's own infrastructure kinds by group.
+std::map<std::string, Strings> builtinInfraPlurals() {
   std::map<std::string, Strings> by_group;
   for (const auto& k : api::builtinKinds()) {
     if (k.group == api::kInfraGroup) by_group[k.group].push_back(k.plural);
-  }
-  for (const auto& p : plugins) {
-    for (const auto& crd : p.crds) {
-      const auto* spec = sdk::json::member(&crd, "spec");
-      by_group[sdk::json::stringOr(spec, "group")].push_back(
-          sdk::json::stringOr(sdk::json::member(spec, "names"), "plural"));
-    }
   }
   return by_group;
 }
@@ -107,20 +101,41 @@ Strings withSuffix(const Strings& plurals, const std::string& suffix) {
   return out;
 }
 
-// What a provider pod needs: its infra kinds, images, its Provider and events. Its import Jobs
-// are granted in the build namespace only (kProviderImportsRole).
-Strings providerRules(const DiscoveredPlugin& p) {
+// What a provider pod of one backend needs on that backend's infrastructure kinds
+// (banlieue-provider-<backend>; a third party ships the same for its kinds).
+Strings backendProviderRules(const DiscoveredPlugin& p) {
   Strings out;
   for (const auto& [group, plurals] : servedPlurals(p)) {
     out.push_back(rule({group}, plurals, {"get", "list", "watch", "update", "patch"}));
     out.push_back(rule({group}, withSuffix(plurals, "/status"), kStatusWrite));
     out.push_back(rule({group}, withSuffix(plurals, "/finalizers"), {"update"}));
   }
+  return out;
+}
+
+// Making and removing a backend's infrastructure objects: the controller creates them for VMs,
+// the operator deletes them with their Provider (banlieue-infrastructure-<backend>).
+Strings backendInfrastructureRules(const DiscoveredPlugin& p) {
+  Strings out;
+  for (const auto& [group, plurals] : servedPlurals(p)) {
+    out.push_back(rule({group}, plurals, kAll));
+    out.push_back(rule({group}, withSuffix(plurals, "/status"), kStatusWrite));
+  }
+  return out;
+}
+
+// What every provider pod needs whatever its backend: images, its Provider and class, events
+// (banlieue-provider). Its import Jobs are granted in the build namespace only
+// (kProviderImportsRole).
+Strings providerBaseRules() {
+  Strings out;
   out.push_back(rule({api::kGroup}, {"vmimages"}, {"get", "list", "watch", "update", "patch"}));
   // Its finalizer on the VMImages it imports (docs/adr/0037).
   out.push_back(rule({api::kGroup}, {"vmimages/finalizers"}, {"update"}));
   out.push_back(rule({api::kGroup}, {"vmimages/status", "providers/status"}, kStatusWrite));
   out.push_back(rule({api::kGroup}, {"providers", "providerclasses"}, kRead));
+  // What it loaded, on its class's status.plugin (docs/adr/0043).
+  out.push_back(rule({api::kGroup}, {"providerclasses/status"}, {"get", "patch"}));
   // The snapshots and restores bound to it (docs/adr/0039), its finalizer on snapshots.
   out.push_back(rule({api::kGroup}, {"virtualmachinesnapshots", "virtualmachinerestores"},
                      {"get", "list", "watch", "update", "patch"}));
@@ -160,7 +175,9 @@ Strings imageBuilderBuildRules() {
           rule({""}, {"secrets"}, {"get", "create", "update", "patch"})};
 }
 
-Strings controllerRules(const std::vector<DiscoveredPlugin>& plugins) {
+// The controller's own rules (banlieue-controller-base); banlieue-controller aggregates them
+// with every backend's banlieue-infrastructure-<backend>.
+Strings controllerRules() {
   Strings out = {
       rule({api::kGroup},
            {"virtualmachines", "vmclasses", "vmimages", "providers", "providerclasses",
@@ -183,7 +200,9 @@ Strings controllerRules(const std::vector<DiscoveredPlugin>& plugins) {
             "virtualmachinesnapshots/status", "virtualmachinerestores/status"},
            kStatusWrite),
   };
-  for (const auto& [group, plurals] : infraPlurals(plugins)) {
+  // banlieue's own infrastructure kinds (VSphereCluster, the machine templates); each
+  // backend's kinds arrive by aggregation (banlieue-infrastructure-<backend>).
+  for (const auto& [group, plurals] : builtinInfraPlurals()) {
     out.push_back(rule({group}, plurals, kAll));
     out.push_back(rule({group}, withSuffix(plurals, "/status"), kStatusWrite));
   }
@@ -192,10 +211,11 @@ Strings controllerRules(const std::vector<DiscoveredPlugin>& plugins) {
   return out;
 }
 
-// The operator mints a Role, RoleBindings and a ClusterRoleBinding per Provider. RBAC lets a
-// subject grant only what it holds (no escalate or bind verbs here), so this is the union of
-// what it grants plus what it manages.
-Strings operatorRules(const std::vector<DiscoveredPlugin>& plugins) {
+// The operator mints a Role, RoleBindings and ClusterRoleBindings per Provider. RBAC lets a
+// subject grant only what it holds (no escalate or bind verbs here), so banlieue-operator is
+// the union of what it grants plus what it manages: these rules (banlieue-operator-base) and,
+// by aggregation, every backend's two roles.
+Strings operatorRules() {
   Strings out = {
       rule({api::kGroup}, {"providers", "providerclasses"}, kRead),
       rule({api::kGroup}, {"providers", "providerclasses"}, {"update", "patch"}),
@@ -219,24 +239,30 @@ Strings operatorRules(const std::vector<DiscoveredPlugin>& plugins) {
       rule({""}, {"events"}, kEventWrite),
       rule({"events.k8s.io"}, {"events"}, kEventWrite),
   };
-  std::set<std::string> seen(out.begin(), out.end());
-  for (const auto& p : plugins) {
-    for (auto& r : providerRules(p)) {
-      if (seen.insert(r).second) out.push_back(std::move(r));
-    }
-    // A Provider being deleted first has its infrastructure objects deleted (docs/adr/0024).
-    for (const auto& [group, plurals] : servedPlurals(p)) {
-      auto r = rule({group}, plurals, {"delete"});
-      if (seen.insert(r).second) out.push_back(std::move(r));
-    }
-  }
+  // It binds banlieue-provider per Provider; each backend's banlieue-provider-<backend> and
+  // banlieue-infrastructure-<backend> arrive by aggregation.
+  for (auto& r : providerBaseRules()) out.push_back(std::move(r));
   return out;
 }
 
 std::string clusterRole(const std::string& name, const std::string& component,
-                        const Strings& rule_list) {
+                        const Strings& rule_list, const Strings& aggregate_to = {}) {
+  std::string metadata = meta(name, "", component);
+  for (const auto& label : aggregate_to) {
+    metadata.insert(metadata.size() - 2, "," + q(label) + ":\"true\"");
+  }
   return R"({"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":)" +
-         meta(name, "", component) + ",\"rules\":" + rules(rule_list) + "}";
+         metadata + ",\"rules\":" + rules(rule_list) + "}";
+}
+
+// A ClusterRole whose rules the controller-manager fills from every ClusterRole carrying
+// `label` (docs/adr/0043). No `rules`: applying any would fight the controller-manager's fill.
+std::string aggregatedClusterRole(const std::string& name, const std::string& component,
+                                  const std::string& label) {
+  return R"({"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":)" +
+         meta(name, "", component) +
+         R"(,"aggregationRule":{"clusterRoleSelectors":[{"matchLabels":{)" + q(label) +
+         R"(:"true"}}]}})";
 }
 
 std::string binding(const char* kind, const std::string& name, const std::string& ns,
@@ -315,6 +341,17 @@ std::string providerClass(const DiscoveredPlugin& p, const BootstrapOptions& opt
 
 }  // namespace
 
+std::vector<rapidjson::Document> backendClusterRoles(const DiscoveredPlugin& p) {
+  const std::string& backend = p.manifest.name;
+  std::vector<rapidjson::Document> out;
+  out.push_back(parse(clusterRole(backendProviderClusterRole(backend), "provider-" + backend,
+                                  backendProviderRules(p), {kAggregateToOperatorLabel})));
+  out.push_back(parse(clusterRole(backendInfrastructureClusterRole(backend),
+                                  "provider-" + backend, backendInfrastructureRules(p),
+                                  {kAggregateToControllerLabel, kAggregateToOperatorLabel})));
+  return out;
+}
+
 std::string defaultImage() {
   return std::string("localhost/banlieue:") + kVersion;
 }
@@ -362,9 +399,10 @@ std::vector<rapidjson::Document> buildBootstrapObjects(
   }
 
   // Shared provider ClusterRoles: the operator binds them per Provider but never creates them.
+  // Each backend's two are the ones a third party ships for its own (docs/adr/0043).
+  out.push_back(parse(clusterRole(kProviderBaseClusterRole, "provider", providerBaseRules())));
   for (const auto& p : plugins) {
-    out.push_back(parse(clusterRole("banlieue-provider-" + p.manifest.name,
-                                    "provider-" + p.manifest.name, providerRules(p))));
+    for (auto& role : backendClusterRoles(p)) out.push_back(std::move(role));
   }
   out.push_back(parse(clusterRole(kProviderImportsRole, "image-import", providerImportsRules())));
 
@@ -383,6 +421,9 @@ std::vector<rapidjson::Document> buildBootstrapObjects(
     std::string component;
     Strings cluster_rules;
     Strings args;
+    // Set: the role's ClusterRole aggregates <name>-base (cluster_rules) and every
+    // ClusterRole carrying this label.
+    std::string aggregate_label;
   };
   // The controller's --namespace would narrow what it watches, so only its Lease is placed;
   // the operator's --namespace is where its Lease lives (banlieue-spec 4.1, 4.2). The operator
@@ -391,13 +432,15 @@ std::vector<rapidjson::Document> buildBootstrapObjects(
   const Role roles[] = {
       {kControllerName,
        "controller",
-       controllerRules(plugins),
-       {"controller", "--leader-election-namespace", ns}},
+       controllerRules(),
+       {"controller", "--leader-election-namespace", ns},
+       kAggregateToControllerLabel},
       {kOperatorName,
        "operator",
-       operatorRules(plugins),
+       operatorRules(),
        {"operator", "--namespace", ns, "--plugin-dir", options.image_plugin_dir,
-        "--image-plugin-dir", options.image_plugin_dir, "--build-namespace", build_ns}},
+        "--image-plugin-dir", options.image_plugin_dir, "--build-namespace", build_ns},
+       kAggregateToOperatorLabel},
       {kImageBuilderName,
        "imagebuilder",
        imageBuilderRules(),
@@ -405,7 +448,13 @@ std::vector<rapidjson::Document> buildBootstrapObjects(
   for (const auto& r : roles) {
     out.push_back(parse(R"({"apiVersion":"v1","kind":"ServiceAccount","metadata":)" +
                         meta(r.name, ns, r.component) + "}"));
-    out.push_back(parse(clusterRole(r.name, r.component, r.cluster_rules)));
+    if (!r.aggregate_label.empty()) {
+      out.push_back(parse(aggregatedClusterRole(r.name, r.component, r.aggregate_label)));
+      out.push_back(parse(
+          clusterRole(r.name + "-base", r.component, r.cluster_rules, {r.aggregate_label})));
+    } else {
+      out.push_back(parse(clusterRole(r.name, r.component, r.cluster_rules)));
+    }
     out.push_back(parse(
         binding("ClusterRoleBinding", r.name, "", r.component, "ClusterRole", r.name, r.name, ns)));
     out.push_back(parse(leaseRole(r.name + "-leader-election", ns, r.component)));

@@ -52,6 +52,12 @@ struct ImageReference {
 };
 ImageReference parseImageReference(const std::string& image);
 
+// A backend's two ClusterRoles (roles/common/backend_roles.h) from its manifest and CRDs:
+// banlieue-provider-<backend> and banlieue-infrastructure-<backend>, labelled for
+// aggregation. Bootstrap installs them for the plugins in banlieue's image;
+// `banlieue plugin rbac` prints them for a third party's plugin to ship.
+std::vector<rapidjson::Document> backendClusterRoles(const DiscoveredPlugin& plugin);
+
 // CRDs first (banlieue's, then the plugins'), so a stream applied in order works.
 std::vector<rapidjson::Document> buildCrds(const std::vector<DiscoveredPlugin>& plugins);
 

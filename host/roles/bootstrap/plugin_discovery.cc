@@ -115,6 +115,26 @@ Status validatePluginCrd(const plugin::Manifest& manifest, const rapidjson::Valu
   return Status::ok();
 }
 
+StatusOr<DiscoveredPlugin> discoverPlugin(const std::filesystem::path& dir) {
+  auto manifest = plugin::readManifest(dir);
+  if (!manifest.ok()) return manifest.status();
+  DiscoveredPlugin found{std::move(manifest).value(), {}, {}};
+  for (const auto& rel : found.manifest.crds) {
+    auto text = readPluginFile(found.manifest, rel);
+    if (!text.ok()) return text.status();
+    std::string source = (found.manifest.directory / rel).string();
+    auto docs = api::parseYamlDocuments(*text, source);
+    if (!docs.ok()) return docs.status();
+    for (auto& doc : *docs) {
+      if (auto s = validatePluginCrd(found.manifest, doc, source); !s.isOk()) return s;
+      found.crds.push_back(std::move(doc));
+      found.crd_sources.push_back(source);
+    }
+  }
+  if (auto s = checkEveryKindHasACrd(found); !s.isOk()) return s;
+  return found;
+}
+
 StatusOr<std::vector<DiscoveredPlugin>> discoverPlugins(const std::filesystem::path& plugin_dir,
                                                         const DiscoveryOptions& options) {
   std::error_code ec;
@@ -145,29 +165,20 @@ StatusOr<std::vector<DiscoveredPlugin>> discoverPlugins(const std::filesystem::p
   // CRD name -> "plugin 'x' (file)", so a CRD shipped twice names both places.
   std::map<std::string, std::string> shipped_by;
   for (const auto& dir : dirs) {
-    auto manifest = plugin::readManifest(dir);
-    if (!manifest.ok()) return manifest.status();
-    DiscoveredPlugin found{std::move(manifest).value(), {}};
-    for (const auto& rel : found.manifest.crds) {
-      auto text = readPluginFile(found.manifest, rel);
-      if (!text.ok()) return text.status();
-      std::string source = (found.manifest.directory / rel).string();
-      auto docs = api::parseYamlDocuments(*text, source);
-      if (!docs.ok()) return docs.status();
-      for (auto& doc : *docs) {
-        if (auto s = validatePluginCrd(found.manifest, doc, source); !s.isOk()) return s;
-        std::string name = json::stringOr(json::member(&doc, "metadata"), "name");
-        std::string where = "plugin '" + found.manifest.name + "' (" + source + ")";
-        auto [first, inserted] = shipped_by.emplace(name, where);
-        if (!inserted) {
-          std::string message = "CRD " + name + " is shipped by " + first->second;
-          message += " and by " + where + "; exactly one plugin may define a kind";
-          return error(Code::kAlreadyExists, "DuplicatePluginCrd", message);
-        }
-        found.crds.push_back(std::move(doc));
+    auto discovered = discoverPlugin(dir);
+    if (!discovered.ok()) return discovered.status();
+    DiscoveredPlugin found = std::move(discovered).value();
+    for (size_t i = 0; i < found.crds.size(); ++i) {
+      const auto& doc = found.crds[i];
+      std::string name = json::stringOr(json::member(&doc, "metadata"), "name");
+      std::string where = "plugin '" + found.manifest.name + "' (" + found.crd_sources[i] + ")";
+      auto [first, inserted] = shipped_by.emplace(name, where);
+      if (!inserted) {
+        std::string message = "CRD " + name + " is shipped by " + first->second;
+        message += " and by " + where + "; exactly one plugin may define a kind";
+        return error(Code::kAlreadyExists, "DuplicatePluginCrd", message);
       }
     }
-    if (auto s = checkEveryKindHasACrd(found); !s.isOk()) return s;
     plugins.push_back(std::move(found));
   }
   std::sort(plugins.begin(), plugins.end(),

@@ -14,8 +14,9 @@
 namespace banlieue::roles::bootstrap {
 
 struct DiscoveredPlugin {
-  plugin::Manifest manifest;
+  ::banlieue::plugin::Manifest manifest;
   std::vector<rapidjson::Document> crds;  // validated CustomResourceDefinitions
+  std::vector<std::string> crd_sources;   // the file each of crds came from
 };
 
 struct DiscoveryOptions {
@@ -32,8 +33,12 @@ struct DiscoveryOptions {
 StatusOr<std::vector<DiscoveredPlugin>> discoverPlugins(const std::filesystem::path& plugin_dir,
                                                         const DiscoveryOptions& options = {});
 
+// One plugin directory: its manifest and CRDs, with the same checks (a third party's plugin,
+// outside any plugin directory; `banlieue plugin manifests`).
+StatusOr<DiscoveredPlugin> discoverPlugin(const std::filesystem::path& directory);
+
 // Checks one plugin-shipped document is a CRD for a kind the manifest serves.
-Status validatePluginCrd(const plugin::Manifest& manifest, const rapidjson::Value& crd,
+Status validatePluginCrd(const ::banlieue::plugin::Manifest& manifest, const rapidjson::Value& crd,
                          const std::string& source);
 
 }  // namespace banlieue::roles::bootstrap

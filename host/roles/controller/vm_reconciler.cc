@@ -1,5 +1,7 @@
 #include "host/roles/controller/vm_reconciler.h"
 
+#include "host/roles/controller/machine_kind_choice.h"
+
 #include "host/api/codec.h"
 #include "host/api/provider.h"
 #include "host/api/vm_class.h"
@@ -40,13 +42,6 @@ std::string encodeStatus(const api::VirtualMachineStatus& status) {
 bool ownedBy(const rapidjson::Value& object, const std::string& vm_uid) {
   const auto* owner = runtime::controllerReference(object);
   return owner != nullptr && json::stringOr(owner, "uid") == vm_uid;
-}
-
-std::optional<MachineKind> machineKindOf(const runtime::Object& provider_class) {
-  auto api_version = json::string(provider_class.get(), "status.machineKind.apiVersion");
-  auto kind = json::string(provider_class.get(), "status.machineKind.kind");
-  if (!api_version || !kind || api_version->empty() || kind->empty()) return std::nullopt;
-  return MachineKind{std::string(*api_version), std::string(*kind)};
 }
 
 }  // namespace
@@ -205,20 +200,19 @@ Result VmReconciler::reconcilePlaced(Pass& pass, const Placement& placement) {
 
   // Every kind any ProviderClass publishes gets a cache, so infra CRs of a previous placement
   // on another backend are seen (and torn down) too.
-  std::optional<MachineKind> desired_kind;
+  runtime::Object desired_class;
   for (const auto& object : caches_.provider_classes->list()) {
-    auto kind = machineKindOf(object);
-    if (!kind) continue;
+    for (const auto& kind : publishedMachineKinds(*object)) (void)infra_.ensure(kind);
     if (json::stringOr(object.get(), "metadata.name") == placement.provider_class)
-      desired_kind = kind;
-    (void)infra_.ensure(*kind);
+      desired_class = object;
   }
-  if (!desired_kind) {
-    return refuse(pass, "InfraBuildFailed",
-                  "ProviderClass " + placement.provider_class +
-                      " has not published status.machineKind (is the operator running and the "
-                      "plugin installed?)",
-                  0s);
+  auto placed_on = caches_.providers->get(placement.provider_namespace + "/" +
+                                         placement.provider_name);
+  auto desired_kind = chooseMachineKind(desired_class ? desired_class.get() : nullptr,
+                                        placed_on ? placed_on.get() : nullptr,
+                                        placement.provider_class);
+  if (!desired_kind.ok()) {
+    return refuse(pass, "InfraBuildFailed", desired_kind.status().message(), 0s);
   }
   auto infra_kind = infra_.ensure(*desired_kind);
   if (!infra_kind.ok()) {
@@ -493,7 +487,9 @@ Result VmReconciler::finalize(Pass& pass) {
   std::map<std::string, MachineKind> kinds;
   std::vector<std::string> unknown;
   for (const auto& object : caches_.provider_classes->list()) {
-    if (auto kind = machineKindOf(object)) kinds[kind->api_version + "/" + kind->kind] = *kind;
+    for (const auto& kind : publishedMachineKinds(*object)) {
+      kinds[kind.api_version + "/" + kind.kind] = kind;
+    }
   }
   for (const auto& kind : infra_.known()) kinds[kind.key()] = kind.kind;
   if (const auto& ref = vm.status.infrastructure_ref; ref && !ref->kind.empty()) {

@@ -52,27 +52,51 @@ ClassReadiness evaluateClass(const api::ProviderClass& provider_class,
                              const PluginDirectories& dirs, bool cluster_role_exists) {
   ClassReadiness out;
   const auto& spec = provider_class.spec;
-  auto manifest = classManifest(provider_class, dirs);
-  if (manifest.ok() && !manifest->infrastructure.empty()) {
-    const auto& gvk = manifest->infrastructure.front();
-    out.machine_kind = api::InfrastructureKind{gvk.group + "/" + gvk.version, gvk.kind};
-  }
   auto fail = [&](std::string reason, std::string message) {
+    if (!out.machine_kinds.empty()) out.machine_kind = out.machine_kinds.front();
     out.reason = std::move(reason);
     out.message = std::move(message);
     return out;
   };
-  if (!manifest.ok()) return fail(manifest.status().reason(), manifest.status().message());
-  if (!out.machine_kind) {
-    return fail("NoInfrastructureKind",
-                "plugin " + manifest->file.string() + " declares no infrastructure kind");
+  const auto& published = provider_class.status.plugin;
+  if (published && !published->infrastructure_kinds.empty()) {
+    out.machine_kinds = published->infrastructure_kinds;
+    out.plugin_published = true;
+    out.published_reason = "Published";
+    out.published_message = "a provider pod loaded plugin " + published->name + " " +
+                            published->version + " (ABI " + published->abi + ")";
+  } else {
+    out.published_reason = "AwaitingProviderPod";
+    out.published_message =
+        "no provider pod of this class has loaded its plugin yet: it publishes the plugin's "
+        "kinds once a Provider of the class runs";
   }
+  auto manifest = classManifest(provider_class, dirs);
+  // Not in the operator's image is normal for a plugin shipped in its own provider image
+  // (docs/adr/0043); any other problem with a local copy is reported.
+  const bool only_in_image = !manifest.ok() && manifest.status().reason() == "PluginNotFound" &&
+                             (spec.image.has_value() || out.plugin_published);
+  if (!manifest.ok() && !only_in_image) {
+    return fail(manifest.status().reason(), manifest.status().message());
+  }
+  if (manifest.ok() && out.machine_kinds.empty()) {
+    for (const auto& gvk : manifest->infrastructure) {
+      out.machine_kinds.push_back(
+          api::InfrastructureKind{gvk.group + "/" + gvk.version, gvk.kind});
+    }
+    if (out.machine_kinds.empty()) {
+      return fail("NoInfrastructureKind",
+                  "plugin " + manifest->file.string() + " declares no infrastructure kind");
+    }
+  }
+  if (!out.machine_kinds.empty()) out.machine_kind = out.machine_kinds.front();
   if (!cluster_role_exists) {
     std::string role = backendClusterRoleName(spec.backend);
     return fail("MissingClusterRole",
                 "ClusterRole " + role +
-                    " does not exist; install it with `banlieue bootstrap operator` (it is "
-                    "generated from the plugin's provider.json)");
+                    " does not exist: `banlieue bootstrap operator` installs it for the plugins "
+                    "in banlieue's image; a third party's plugin ships it beside its CRDs "
+                    "(`banlieue plugin manifests`; docs/provider-contract.md, section 10.1)");
   }
   if (spec.deployment == "External" && hasPodFields(spec)) {
     return fail("PodFieldsOnExternal",

@@ -1,7 +1,9 @@
 // Whether a ProviderClass is usable, decided from what the operator can see without running
-// any plugin code: the plugin's provider.json (resolved inside the operator's --plugin-dir),
-// the backend's shared ClusterRole, and the class's own fields. Also the infrastructure kind
-// the controller needs (status.machineKind), from the manifest's first `infrastructure` entry.
+// any plugin code: what the class's provider pods published (status.plugin), the operator's
+// own copy of the plugin's provider.json when it has one (resolved inside its --plugin-dir;
+// a third party's plugin lives only in its provider image), the backend's shared ClusterRole,
+// and the class's own fields. Also the infrastructure kinds the controller needs
+// (status.machineKind and machineKinds): the published ones win over the local copy's.
 #pragma once
 
 #include "host/api/provider.h"
@@ -31,11 +33,17 @@ struct ClassReadiness {
   bool ready = false;
   std::string reason;  // Ready, or the first problem found
   std::string message;
-  std::optional<api::InfrastructureKind> machine_kind;
+  std::optional<api::InfrastructureKind> machine_kind;  // the first of machine_kinds
+  std::vector<api::InfrastructureKind> machine_kinds;
+  // Whether a provider pod has published the plugin it loaded (status.plugin), and why not.
+  bool plugin_published = false;
+  std::string published_reason;
+  std::string published_message;
 };
 
-// Problems in this order: the plugin (unknown or unreadable), MissingClusterRole,
-// PodFieldsOnExternal, InvalidImage; otherwise Ready.
+// Problems in this order: the plugin (a local copy that is unreadable or serves another
+// backend; none at all is no problem once the class names an image, whose pods publish it),
+// NoInfrastructureKind, MissingClusterRole, PodFieldsOnExternal, InvalidImage; otherwise Ready.
 ClassReadiness evaluateClass(const api::ProviderClass& provider_class,
                              const PluginDirectories& dirs, bool cluster_role_exists);
 

@@ -71,7 +71,8 @@ runtime::Result ClassStatusReconciler::reconcile(const runtime::Request& request
       conditions != nullptr && conditions->IsArray()) {
     for (const auto& c : conditions->GetArray()) {
       auto type = sdk::json::stringOr(&c, "type", "");
-      if (type == "Ready" || type == "Paused" || type == "Deleting") {
+      if (type == "Ready" || type == "Paused" || type == "Deleting" ||
+          type == "PluginPublished") {
         current.PushBack(rapidjson::Value(c, a), a);
       }
     }
@@ -80,6 +81,10 @@ runtime::Result ClassStatusReconciler::reconcile(const runtime::Request& request
   runtime::setCondition(current, a,
                         {"Ready", readiness.ready ? "True" : "False", readiness.reason,
                          readiness.message, generation},
+                        now);
+  runtime::setCondition(current, a,
+                        {"PluginPublished", readiness.plugin_published ? "True" : "False",
+                         readiness.published_reason, readiness.published_message, generation},
                         now);
   runtime::setCondition(
       current, a,
@@ -121,6 +126,16 @@ runtime::Result ClassStatusReconciler::reconcile(const runtime::Request& request
     kind.AddMember("apiVersion", sdk::json::stringValue(readiness.machine_kind->api_version, d), d);
     kind.AddMember("kind", sdk::json::stringValue(readiness.machine_kind->kind, d), d);
     status.AddMember("machineKind", kind, d);
+  }
+  if (!readiness.machine_kinds.empty()) {
+    rapidjson::Value kinds(rapidjson::kArrayType);
+    for (const auto& k : readiness.machine_kinds) {
+      rapidjson::Value kind(rapidjson::kObjectType);
+      kind.AddMember("apiVersion", sdk::json::stringValue(k.api_version, d), d);
+      kind.AddMember("kind", sdk::json::stringValue(k.kind, d), d);
+      kinds.PushBack(kind, d);
+    }
+    status.AddMember("machineKinds", kinds, d);
   }
   rapidjson::Value meta(rapidjson::kObjectType);
   meta.AddMember("name", sdk::json::stringValue(request.name, d), d);

@@ -43,6 +43,10 @@ std::vector<api::InfrastructureKind> servedKinds(const api::ProviderClass& provi
     }
   }
   if (provider_class.status.machine_kind) add(*provider_class.status.machine_kind);
+  for (const auto& kind : provider_class.status.machine_kinds) add(kind);
+  if (const auto& published = provider_class.status.plugin) {
+    for (const auto& kind : published->infrastructure_kinds) add(kind);
+  }
   return kinds;
 }
 

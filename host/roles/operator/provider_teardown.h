@@ -14,9 +14,9 @@
 
 namespace banlieue::roles::provider_operator {
 
-// The infrastructure kinds a class's plugin serves: its manifest's `infrastructure` entries and
-// the class's published status.machineKind (which outlives an unreadable manifest). Empty when
-// neither is known.
+// The infrastructure kinds a class's plugin serves: the operator's copy of its manifest's
+// `infrastructure` entries, the class's status.machineKind(s) and what its pods published in
+// status.plugin (which outlive an unreadable or absent manifest). Empty when none is known.
 std::vector<api::InfrastructureKind> servedKinds(const api::ProviderClass& provider_class,
                                                  const PluginDirectories& dirs);
 

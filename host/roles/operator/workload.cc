@@ -1,5 +1,7 @@
 #include "host/roles/operator/workload.h"
 
+#include "host/roles/common/backend_roles.h"
+
 #include "host/api/codec.h"
 #include "host/api/kinds.h"
 #include "host/common/fnv_hash.h"
@@ -549,6 +551,10 @@ StatusOr<Workload> buildWorkload(const api::Provider& provider,
   w.objects.push_back(
       binding(c, rbac::kClusterRoleBinding, "ClusterRoleBinding", w.cluster_name, "", "ClusterRole",
               backendClusterRoleName(provider_class.spec.backend), w.name, w.workload_ns));
+  // What every provider pod needs whatever its backend (docs/adr/0043).
+  w.objects.push_back(binding(c, rbac::kClusterRoleBinding, "ClusterRoleBinding",
+                              baseBindingName(w.cluster_name), "", "ClusterRole",
+                              kProviderBaseClusterRole, w.name, w.workload_ns));
   if (!w.external) w.objects.push_back(deployment(c));
   for (auto& o : w.objects) {
     w.keep.emplace(o.type.plural, o.ns, o.name);

@@ -1,5 +1,7 @@
 #include "host/roles/operator/workload_names.h"
 
+#include "host/roles/common/backend_roles.h"
+
 #include "host/common/fnv_hash.h"
 
 #include <fmt/format.h>
@@ -24,7 +26,12 @@ std::string clusterScopedName(const std::string& provider_class, const std::stri
 }
 
 std::string backendClusterRoleName(const std::string& backend) {
-  return "banlieue-provider-" + backend;
+  return backendProviderClusterRole(backend);
+}
+
+std::string baseBindingName(const std::string& cluster_name) {
+  // cluster_name may already be capped; capping again keeps the result unique and short.
+  return capName(cluster_name + "-base");
 }
 
 std::map<std::string, std::string> workloadLabels(const std::string& provider_ns,

@@ -45,6 +45,9 @@ std::string clusterScopedName(const std::string& provider_class, const std::stri
                               const std::string& provider);
 // The shared per-backend ClusterRole bootstrap installs (never created by the operator).
 std::string backendClusterRoleName(const std::string& backend);
+// The per-Provider ClusterRoleBinding of banlieue-provider beside the backend's one named
+// `cluster_name` (docs/adr/0043).
+std::string baseBindingName(const std::string& cluster_name);
 
 // Every label a minted object carries.
 std::map<std::string, std::string> workloadLabels(const std::string& provider_ns,

@@ -1,7 +1,10 @@
 #include "host/roles/plugin/plugin_command.h"
 
+#include "host/api/yaml.h"
 #include "host/common/logging.h"
 #include "host/plugin/conformance.h"
+#include "host/roles/bootstrap/manifests.h"
+#include "host/roles/bootstrap/plugin_discovery.h"
 
 #include <CLI/CLI.hpp>
 
@@ -42,6 +45,28 @@ void addCommon(CLI::App* sub, Options& o) {
   sub->add_option("--output,-o", o.output, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
+}
+
+// What installing a plugin in a running cluster takes, without re-running bootstrap: its CRDs
+// and its two ClusterRoles (docs/adr/0043), as one YAML stream. Reads files only.
+int printInstallManifests(const std::string& directory) {
+  auto discovered = bootstrap::discoverPlugin(directory);
+  if (!discovered.ok()) {
+    std::cerr << "banlieue plugin manifests: " << discovered.status().reason() << ": "
+              << discovered.status().message() << "\n";
+    return app::kExitFailure;
+  }
+  auto roles = bootstrap::backendClusterRoles(*discovered);
+  std::vector<const rapidjson::Value*> documents;
+  for (const auto& crd : discovered->crds) documents.push_back(&crd);
+  for (const auto& role : roles) documents.push_back(&role);
+  auto yaml = api::toYamlStream(documents);
+  if (!yaml.ok()) {
+    std::cerr << "banlieue plugin manifests: " << yaml.status().message() << "\n";
+    return app::kExitFailure;
+  }
+  std::cout << *yaml;
+  return app::kExitOk;
 }
 
 }  // namespace
@@ -92,6 +117,22 @@ void registerPluginCommands(CLI::App& app, app::Action& action) {
                                                     : banlieue::plugin::renderText(report));
       return report.passed() ? app::kExitOk : app::kExitFailure;
     };
+  });
+
+  auto manifests_dir = std::make_shared<std::string>();
+  auto* manifests = plugin->add_subcommand(
+      "manifests",
+      "Print what adding this plugin to a running cluster takes, as YAML for `kubectl apply\n"
+      "-f -`: the CRDs it ships and its two ClusterRoles, banlieue-provider-<name> (its\n"
+      "provider pods' rights on its kinds) and banlieue-infrastructure-<name> (creating and\n"
+      "deleting them). Both carry the labels banlieue's operator and controller aggregate, so\n"
+      "no bootstrap re-run is needed; a ProviderClass naming the plugin's provider image does\n"
+      "the rest. Reads the directory only: the plugin's code is not loaded.");
+  manifests->add_option("dir", *manifests_dir, "Plugin directory (holds provider.json)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  manifests->callback([&action, manifests_dir] {
+    action = [manifests_dir] { return printInstallManifests(*manifests_dir); };
   });
 
   auto inspect_options = std::make_shared<Options>();

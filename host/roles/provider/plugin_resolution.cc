@@ -58,7 +58,8 @@ StatusOr<ResolvedPlugin> resolvePlugin(kube::KubeClient& client, const std::stri
     if (!image.empty() && !digest.empty()) image += "@" + digest;
   }
   return ResolvedPlugin{std::move(*loaded), class_name, *directory, image,
-                        options.expected_sha256.value_or("")};
+                        options.expected_sha256.value_or(""),
+                        json::integer(&*provider_class, "metadata.generation").value_or(0)};
 }
 
 }  // namespace banlieue::roles::provider

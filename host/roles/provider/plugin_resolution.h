@@ -25,6 +25,7 @@ struct ResolvedPlugin {
   // an External class. Import Jobs run it: it holds this binary and the same plugins.
   std::string container_image;
   std::string plugin_sha256;  // the class's spec.plugin.sha256 the plugin was loaded under
+  int64_t class_generation = 0;  // the class's metadata.generation it was resolved from
 };
 
 // The class's spec.plugin.sha256, when set, pins the library (PluginChecksumMismatch names both

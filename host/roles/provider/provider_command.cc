@@ -5,6 +5,7 @@
 #include "host/kube/discovery.h"
 #include "host/plugin/loader.h"
 #include "host/roles/common/leadership.h"
+#include "host/roles/provider/class_publication.h"
 #include "host/roles/common/role_process.h"
 #include "host/roles/common/snapshot_binding.h"
 #include "host/roles/images/import_job.h"
@@ -252,6 +253,18 @@ int runProvider(const Options& o) {
     // Its status is written here (conditions, failure domains) and by the operator (workload).
     provider_controller.watch(providers, runtime::Controller::Updates::kIgnoreStatusOnly);
 
+    // What this pod loaded, on its class's status for the operator and the controller
+    // (docs/adr/0043); kept there while leading.
+    runtime::InformerOptions class_options;
+    class_options.field_selector = "metadata.name=" + resolved.class_name;
+    runtime::Informer own_class(client, kProviderClassType, class_options);
+    ClassPublisher publisher(client, own_class,
+                             describePublished(*resolved.plugin, resolved.class_generation),
+                             "banlieue.io/provider-" + o.backend);
+    runtime::Controller publish_controller("providerclass-publication", publisher,
+                                           runtime::ControllerOptions{1});
+    publish_controller.watch(own_class);
+
     // This Provider's row of every VMImage (cluster-scoped, so all of them are watched); a change
     // of the Provider's failure domains revisits every image.
     runtime::Informer images(client, kVMImageType, runtime::InformerOptions{});
@@ -406,6 +419,8 @@ int runProvider(const Options& o) {
     }
     std::vector<std::thread> threads;
     if (consoles) threads.emplace_back([&] { consoles->run(work_stop); });
+    threads.emplace_back([&] { own_class.run(work_stop); });
+    threads.emplace_back([&] { publish_controller.run(work_stop); });
     threads.emplace_back([&] { providers.run(work_stop); });
     threads.emplace_back([&] { provider_controller.run(work_stop); });
     threads.emplace_back([&] { images.run(work_stop); });
