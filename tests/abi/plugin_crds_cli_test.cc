@@ -81,6 +81,32 @@ size_t occurrences(const std::string& text, const std::string& needle) {
   return n;
 }
 
+// What a third party applies to add its plugin to a running cluster (issue #21): its CRD and
+// its two ClusterRoles, labelled for aggregation; the same refusals as bootstrap otherwise.
+TEST_F(PluginCrdsCliTest, PluginManifestsPrintsTheCrdAndTheTwoAggregatedRoles) {
+  plugin("acme", R"(["crds/acme.yaml"])");
+  acmeCrd("acme/crds/acme.yaml");
+  auto run = runBanlieue("plugin manifests " + (root_ / "acme").string());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(occurrences(run.output, std::string("name: ") + kAcmeCrdName), 1u) << run.output;
+  EXPECT_EQ(occurrences(run.output, "kind: ClusterRole\n"), 2u) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("name: banlieue-provider-acme\n"));
+  EXPECT_THAT(run.output, HasSubstr("name: banlieue-infrastructure-acme\n"));
+  EXPECT_EQ(occurrences(run.output, "banlieue.io/aggregate-to-operator: \"true\""), 2u)
+      << run.output;
+  EXPECT_EQ(occurrences(run.output, "banlieue.io/aggregate-to-controller: \"true\""), 1u)
+      << run.output;
+  EXPECT_THAT(run.output, HasSubstr("- acmemachines/finalizers"));
+  // Nothing but its own kinds: no Secret, no banlieue.io resource.
+  EXPECT_THAT(run.output, ::testing::Not(HasSubstr("secrets")));
+  EXPECT_THAT(run.output, ::testing::Not(HasSubstr("- banlieue.io")));
+
+  plugin("bare", "");
+  auto refused = runBanlieue("plugin manifests " + (root_ / "bare").string());
+  EXPECT_NE(refused.exit_code, 0) << refused.output;
+  EXPECT_THAT(refused.output, HasSubstr("its 'crds' lists no CRD file"));
+}
+
 // The control: a plugin with its CRD is accepted and the CRD emitted once.
 TEST_F(PluginCrdsCliTest, APluginWithItsCrdIsInstalled) {
   plugin("acme", R"(["crds/acme.yaml"])");

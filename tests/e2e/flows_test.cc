@@ -184,9 +184,10 @@ class FlowsTest : public ::testing::Test {
   }
 
   // Every role and every bootstrapped ProviderClass runs the file plugin's provider image
-  // rather than banlieue's own: until issue #21, the operator reads each class's provider.json
-  // from its own image, so the `file` class is Ready only when the operator's image holds that
-  // plugin. The provider image is banlieue's plus the plugin, so the roles run the same code.
+  // rather than banlieue's own: bootstrap gives the roles and the classes it describes one
+  // --image, and its `file` class needs the file plugin in it. The provider image is banlieue's
+  // plus the plugin, so the roles run the same code. (ThirdPartyBackendTest adds a class whose
+  // plugin is in no image but its own.)
   static CommandResult bootstrapCommand(const std::vector<std::string>& extra) {
     std::string command = shellQuote(BANLIEUE_BINARY) + " bootstrap operator --kubeconfig " +
                           shellQuote(LocalCluster::shared().kubeconfig().string()) +
@@ -272,6 +273,30 @@ class FlowsTest : public ::testing::Test {
                       "}}]\n"
                       "    networkClasses: [{name: lan, target: {network: " +
                       kLibvirtNetwork + "}}]\n");
+  }
+
+  // A ProviderClass `name` running `backend` from the provider image `image_ref` (its plugin
+  // directory named for the backend), and a VMImage of the same name it can boot (VMImage
+  // sources are per ProviderClass). pullPolicy Never: the pod starts only from the image the
+  // node holds under that name.
+  void applyImageClass(const std::string& name, const std::string& backend,
+                       const std::string& image_ref) {
+    cluster_objects_.push_back("providerclass/" + name);
+    cluster_objects_.push_back("vmimage/" + name);
+    const auto colon = image_ref.rfind(':');
+    auto created = cluster_.apply(
+        "apiVersion: banlieue.io/v1alpha1\nkind: ProviderClass\n"
+        "metadata: {name: " +
+        name + "}\nspec:\n  backend: " + backend + "\n  plugin: {path: " + backend +
+        "}\n  image: {repository: " + image_ref.substr(0, colon) + ", tag: \"" +
+        image_ref.substr(colon + 1) +
+        "\", pullPolicy: Never}\n"
+        "---\n"
+        "apiVersion: banlieue.io/v1alpha1\nkind: VMImage\n"
+        "metadata: {name: " +
+        name + "}\nspec:\n  osFamily: linux\n  sources: [{providerClass: " + name +
+        ", kind: BackingFile, ref: base.img}]\n");
+    ASSERT_EQ(created.exit_code, 0) << created.output;
   }
 
   void applyProvider(const std::string& ns, const std::string& name, const std::string& cls,
@@ -1011,36 +1036,10 @@ TEST_F(ProviderImageTest, AClassNamingTheProviderImageRunsAVmToReady) {
   LocalCluster::TestNamespace scoped(cluster_);
   const std::string ns = useNamespace(scoped);
   const std::string cls = "e2e-image-" + suffix_;
-  cluster_objects_.push_back("providerclass/" + cls);
-  const auto colon = kProviderFileImage.rfind(':');
-  // pullPolicy Never: the pod starts only from the image the node holds under that name.
-  auto created = cluster_.apply(
-      "apiVersion: banlieue.io/v1alpha1\nkind: ProviderClass\n"
-      "metadata: {name: " +
-      cls +
-      "}\n"
-      "spec:\n"
-      "  backend: file\n"
-      "  plugin: {path: file}\n"
-      "  image: {repository: " +
-      kProviderFileImage.substr(0, colon) + ", tag: \"" + kProviderFileImage.substr(colon + 1) +
-      "\", pullPolicy: Never}\n");
-  ASSERT_EQ(created.exit_code, 0) << created.output;
+  applyImageClass(cls, "file", kProviderFileImage);
   ASSERT_TRUE(waitFor(ns, "providerclass/" + cls, "Ready"))
       << get("providerclass " + cls, "{.status}");
   EXPECT_EQ(get("providerclass " + cls, "{.status.machineKind.kind}"), "FileMachine");
-  // An image the class can boot: VMImage sources are per ProviderClass.
-  cluster_objects_.push_back("vmimage/" + cls);
-  auto image = cluster_.apply(
-      "apiVersion: banlieue.io/v1alpha1\nkind: VMImage\n"
-      "metadata: {name: " +
-      cls +
-      "}\n"
-      "spec:\n"
-      "  osFamily: linux\n"
-      "  sources: [{providerClass: " +
-      cls + ", kind: BackingFile, ref: base.img}]\n");
-  ASSERT_EQ(image.exit_code, 0) << image.output;
 
   auto files = fileProvider(ns, "vendor", "vendor: file", "?createSeconds=0", cls);
   applyVm(ns, "app-01", "vendor: file", "", "", cls);
@@ -1092,32 +1091,9 @@ TEST_F(ThirdPartyBackendTest, AddedWithKubectlApplyAloneItRunsAVmAndDeletesIt) {
                         "clusterrole/banlieue-infrastructure-cfile"}) {
     cluster_objects_.emplace_back(o);
   }
-  cluster_objects_.push_back("providerclass/" + cls);
-  cluster_objects_.push_back("vmimage/" + cls);
 
   // 2. The class: image and plugin path. Usable at once; the kinds come from its pods.
-  const auto colon = kProviderCFileImage.rfind(':');
-  auto created = cluster_.apply(
-      "apiVersion: banlieue.io/v1alpha1\nkind: ProviderClass\n"
-      "metadata: {name: " +
-      cls +
-      "}\n"
-      "spec:\n"
-      "  backend: cfile\n"
-      "  plugin: {path: cfile}\n"
-      "  image: {repository: " +
-      kProviderCFileImage.substr(0, colon) + ", tag: \"" + kProviderCFileImage.substr(colon + 1) +
-      "\", pullPolicy: Never}\n"
-      "---\n"
-      "apiVersion: banlieue.io/v1alpha1\nkind: VMImage\n"
-      "metadata: {name: " +
-      cls +
-      "}\n"
-      "spec:\n"
-      "  osFamily: linux\n"
-      "  sources: [{providerClass: " +
-      cls + ", kind: BackingFile, ref: base.img}]\n");
-  ASSERT_EQ(created.exit_code, 0) << created.output;
+  applyImageClass(cls, "cfile", kProviderCFileImage);
   ASSERT_TRUE(waitFor(ns, "providerclass/" + cls, "Ready"))
       << get("providerclass " + cls, "{.status}");
   EXPECT_EQ(get("providerclass " + cls,
