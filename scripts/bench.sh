@@ -256,9 +256,10 @@ else
 
   # The RBAC as installed: `banlieue bootstrap operator --dry-run` with this build's plugins,
   # converted to JSON by kubectl. Taken from it: the namespaces, everything of the controller
-  # (ServiceAccount, ClusterRoles, bindings, its Deployment), the file plugin's provider
-  # ClusterRole and the provider-imports ClusterRole the operator binds per Provider. Not
-  # taken: the operator and the imagebuilder, which have nothing to do here.
+  # (ServiceAccount, ClusterRoles, bindings, its Deployment), the file plugin's two ClusterRoles
+  # (banlieue-infrastructure-file aggregates into the controller's, docs/adr/0043),
+  # banlieue-provider and the provider-imports ClusterRole the operator binds per Provider.
+  # Not taken: the operator and the imagebuilder, which have nothing to do here.
   "$bin" --log-level warn bootstrap operator --dry-run --skip-crds --skip-provider-classes \
     --plugin-dir "$plugin_dir" --image "localhost/banlieue:$version" >"$logs/bootstrap.yaml"
   k create --dry-run=client -o json -f "$logs/bootstrap.yaml" |
@@ -267,6 +268,8 @@ else
         .kind == "Namespace"
         or .metadata.labels["app.kubernetes.io/component"] == "controller"
         or (.kind == "ClusterRole" and (.metadata.name == "banlieue-provider-file"
+                                        or .metadata.name == "banlieue-infrastructure-file"
+                                        or .metadata.name == "banlieue-provider"
                                         or .metadata.name == "banlieue-provider-imports")))]}' \
     "$logs/bootstrap.json" >"$logs/rbac.json"
   grep -q '"banlieue-provider-file"' "$logs/rbac.json" ||
@@ -274,8 +277,8 @@ else
 
   # What the operator mints for a Managed Provider (host/roles/operator/workload.cc,
   # providerRoleRules and buildWorkload; its name from workload_names.cc): a ServiceAccount, a
-  # Role for its own Lease and Events in the Provider's namespace, its backend's ClusterRole,
-  # and read access to its import Jobs and their pods in the build namespace. The import Jobs'
+  # Role for its own Lease and Events in the Provider's namespace, its backend's ClusterRole and
+  # banlieue-provider, and read access to its import Jobs and their pods in the build namespace. The import Jobs'
   # own Role is left out: the file plugin imports no images.
   cluster_name=banlieue-provider-file-bench-files
   cat >"$logs/provider-rbac.yaml" <<YAML
@@ -307,6 +310,12 @@ apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
 metadata: {name: $cluster_name}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: banlieue-provider-file}
+subjects: [{kind: ServiceAccount, name: $provider_workload, namespace: bench}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: $cluster_name-base}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: banlieue-provider}
 subjects: [{kind: ServiceAccount, name: $provider_workload, namespace: bench}]
 YAML
   say "installing the roles' RBAC (bootstrap operator's, and the operator's for the Provider)"
