@@ -407,5 +407,65 @@ TEST_F(BootstrapTest, ControllerCannotMintWorkloadsOrReadSecretsClusterWideAndOp
   }
 }
 
+// Cluster API's convention (issue #24): its manager's ClusterRole aggregates every ClusterRole
+// labelled cluster.x-k8s.io/aggregate-to-manager. Played here with a manager of our own: after
+// bootstrap it reaches banlieue's infrastructure kinds and each backend's, and nothing else.
+TEST_F(BootstrapTest, ClusterApisManagerReachesTheInfrastructureKindsByItsAggregationLabel) {
+  auto& cluster = LocalCluster::shared();
+  LocalCluster::TestNamespace ns(cluster);
+  const std::string manager = "capi-manager-" + ns.name().substr(ns.name().size() - 5);
+  auto role = cluster.apply(
+      "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\n"
+      "metadata: {name: " +
+      manager +
+      "}\n"
+      "aggregationRule:\n"
+      "  clusterRoleSelectors:\n"
+      "  - matchLabels: {cluster.x-k8s.io/aggregate-to-manager: \"true\"}\n"
+      "---\n"
+      "apiVersion: v1\nkind: ServiceAccount\n"
+      "metadata: {name: capi-manager, namespace: " +
+      ns.name() +
+      "}\n"
+      "---\n"
+      "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\n"
+      "metadata: {name: " +
+      manager +
+      "}\n"
+      "roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: " +
+      manager +
+      "}\n"
+      "subjects: [{kind: ServiceAccount, name: capi-manager, namespace: " +
+      ns.name() + "}]\n");
+  ASSERT_EQ(role.exit_code, 0) << role.output;
+  auto applied = bootstrap(ns.name());
+  ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  const std::string as = " --as=system:serviceaccount:" + ns.name() + ":capi-manager";
+  EXPECT_TRUE(LocalCluster::eventually(
+      [&] {
+        return contains(
+            cluster.kubectl("auth can-i create vspheremachines.infrastructure.banlieue.io -n "
+                            "default" +
+                            as)
+                .output,
+            "yes");
+      },
+      std::chrono::seconds(30)))
+      << cluster.kubectl("get clusterrole " + manager + " -o yaml").output;
+  for (const auto* query :
+       {"get vsphereclusters.infrastructure.banlieue.io -n default",
+        "patch libvirtmachinetemplates.infrastructure.banlieue.io -n default",
+        "delete acmemachines.infrastructure.acme.example -n default"}) {
+    EXPECT_TRUE(contains(cluster.kubectl(std::string("auth can-i ") + query + as).output, "yes"))
+        << query;
+  }
+  for (const auto* query : {"get secrets -n default", "get providers.banlieue.io -n default"}) {
+    EXPECT_FALSE(contains(cluster.kubectl(std::string("auth can-i ") + query + as).output, "yes"))
+        << query;
+  }
+  cluster.kubectl("delete clusterrolebinding " + manager + " --ignore-not-found");
+  cluster.kubectl("delete clusterrole " + manager + " --ignore-not-found");
+}
+
 }  // namespace
 }  // namespace banlieue

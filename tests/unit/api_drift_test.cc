@@ -66,5 +66,39 @@ TEST(ApiDriftTest, InstallManifestAndKustomizationMatch) {
   EXPECT_EQ(readFile(kDeploy / "kustomization.yaml"), renderKustomization(*files)) << kHowToFix;
 }
 
+// Cluster API's provider repository layout (issue #24): one release directory, the components
+// as bootstrap renders them, each object labelled for clusterctl.
+TEST(ApiDriftTest, ClusterctlRepositoryMatches) {
+  auto plugins = inTreePlugins();
+  auto components = renderClusterctlComponents(plugins);
+  ASSERT_TRUE(components.ok()) << components.status().message();
+  const auto release = kDeploy / clusterctlReleaseDirectory();
+  EXPECT_EQ(readFile(release / "infrastructure-components.yaml"), *components) << kHowToFix;
+  EXPECT_EQ(readFile(release / "metadata.yaml"), renderClusterctlMetadata()) << kHowToFix;
+  size_t releases = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(kDeploy / "clusterctl" / kClusterctlProviderName)) {
+    (void)entry;
+    ++releases;
+  }
+  EXPECT_EQ(releases, 1U) << "one release directory, this version's; " << kHowToFix;
+  // Every object carries the provider label clusterctl selects by.
+  const std::string& text = *components;
+  size_t objects = 0;
+  size_t labelled = 0;
+  for (size_t at = text.find("\nkind: "); at != std::string::npos;
+       at = text.find("\nkind: ", at + 1)) {
+    ++objects;
+  }
+  const std::string label =
+      std::string(kClusterctlProviderLabel) + ": " + kClusterctlProviderName + "\n";
+  for (size_t at = text.find(label); at != std::string::npos; at = text.find(label, at + 1)) {
+    ++labelled;
+  }
+  EXPECT_GT(objects, 20U);
+  EXPECT_EQ(labelled, objects);
+  EXPECT_NE(renderClusterctlMetadata().find("contract: v1beta2"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace banlieue::roles::crdgen

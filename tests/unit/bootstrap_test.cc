@@ -183,6 +183,22 @@ bool grants(const rapidjson::Value& role, const std::string& group, const std::s
   return false;
 }
 
+// The rules an aggregated ClusterRole selecting `label` would hold among `objects`.
+rapidjson::Document effectiveBySelector(const std::vector<rapidjson::Document>& objects,
+                                        const std::string& label) {
+  rapidjson::Document out(rapidjson::kObjectType);
+  auto& a = out.GetAllocator();
+  rapidjson::Value rules(rapidjson::kArrayType);
+  for (const auto& o : objects) {
+    if (json::stringOr(&o, "kind") != "ClusterRole") continue;
+    const auto* labels = json::find(&o, "metadata.labels");
+    if (labels == nullptr || !labels->HasMember(label.c_str())) continue;
+    for (const auto& r : o["rules"].GetArray()) rules.PushBack(rapidjson::Value(r, a), a);
+  }
+  out.AddMember("rules", rules, a);
+  return out;
+}
+
 // The rules a ClusterRole holds once the controller-manager has aggregated it: its own, or,
 // with an aggregationRule, those of every ClusterRole among `objects` carrying a selected
 // label (what a cluster with only bootstrap's objects would give it).
@@ -327,6 +343,14 @@ TEST(BootstrapManifestsTest, ControllerIsLeastPrivilegeAndOperatorMintsWorkloads
   EXPECT_TRUE(grants(*base, "banlieue.io", "providerclasses/status", "patch"));
   EXPECT_FALSE(grants(*base, "banlieue.io", "providerclasses", "patch"));
   EXPECT_TRUE(grants(*op, "infrastructure.banlieue.io", "libvirtmachines", "delete"));
+  // Cluster API's manager reaches every infrastructure kind through its aggregation label
+  // (issue #24): banlieue's own kinds and each backend's.
+  auto capi = effectiveBySelector(objects, "cluster.x-k8s.io/aggregate-to-manager");
+  EXPECT_TRUE(grants(capi, "infrastructure.banlieue.io", "libvirtmachines", "create"));
+  EXPECT_TRUE(grants(capi, "infrastructure.banlieue.io", "vsphereclusters", "get"));
+  EXPECT_TRUE(grants(capi, "infrastructure.banlieue.io", "vspheremachinetemplates", "get"));
+  EXPECT_FALSE(grants(capi, "", "secrets", "get"));
+  EXPECT_FALSE(grants(capi, "banlieue.io", "providers", "get"));
   // Jobs only in the build namespace: cluster-wide they could run as any ServiceAccount.
   EXPECT_FALSE(grants(*provider, "batch", "jobs", "create"));
   EXPECT_FALSE(grants(*op, "batch", "jobs", "create"));

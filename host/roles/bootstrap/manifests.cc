@@ -124,6 +124,17 @@ Strings backendInfrastructureRules(const DiscoveredPlugin& p) {
   return out;
 }
 
+// banlieue's own infrastructure kinds, every verb: what Cluster API's manager needs to make
+// machines from templates, read clusters and delete machines (banlieue-infrastructure).
+Strings builtinInfrastructureRules() {
+  Strings out;
+  for (const auto& [group, plurals] : builtinInfraPlurals()) {
+    out.push_back(rule({group}, plurals, kAll));
+    out.push_back(rule({group}, withSuffix(plurals, "/status"), kStatusWrite));
+  }
+  return out;
+}
+
 // What every provider pod needs whatever its backend: images, its Provider and class, events
 // (banlieue-provider). Its import Jobs are granted in the build namespace only
 // (kProviderImportsRole).
@@ -346,9 +357,10 @@ std::vector<rapidjson::Document> backendClusterRoles(const DiscoveredPlugin& p) 
   std::vector<rapidjson::Document> out;
   out.push_back(parse(clusterRole(backendProviderClusterRole(backend), "provider-" + backend,
                                   backendProviderRules(p), {kAggregateToOperatorLabel})));
-  out.push_back(parse(clusterRole(backendInfrastructureClusterRole(backend),
-                                  "provider-" + backend, backendInfrastructureRules(p),
-                                  {kAggregateToControllerLabel, kAggregateToOperatorLabel})));
+  out.push_back(parse(clusterRole(
+      backendInfrastructureClusterRole(backend), "provider-" + backend,
+      backendInfrastructureRules(p),
+      {kAggregateToControllerLabel, kAggregateToOperatorLabel, kAggregateToCapiManagerLabel})));
   return out;
 }
 
@@ -401,6 +413,9 @@ std::vector<rapidjson::Document> buildBootstrapObjects(
   // Shared provider ClusterRoles: the operator binds them per Provider but never creates them.
   // Each backend's two are the ones a third party ships for its own (docs/adr/0043).
   out.push_back(parse(clusterRole(kProviderBaseClusterRole, "provider", providerBaseRules())));
+  // Cluster API's manager reaches banlieue's own infrastructure kinds (docs/adr/0044).
+  out.push_back(parse(clusterRole(kBuiltinInfrastructureClusterRole, "controller",
+                                  builtinInfrastructureRules(), {kAggregateToCapiManagerLabel})));
   for (const auto& p : plugins) {
     for (auto& role : backendClusterRoles(p)) out.push_back(std::move(role));
   }

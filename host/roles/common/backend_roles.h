@@ -18,6 +18,12 @@ namespace banlieue::roles {
 
 inline constexpr const char* kAggregateToOperatorLabel = "banlieue.io/aggregate-to-operator";
 inline constexpr const char* kAggregateToControllerLabel = "banlieue.io/aggregate-to-controller";
+// Cluster API's convention: its manager's ClusterRole aggregates every ClusterRole with this
+// label, which is how it reaches an infrastructure provider's kinds (docs/adr/0044).
+inline constexpr const char* kAggregateToCapiManagerLabel = "cluster.x-k8s.io/aggregate-to-manager";
+// banlieue's own infrastructure kinds (VSphereCluster, the machine templates, ...) for
+// Cluster API's manager.
+inline constexpr const char* kBuiltinInfrastructureClusterRole = "banlieue-infrastructure";
 // What every provider pod needs beside its backend's kinds; bound per Provider.
 inline constexpr const char* kProviderBaseClusterRole = "banlieue-provider";
 

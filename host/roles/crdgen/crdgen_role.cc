@@ -36,7 +36,8 @@ int writeDeploy(const std::filesystem::path& dir,
                 const std::vector<bootstrap::DiscoveredPlugin>& plugins) {
   auto files = renderCrdFiles(plugins);
   auto install = renderInstallManifest(plugins);
-  for (const Status& s : {files.status(), install.status()}) {
+  auto components = renderClusterctlComponents(plugins);
+  for (const Status& s : {files.status(), install.status(), components.status()}) {
     if (!s.isOk()) {
       std::cerr << "banlieue crdgen: " << s.message() << "\n";
       return app::kExitFailure;
@@ -48,14 +49,20 @@ int writeDeploy(const std::filesystem::path& dir,
   for (const auto& [name, text] : *files) outputs[dir / "crds" / name] = text;
   outputs[dir / "install" / "banlieue.yaml"] = *install;
   outputs[dir / "kustomization.yaml"] = renderKustomization(*files);
+  // One release directory: an older version's is removed, as clusterctl would pick it too.
+  std::filesystem::remove_all(dir / "clusterctl", ec);
+  const auto release = dir / clusterctlReleaseDirectory();
+  outputs[release / "infrastructure-components.yaml"] = *components;
+  outputs[release / "metadata.yaml"] = renderClusterctlMetadata();
   for (const auto& [file, text] : outputs) {
     if (auto s = writeFile(file, text); !s.isOk()) {
       std::cerr << "banlieue crdgen: " << s.message() << "\n";
       return app::kExitFailure;
     }
   }
-  std::cerr << "banlieue crdgen: wrote " << files->size() << " CRDs, install/banlieue.yaml and "
-            << "kustomization.yaml to " << dir.string() << "\n";
+  std::cerr << "banlieue crdgen: wrote " << files->size() << " CRDs, install/banlieue.yaml, "
+            << "kustomization.yaml and " << clusterctlReleaseDirectory() << "/ to "
+            << dir.string() << "\n";
   return app::kExitOk;
 }
 
@@ -109,7 +116,8 @@ void registerCrdgenCommand(CLI::App& app, app::Action& action) {
                   "Write one <group>_<plural>.yaml per CRD into this directory instead of stdout");
   sub->add_option("--deploy", flags->deploy,
                   "Regenerate a deploy directory: crds/, install/banlieue.yaml (bootstrap's "
-                  "objects without CRDs) and kustomization.yaml");
+                  "objects without CRDs), kustomization.yaml and clusterctl/ (Cluster API's "
+                  "provider repository layout)");
   sub->add_option("--plugin-dir", flags->plugin_dir,
                   "Also emit the CRDs the plugins in this directory ship");
   sub->callback([&action, flags] { action = [flags] { return runCrdgen(*flags); }; });

@@ -28,6 +28,19 @@ StatusOr<std::string> renderCrdStream(const std::vector<bootstrap::DiscoveredPlu
 StatusOr<std::string> renderInstallManifest(
     const std::vector<bootstrap::DiscoveredPlugin>& plugins);
 
+// Cluster API's clusterctl reads an infrastructure provider from a repository laid out as
+// <repository>/infrastructure-banlieue/v<version>/{infrastructure-components.yaml,
+// metadata.yaml} (docs/adr/0044). The components: every CRD and bootstrap object, each labelled
+// cluster.x-k8s.io/provider=infrastructure-banlieue.
+inline constexpr const char* kClusterctlProviderLabel = "cluster.x-k8s.io/provider";
+inline constexpr const char* kClusterctlProviderName = "infrastructure-banlieue";
+StatusOr<std::string> renderClusterctlComponents(
+    const std::vector<bootstrap::DiscoveredPlugin>& plugins);
+// The release series this version belongs to and the Cluster API contract it implements.
+std::string renderClusterctlMetadata();
+// Where both go below a deploy directory: clusterctl/infrastructure-banlieue/v<version>.
+std::string clusterctlReleaseDirectory();
+
 // deploy/kustomization.yaml listing the CRD files and the install manifest.
 std::string renderKustomization(const std::map<std::string, std::string>& crd_files);
 
