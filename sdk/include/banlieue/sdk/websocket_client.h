@@ -1,4 +1,4 @@
-// A websocket client (RFC 6455) on the SDK's HTTPS client (docs/adr/0029, 0042): the same
+// A websocket client (RFC 6455) on the SDK's HTTPS client (docs/adr/0029, 0040): the same
 // endpoint rules, TLS verification and proxy tunnel as every request, then Boost.Beast's
 // websocket (the Sec-WebSocket-Key/Accept check, masked client frames, ping/pong, the close
 // handshake). Generic: a backend's console (Proxmox's vncwebsocket, vSphere's webmks) is a
