@@ -115,7 +115,9 @@ Behaviours:
     raw bytes. Behind it `qm terminal <vmid> -iface serialN` needs the guest running ("VM <id>
     not running") and serialN a socket ("serial interface 'serialN' is not configured",
     "wrong serial type on interface 'serialN'"); the fake's guest then prints a login prompt,
-    echoes what it gets and records each line it received in the guest's `serialInput`.
+    echoes what it gets and records each line it received in the guest's `serialInput`. QEMU's
+    serial socket serves one client at a time: a second session stays silent until the first
+    has gone.
 
 Test-only (outside /api2/json, no auth): GET /_fake/state dumps every guest (with its
 `snapshots`) and every file under the storage directories (`files`, for leak checks), and
@@ -214,6 +216,7 @@ class State:
         self.console_sessions = {}  # id -> {vmid, user, iface}: connections past "OK"
         self.console_next = None  # "expired": how the next termproxy ticket is made
         self.console_end = set()  # vmids whose console sessions end
+        self.serial_holders = {}  # vmid -> the session QEMU's serial socket serves
 
     @staticmethod
     def new_vm(vmid, node, name, template=False):
@@ -377,6 +380,8 @@ class ConsoleMixin:
         finally:
             with state.lock:
                 state.console_sessions.pop(session_id, None)
+                if state.serial_holders.get(proxy["vmid"]) == session_id:
+                    del state.serial_holders[proxy["vmid"]]
                 task = state.tasks[proxy["upid"]]
                 if task["status"] == "running":
                     task["status"], task["exitstatus"] = "stopped", "OK"
@@ -478,7 +483,7 @@ class ConsoleMixin:
                                                   "iface": proxy["iface"]}
         self.ws_deadline = None
         self.ws_send(b"OK")
-        guest = SerialGuest(self, state, proxy)
+        guest = SerialGuest(self, state, proxy, session_id)
         if not guest.attach():
             return
         queue = rest
@@ -516,8 +521,8 @@ class ConsoleMixin:
 class SerialGuest:
     """What `qm terminal` reaches: the guest's serial line, scripted as a getty with echo."""
 
-    def __init__(self, handler, state, proxy):
-        self.handler, self.state, self.proxy = handler, state, proxy
+    def __init__(self, handler, state, proxy, session):
+        self.handler, self.state, self.proxy, self.session = handler, state, proxy, session
         self.line = b""
         self.lines = 0
 
@@ -544,6 +549,16 @@ class SerialGuest:
         if error:
             self.handler.ws_send((error + "\n").encode())
             return False
+        # QEMU's serial socket serves one client: another `qm terminal` waits in its backlog.
+        waited = time.monotonic() + 60
+        while True:
+            with self.state.lock:
+                holder = self.state.serial_holders.setdefault(self.proxy["vmid"], self.session)
+                if holder == self.session or self.proxy["vmid"] in self.state.console_end:
+                    break
+            if time.monotonic() > waited:
+                return False
+            time.sleep(0.05)
         self.name = name
         self.handler.ws_send(("\r\nUbuntu 24.04 LTS %s ttyS0\r\n\r\n%s login: "
                               % (name, name)).encode())

@@ -177,6 +177,29 @@ TEST_F(ProxmoxConsoleTest, TicketAuthOpensTheConsoleToo) {
   remove(object);
 }
 
+// QEMU's serial socket serves one client at a time (a second `qm terminal` would sit silent), so
+// a second console of the same guest is ConsoleBusy until the first is closed.
+TEST_F(ProxmoxConsoleTest, ASecondConsoleOfTheSameGuestIsBusyUntilTheFirstCloses) {
+  const std::string object = runningGuest("busy", "a1b2c3d4-0000-4000-8000-00000000c008");
+  banlieue_console* first = nullptr;
+  CallOutcome opened = driver_->consoleOpen(object, &first);
+  ASSERT_TRUE(opened.ok()) << opened.reason << ": " << opened.message;
+  banlieue_console* second = nullptr;
+  CallOutcome busy = driver_->consoleOpen(object, &second);
+  EXPECT_EQ(busy.code, BANLIEUE_FAILED_PRECONDITION) << busy.reason << ": " << busy.message;
+  EXPECT_EQ(busy.reason, "ConsoleBusy");
+  EXPECT_EQ(second, nullptr);
+  driver_->consoleClose(first);
+  ASSERT_TRUE(waitForSessions(*fake_, 0));
+  CallOutcome again = driver_->consoleOpen(object, &second);
+  ASSERT_TRUE(again.ok()) << again.reason << ": " << again.message;
+  const std::string prompt = readUntil(*driver_, second, "busy login: ");
+  EXPECT_NE(prompt.find("busy login: "), std::string::npos) << prompt;
+  driver_->consoleClose(second);
+  EXPECT_TRUE(waitForSessions(*fake_, 0));
+  remove(object);
+}
+
 // A guest without a serial port has no serial console: a specific reason at once, and no
 // termproxy is started (PVE's `qm terminal` would fail only after the ticket was accepted).
 TEST_F(ProxmoxConsoleTest, AGuestWithoutASerialPortIsRefusedWithAReason) {

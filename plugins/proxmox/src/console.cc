@@ -42,9 +42,17 @@ Status closed(const std::string& message) {
 
 class PveConsole final : public sdk::Console {
  public:
-  PveConsole(std::unique_ptr<WebSocket> socket, std::string early_output, std::string what)
-      : socket_(std::move(socket)), pending_(std::move(early_output)), what_(std::move(what)) {}
-  ~PveConsole() override { socket_->close(kCloseWait); }
+  PveConsole(std::unique_ptr<WebSocket> socket, std::string early_output, std::string what,
+             ConsoleSessions& sessions, std::string port)
+      : socket_(std::move(socket)),
+        pending_(std::move(early_output)),
+        what_(std::move(what)),
+        sessions_(sessions),
+        port_(std::move(port)) {}
+  ~PveConsole() override {
+    socket_->close(kCloseWait);
+    sessions_.release(port_);
+  }
   PveConsole(const PveConsole&) = delete;
   PveConsole& operator=(const PveConsole&) = delete;
 
@@ -92,6 +100,8 @@ class PveConsole final : public sdk::Console {
   std::unique_ptr<WebSocket> socket_;
   std::string pending_;  // the reader's only
   const std::string what_;
+  ConsoleSessions& sessions_;
+  const std::string port_;
 };
 
 Status refused(const std::string& what, const std::string& why) {
@@ -125,7 +135,7 @@ Status awaitOk(WebSocket& socket, Deadline deadline, const std::string& what,
 
 }  // namespace
 
-Status openMachineConsole(const PveClient& client, const sdk::Call& call,
+Status openMachineConsole(const PveClient& client, ConsoleSessions& sessions, const sdk::Call& call,
                           const sdk::ConsoleRequest& request, std::unique_ptr<sdk::Console>& out,
                           sdk::Reply& reply) {
   if (request.console != "serial") return sdk::unimplemented("console " + request.console);
@@ -173,23 +183,42 @@ Status openMachineConsole(const PveClient& client, const sdk::Call& call,
                   "', not a socket: PVE's terminal reaches socket serial ports only"};
     }
 
+    const std::string port_key = ref->node + "/" + vmid + "/" + kSerialPort;
+    if (!sessions.claim(port_key)) {
+      return {Code::kFailedPrecondition, "ConsoleBusy",
+              "the " + what + " is open already (QEMU's serial socket serves one at a time)"};
+    }
+    struct Release {
+      ConsoleSessions& sessions;
+      const std::string& port;
+      bool kept = false;
+      ~Release() {
+        if (!kept) sessions.release(port);
+      }
+    } release{sessions, port_key};
+
     rapidjson::Document session =
         client.post(vm + "/termproxy", {{"serial", kSerialPort}}, deadline);
     const int64_t port = asInt(json::member(&session, "port"));
     std::string ticket = asString(json::member(&session, "ticket"));
     const std::string user = asString(json::member(&session, "user"));
+    // The ticket and its copy in the websocket's query are overwritten however this ends.
+    Form query{{"port", std::to_string(port)}, {"vncticket", ticket}};
     struct Scrub {
       std::string& ticket;
-      ~Scrub() { zero(ticket); }
-    } scrub{ticket};
+      std::string& query_ticket;
+      ~Scrub() {
+        zero(ticket);
+        zero(query_ticket);
+      }
+    } scrub{ticket, query[1].second};
     if (port <= 0 || ticket.empty() || user.empty()) {
       throw PveError(502, "POST " + vm + "/termproxy: the answer has no port, ticket or user");
     }
 
     std::unique_ptr<WebSocket> socket;
     try {
-      socket = client.openWebSocket(
-          vm + "/vncwebsocket", {{"port", std::to_string(port)}, {"vncticket", ticket}}, deadline);
+      socket = client.openWebSocket(vm + "/vncwebsocket", query, deadline);
     } catch (const PveError& e) {
       // A VNC ticket lasts 40 s from when PVE made it: a refusal is a slow call or clocks
       // that disagree, not wrong credentials (those fail the termproxy call before).
@@ -212,7 +241,9 @@ Status openMachineConsole(const PveClient& client, const sdk::Call& call,
     Status accepted = awaitOk(*socket, deadline, what, early_output);
     if (!accepted.isOk()) return accepted;
 
-    out = std::make_unique<PveConsole>(std::move(socket), std::move(early_output), what);
+    out = std::make_unique<PveConsole>(std::move(socket), std::move(early_output), what, sessions,
+                                       port_key);
+    release.kept = true;
     auto& a = reply.allocator();
     reply.status().AddMember("console", "serial", a);
     reply.status().AddMember("description", json::stringValue(what + " (PVE termproxy)", a), a);

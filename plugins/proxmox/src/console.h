@@ -13,11 +13,34 @@
 #include <banlieue/sdk/provider.h>
 
 #include <memory>
+#include <mutex>
+#include <set>
+#include <string>
 
 namespace banlieue::proxmox {
 
-sdk::Status openMachineConsole(const PveClient& client, const sdk::Call& call,
-                               const sdk::ConsoleRequest& request,
+// The serial ports this Provider holds a console of. QEMU's serial socket serves one client at
+// a time (a second `qm terminal` waits, silent, until the first leaves), so a second console of
+// the same guest is refused with ConsoleBusy instead of opening onto nothing. Consoles are
+// closed before their instance goes (ABI rule), so a console may hold a reference to this.
+class ConsoleSessions {
+ public:
+  bool claim(const std::string& port) {
+    std::lock_guard lock(mutex_);
+    return open_.insert(port).second;
+  }
+  void release(const std::string& port) {
+    std::lock_guard lock(mutex_);
+    open_.erase(port);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::set<std::string> open_;  // "<node>/<vmid>/serial0"
+};
+
+sdk::Status openMachineConsole(const PveClient& client, ConsoleSessions& sessions,
+                               const sdk::Call& call, const sdk::ConsoleRequest& request,
                                std::unique_ptr<sdk::Console>& out, sdk::Reply& reply);
 
 }  // namespace banlieue::proxmox

@@ -181,7 +181,7 @@ class ProxmoxInstance final : public sdk::Instance {
   Status openConsole(const sdk::Call& call, const sdk::ConsoleRequest& request,
                      std::unique_ptr<sdk::Console>& out, sdk::Reply& reply) override {
     if (request.kind != kMachineKind) return unsupported(request.kind);
-    return openMachineConsole(*client_, call, request, out, reply);
+    return openMachineConsole(*client_, consoles_, call, request, out, reply);
   }
 
   void shutdown(const sdk::Call& /*call*/) override { importer_.shutdown(); }
@@ -197,6 +197,7 @@ class ProxmoxInstance final : public sdk::Instance {
   NodeFiles files_;
   MachineReconciler machines_;
   SnapshotManager snapshots_;
+  ConsoleSessions consoles_;
   ImageImporter importer_;  // last: its threads use the members above
 };
 
