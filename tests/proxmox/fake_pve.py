@@ -126,7 +126,9 @@ counts the API requests served (`requests`, by method and path in `requestLog`),
 ages every ticket issued so far past its lifetime (the state dump counts "logins"), POST /_fake/config?vmid=&key=&value=
 edits a guest behind the plugin's back, POST /_fake/stale-nextid?count=N makes the next N
 /cluster/nextid answers name a taken VMID (a race with another client). POST
-/_fake/console?next=expired makes the next termproxy ticket one already past its 40 s, POST
+/_fake/console?next=expired makes the next termproxy ticket one already past its 40 s (and
+?next=bad-accept answers the next upgrade with a wrong Sec-WebSocket-Accept, which PVE never
+does: it checks the client), POST
 /_fake/console?end=<vmid> ends the guest side of that guest's console sessions (as when the VM
 stops); the state dump lists open console sessions (`consoleSessions`: vmid, user, iface) and
 every console ticket issued (`consoleTickets`, for leak checks). Started by the C++ harness with
@@ -365,6 +367,10 @@ class ConsoleMixin:
                 state.tasks[proxy["upid"]]["ends"] = float("inf")
         if proxy is None:
             return  # nobody listens on the port (any more): PVE drops the connection
+        with state.lock:
+            # Test-only: an upgrade answered with a Sec-WebSocket-Accept that does not match.
+            if state.console_next == "bad-accept":
+                state.console_next, key = None, key + "x"
         accept = base64.b64encode(hashlib.sha1((key + WEBSOCKET_GUID).encode()).digest())
         lines = ["HTTP/1.1 101 Switching Protocols", "Upgrade: websocket",
                  "Connection: upgrade", "Sec-WebSocket-Accept: " + accept.decode()]

@@ -334,5 +334,44 @@ TEST_F(ProxmoxConsoleTest, TheFakeRefusesWrongTicketsAsPveDoes) {
   remove(object);
 }
 
+// The websocket is held to the same TLS policy as every request (the server's certificate
+// verified against the Provider's CA only) and to RFC 6455's handshake (the server's
+// Sec-WebSocket-Accept must answer the key sent).
+TEST_F(ProxmoxConsoleTest, TheWebsocketChecksTheCertificateAndTheHandshake) {
+  const std::string object = runningGuest("checked", "a1b2c3d4-0000-4000-8000-00000000c009");
+  const Endpoint endpoint = Endpoint::parse(fake_->url());
+  const auto deadline = [] { return Clock::now() + std::chrono::seconds(10); };
+  const std::string vm = "/nodes/pve1/qemu/" + std::to_string(vmid_);
+  auto clientTrusting = [&](const std::string& ca) {
+    TlsOptions tls;
+    tls.ca_bundle_pem = ca;
+    PveCredentials credentials;
+    credentials.token = std::string(FakePve::kUser) + "=" + FakePve::kSecret;
+    return std::make_unique<PveClient>(makeHttpsTransport(endpoint, tls), endpoint,
+                                       std::move(credentials));
+  };
+  auto trusted = clientTrusting(fake_->caPem());
+  auto proxy = trusted->post(vm + "/termproxy", {{"serial", "serial0"}}, deadline());
+  const Form query{{"port", std::to_string(asInt(json::member(&proxy, "port")))},
+                   {"vncticket", asString(json::member(&proxy, "ticket"))}};
+
+  const FakePve stranger;  // another test CA
+  try {
+    (void)clientTrusting(stranger.caPem())->openWebSocket(vm + "/vncwebsocket", query, deadline());
+    ADD_FAILURE() << "the websocket trusted a certificate of another CA";
+  } catch (const TransportError& e) {
+    EXPECT_EQ(e.kind(), TransportError::Kind::kTls) << e.what();
+  }
+
+  fake_->fake("console?next=bad-accept");
+  try {
+    (void)trusted->openWebSocket(vm + "/vncwebsocket", query, deadline());
+    ADD_FAILURE() << "a wrong Sec-WebSocket-Accept was taken";
+  } catch (const TransportError& e) {
+    EXPECT_NE(std::string(e.what()).find("Sec-WebSocket-Accept"), std::string::npos) << e.what();
+  }
+  remove(object);
+}
+
 }  // namespace
 }  // namespace banlieue::proxmox::testing
