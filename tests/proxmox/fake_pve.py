@@ -39,6 +39,9 @@ Endpoints (all under /api2/json):
   PUT    /nodes/{node}/qemu/{vmid}/snapshot/{snapname}/config     description
   POST   /nodes/{node}/qemu/{vmid}/snapshot/{snapname}/rollback   [start] -> UPID (qmrollback)
   DELETE /nodes/{node}/qemu/{vmid}/snapshot/{snapname}[?force=1]  -> UPID (qmdelsnapshot)
+  POST   /nodes/{node}/qemu/{vmid}/termproxy      [serial=serial0..3] -> {user, ticket, port, upid}
+  GET    /nodes/{node}/qemu/{vmid}/vncwebsocket   port, vncticket; with "Upgrade: websocket"
+                                                  the connection becomes the console's websocket
 
 Behaviours:
   - API-token auth: "Authorization: PVEAPIToken=user@realm!tokenid=secret"; a wrong token is
@@ -91,23 +94,57 @@ Behaviours:
     "unable to create template, because VM contains snapshots"; a clone copies the current
     configuration, never the snapshots or their `parent` link.
 
+  - Consoles follow qemu-server's termproxy and vncwebsocket (PVE/API2/Qemu.pm), pve-http-
+    server's websocket_proxy (PVE/APIServer/AnyEvent.pm) and pve-xtermjs's termproxy:
+    termproxy starts a `vncproxy` task that listens on a port of 5900-5999 for ONE connection
+    for 10 s (then the task fails "failed waiting for client: timed out") and answers the
+    caller's user (user@realm, or user@realm!tokenid for a token), a VNC ticket
+    "PVEVNC:<hex time>::<signature>" bound to that user and /vms/<vmid>, valid from 20 s before
+    to 40 s after it was made, and the port. vncwebsocket authenticates like any endpoint,
+    then checks the ticket for the caller and the guest (else 500 "permission denied - invalid
+    vnc ticket"); with an upgrade request (Upgrade: websocket, Sec-WebSocket-Version 13, a
+    Sec-WebSocket-Key; the subprotocol asked for is echoed) it answers 101 and proxies to the
+    port, which takes its one connection (a second attempt finds nobody listening and the
+    connection is dropped). Client frames must be masked, whole (FIN), without RSV bits and at
+    most 128 KiB, else the connection is dropped; pings are answered with pongs; a close frame
+    shuts the connection down (PVE sends no close frame back, nor when the guest side ends: it
+    drops the connection). Server frames are binary. Over it termproxy reads
+    "<user>:<ticket>\n" within 10 s, checks them as /access/ticket does (VM.Console on
+    /vms/<vmid>; a wrong one closes the connection without a word) and answers "OK"; then
+    input comes as "0:<len>:<bytes>", resizes as "1:<cols>:<rows>:", "2" is a ping; output is
+    raw bytes. Behind it `qm terminal <vmid> -iface serialN` needs the guest running ("VM <id>
+    not running") and serialN a socket ("serial interface 'serialN' is not configured",
+    "wrong serial type on interface 'serialN'"); the fake's guest then prints a login prompt,
+    echoes what it gets and records each line it received in the guest's `serialInput`. QEMU's
+    serial socket serves one client at a time: a second session stays silent until the first
+    has gone.
+
 Test-only (outside /api2/json, no auth): GET /_fake/state dumps every guest (with its
 `snapshots`) and every file under the storage directories (`files`, for leak checks), and
 counts the API requests served (`requests`, by method and path in `requestLog`), POST
 /_fake/node?name=X&status=online|offline flips a node, POST /_fake/expire-tickets
 ages every ticket issued so far past its lifetime (the state dump counts "logins"), POST /_fake/config?vmid=&key=&value=
 edits a guest behind the plugin's back, POST /_fake/stale-nextid?count=N makes the next N
-/cluster/nextid answers name a taken VMID (a race with another client). Started by the C++ harness with
+/cluster/nextid answers name a taken VMID (a race with another client). POST
+/_fake/console?next=expired makes the next termproxy ticket one already past its 40 s (and
+?next=bad-accept answers the next upgrade with a wrong Sec-WebSocket-Accept, which PVE never
+does: it checks the client), POST
+/_fake/console?end=<vmid> ends the guest side of that guest's console sessions (as when the VM
+stops); the state dump lists open console sessions (`consoleSessions`: vmid, user, iface) and
+every console ticket issued (`consoleTickets`, for leak checks). Started by the C++ harness with
 --port 0; it prints "READY <port> <ca.pem>" once listening with a certificate from a test CA
 it generated with the openssl command.
 """
 
 import argparse
+import base64
 import hashlib
 import json
 import os
 import re
 import secrets
+import select
+import socket
 import ssl
 import subprocess
 import sys
@@ -123,6 +160,13 @@ TASK_SECONDS = 0.3
 # characters.
 SNAPNAME_RE = re.compile(r"[a-zA-Z][a-zA-Z0-9_-]+")
 SNAPNAME_MAX = 40
+
+# PVE's VNC tickets (PVE::AccessControl::verify_vnc_ticket): valid from 20 s before to 40 s
+# after they were made. termproxy waits 10 s for its client and 10 s for the ticket line.
+VNC_TICKET_MIN_AGE, VNC_TICKET_MAX_AGE = -20, 40
+TERMPROXY_WAIT = 10.0
+WEBSOCKET_MAX_PAYLOAD = 128 * 1024  # pve-http-server's websocket_proxy
+WEBSOCKET_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
 
 class PveError(Exception):
@@ -169,6 +213,12 @@ class State:
         self.stale_nextid = 0  # how many /cluster/nextid answers name a taken VMID
         self.malformed_resources = 0  # how many /cluster/resources answers are not a list
         self.requests = []  # "METHOD /path" of every API request served, in order
+        self.vnc_tickets = {}  # ticket -> (user, path, time made)
+        self.termproxies = {}  # port -> a termproxy waiting for its one connection
+        self.console_sessions = {}  # id -> {vmid, user, iface}: connections past "OK"
+        self.console_next = None  # "expired": how the next termproxy ticket is made
+        self.console_end = set()  # vmids whose console sessions end
+        self.serial_holders = {}  # vmid -> the session QEMU's serial socket serves
 
     @staticmethod
     def new_vm(vmid, node, name, template=False):
@@ -244,7 +294,306 @@ class State:
                 task["status"] = "stopped"
 
 
-class Handler(BaseHTTPRequestHandler):
+class ConsoleMixin:
+    """termproxy, vncwebsocket and what runs behind them (see the module's docstring)."""
+
+    def termproxy(self, state, node, vm, params):
+        serial = params.get("serial")
+        if serial is not None and serial not in ("serial0", "serial1", "serial2", "serial3"):
+            raise PveError(400, "Parameter verification failed.",
+                           {"serial": "value '%s' does not have a value in the enumeration "
+                                      "'serial0, serial1, serial2, serial3'" % serial})
+        vmid = vm["vmid"]
+        made = time.time()
+        if state.console_next == "expired":
+            made -= VNC_TICKET_MAX_AGE + 20
+            state.console_next = None
+        ticket = "PVEVNC:%08X::%s" % (int(made), secrets.token_urlsafe(48))
+        state.vnc_tickets[ticket] = (self.user, "/vms/%d" % vmid, made)
+        port = next(p for p in range(5900, 6000) if p not in state.termproxies)
+        proxy = {"vmid": vmid, "node": node, "iface": serial, "port": port}
+
+        def finish():  # nobody connected in time
+            state.termproxies.pop(port, None)
+            return "failed waiting for client: timed out"
+        upid = state.start_task(node, "vncproxy", vmid, finish)
+        state.tasks[upid]["ends"] = time.monotonic() + TERMPROXY_WAIT
+        proxy["upid"] = upid
+        state.termproxies[port] = proxy
+        return {"user": self.user, "ticket": ticket, "port": port, "upid": upid}
+
+    @staticmethod
+    def vnc_ticket_valid(state, ticket, user, path):
+        made = state.vnc_tickets.get(ticket)
+        if made is None or made[0] != user or made[1] != path:
+            return False
+        age = time.time() - made[2]
+        return VNC_TICKET_MIN_AGE < age < VNC_TICKET_MAX_AGE
+
+    def vncwebsocket(self, state, vm, params):
+        errors = {k: "property is missing and it is not optional"
+                  for k in ("port", "vncticket") if not params.get(k)}
+        if errors:
+            raise PveError(400, "Parameter verification failed.", errors)
+        try:
+            port = int(params["port"])
+        except ValueError:
+            raise PveError(400, "Parameter verification failed.",
+                           {"port": "type check ('integer') failed - got '%s'" % params["port"]})
+        if not 5900 <= port <= 5999:
+            raise PveError(400, "Parameter verification failed.",
+                           {"port": "value must have a minimum value of 5900"
+                            if port < 5900 else "value must have a maximum value of 5999"})
+        if not self.vnc_ticket_valid(state, params["vncticket"], self.user,
+                                     "/vms/%d" % vm["vmid"]):
+            raise PveError(500, "permission denied - invalid vnc ticket")
+        return {"port": str(port)}
+
+    # -- the websocket (pve-http-server's websocket_proxy) ----------------------------------
+    def websocket_proxy(self, state, port):
+        self.close_connection = True
+        upgrade_error = None
+        if self.headers.get("Sec-WebSocket-Version") != "13":
+            upgrade_error = "unsupported websocket-version '%s'" % self.headers.get(
+                "Sec-WebSocket-Version", "")
+        key = self.headers.get("Sec-WebSocket-Key")
+        if not key:
+            upgrade_error = "missing websocket-key"
+        if upgrade_error:
+            raise PveError(501, upgrade_error)
+        with state.lock:
+            proxy = state.termproxies.pop(port, None)
+            if proxy is not None:
+                state.tasks[proxy["upid"]]["ends"] = float("inf")
+        if proxy is None:
+            return  # nobody listens on the port (any more): PVE drops the connection
+        with state.lock:
+            # Test-only: an upgrade answered with a Sec-WebSocket-Accept that does not match.
+            if state.console_next == "bad-accept":
+                state.console_next, key = None, key + "x"
+        accept = base64.b64encode(hashlib.sha1((key + WEBSOCKET_GUID).encode()).digest())
+        lines = ["HTTP/1.1 101 Switching Protocols", "Upgrade: websocket",
+                 "Connection: upgrade", "Sec-WebSocket-Accept: " + accept.decode()]
+        if self.headers.get("Sec-WebSocket-Protocol"):
+            lines.append("Sec-WebSocket-Protocol: " + self.headers["Sec-WebSocket-Protocol"])
+        self.wfile.write(("\r\n".join(lines) + "\r\n\r\n").encode())
+        self.wfile.flush()
+        session_id = proxy["upid"]
+        try:
+            self.termproxy_session(state, proxy, session_id)
+        except (OSError, ValueError, ConnectionError):
+            pass
+        finally:
+            with state.lock:
+                state.console_sessions.pop(session_id, None)
+                if state.serial_holders.get(proxy["vmid"]) == session_id:
+                    del state.serial_holders[proxy["vmid"]]
+                task = state.tasks[proxy["upid"]]
+                if task["status"] == "running":
+                    task["status"], task["exitstatus"] = "stopped", "OK"
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def ws_send(self, payload, opcode=0x2):
+        for start in range(0, max(len(payload), 1), WEBSOCKET_MAX_PAYLOAD):
+            chunk = payload[start:start + WEBSOCKET_MAX_PAYLOAD]
+            head = bytes([0x80 | opcode])
+            if len(chunk) <= 125:
+                head += bytes([len(chunk)])
+            elif len(chunk) <= 0xFFFF:
+                head += bytes([126]) + len(chunk).to_bytes(2, "big")
+            else:
+                head += bytes([127]) + len(chunk).to_bytes(8, "big")
+            self.connection.sendall(head + chunk)
+
+    def ws_frames(self, state, vmid):
+        """Yields the payloads of the client's data frames; None when nothing came for a
+        while. Ends (StopIteration) when the client closes, or raises ValueError on what PVE
+        refuses (and when self.ws_deadline passes)."""
+        buf = b""
+        self.connection.settimeout(30)
+        while True:
+            while True:
+                if len(buf) >= 2:
+                    head, length = buf[0], buf[1] & 0x7F
+                    if not head & 0x80:
+                        raise ValueError("received fragmented websocket frame")
+                    if head & 0x70:
+                        raise ValueError("received websocket frame with RSV flags")
+                    if not buf[1] & 0x80:
+                        raise ValueError("received unmasked websocket frame from client")
+                    offset = 2
+                    if length == 126 and len(buf) >= 4:
+                        length, offset = int.from_bytes(buf[2:4], "big"), 4
+                    elif length == 127 and len(buf) >= 10:
+                        length, offset = int.from_bytes(buf[2:10], "big"), 10
+                    elif length >= 126:
+                        break
+                    if length > WEBSOCKET_MAX_PAYLOAD:
+                        raise ValueError("received too large websocket frame (len = %d)" % length)
+                    if len(buf) < offset + 4 + length:
+                        break
+                    mask = buf[offset:offset + 4]
+                    payload = bytes(b ^ mask[i % 4] for i, b in
+                                    enumerate(buf[offset + 4:offset + 4 + length]))
+                    buf = buf[offset + 4 + length:]
+                    opcode = head & 0x0F
+                    if opcode in (1, 2):
+                        yield payload
+                    elif opcode == 8:
+                        return  # PVE shuts the connection down, without a close frame back
+                    elif opcode == 9:
+                        self.ws_send(payload, 0xA)
+                    elif opcode != 0xA:
+                        raise ValueError("received unhandled websocket opcode %d" % opcode)
+                else:
+                    break
+            with state.lock:
+                if vmid in state.console_end:
+                    return
+            if self.ws_deadline is not None and time.monotonic() > self.ws_deadline:
+                raise ValueError("failed reading ticket: timed out")
+            if self.connection.pending() == 0:
+                ready, _, _ = select.select([self.connection], [], [], 0.1)
+                if not ready:
+                    yield None
+                    continue
+            data = self.connection.recv(65536)
+            if not data:
+                return
+            buf += data
+
+    def termproxy_session(self, state, proxy, session_id):
+        vmid = proxy["vmid"]
+        self.ws_deadline = time.monotonic() + TERMPROXY_WAIT
+        frames = self.ws_frames(state, vmid)
+        line = b""
+        for payload in frames:
+            if payload:
+                line += payload
+            if b"\n" in line:
+                break
+        else:
+            return
+        first, _, rest = line.partition(b"\n")
+        user, sep, ticket = first.decode(errors="replace").partition(":")
+        with state.lock:
+            # termproxy asks /access/ticket with the ticket as password, the path and the
+            # privilege: a VNC ticket of that user for /vms/<vmid> (and VM.Console, which the
+            # fake's user holds).
+            if not sep or not self.vnc_ticket_valid(state, ticket, user, "/vms/%d" % vmid):
+                return  # termproxy exits: the connection closes without a word
+            state.console_sessions[session_id] = {"vmid": vmid, "user": user,
+                                                  "iface": proxy["iface"]}
+        self.ws_deadline = None
+        self.ws_send(b"OK")
+        guest = SerialGuest(self, state, proxy, session_id)
+        if not guest.attach():
+            return
+        queue = rest
+        for payload in frames:
+            if payload:
+                queue += payload
+            queue = self.xterm_input(queue, guest)
+
+    @staticmethod
+    def xterm_input(queue, guest):
+        """Takes PVE's xterm.js messages off the front of `queue`; returns what is left."""
+        while queue:
+            kind = queue[:1]
+            if kind == b"0":
+                header = re.match(rb"0:(\d+):", queue)
+                if header is None:
+                    return queue  # incomplete
+                length = int(header.group(1))
+                start = header.end()
+                if len(queue) < start + length:
+                    return queue
+                guest.receive(queue[start:start + length])
+                queue = queue[start + length:]
+            elif kind == b"1":
+                resize = re.match(rb"1:(\d+):(\d+):", queue)
+                if resize is None:
+                    return queue
+                guest.resize(int(resize.group(1)), int(resize.group(2)))
+                queue = queue[resize.end():]
+            else:
+                queue = queue[1:]  # "2" (a ping) or anything termproxy ignores
+        return queue
+
+
+class SerialGuest:
+    """What `qm terminal` reaches: the guest's serial line, scripted as a getty with echo."""
+
+    def __init__(self, handler, state, proxy, session):
+        self.handler, self.state, self.proxy, self.session = handler, state, proxy, session
+        self.line = b""
+        self.lines = 0
+
+    def attach(self):
+        with self.state.lock:
+            vm = self.state.vms.get(self.proxy["vmid"])
+            iface = self.proxy["iface"]
+            error = None
+            if vm is None:
+                error = "Configuration file 'nodes/%s/qemu-server/%d.conf' does not exist" % (
+                    self.proxy["node"], self.proxy["vmid"])
+            elif iface is None:
+                iface = next((o for o in ("serial0", "serial1", "serial2", "serial3")
+                              if vm["config"].get(o) == "socket"), None)
+                if iface is None:
+                    error = "unable to find a serial interface"
+            elif not vm["config"].get(iface):
+                error = "serial interface '%s' is not configured" % iface
+            elif vm["config"][iface] != "socket":
+                error = "wrong serial type on interface '%s'" % iface
+            if error is None and vm["status"] != "running":
+                error = "VM %d not running" % vm["vmid"]
+            name = vm["name"] if vm else ""
+        if error:
+            self.handler.ws_send((error + "\n").encode())
+            return False
+        # QEMU's serial socket serves one client: another `qm terminal` waits in its backlog.
+        waited = time.monotonic() + 60
+        while True:
+            with self.state.lock:
+                holder = self.state.serial_holders.setdefault(self.proxy["vmid"], self.session)
+                if holder == self.session or self.proxy["vmid"] in self.state.console_end:
+                    break
+            if time.monotonic() > waited:
+                return False
+            time.sleep(0.05)
+        self.name = name
+        self.handler.ws_send(("\r\nUbuntu 24.04 LTS %s ttyS0\r\n\r\n%s login: "
+                              % (name, name)).encode())
+        return True
+
+    def resize(self, cols, rows):
+        self.size = (cols, rows)
+
+    def receive(self, data):
+        echo = b""
+        for byte in data:
+            char = bytes([byte])
+            if char in (b"\r", b"\n"):
+                with self.state.lock:
+                    vm = self.state.vms.get(self.proxy["vmid"])
+                    if vm is not None:
+                        vm.setdefault("serialInput", []).append(
+                            self.line.decode(errors="replace"))
+                self.line = b""
+                self.lines += 1
+                echo += b"\r\nPassword: " if self.lines % 2 else (
+                    b"\r\n\r\nLogin incorrect\r\n%s login: " % self.name.encode())
+            else:
+                self.line += char
+                echo += char
+        self.handler.ws_send(echo)
+
+
+class Handler(ConsoleMixin, BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "pve-api-daemon/3.0"
 
@@ -294,10 +643,15 @@ class Handler(BaseHTTPRequestHandler):
             if parts == ["access", "ticket"] and method == "POST":
                 with state.lock:
                     return self.reply(200, self.login(state, params))
-            self.authenticate(state, method)
+            self.user = self.authenticate(state, method)
             with state.lock:
                 state.advance()
                 data = self.route(state, method, parts, params)
+            # pve-http-server: an upgrade to a path ending in "websocket" whose API call
+            # succeeded becomes the websocket proxy.
+            if (method == "GET" and parts[-1] == "vncwebsocket"
+                    and self.headers.get("Upgrade", "").lower() == "websocket"):
+                return self.websocket_proxy(state, int(data["port"]))
             self.reply(200, data)
         except PveError as e:
             self.reply(e.code, None, e.message, e.errors)
@@ -330,7 +684,7 @@ class Handler(BaseHTTPRequestHandler):
         if auth.startswith("PVEAPIToken="):
             if auth != "PVEAPIToken=" + state.token:
                 raise PveError(401, "invalid token value!")
-            return
+            return state.token.split("=")[0]  # user@realm!tokenid
         cookies = {}
         for part in self.headers.get("Cookie", "").split(";"):
             name, _, value = part.strip().partition("=")
@@ -345,6 +699,7 @@ class Handler(BaseHTTPRequestHandler):
             csrf = issued[1]
         if method != "GET" and self.headers.get("CSRFPreventionToken") != csrf:
             raise PveError(401, "Permission denied - invalid csrf token")
+        return state.user
 
     # -- test-only endpoints ------------------------------------------------------------------
     def fake(self, method, path, params):
@@ -356,6 +711,8 @@ class Handler(BaseHTTPRequestHandler):
                             for vm in state.vms.values()],
                     "runningTasks": running, "nodes": state.nodes, "files": state.files(),
                     "logins": state.logins, "requests": len(state.requests),
+                    "consoleSessions": list(state.console_sessions.values()),
+                    "consoleTickets": list(state.vnc_tickets),
                     "requestLog": state.requests}
         if path == "/_fake/expire-tickets" and method == "POST":
             for ticket, (issued, csrf) in list(state.tickets.items()):
@@ -374,6 +731,12 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/_fake/vanish" and method == "POST":
             # A guest destroyed behind banlieue's back (an admin, a lost host).
             del state.vms[int(params["vmid"])]
+            return None
+        if path == "/_fake/console" and method == "POST":
+            if "next" in params:
+                state.console_next = params["next"]
+            if "end" in params:
+                state.console_end.add(int(params["end"]))
             return None
         if path == "/_fake/malformed-resources" and method == "POST":
             state.malformed_resources = int(params["count"])
@@ -549,6 +912,10 @@ class Handler(BaseHTTPRequestHandler):
                 raise PveError(500, "disk '%s' does not exist" % disk)
             vm["config"][disk] = vm["config"][disk].split(",size=")[0] + ",size=" + params["size"]
             return None
+        if rest == ["termproxy"] and method == "POST":
+            return self.termproxy(state, node, vm, params)
+        if rest == ["vncwebsocket"] and method == "GET":
+            return self.vncwebsocket(state, vm, params)
         if rest == ["status", "current"]:
             return {"vmid": vmid, "name": vm["name"], "status": vm["status"],
                     "qmpstatus": vm.get("qmpstatus", vm["status"]), "cpus": vm["config"]["cores"],

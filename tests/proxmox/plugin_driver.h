@@ -12,6 +12,7 @@
 #include <chrono>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 
 namespace banlieue::proxmox::testing {
@@ -94,6 +95,28 @@ class Driver {
       return snapshotOnce(withToken(request, token), machine_uid);
     });
   }
+  // console_open (ABI 1.3) of `machine` (the ProxmoxMachine object), as the host's console
+  // server calls it; on OK *console is the open console, for consoleClose.
+  CallOutcome consoleOpen(const std::string& machine, banlieue_console** console,
+                          std::chrono::milliseconds deadline = std::chrono::seconds(30)) {
+    const std::string request =
+        R"({"kind":"ProxmoxMachine","console":"serial","machine":)" + machine + "}";
+    auto call = host_.call("uid", deadline);
+    return client_.consoleOpen(instance_, call, request, console);
+  }
+  banlieue_status consoleRead(banlieue_console* console, std::string& out,
+                              std::chrono::milliseconds timeout) {
+    char buf[4096];
+    size_t n = 0;
+    const banlieue_status status =
+        client_.consoleRead(console, buf, sizeof buf, static_cast<int32_t>(timeout.count()), &n);
+    out.append(buf, n);
+    return status;
+  }
+  banlieue_status consoleWrite(banlieue_console* console, std::string_view data, size_t& n) {
+    return client_.consoleWrite(console, data, &n);
+  }
+  void consoleClose(banlieue_console* console) { client_.consoleClose(console); }
   // Calls until the answer is not IN_PROGRESS, feeding each token into the next call, as the
   // host does.
   CallOutcome drive(const std::string& slot, const std::string& object, int polls = 300) {

@@ -9,6 +9,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -89,6 +90,47 @@ TEST_F(ProxmoxProxyTest, ProxyCredentialsAreSentAndNeverShown) {
   for (const auto& line : sdk::testing::FakeHost::shared().logs()) {
     EXPECT_THAT(line.message, ::testing::Not(HasSubstr("pr0xy-s3cret")));
   }
+}
+
+// The console's websocket (termproxy, then vncwebsocket) tunnels through the proxy like every
+// request: TLS and the Provider's CA end to end, the ticket never in the proxy's view.
+TEST_F(ProxmoxProxyTest, TheConsoleTunnelsThroughTheProxyToo) {
+  namespace json = sdk::json;
+  TinyProxy proxy({port_});
+  env_.set("HTTPS_PROXY", proxy.url());
+  Driver driver;
+  CallOutcome created = driver.create(fake_->instanceConfig(FakePve::kSecret, kCapabilities));
+  ASSERT_TRUE(created.ok()) << created.reason << ": " << created.message;
+  const std::string uid = "a1b2c3d4-0000-4000-8000-00000000c0f1";
+  CallOutcome out = driver.drive("reconcile", machine("via-proxy", uid, ""));
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  const int vmid = json::parse(out.body, "reply")["status"]["vmid"].GetInt();
+  fake_->fake("config?vmid=" + std::to_string(vmid) + "&key=serial0&value=socket");
+  std::string object = machine("via-proxy", uid, "");
+  object.insert(object.find(R"("spec":{)") + 8,
+                R"("providerID":"proxmox://pve1/)" + std::to_string(vmid) + R"(",)");
+
+  const size_t tunnels_before = proxy.requests().size();
+  banlieue_console* console = nullptr;
+  CallOutcome opened = driver.consoleOpen(object, &console);
+  ASSERT_TRUE(opened.ok()) << opened.reason << ": " << opened.message;
+  std::string got;
+  for (int i = 0; i < 50 && got.find("via-proxy login: ") == std::string::npos; ++i) {
+    ASSERT_EQ(driver.consoleRead(console, got, std::chrono::milliseconds(200)), BANLIEUE_OK);
+  }
+  EXPECT_THAT(got, HasSubstr("via-proxy login: "));
+  driver.consoleClose(console);
+
+  const auto requests = proxy.requests();
+  // status, config, termproxy and the websocket: a tunnel each.
+  EXPECT_GE(requests.size(), tunnels_before + 4);
+  for (const auto& line : requests) {
+    EXPECT_THAT(line, HasSubstr(connectLine()));
+    EXPECT_THAT(line, ::testing::Not(HasSubstr("vncticket")));
+  }
+  CallOutcome gone = driver.drive("finalize", object);
+  EXPECT_TRUE(gone.ok()) << gone.reason << ": " << gone.message;
+  EXPECT_EQ(fake_->guestCount(), 0);
 }
 
 TEST_F(ProxmoxProxyTest, AMalformedProxySettingIsProxyInvalid) {

@@ -4,6 +4,7 @@
 #include "plugins/proxmox/src/https.h"
 
 #include <banlieue/sdk/https_client.h>
+#include <banlieue/sdk/websocket_client.h>
 
 #include <utility>
 
@@ -13,7 +14,12 @@ namespace {
 class SdkHttps final : public HttpTransport {
  public:
   SdkHttps(const Endpoint& endpoint, sdk::https::Options options)
-      : client_(endpoint, std::move(options)) {}
+      : endpoint_(endpoint), options_(options), client_(endpoint, std::move(options)) {}
+
+  std::unique_ptr<WebSocket> openWebSocket(const HttpRequest& request,
+                                           std::chrono::milliseconds timeout) override {
+    return sdk::https::openWebSocket(endpoint_, options_, request, timeout);
+  }
 
   HttpResponse send(const HttpRequest& request, std::chrono::milliseconds timeout) override {
     if (request.body.empty()) return client_.send(request, timeout);
@@ -23,6 +29,8 @@ class SdkHttps final : public HttpTransport {
   }
 
  private:
+  const Endpoint endpoint_;
+  const sdk::https::Options options_;
   const sdk::https::Client client_;
 };
 

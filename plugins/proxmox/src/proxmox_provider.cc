@@ -1,6 +1,7 @@
 // The Proxmox VE provider plugin: exports banlieue_provider_v1 through the SDK. One instance
 // per banlieue Provider holds one PveClient that every call of that Provider shares (safe for
 // concurrent calls), the SSH settings for node files, and the image importer's threads.
+#include "plugins/proxmox/src/console.h"
 #include "plugins/proxmox/src/errors.h"
 #include "plugins/proxmox/src/image_import.h"
 #include "plugins/proxmox/src/inventory.h"
@@ -177,6 +178,12 @@ class ProxmoxInstance final : public sdk::Instance {
     return snapshots_.handle(call, request, reply);
   }
 
+  Status openConsole(const sdk::Call& call, const sdk::ConsoleRequest& request,
+                     std::unique_ptr<sdk::Console>& out, sdk::Reply& reply) override {
+    if (request.kind != kMachineKind) return unsupported(request.kind);
+    return openMachineConsole(*client_, consoles_, call, request, out, reply);
+  }
+
   void shutdown(const sdk::Call& /*call*/) override { importer_.shutdown(); }
 
  private:
@@ -190,6 +197,7 @@ class ProxmoxInstance final : public sdk::Instance {
   NodeFiles files_;
   MachineReconciler machines_;
   SnapshotManager snapshots_;
+  ConsoleSessions consoles_;
   ImageImporter importer_;  // last: its threads use the members above
 };
 
@@ -210,6 +218,7 @@ class ProxmoxProvider final : public sdk::Provider {
     caps.import_image = true;
     caps.delete_image = true;
     caps.snapshot = true;
+    caps.console = true;
     caps.image_formats = {"qcow2", "raw", "vmdk"};
     return caps;
   }

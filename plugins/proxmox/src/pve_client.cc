@@ -155,6 +155,38 @@ rapidjson::Document PveClient::send(const HttpRequest& request, Deadline deadlin
   return data;  // NOLINT(clang-analyzer-cplusplus.NewDeleteLeaks)
 }
 
+std::unique_ptr<WebSocket> PveClient::openWebSocket(const std::string& path, const Form& query,
+                                                    Deadline deadline) const {
+  HttpRequest request;
+  // The target carries the console ticket and a header the credentials: both are overwritten
+  // once the upgrade is done, whichever way it went.
+  struct Scrub {
+    HttpRequest& request;
+    ~Scrub() {
+      zero(request.target);
+      for (auto& header : request.headers) zero(header.second);
+    }
+  } scrub{request};
+  request.target = "/api2/json" + path + "?" + encodeForm(query);
+  // PVE's xterm.js and noVNC ask for "binary"; older PVE refuses an upgrade without it.
+  request.headers.emplace_back("Sec-WebSocket-Protocol", "binary");
+  if (!credentials_.token.empty()) {
+    request.headers.emplace_back("Authorization", "PVEAPIToken=" + credentials_.token);
+  } else {
+    Ticket t = ticket(deadline, false);
+    request.headers.emplace_back("Cookie", "PVEAuthCookie=" + sdk::percentEncode(t.cookie));
+    zero(t.cookie);
+    zero(t.csrf);
+  }
+  try {
+    return transport_->openWebSocket(request, left(deadline));
+  } catch (const UpgradeRefused& refused) {
+    std::string message = refused.response().reason;
+    if (message.empty()) message = "HTTP " + std::to_string(refused.response().status);
+    throw PveError(refused.response().status, "GET " + path + ": " + message);
+  }
+}
+
 rapidjson::Document PveClient::get(const std::string& path, Deadline deadline) const {
   return call("GET", path, {}, deadline);
 }

@@ -76,6 +76,12 @@ class PveClient {
   rapidjson::Document put(const std::string& path, const Form& form, Deadline deadline) const;
   rapidjson::Document del(const std::string& path, Deadline deadline) const;
 
+  // A websocket to `path` (e.g. /nodes/{node}/qemu/{vmid}/vncwebsocket) with `query`, under
+  // this client's auth and PVE's "binary" subprotocol. PVE's refusal (a non-101 answer) is a
+  // PveError like any other; neither names the query (it carries a ticket).
+  std::unique_ptr<WebSocket> openWebSocket(const std::string& path, const Form& query,
+                                           Deadline deadline) const;
+
   TaskStatus task(const std::string& node, const std::string& upid, Deadline deadline) const;
   const Endpoint& endpoint() const { return endpoint_; }
 

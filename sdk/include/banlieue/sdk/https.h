@@ -150,4 +150,42 @@ class TransportError : public std::runtime_error {
   Kind kind_;
 };
 
+// The server answered an upgrade (WebSocket) with something other than 101 Switching
+// Protocols: its answer, to be read like any response (status, reason phrase, body).
+class UpgradeRefused : public std::runtime_error {
+ public:
+  explicit UpgradeRefused(Response response)
+      : std::runtime_error("upgrade refused: " + std::to_string(response.status) + " " +
+                           response.reason),
+        response_(std::move(response)) {}
+  const Response& response() const { return response_; }
+
+ private:
+  Response response_;
+};
+
+// An open websocket (RFC 6455) over the client's TLS and proxy policy, opened by
+// banlieue/sdk/websocket_client.h. Messages go out binary, whole (never fragmented) and masked;
+// what comes in is a byte stream (message boundaries are not kept); pings are answered, and
+// the socket pings when idle. THREADS: one read and one write may run at once on two threads,
+// each never twice at once; close() runs when neither does. The destructor closes.
+class WebSocket {
+ public:
+  enum class ReadStatus { kData, kTimeout, kClosed };
+  virtual ~WebSocket() = default;
+  // Appends up to `max` received bytes to `out`, waiting at most `timeout` for the first.
+  // kClosed once the peer closed or the connection failed and everything received was read;
+  // endReason() says which.
+  virtual ReadStatus read(std::string& out, size_t max, std::chrono::milliseconds timeout) = 0;
+  // Sends `data` as one binary message within `timeout`. Throws TransportError: kTimeout (the
+  // connection is then dropped), kIo once it has ended.
+  virtual void write(std::string_view data, std::chrono::milliseconds timeout) = 0;
+  // Sends a close frame, waits at most `timeout` for the peer's answer, then drops the
+  // connection and joins the socket's thread. Idempotent.
+  virtual void close(std::chrono::milliseconds timeout) = 0;
+  // Why the socket ended (the peer's close frame and reason, end of stream, an error); empty
+  // while it is open.
+  virtual std::string endReason() const = 0;
+};
+
 }  // namespace banlieue::sdk::https

@@ -124,6 +124,23 @@ class Connection {
     }
   }
 
+  // Opens the connection (through the proxy's tunnel when one applies) without sending
+  // anything and hands its TLS stream over, for an upgrade (banlieue/sdk/websocket_client.h).
+  // The stream runs on ioContext(), which must outlive it. Throws TransportError;
+  // std::invalid_argument for an http:// endpoint (an upgrade is only offered over TLS).
+  detail::beast::ssl_stream<detail::beast::tcp_stream> detachTls(
+      std::chrono::milliseconds timeout) {
+    if (!endpoint_.tls()) {
+      throw std::invalid_argument("an upgrade to " + endpoint_.origin() + " needs https");
+    }
+    reset();
+    connect(detail::Clock::now() + timeout);
+    auto stream = std::move(*tls_);
+    tls_.reset();
+    return stream;
+  }
+  detail::asio::io_context& ioContext() { return io_; }
+
   // Drops the connection; the next send opens a new one.
   void reset() {
     detail::beast::error_code ignored;
