@@ -1078,17 +1078,17 @@ TEST_F(ThirdPartyBackendTest, AddedWithKubectlApplyAloneItRunsAVmAndDeletesIt) {
   // 1. What the plugin's author ships beside the image, generated from its directory.
   const std::filesystem::path manifests =
       std::filesystem::temp_directory_path() / ("banlieue-cfile-" + suffix_ + ".yaml");
-  auto printed = runCommand(shellQuote(BANLIEUE_BINARY) + " plugin manifests " +
-                                shellQuote(std::string(BANLIEUE_SOURCE_DIR) +
-                                           "/examples/c-provider") +
-                                " > " + shellQuote(manifests.string()),
-                            std::chrono::seconds(30));
+  auto printed =
+      runCommand(shellQuote(BANLIEUE_BINARY) + " plugin manifests " +
+                     shellQuote(std::string(BANLIEUE_SOURCE_DIR) + "/examples/c-provider") + " > " +
+                     shellQuote(manifests.string()),
+                 std::chrono::seconds(30));
   ASSERT_EQ(printed.exit_code, 0) << printed.output;
   auto installed = cluster_.kubectl("apply -f " + shellQuote(manifests.string()));
   ASSERT_EQ(installed.exit_code, 0) << installed.output;
-  for (const auto* o : {"crd/cfilemachines.infrastructure.cfile.example.com",
-                        "clusterrole/banlieue-provider-cfile",
-                        "clusterrole/banlieue-infrastructure-cfile"}) {
+  for (const auto* o :
+       {"crd/cfilemachines.infrastructure.cfile.example.com", "clusterrole/banlieue-provider-cfile",
+        "clusterrole/banlieue-infrastructure-cfile"}) {
     cluster_objects_.emplace_back(o);
   }
 
@@ -1096,9 +1096,9 @@ TEST_F(ThirdPartyBackendTest, AddedWithKubectlApplyAloneItRunsAVmAndDeletesIt) {
   applyImageClass(cls, "cfile", kProviderCFileImage);
   ASSERT_TRUE(waitFor(ns, "providerclass/" + cls, "Ready"))
       << get("providerclass " + cls, "{.status}");
-  EXPECT_EQ(get("providerclass " + cls,
-                "{.status.conditions[?(@.type==\"PluginPublished\")].reason}"),
-            "AwaitingProviderPod");
+  EXPECT_EQ(
+      get("providerclass " + cls, "{.status.conditions[?(@.type==\"PluginPublished\")].reason}"),
+      "AwaitingProviderPod");
 
   // 3. A Provider of it: its pod loads the plugin and publishes it on the class.
   auto files = fileProvider(ns, "vendor", "vendor: cfile", "?createSeconds=0", cls);
@@ -1125,8 +1125,8 @@ TEST_F(ThirdPartyBackendTest, AddedWithKubectlApplyAloneItRunsAVmAndDeletesIt) {
             (std::multiset<std::string>{kProviderCFileImage, kProviderCFileImage}));
 
   // 5. Deleted cleanly: the VM, its CFileMachine and the backend's file.
-  auto deleted = cluster_.kubectl("delete bvm app-01 --timeout=90s -n " + ns,
-                                  std::chrono::seconds(120));
+  auto deleted =
+      cluster_.kubectl("delete bvm app-01 --timeout=90s -n " + ns, std::chrono::seconds(120));
   ASSERT_EQ(deleted.exit_code, 0) << deleted.output;
   EXPECT_EQ(get("cfilemachines -n " + ns, "{.items[*].metadata.name}"), "");
   auto left = backendEntries(files);

@@ -221,11 +221,10 @@ std::map<std::string, std::string> snapshot(const LocalCluster& cluster,
     // The operator this test bootstraps writes every ProviderClass's status once it runs,
     // which may fall between the two snapshots; the controller-manager fills the aggregated
     // ClusterRoles' rules (docs/adr/0043).
-    bool others_write_status = ref.rfind("deployment", 0) == 0 ||
-                               ref.rfind("serviceaccount", 0) == 0 || ref.rfind("crd", 0) == 0 ||
-                               ref.rfind("providerclass", 0) == 0 ||
-                               ref == "clusterrole/banlieue-controller" ||
-                               ref == "clusterrole/banlieue-operator";
+    bool others_write_status =
+        ref.rfind("deployment", 0) == 0 || ref.rfind("serviceaccount", 0) == 0 ||
+        ref.rfind("crd", 0) == 0 || ref.rfind("providerclass", 0) == 0 ||
+        ref == "clusterrole/banlieue-controller" || ref == "clusterrole/banlieue-operator";
     if (!others_write_status) stamp += " rv=" + json::stringOr(&meta, "resourceVersion");
     out[ref] = stamp;
   }
@@ -444,18 +443,18 @@ TEST_F(BootstrapTest, ClusterApisManagerReachesTheInfrastructureKindsByItsAggreg
   EXPECT_TRUE(LocalCluster::eventually(
       [&] {
         return contains(
-            cluster.kubectl("auth can-i create vspheremachines.infrastructure.banlieue.io -n "
-                            "default" +
-                            as)
+            cluster
+                .kubectl("auth can-i create vspheremachines.infrastructure.banlieue.io -n "
+                         "default" +
+                         as)
                 .output,
             "yes");
       },
       std::chrono::seconds(30)))
       << cluster.kubectl("get clusterrole " + manager + " -o yaml").output;
-  for (const auto* query :
-       {"get vsphereclusters.infrastructure.banlieue.io -n default",
-        "patch libvirtmachinetemplates.infrastructure.banlieue.io -n default",
-        "delete acmemachines.infrastructure.acme.example -n default"}) {
+  for (const auto* query : {"get vsphereclusters.infrastructure.banlieue.io -n default",
+                            "patch libvirtmachinetemplates.infrastructure.banlieue.io -n default",
+                            "delete acmemachines.infrastructure.acme.example -n default"}) {
     EXPECT_TRUE(contains(cluster.kubectl(std::string("auth can-i ") + query + as).output, "yes"))
         << query;
   }

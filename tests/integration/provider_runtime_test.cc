@@ -181,7 +181,8 @@ TEST_F(ProviderRuntimeTest, ItPublishesWhatItLoadedOnItsClassAndAgainWhenRemoved
   const std::string cls = "providerclass " + class_;
   ASSERT_TRUE(LocalCluster::eventually([&] {
     return jsonpath(cls, "{.status.plugin.name}") == "file";
-  })) << jsonpath(cls, "{.status}") << diagnostics();
+  })) << jsonpath(cls, "{.status}")
+      << diagnostics();
   EXPECT_EQ(jsonpath(cls, "{.status.plugin.infrastructureKinds[*].kind}"), "FileMachine");
   EXPECT_EQ(jsonpath(cls, "{.status.plugin.infrastructureKinds[*].apiVersion}"),
             "infrastructure.file.example.com/v1alpha1");
@@ -197,14 +198,14 @@ TEST_F(ProviderRuntimeTest, ItPublishesWhatItLoadedOnItsClassAndAgainWhenRemoved
   // Removed by hand: back within the watch's round trip.
   auto client = cluster_.client();
   ASSERT_NE(client, nullptr);
-  auto removed = client->patch(kube::ResourceType{"banlieue.io", "v1alpha1", "providerclasses",
-                                                  false},
-                               "", class_, kube::PatchType::kJson,
-                               R"([{"op":"remove","path":"/status/plugin"}])", "status");
+  auto removed = client->patch(
+      kube::ResourceType{"banlieue.io", "v1alpha1", "providerclasses", false}, "", class_,
+      kube::PatchType::kJson, R"([{"op":"remove","path":"/status/plugin"}])", "status");
   ASSERT_TRUE(removed.ok()) << removed.status().message();
   EXPECT_TRUE(LocalCluster::eventually([&] {
     return jsonpath(cls, "{.status.plugin.name}") == "file";
-  })) << jsonpath(cls, "{.status}") << diagnostics();
+  })) << jsonpath(cls, "{.status}")
+      << diagnostics();
 }
 
 TEST_F(ProviderRuntimeTest, AMachineIsProvisionedAndItsBackendFileRemovedOnDelete) {

@@ -158,9 +158,10 @@ TEST_F(OperatorTest, TheProviderIdentityReadsItsOwnSecretAndNoOther) {
       cluster_.kubectl("auth can-i list filemachines.infrastructure.file.example.com " + sa).output,
       HasSubstr("yes"));
   // banlieue-provider, through the second one: what it loaded, on its class (ADR 0043).
-  EXPECT_THAT(cluster_.kubectl("auth can-i patch providerclasses.banlieue.io "
-                               "--subresource=status " +
-                               sa)
+  EXPECT_THAT(cluster_
+                  .kubectl("auth can-i patch providerclasses.banlieue.io "
+                           "--subresource=status " +
+                           sa)
                   .output,
               HasSubstr("yes"));
   fs::remove(kubeconfig);

@@ -401,8 +401,8 @@ TEST(Workload, ExternalGetsIdentityAndRbacOnly) {
   EXPECT_TRUE(w->external);
   std::vector<std::string> kinds;
   for (const auto& o : w->objects) kinds.push_back(o.type.plural);
-  EXPECT_THAT(kinds, ElementsAre("serviceaccounts", "roles", "rolebindings",
-                                 "clusterrolebindings", "clusterrolebindings"));
+  EXPECT_THAT(kinds, ElementsAre("serviceaccounts", "roles", "rolebindings", "clusterrolebindings",
+                                 "clusterrolebindings"));
   EXPECT_EQ(w->objects[0].ns, "team-a");
   bool token_rule = false;
   for (const auto& r : providerRoleRules(provider(), c, w->name)) {

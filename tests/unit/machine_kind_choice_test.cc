@@ -12,7 +12,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
-rapidjson::Document parse(const std::string& text) { return sdk::json::parse(text, "test"); }
+rapidjson::Document parse(const std::string& text) {
+  return sdk::json::parse(text, "test");
+}
 
 const char* const kTwoKinds =
     R"({"metadata": {"name": "qemu"}, "status": {
@@ -23,10 +25,9 @@ const char* const kTwoKinds =
           {"apiVersion": "infrastructure.qemu.example.com/v1alpha1", "kind": "QemuMicroVM"}]}})";
 
 rapidjson::Document provider(const std::string& machine_kind) {
-  return parse(R"({"metadata": {"name": "lab", "namespace": "vms"}, "spec": {)" +
-               (machine_kind.empty() ? std::string()
-                                     : R"("machineKind": ")" + machine_kind + "\"") +
-               "}}");
+  return parse(
+      R"({"metadata": {"name": "lab", "namespace": "vms"}, "spec": {)" +
+      (machine_kind.empty() ? std::string() : R"("machineKind": ")" + machine_kind + "\"") + "}}");
 }
 
 TEST(MachineKindChoiceTest, EveryPublishedKindIsListedOnce) {

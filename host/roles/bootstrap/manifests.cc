@@ -465,8 +465,8 @@ std::vector<rapidjson::Document> buildBootstrapObjects(
                         meta(r.name, ns, r.component) + "}"));
     if (!r.aggregate_label.empty()) {
       out.push_back(parse(aggregatedClusterRole(r.name, r.component, r.aggregate_label)));
-      out.push_back(parse(
-          clusterRole(r.name + "-base", r.component, r.cluster_rules, {r.aggregate_label})));
+      out.push_back(
+          parse(clusterRole(r.name + "-base", r.component, r.cluster_rules, {r.aggregate_label})));
     } else {
       out.push_back(parse(clusterRole(r.name, r.component, r.cluster_rules)));
     }

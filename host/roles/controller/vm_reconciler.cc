@@ -206,11 +206,11 @@ Result VmReconciler::reconcilePlaced(Pass& pass, const Placement& placement) {
     if (json::stringOr(object.get(), "metadata.name") == placement.provider_class)
       desired_class = object;
   }
-  auto placed_on = caches_.providers->get(placement.provider_namespace + "/" +
-                                         placement.provider_name);
-  auto desired_kind = chooseMachineKind(desired_class ? desired_class.get() : nullptr,
-                                        placed_on ? placed_on.get() : nullptr,
-                                        placement.provider_class);
+  auto placed_on =
+      caches_.providers->get(placement.provider_namespace + "/" + placement.provider_name);
+  auto desired_kind =
+      chooseMachineKind(desired_class ? desired_class.get() : nullptr,
+                        placed_on ? placed_on.get() : nullptr, placement.provider_class);
   if (!desired_kind.ok()) {
     return refuse(pass, "InfraBuildFailed", desired_kind.status().message(), 0s);
   }

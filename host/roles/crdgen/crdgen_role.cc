@@ -61,8 +61,8 @@ int writeDeploy(const std::filesystem::path& dir,
     }
   }
   std::cerr << "banlieue crdgen: wrote " << files->size() << " CRDs, install/banlieue.yaml, "
-            << "kustomization.yaml and " << clusterctlReleaseDirectory() << "/ to "
-            << dir.string() << "\n";
+            << "kustomization.yaml and " << clusterctlReleaseDirectory() << "/ to " << dir.string()
+            << "\n";
   return app::kExitOk;
 }
 

@@ -81,8 +81,7 @@ ClassReadiness evaluateClass(const api::ProviderClass& provider_class,
   }
   if (manifest.ok() && out.machine_kinds.empty()) {
     for (const auto& gvk : manifest->infrastructure) {
-      out.machine_kinds.push_back(
-          api::InfrastructureKind{gvk.group + "/" + gvk.version, gvk.kind});
+      out.machine_kinds.push_back(api::InfrastructureKind{gvk.group + "/" + gvk.version, gvk.kind});
     }
     if (out.machine_kinds.empty()) {
       return fail("NoInfrastructureKind",

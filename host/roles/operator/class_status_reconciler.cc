@@ -71,8 +71,7 @@ runtime::Result ClassStatusReconciler::reconcile(const runtime::Request& request
       conditions != nullptr && conditions->IsArray()) {
     for (const auto& c : conditions->GetArray()) {
       auto type = sdk::json::stringOr(&c, "type", "");
-      if (type == "Ready" || type == "Paused" || type == "Deleting" ||
-          type == "PluginPublished") {
+      if (type == "Ready" || type == "Paused" || type == "Deleting" || type == "PluginPublished") {
         current.PushBack(rapidjson::Value(c, a), a);
       }
     }

@@ -88,8 +88,7 @@ runtime::Result ClassPublisher::reconcile(const runtime::Request& request) {
   rapidjson::Document status(rapidjson::kObjectType);
   auto& a = status.GetAllocator();
   status.AddMember("plugin", rapidjson::Value(encodePublished(published_), a), a);
-  auto applied = applyStatusIfChanged(client_, kProviderClassType, *object, status,
-                                      field_manager_);
+  auto applied = applyStatusIfChanged(client_, kProviderClassType, *object, status, field_manager_);
   if (!applied.ok()) return runtime::Result::retry(applied.status());
   written_ = true;
   common::logger("provider")

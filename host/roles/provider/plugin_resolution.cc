@@ -57,7 +57,10 @@ StatusOr<ResolvedPlugin> resolvePlugin(kube::KubeClient& client, const std::stri
     if (!image.empty() && !tag.empty()) image += ":" + tag;
     if (!image.empty() && !digest.empty()) image += "@" + digest;
   }
-  return ResolvedPlugin{std::move(*loaded), class_name, *directory, image,
+  return ResolvedPlugin{std::move(*loaded),
+                        class_name,
+                        *directory,
+                        image,
                         options.expected_sha256.value_or(""),
                         json::integer(&*provider_class, "metadata.generation").value_or(0)};
 }

@@ -24,7 +24,7 @@ struct ResolvedPlugin {
   // The class's spec.image as a reference (repo:tag, repo@digest, repo:tag@digest); empty for
   // an External class. Import Jobs run it: it holds this binary and the same plugins.
   std::string container_image;
-  std::string plugin_sha256;  // the class's spec.plugin.sha256 the plugin was loaded under
+  std::string plugin_sha256;     // the class's spec.plugin.sha256 the plugin was loaded under
   int64_t class_generation = 0;  // the class's metadata.generation it was resolved from
 };
 
