@@ -25,17 +25,6 @@ constexpr size_t kMaxInput = 4096;
 // How long console_close waits for PVE to take the close frame.
 constexpr std::chrono::seconds kCloseWait{2};
 
-std::chrono::milliseconds left(Deadline deadline) {
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
-                                                                  std::chrono::steady_clock::now());
-  return std::max(ms, std::chrono::milliseconds(1));
-}
-
-void zero(std::string& s) {
-  volatile char* p = s.data();
-  for (size_t i = 0; i < s.size(); ++i) p[i] = 0;
-}
-
 Status closed(const std::string& message) {
   return {Code::kOutOfRange, "ConsoleClosed", message};
 }
@@ -119,7 +108,7 @@ Status awaitOk(WebSocket& socket, Deadline deadline, const std::string& what,
       return {Code::kDeadlineExceeded, "Timeout",
               "termproxy did not accept the session of the " + what + " in time"};
     }
-    if (socket.read(got, 4096, left(deadline)) == WebSocket::ReadStatus::kClosed) {
+    if (socket.read(got, 4096, timeLeft(deadline)) == WebSocket::ReadStatus::kClosed) {
       return refused(what,
                      "termproxy closed the connection without accepting the session's "
                      "ticket (" +
@@ -208,8 +197,8 @@ Status openMachineConsole(const PveClient& client, ConsoleSessions& sessions, co
       std::string& ticket;
       std::string& query_ticket;
       ~Scrub() {
-        zero(ticket);
-        zero(query_ticket);
+        wipeSecret(ticket);
+        wipeSecret(query_ticket);
       }
     } scrub{ticket, query[1].second};
     if (port <= 0 || ticket.empty() || user.empty()) {
@@ -231,12 +220,12 @@ Status openMachineConsole(const PveClient& client, ConsoleSessions& sessions, co
     }
     std::string login = user + ":" + ticket + "\n";
     try {
-      socket->write(login, left(deadline));
+      socket->write(login, timeLeft(deadline));
     } catch (...) {
-      zero(login);
+      wipeSecret(login);
       throw;
     }
-    zero(login);
+    wipeSecret(login);
     std::string early_output;
     Status accepted = awaitOk(*socket, deadline, what, early_output);
     if (!accepted.isOk()) return accepted;

@@ -14,19 +14,18 @@ bool contains(const std::string& haystack, std::string_view needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-std::chrono::milliseconds left(Deadline deadline) {
+}  // namespace
+
+std::chrono::milliseconds timeLeft(Deadline deadline) {
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
                                                                   std::chrono::steady_clock::now());
   return std::max(ms, std::chrono::milliseconds(1));
 }
 
-// Secrets are overwritten before their memory is released.
-void zero(std::string& s) {
+void wipeSecret(std::string& s) {
   volatile char* p = s.data();
   for (size_t i = 0; i < s.size(); ++i) p[i] = 0;
 }
-
-}  // namespace
 
 bool PveError::isLockTimeout() const {
   return http_status_ == 500 && contains(message_, "lock") && contains(message_, "timeout");
@@ -61,8 +60,8 @@ sdk::Status PveError::toStatus(const std::string& context) const {
 }
 
 PveCredentials::~PveCredentials() {
-  zero(token);
-  zero(password);
+  wipeSecret(token);
+  wipeSecret(password);
 }
 
 PveClient::PveClient(std::unique_ptr<HttpTransport> transport, Endpoint endpoint,
@@ -74,8 +73,8 @@ PveClient::PveClient(std::unique_ptr<HttpTransport> transport, Endpoint endpoint
 PveClient::~PveClient() {
   std::lock_guard lock(ticket_mutex_);
   if (ticket_) {
-    zero(ticket_->cookie);
-    zero(ticket_->csrf);
+    wipeSecret(ticket_->cookie);
+    wipeSecret(ticket_->csrf);
   }
 }
 
@@ -91,7 +90,7 @@ PveClient::Ticket PveClient::ticket(Deadline deadline, bool force_renewal) const
   login.body =
       encodeForm({{"username", credentials_.username}, {"password", credentials_.password}});
   rapidjson::Document data = send(login, deadline);
-  zero(login.body);
+  wipeSecret(login.body);
   Ticket fresh{json::stringOr(&data, "ticket"), json::stringOr(&data, "CSRFPreventionToken"), now};
   if (fresh.cookie.empty() || fresh.csrf.empty()) {
     throw PveError(502, "POST /access/ticket: the answer has no ticket or CSRFPreventionToken");
@@ -127,7 +126,7 @@ rapidjson::Document PveClient::call(const std::string& method, const std::string
 
 rapidjson::Document PveClient::send(const HttpRequest& request, Deadline deadline) const {
   const std::string what = request.method + " " + request.target.substr(10);
-  HttpResponse response = transport_->send(request, left(deadline));
+  HttpResponse response = transport_->send(request, timeLeft(deadline));
   if (response.status < 200 || response.status >= 300) {
     std::string message = response.reason;
     // A 400 names each bad parameter in "errors"; fold them into the message.
@@ -163,8 +162,8 @@ std::unique_ptr<WebSocket> PveClient::openWebSocket(const std::string& path, con
   struct Scrub {
     HttpRequest& request;
     ~Scrub() {
-      zero(request.target);
-      for (auto& header : request.headers) zero(header.second);
+      wipeSecret(request.target);
+      for (auto& header : request.headers) wipeSecret(header.second);
     }
   } scrub{request};
   request.target = "/api2/json" + path + "?" + encodeForm(query);
@@ -175,11 +174,11 @@ std::unique_ptr<WebSocket> PveClient::openWebSocket(const std::string& path, con
   } else {
     Ticket t = ticket(deadline, false);
     request.headers.emplace_back("Cookie", "PVEAuthCookie=" + sdk::percentEncode(t.cookie));
-    zero(t.cookie);
-    zero(t.csrf);
+    wipeSecret(t.cookie);
+    wipeSecret(t.csrf);
   }
   try {
-    return transport_->openWebSocket(request, left(deadline));
+    return transport_->openWebSocket(request, timeLeft(deadline));
   } catch (const UpgradeRefused& refused) {
     std::string message = refused.response().reason;
     if (message.empty()) message = "HTTP " + std::to_string(refused.response().status);

@@ -20,6 +20,11 @@
 namespace banlieue::proxmox {
 
 using Deadline = std::chrono::steady_clock::time_point;
+
+// Time left until `deadline`, at least 1 ms (a call's timeout never reaches zero).
+std::chrono::milliseconds timeLeft(Deadline deadline);
+// Overwrites a secret (a token, a ticket) before its memory is released.
+void wipeSecret(std::string& s);
 using Form = std::vector<std::pair<std::string, std::string>>;
 
 class PveError : public std::runtime_error {
