@@ -36,18 +36,38 @@ class CountingClient final : public kube::KubeClient {
  public:
   explicit CountingClient(kube::KubeClient& inner) : inner_(inner) {}
 
+  // From now on this identity may not read `plural` (as RBAC without a backend's ClusterRoles
+  // leaves the controller): get, list and watch answer Forbidden as the apiserver does, and a
+  // SelfSubjectAccessReview about it answers allowed: false.
+  void deny(const std::string& plural) {
+    std::lock_guard lock(mu_);
+    denied_ = plural;
+  }
+
   StatusOr<rapidjson::Document> get(const kube::ResourceType& t, const std::string& ns,
                                     const std::string& name, const std::string& sub) override {
+    if (isDenied(t.plural)) return forbidden(t, "get");
     return inner_.get(t, ns, name, sub);
   }
   StatusOr<rapidjson::Document> list(const kube::ResourceType& t, const std::string& ns,
                                      const kube::ListOptions& o) override {
+    if (isDenied(t.plural)) return forbidden(t, "list");
     return inner_.list(t, ns, o);
   }
   StatusOr<rapidjson::Document> create(const kube::ResourceType& t, const std::string& ns,
                                        const std::string& body) override {
     auto doc = json::parse(body, "create");
-    count(t, ns, json::stringOr(&doc, "metadata.name"));
+    if (t.plural == "selfsubjectaccessreviews" &&
+        isDenied(json::stringOr(&doc, "spec.resourceAttributes.resource"))) {
+      auto answer = json::parse(body, "review");
+      auto& a = answer.GetAllocator();
+      rapidjson::Value status(rapidjson::kObjectType);
+      status.AddMember("allowed", false, a);
+      answer.AddMember("status", status, a);
+      return answer;
+    }
+    // A review is a question, not a write.
+    if (t.plural != "selfsubjectaccessreviews") count(t, ns, json::stringOr(&doc, "metadata.name"));
     return inner_.create(t, ns, body);
   }
   StatusOr<rapidjson::Document> update(const kube::ResourceType& t, const std::string& ns,
@@ -76,6 +96,7 @@ class CountingClient final : public kube::KubeClient {
   Status watch(const kube::ResourceType& t, const std::string& ns, const kube::WatchOptions& o,
                const std::function<bool(kube::WatchEvent&)>& on_event,
                const std::atomic<bool>* cancel) override {
+    if (isDenied(t.plural)) return forbidden(t, "watch").status();
     return inner_.watch(t, ns, o, on_event, cancel);
   }
   StatusOr<rapidjson::Document> getDiscovery(const std::string& path) override {
@@ -118,9 +139,18 @@ class CountingClient final : public kube::KubeClient {
     std::lock_guard lock(mu_);
     ++counts_[t.plural + "/" + ns + "/" + name];
   }
+  bool isDenied(const std::string& plural) const {
+    std::lock_guard lock(mu_);
+    return !denied_.empty() && plural == denied_;
+  }
+  static StatusOr<rapidjson::Document> forbidden(const kube::ResourceType& t, const char* verb) {
+    return Status(Code::kPermissionDenied, "Forbidden",
+                  t.plural + "." + t.group + " is forbidden: cannot " + verb);
+  }
   kube::KubeClient& inner_;
   mutable std::mutex mu_;
   std::map<std::string, int> counts_;
+  std::string denied_;
 };
 
 class ControllerVmTest : public ::testing::Test {

@@ -199,6 +199,41 @@ TEST_F(ControllerVmTest, ManualMigrationWaitsForTheAnnotation) {
   }));
 }
 
+// A class that publishes a kind this controller may not read (a third party's pods published
+// before its ClusterRoles were applied, or they never were) holds up no other VM: the
+// controller cannot have made objects of a kind it may not even read. A VM placed on that
+// class says why, and deleting the others completes (found by CI: every VM of the cluster
+// waited for that kind's cache, and their deletion for a list it was refused).
+TEST_F(ControllerVmTest, AKindTheControllerMayNotReadHoldsUpNoOtherVm) {
+  counting_->deny("proxmoxmachines");
+  providerClass(prefix_ + "-denied", "ProxmoxMachine");
+  providerClass(prefix_ + "-lv", "LibvirtMachine");
+  provider("p1", prefix_ + "-lv", "{site: one}");
+  provider("p2", prefix_ + "-denied", "{site: two}");
+  vmClass(prefix_ + "-small");
+  image(prefix_ + "-img", {{"p1", "/images/debian.qcow2"}, {"p2", "/images/debian.qcow2"}});
+  virtualMachine("web", "site: one");
+  provisionLibvirt("web");
+
+  virtualMachine("locked", "site: two");
+  ASSERT_TRUE(LocalCluster::eventually([&] {
+    return condition("locked", "Scheduled", "reason") == "InfraBuildFailed";
+  })) << condition("locked", "Scheduled", "message");
+  EXPECT_NE(condition("locked", "Scheduled", "message").find("may not"), std::string::npos)
+      << condition("locked", "Scheduled", "message");
+
+  // Deleting both completes: nothing waits on the kind the controller may not read.
+  ASSERT_EQ(cluster_.kubectl("delete bvm web locked --wait=false -n " + ns_.name()).exit_code, 0);
+  ASSERT_TRUE(LocalCluster::eventually([&] { return terminating(kLibvirtMachine, "web"); }))
+      << condition("web", "Ready", "message");
+  releaseProviderFinalizer(kLibvirtMachine, "web");
+  EXPECT_TRUE(LocalCluster::eventually([&] {
+    return get(resources::kVirtualMachine, "web") == nullptr &&
+           get(resources::kVirtualMachine, "locked") == nullptr;
+  })) << condition("web", "Ready", "message")
+      << " / " << condition("locked", "Ready", "message");
+}
+
 TEST_F(ControllerVmTest, MissingClassAndUnpublishedKindRecoverWhenTheyAppear) {
   apply("apiVersion: banlieue.io/v1alpha1\nkind: ProviderClass\nmetadata:\n  name: " + prefix_ +
         "-late\n  labels: {banlieue-test: " + prefix_ +

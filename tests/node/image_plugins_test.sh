@@ -126,10 +126,12 @@ done
 "$images" --build-dir "$build" --load-into "$sock" >"$work/load.txt" 2>&1 ||
   { cat "$work/load.txt"; fail "deploy/local/images --load-into"; }
 names=$(kctr images ls -q | grep -v '^sha256:' | sort | xargs)
-# The example file plugin's provider image comes with a build that has that plugin.
+# The example file plugin's provider image comes with a build that has that plugin; the C
+# example's wherever jansson is installed (deploy/local/images builds it against the SDK alone).
 want="localhost/banlieue:$version localhost/pause:3.4.1"
 [ -f "$build/plugins-dir/file/provider.json" ] &&
   want="localhost/banlieue-provider-file:$version $want"
+pkg-config --exists jansson && want="localhost/banlieue-provider-cfile:$version $want"
 [ "$names" = "$want" ] || fail "containerd lists '$names', expected $want"
 ok "containerd (namespace k8s.io) lists $names"
 said=$(kctr run --rm --snapshotter native "$ref" "image-test-$$" /usr/bin/banlieue --version)

@@ -28,6 +28,8 @@ StatusOr<InfraKind> InfraKinds::ensure(const MachineKind& kind) {
   if (!type->namespaced)
     return error(Code::kInvalidArgument, "InfraKindClusterScoped",
                  key + " is cluster-scoped; an infra machine must live in its VM's namespace");
+  // An informer on a kind it may not read would never sync, and every VM would wait for it.
+  if (auto allowed = mayWatch(*type, key); !allowed.isOk()) return allowed;
 
   std::lock_guard lock(mu_);
   if (auto it = entries_.find(key); it != entries_.end()) return it->second.info;
@@ -41,6 +43,48 @@ StatusOr<InfraKind> InfraKinds::ensure(const MachineKind& kind) {
   entry.thread = std::thread([informer, stop] { informer->run(*stop); });
   common::logger("controller")->info("watching infra kind {} ({})", key, type->plural);
   return entries_.emplace(key, std::move(entry)).first->second.info;
+}
+
+Status InfraKinds::mayWatch(const kube::ResourceType& type, const std::string& key) {
+  const auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = denied_.find(key); it != denied_.end() && now - it->second.first < kRecheckDenied)
+      return it->second.second;
+  }
+  static const kube::ResourceType kReview{"authorization.k8s.io", "v1", "selfsubjectaccessreviews",
+                                          false};
+  for (const char* verb : {"list", "watch"}) {
+    rapidjson::Document review(rapidjson::kObjectType);
+    auto& a = review.GetAllocator();
+    rapidjson::Value attributes(rapidjson::kObjectType);
+    attributes.AddMember("group", sdk::json::stringValue(type.group, a), a);
+    attributes.AddMember("resource", sdk::json::stringValue(type.plural, a), a);
+    attributes.AddMember("verb", rapidjson::StringRef(verb), a);
+    if (!ns_.empty()) attributes.AddMember("namespace", sdk::json::stringValue(ns_, a), a);
+    rapidjson::Value spec(rapidjson::kObjectType);
+    spec.AddMember("resourceAttributes", attributes, a);
+    review.AddMember("apiVersion", "authorization.k8s.io/v1", a);
+    review.AddMember("kind", "SelfSubjectAccessReview", a);
+    review.AddMember("spec", spec, a);
+    auto answer = client_.create(kReview, "", sdk::json::serialize(review));
+    if (!answer.ok()) return answer.status();  // transient: asked again on the next ensure
+    // An apiserver always answers status.allowed; without it nothing says no.
+    const auto* allowed = sdk::json::find(&*answer, "status.allowed");
+    if (allowed == nullptr || !allowed->IsBool() || allowed->GetBool()) continue;
+    Status refused =
+        error(Code::kPermissionDenied, "KindNotPermitted",
+              "the controller may not " + std::string(verb) + " " + type.plural + "." + type.group +
+                  ": apply the backend's ClusterRoles (`banlieue plugin manifests`; they aggregate "
+                  "into banlieue-controller)");
+    common::logger("controller")->warn("infra kind {}: {}", key, refused.message());
+    std::lock_guard lock(mu_);
+    denied_[key] = {now, refused};
+    return refused;
+  }
+  std::lock_guard lock(mu_);
+  denied_.erase(key);
+  return Status::ok();
 }
 
 std::vector<InfraKind> InfraKinds::known() const {

@@ -11,6 +11,7 @@
 #include "host/runtime/informer.h"
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -38,7 +39,9 @@ class InfraKinds {
   InfraKinds& operator=(const InfraKinds&) = delete;
 
   // Resolves `kind` and starts its informer on first use. NotFound (reason KindNotServed) when
-  // the API server does not serve it; other errors are transient. Needs start() first.
+  // the API server does not serve it; PermissionDenied (reason KindNotPermitted) when this
+  // controller may not list and watch it (asked once, again after kRecheckDenied): it cannot
+  // have made objects of that kind either. Other errors are transient. Needs start() first.
   StatusOr<InfraKind> ensure(const MachineKind& kind);
   // The kinds started so far.
   std::vector<InfraKind> known() const;
@@ -60,7 +63,15 @@ class InfraKinds {
   const std::atomic<bool>* stop_ = nullptr;
   mutable std::mutex mu_;
   std::map<std::string, Entry> entries_;
+  // Kinds this controller was refused, with when it asked; asked again after kRecheckDenied
+  // (the backend's ClusterRoles may be applied later).
+  std::map<std::string, std::pair<std::chrono::steady_clock::time_point, Status>> denied_;
+
+  // Whether this controller may list and watch `type` (SelfSubjectAccessReviews).
+  Status mayWatch(const kube::ResourceType& type, const std::string& key);
 };
+
+inline constexpr std::chrono::seconds kRecheckDenied{30};
 
 // The apiVersion a group serves by preference (GET /apis/<group>), for references that carry
 // only apiGroup and kind (status.infrastructureRef).

@@ -516,7 +516,12 @@ Result VmReconciler::finalize(Pass& pass) {
     }
     auto object = client_.get(*type, ns, vm.metadata.name);
     if (!object.ok()) {
-      if (!kube::isNotFound(object.status()))
+      // A kind this controller may not read is one it never made objects of, unless the VM
+      // records it as its own (its roles were taken away since): only then is it unknown.
+      const bool recorded = vm.status.infrastructure_ref &&
+                            vm.status.infrastructure_ref->kind == kind.kind &&
+                            vm.status.infrastructure_ref->api_group == kind.group();
+      if (!kube::isNotFound(object.status()) && (recorded || !kube::isForbidden(object.status())))
         unknown.push_back(kind.kind + ": " + object.status().message());
       continue;
     }
