@@ -9,6 +9,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -27,9 +28,12 @@ std::string pluginRoot() {
   return std::getenv("BANLIEUE_TEST_PLUGIN_ROOT");
 }
 
-// A config the test plugin connects with; passing it makes the check strict.
+// A config the test plugin connects with; passing it makes the check strict. One file per
+// process: CTest runs these cases in parallel, and a shared file being rewritten by one was
+// read empty by another (CI, under ASan).
 std::string reachableConfig() {
-  std::string path = std::string(::testing::TempDir()) + "/plugin-check-config.json";
+  std::string path = std::string(::testing::TempDir()) + "/plugin-check-config-" +
+                     std::to_string(::getpid()) + ".json";
   std::ofstream(path) << R"({"provider":{"apiVersion":"banlieue.io/v1alpha1","kind":"Provider",)"
                          R"("metadata":{"name":"p","namespace":"default"},)"
                          R"("spec":{"connection":{"endpoint":"test://plugin-check"}}}})";
@@ -52,7 +56,8 @@ TEST(StrictPluginCheckTest, WellBehavedPluginPassesEveryStrictStep) {
 // --config makes the check strict: a backend the author named must be reachable, and the
 // steps that need an instance are listed as not run.
 TEST(StrictPluginCheckTest, UnreachableBackendWithConfigFailsInstanceCreate) {
-  std::string config = std::string(::testing::TempDir()) + "/unreachable.json";
+  std::string config =
+      std::string(::testing::TempDir()) + "/unreachable-" + std::to_string(::getpid()) + ".json";
   std::ofstream(config)
       << R"({"provider":{"apiVersion":"banlieue.io/v1alpha1","kind":"Provider",)"
          R"("metadata":{"name":"p"},"spec":{"connection":{"endpoint":"unreachable://nowhere"}}}})";
