@@ -148,8 +148,10 @@ TEST_F(OperatorDeletionTest, AClassStaysWhileAProviderUsesIt) {
       },
       kMint))
       << deleting("providerclass " + cls);
-  // The Provider keeps its workload meanwhile.
-  EXPECT_TRUE(exists("deployment " + workloadOf(cls, "lab") + " -n " + n));
+  // The Provider keeps (or still gets: the Deployment is the last object minted) its workload
+  // meanwhile.
+  EXPECT_TRUE(LocalCluster::eventually(
+      [&] { return exists("deployment " + workloadOf(cls, "lab") + " -n " + n); }, kMint));
 
   ASSERT_EQ(cluster_.kubectl("delete provider lab --timeout=60s -n " + n).exit_code, 0);
   EXPECT_TRUE(LocalCluster::eventually([&] { return !exists("providerclass " + cls); }, kMint));
