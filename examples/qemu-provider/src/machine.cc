@@ -165,6 +165,10 @@ void Machine::createMissingDisks(const MachineSpec& spec, Deadline deadline) {
 std::optional<pid_t> Machine::runningPid() const {
   auto pid = readPidFile(dir_ / "qemu.pid");
   if (pid && processMatches(*pid, qmpSocket().string())) return pid;
+  // A QEMU whose pidfile is gone (removed by hand, or a crash while QEMU wrote it) still
+  // names its socket in its command line: it is this machine's, and no second one may start.
+  auto found = processesWith(qmpSocket().string());
+  if (!found.empty()) return found.front();
   return std::nullopt;
 }
 
@@ -212,16 +216,22 @@ bool Machine::stopGracefully(std::chrono::seconds grace, Deadline deadline) {
     forgetProcess();
     return true;
   }
+  // When the powerdown was sent, in wall-clock milliseconds: another process may read it.
   const fs::path marker = dir_ / "powerdown";
-  std::time_t sent = 0;
+  auto now_ms = [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  int64_t sent = 0;
   if (std::ifstream in(marker); !(in >> sent)) {
     QmpClient qmp(qmpSocket(), deadline);
     qmp.execute("system_powerdown");
-    sent = std::time(nullptr);
+    sent = now_ms();
     writeAtomically(marker, std::to_string(sent));
   }
   // A guest that powers off ends QEMU (no -no-shutdown); one that ignores ACPI is quit.
-  if (std::time(nullptr) - sent < grace.count()) return false;
+  if (now_ms() - sent < std::chrono::milliseconds(grace).count()) return false;
   return stopNow(deadline);
 }
 
