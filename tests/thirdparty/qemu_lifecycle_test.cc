@@ -376,10 +376,9 @@ TEST_F(QemuLifecycle, ABaseImageBecomesTheBackingFileOfTheRootDisk) {
   from_image.extra = R"(,"image":{"name":"base","ref":"base.qcow2"})";
   auto out = driver_.drive("reconcile", machine(uid, from_image), uid);
   ASSERT_TRUE(out.ok()) << out.message;
-  FILE* info = popen(("/usr/bin/qemu-img info --output=json -U " +
-                      (dirOf(uid) / "root.qcow2").string())
-                         .c_str(),
-                     "r");
+  FILE* info = popen(
+      ("/usr/bin/qemu-img info --output=json -U " + (dirOf(uid) / "root.qcow2").string()).c_str(),
+      "r");
   ASSERT_NE(info, nullptr);
   std::string text;
   char buf[4096];

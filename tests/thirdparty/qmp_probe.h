@@ -64,7 +64,8 @@ inline std::string qmpQuery(const std::string& socket_path, const std::string& c
   };
   try {
     next();  // greeting
-    send(R"({"execute":"qmp_capabilities"})" "\n");
+    send(R"({"execute":"qmp_capabilities"})"
+         "\n");
     next();
     send(R"({"execute":")" + command + "\"}\n");
     auto reply = next();

@@ -78,8 +78,13 @@ BackendConfig BackendConfig::parse(const std::string& endpoint) {
   }
   // qemu:///dir has an empty authority: the backend is on this host, never another one.
   if (rest.empty() || rest.front() != '/') {
-    throw invalidEndpoint("spec.connection.endpoint must name a local directory, qemu:///<dir>, got '" +
-                          endpoint + "'");
+    throw invalidEndpoint(
+        "spec.connection.endpoint must name a local directory, qemu:///<dir>, got '" + endpoint +
+        "'");
+  }
+  // QEMU's option syntax separates with commas: a path holding one would split a -drive.
+  if (rest.find(',') != std::string::npos) {
+    throw invalidEndpoint("the state directory must not contain ',', got '" + rest + "'");
   }
   config.state_dir = std::filesystem::path(rest).lexically_normal();
   return config;
@@ -96,8 +101,9 @@ void BackendConfig::resolve() {
   for (const auto& binary : {qemu, qemu_img}) {
     if (access(binary.c_str(), X_OK) != 0) {
       throw Error(Code::kFailedPrecondition, "QemuNotFound",
-                  binary.string() + " is not an executable (install qemu-system-x86 and "
-                                    "qemu-utils, or name the binaries in the endpoint)");
+                  binary.string() +
+                      " is not an executable (install qemu-system-x86 and "
+                      "qemu-utils, or name the binaries in the endpoint)");
     }
   }
   // KVM needs read-write access to /dev/kvm (root or the kvm group); opening it is the test.

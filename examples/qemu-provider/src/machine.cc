@@ -46,7 +46,8 @@ std::string qemuImg(const BackendConfig& config, std::vector<std::string> args, 
   args.insert(args.begin(), config.qemu_img.string());
   ProcessResult result = runProcess(args, deadline);
   if (result.timed_out) {
-    throw Error(Code::kDeadlineExceeded, "QemuImgTimeout", what + ": qemu-img did not finish in time");
+    throw Error(Code::kDeadlineExceeded, "QemuImgTimeout",
+                what + ": qemu-img did not finish in time");
   }
   if (result.exit_code != 0) {
     throw Error(Code::kFailedPrecondition, "DiskCreateFailed", what + ": " + result.output);
@@ -103,9 +104,13 @@ void Machine::Lock::release(bool remove_file) {
   fd_ = -1;
 }
 
-Machine::Lock::~Lock() { release(false); }
+Machine::Lock::~Lock() {
+  release(false);
+}
 
-bool Machine::exists() const { return fs::exists(dir_ / "machine.json"); }
+bool Machine::exists() const {
+  return fs::exists(dir_ / "machine.json");
+}
 
 void Machine::makeDisk(const DiskSpec& d, const fs::path& base, Deadline deadline) const {
   fs::path tmp = disk(d);
@@ -113,10 +118,9 @@ void Machine::makeDisk(const DiskSpec& d, const fs::path& base, Deadline deadlin
   std::vector<std::string> args = {"create", "-q", "-f", "qcow2"};
   int64_t size = d.size_gib * kGiB;
   if (!base.empty()) {
-    auto info = json::parse(
-        qemuImg(config_, {"info", "--output=json", base.string()}, deadline, "base image " +
-                                                                                base.string()),
-        "qemu-img info");
+    auto info = json::parse(qemuImg(config_, {"info", "--output=json", base.string()}, deadline,
+                                    "base image " + base.string()),
+                            "qemu-img info");
     const std::string format = json::stringOr(&info, "format", "raw");
     // An overlay is never smaller than its base: that would cut the guest's filesystem.
     size = std::max(size, json::integer(&info, "virtual-size").value_or(0));
@@ -132,9 +136,9 @@ void Machine::create(const MachineSpec& spec, const std::string& owner, Deadline
   if (!spec.image_ref.empty()) {
     base = config_.state_dir / "images" / spec.image_ref;
     if (!fs::is_regular_file(base)) {
-      throw Error(Code::kNotFound, "BaseImageNotFound",
-                  "spec.image.ref: no base image " + base.string() +
-                      " (put the image there or import it)");
+      throw Error(
+          Code::kNotFound, "BaseImageNotFound",
+          "spec.image.ref: no base image " + base.string() + " (put the image there or import it)");
     }
   }
   if (fs::exists(dir_)) {
@@ -182,21 +186,22 @@ void Machine::forgetProcess() const {
 void Machine::start(const MachineSpec& spec, const std::string& accel,
                     const std::string& guest_name, Deadline deadline) {
   forgetProcess();
-  std::vector<std::string> args = {
-      config_.qemu.string(),
-      "-name", "guest=" + guest_name,
-      "-machine", "q35,accel=" + accel,
-      "-smp", std::to_string(spec.cpus),
-      "-m", std::to_string(spec.memory_mib),
-      // Nothing QEMU would add by itself: no NIC (a machine reaches no address at all), no
-      // display, no monitor on a terminal the daemon no longer has.
-      "-nodefaults", "-no-user-config", "-nic", "none", "-display", "none",
-      "-qmp", "unix:" + qmpSocket().string() + ",server=on,wait=off",
-      "-pidfile", (dir_ / "qemu.pid").string(),
-      "-daemonize"};
+  std::vector<std::string> args = {config_.qemu.string()};
+  auto add = [&args](std::initializer_list<std::string> more) { args.insert(args.end(), more); };
+  add({"-name", "guest=" + guest_name});
+  add({"-machine", "q35,accel=" + accel});
+  add({"-smp", std::to_string(spec.cpus)});
+  add({"-m", std::to_string(spec.memory_mib)});
+  // Nothing QEMU would add by itself: no NIC (a machine reaches no address at all), no
+  // display, no monitor on a terminal the daemon no longer has.
+  add({"-nodefaults", "-no-user-config"});
+  add({"-nic", "none"});
+  add({"-display", "none"});
+  add({"-qmp", "unix:" + qmpSocket().string() + ",server=on,wait=off"});
+  add({"-pidfile", (dir_ / "qemu.pid").string()});
+  add({"-daemonize"});
   for (const auto& d : spec.disks) {
-    args.insert(args.end(),
-                {"-drive", "if=virtio,format=qcow2,id=" + d.name + ",file=" + disk(d).string()});
+    add({"-drive", "if=virtio,format=qcow2,id=" + d.name + ",file=" + disk(d).string()});
   }
   ProcessResult result = runProcess(args, deadline);
   if (result.timed_out) {
@@ -239,7 +244,8 @@ bool Machine::stopNow(Deadline deadline) {
   auto pid = runningPid();
   if (pid) {
     // Leave a quarter of the time for SIGKILL when QEMU does not quit.
-    auto quit_deadline = std::chrono::steady_clock::now() + (deadline - std::chrono::steady_clock::now()) * 3 / 4;
+    auto quit_deadline =
+        std::chrono::steady_clock::now() + (deadline - std::chrono::steady_clock::now()) * 3 / 4;
     try {
       QmpClient qmp(qmpSocket(), quit_deadline);
       qmp.quit();

@@ -155,7 +155,8 @@ Status MachineReconciler::reconcile(const Call& call, const ReconcileRequest& re
     BANLIEUE_LOG(kInfo, "stopped QEMU of " + who);
   }
 
-  if (spec.power == "PoweredOff") return done("PoweredOff", "True", "AppliedAtNextStart", off_message);
+  if (spec.power == "PoweredOff")
+    return done("PoweredOff", "True", "AppliedAtNextStart", off_message);
   machine.createMissingDisks(spec, deadline);
   machine.start(spec, config_.accel, who, deadline);
   BANLIEUE_LOG(kInfo, "started QEMU of " + who + " (" + describe(spec.cpus, spec.memory_mib) +
@@ -183,8 +184,9 @@ Status MachineReconciler::finalize(const Call& call, const ReconcileRequest& req
   const Deadline deadline = workDeadline(call);
   Machine::Lock lock(*machine, deadline);
   if (!machine->remove(deadline)) {
-    return inProgress(reply, "delete/" + machine->id(),
-                      "waiting for QEMU of " + request.namespace_ + "/" + request.name + " to exit");
+    return inProgress(
+        reply, "delete/" + machine->id(),
+        "waiting for QEMU of " + request.namespace_ + "/" + request.name + " to exit");
   }
   lock.release(/*remove_file=*/true);
   BANLIEUE_LOG(kInfo, "deleted machine " + request.namespace_ + "/" + request.name);

@@ -21,8 +21,8 @@ int64_t integerIn(const rapidjson::Value* object, const char* field, const std::
   const rapidjson::Value* value = json::member(object, field);
   if (value == nullptr) return fallback;
   if (!value->IsInt64() || value->GetInt64() < low || value->GetInt64() > high) {
-    invalid(path + " must be an integer from " + std::to_string(low) +
-            " to " + std::to_string(high));
+    invalid(path + " must be an integer from " + std::to_string(low) + " to " +
+            std::to_string(high));
   }
   return value->GetInt64();
 }

@@ -33,7 +33,9 @@ int remainingMs(Deadline deadline) {
 }
 
 // A pidfd of `pid`, or -1 where the kernel has none (before 5.3): callers then poll /proc.
-int pidfdOpen(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
+int pidfdOpen(pid_t pid) {
+  return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+}
 
 class Fd {
  public:

@@ -94,8 +94,10 @@ class QemuProvider final : public banlieue::sdk::Provider {
   banlieue::sdk::Capabilities capabilities() const override {
     banlieue::sdk::Capabilities caps;
     caps.backend = "qemu";
-    caps.kinds.push_back(
-        {std::string(kGroup), "v1alpha1", std::string(kKind), {"reconcile", "finalize", "validate"}});
+    caps.kinds.push_back({std::string(kGroup),
+                          "v1alpha1",
+                          std::string(kKind),
+                          {"reconcile", "finalize", "validate"}});
     caps.introspect = true;
     caps.features = {"qmp", "no-network"};
     return caps;

@@ -29,8 +29,7 @@ Error timeout(const std::string& what) {
 
 }  // namespace
 
-QmpClient::QmpClient(const std::filesystem::path& socket, Deadline deadline)
-    : deadline_(deadline) {
+QmpClient::QmpClient(const std::filesystem::path& socket, Deadline deadline) : deadline_(deadline) {
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   const std::string path = socket.string();
@@ -122,7 +121,13 @@ rapidjson::Document QmpClient::receive() {
       std::string line = buffer_.substr(0, end);
       buffer_.erase(0, end + 1);
       if (line.find_first_not_of(" \r\t") == std::string::npos) continue;
-      auto message = json::parse(line, "QMP message");
+      rapidjson::Document message;
+      try {
+        message = json::parse(line, "QMP message");
+      } catch (const Error& e) {
+        // QEMU's output, not the object, is at fault: retried like any backend trouble.
+        throw Error(Code::kUnavailable, "QmpProtocolError", e.what());
+      }
       if (json::member(&message, "event") != nullptr) continue;  // asynchronous; not ours
       return message;
     }
