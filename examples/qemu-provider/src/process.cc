@@ -69,6 +69,7 @@ ProcessResult runProcess(const std::vector<std::string>& argv, Deadline deadline
   // that outlives the provider process.
   posix_spawn_file_actions_addclosefrom_np(&actions, 3);
   std::vector<char*> args;
+  args.reserve(argv.size() + 1);
   for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);
   pid_t pid = -1;
