@@ -78,24 +78,30 @@ inline std::string qmpQuery(const std::string& socket_path, const std::string& c
   }
 }
 
-// The live processes (not zombies) whose command line contains `marker`.
+// The processes whose command line contains `marker` and one of whose threads still runs
+// (a killed QEMU's first thread is a zombie while the others exit and still hold its disks).
 inline std::vector<pid_t> processesWith(const std::string& marker) {
+  auto state = [](const std::filesystem::path& stat_file) {
+    std::ifstream stat(stat_file);
+    std::string text((std::istreambuf_iterator<char>(stat)), {});
+    auto paren = text.rfind(')');
+    return paren == std::string::npos || paren + 2 >= text.size() ? 'X' : text[paren + 2];
+  };
   std::vector<pid_t> pids;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
     const std::string name = entry.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream stat(entry.path() / "stat");
-    std::string stat_text((std::istreambuf_iterator<char>(stat)), {});
-    auto paren = stat_text.rfind(')');
-    if (paren == std::string::npos || paren + 2 >= stat_text.size() ||
-        stat_text[paren + 2] == 'Z') {
-      continue;
+    std::error_code task_ec;
+    for (const auto& task : std::filesystem::directory_iterator(entry.path() / "task", task_ec)) {
+      char s = state(task.path() / "stat");
+      if (s == 'Z' || s == 'X') continue;
+      std::ifstream in(task.path() / "cmdline");
+      std::string cmdline((std::istreambuf_iterator<char>(in)), {});
+      std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+      if (cmdline.find(marker) != std::string::npos) pids.push_back(std::stoi(name));
+      break;
     }
-    std::ifstream in(entry.path() / "cmdline");
-    std::string cmdline((std::istreambuf_iterator<char>(in)), {});
-    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
-    if (cmdline.find(marker) != std::string::npos) pids.push_back(std::stoi(name));
   }
   return pids;
 }

@@ -129,20 +129,40 @@ ProcessResult runProcess(const std::vector<std::string>& argv, Deadline deadline
   return result;
 }
 
+namespace {
+
+// The state letter of /proc/.../stat, which follows the command name's closing parenthesis.
+char taskState(const std::filesystem::path& stat_file) {
+  std::ifstream stat(stat_file);
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  auto paren = text.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= text.size()) return 'X';
+  return text[paren + 2];
+}
+
+std::string commandLineOf(const std::filesystem::path& task) {
+  std::ifstream in(task / "cmdline");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::replace(text.begin(), text.end(), '\0', ' ');
+  return text;
+}
+
+}  // namespace
+
+// A process is alive while any of its threads is. A killed multi-threaded QEMU shows its first
+// thread as a zombie, with an empty command line, while the others are still exiting and still
+// hold its files (and with them the disk images' locks): so every thread is asked, and the
+// command line is read from one that still runs.
 bool processMatches(pid_t pid, const std::string& marker) {
   if (pid <= 0) return false;
-  const std::filesystem::path proc = "/proc/" + std::to_string(pid);
-  std::ifstream stat(proc / "stat");
-  std::string stat_text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  // The state follows the command name's closing parenthesis; a zombie has exited already.
-  auto paren = stat_text.rfind(')');
-  if (paren == std::string::npos || paren + 2 >= stat_text.size()) return false;
-  char state = stat_text[paren + 2];
-  if (state == 'Z' || state == 'X') return false;
-  std::ifstream cmdline(proc / "cmdline");
-  std::string text((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
-  std::replace(text.begin(), text.end(), '\0', ' ');
-  return text.find(marker) != std::string::npos;
+  std::error_code ec;
+  const std::filesystem::path tasks = "/proc/" + std::to_string(pid) + "/task";
+  for (const auto& task : std::filesystem::directory_iterator(tasks, ec)) {
+    char state = taskState(task.path() / "stat");
+    if (state == 'Z' || state == 'X') continue;
+    return commandLineOf(task.path()).find(marker) != std::string::npos;
+  }
+  return false;
 }
 
 bool waitForExit(pid_t pid, Deadline deadline) {
