@@ -5,7 +5,7 @@
 # else TCG). Every step must pass, and afterwards no QEMU of that state directory may run and
 # no disk, socket or pidfile may be left.
 set -euo pipefail
-src=$1 banlieue=$2
+src=$1 banlieue=$2 built=${3:-}  # built: build_qemu_example.sh's work directory, when done
 work=$(mktemp -d)
 state=$work/state
 # Whatever happens, no QEMU of this test outlives it: the state directory is in the command
@@ -26,8 +26,12 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 [ -x /usr/bin/qemu-system-x86_64 ] && [ -x /usr/bin/qemu-img ] ||
   fail "this test needs QEMU: install qemu-system-x86 and qemu-utils"
 
-"$(dirname "$0")/build_qemu_example.sh" "$src" "$work"
-plugin=$work/build/plugin/qemu
+if [ -z "$built" ]; then
+  "$(dirname "$0")/build_qemu_example.sh" "$src" "$work"
+  built=$work
+fi
+plugin=$built/build/plugin/qemu
+[ -f "$plugin/provider.json" ] || fail "no plugin directory at $plugin (build_qemu_example.sh)"
 
 mkdir -p "$state"
 cat >"$work/config.json" <<JSON
