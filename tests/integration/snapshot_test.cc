@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <iostream>
 #include <thread>
 
 namespace banlieue::testing {
@@ -180,11 +181,18 @@ spec: {virtualMachineName: )" +
           vm + ", snapshotName: " + snapshot + "}\n");
   }
 
+  // kubectl wait, once more after a failure that is kubectl's own (a 1.32 client against a
+  // busy 1.20 apiserver once failed at once on a snapshot that was Ready: CI), whose output is
+  // printed.
   bool waitFor(const std::string& object, const std::string& what) {
-    return cluster_
-               .kubectl("wait --for=" + what + " --timeout=60s -n " + ns_->name() + " " + object,
-                        90s)
-               .exit_code == 0;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      auto r = cluster_.kubectl(
+          "wait --for=" + what + " --timeout=60s -n " + ns_->name() + " " + object, 90s);
+      if (r.exit_code == 0) return true;
+      std::cerr << "kubectl wait --for=" << what << " " << object << ": " << r.output << "\n";
+      if (r.output.find("timed out") != std::string::npos) return false;
+    }
+    return false;
   }
 
   std::string jsonpath(const std::string& object, const std::string& path) {
