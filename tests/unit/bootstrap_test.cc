@@ -183,18 +183,30 @@ bool grants(const rapidjson::Value& role, const std::string& group, const std::s
   return false;
 }
 
-// The rules an aggregated ClusterRole selecting `label` would hold among `objects`.
+// Appends to `rules` the rules of every ClusterRole among `objects` whose label `key` is
+// `value` (label keys hold dots: looked up as members, not as a path).
+void appendLabelled(const std::vector<rapidjson::Document>& objects, const std::string& key,
+                    const std::string& value, rapidjson::Value& rules,
+                    rapidjson::Document::AllocatorType& a) {
+  for (const auto& o : objects) {
+    if (json::stringOr(&o, "kind") != "ClusterRole") continue;
+    const auto* labels = json::find(&o, "metadata.labels");
+    if (labels == nullptr) continue;
+    auto it = labels->FindMember(key.c_str());
+    if (it == labels->MemberEnd() || !it->value.IsString() || it->value.GetString() != value) {
+      continue;
+    }
+    for (const auto& r : o["rules"].GetArray()) rules.PushBack(rapidjson::Value(r, a), a);
+  }
+}
+
+// The rules an aggregated ClusterRole selecting `label: "true"` would hold among `objects`.
 rapidjson::Document effectiveBySelector(const std::vector<rapidjson::Document>& objects,
                                         const std::string& label) {
   rapidjson::Document out(rapidjson::kObjectType);
   auto& a = out.GetAllocator();
   rapidjson::Value rules(rapidjson::kArrayType);
-  for (const auto& o : objects) {
-    if (json::stringOr(&o, "kind") != "ClusterRole") continue;
-    const auto* labels = json::find(&o, "metadata.labels");
-    if (labels == nullptr || !labels->HasMember(label.c_str())) continue;
-    for (const auto& r : o["rules"].GetArray()) rules.PushBack(rapidjson::Value(r, a), a);
-  }
+  appendLabelled(objects, label, "true", rules, a);
   out.AddMember("rules", rules, a);
   return out;
 }
@@ -216,17 +228,7 @@ rapidjson::Document effective(const std::vector<rapidjson::Document>& objects,
       EXPECT_FALSE(role->HasMember("rules")) << name << ": the aggregation fills its rules";
       for (const auto& selector : selectors->GetArray()) {
         for (const auto& label : selector["matchLabels"].GetObject()) {
-          for (const auto& o : objects) {
-            if (json::stringOr(&o, "kind") != "ClusterRole") continue;
-            // Label keys hold dots: looked up as members, not as a path.
-            const auto* labels = json::find(&o, "metadata.labels");
-            auto it = labels == nullptr ? rapidjson::Value::ConstMemberIterator()
-                                        : labels->FindMember(label.name);
-            if (labels == nullptr || it == labels->MemberEnd() || it->value != label.value) {
-              continue;
-            }
-            for (const auto& r : o["rules"].GetArray()) rules.PushBack(rapidjson::Value(r, a), a);
-          }
+          appendLabelled(objects, label.name.GetString(), label.value.GetString(), rules, a);
         }
       }
     }
