@@ -11,12 +11,12 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <stdexcept>
-#include <thread>
-#include <functional>
 #include <string_view>
+#include <thread>
 
 namespace {
 
@@ -357,8 +357,8 @@ class TestInstance final : public banlieue::sdk::Instance {
       // A ticket console, as vSphere's: no stream, a URL (a credential) and how long it holds.
       reply.status().AddMember("console", "webmks", a);
       reply.status().AddMember(
-          "url", json::stringValue("wss://127.0.0.1:9/ticket/" + testTicket(request.provider_id), a),
-          a);
+          "url",
+          json::stringValue("wss://127.0.0.1:9/ticket/" + testTicket(request.provider_id), a), a);
       reply.status().AddMember("expiresInSeconds", 30, a);
       reply.status().AddMember("description",
                                json::stringValue("webmks of " + request.provider_id, a), a);
