@@ -409,11 +409,17 @@ typedef struct banlieue_provider_v1 {
   /* Opens a console of one machine this plugin reconciled. request is
    * sdk/schemas/console.request.json: {"kind": the machine's infrastructure kind, "machine":
    * the infrastructure object (its spec.providerID names the backend VM), "console":
-   * "serial"}. On OK *out is an open stream of the machine's serial console (what the guest
-   * writes to its first serial port, and what it reads from it), to be read and written with
-   * console_read and console_write and released with console_close; on any other code *out
-   * stays NULL. The reply body is sdk/schemas/console.response.json ({"status": {"console",
-   * "description"}}: which console it is, in words for the person at the terminal).
+   * "serial" or "webmks"}. For "serial", on OK *out is an open stream of the machine's serial
+   * console (what the guest writes to its first serial port, and what it reads from it), to be
+   * read and written with console_read and console_write and released with console_close; on
+   * any other code *out stays NULL. "webmks" is a ticket console: the backend hands out a
+   * short-lived ticket for its own graphical console (vSphere's AcquireTicket), so on OK *out
+   * stays NULL and the reply's status.url ("wss://<host>:<port>/ticket/<ticket>", required)
+   * with status.expiresInSeconds is the answer; the URL is a credential, which neither side
+   * logs. The reply body is sdk/schemas/console.response.json ({"status": {"console",
+   * "description", "url", "expiresInSeconds"}}: which console it is, in words for the person
+   * at the terminal). A plugin that does not know a kind answers INVALID_ARGUMENT or
+   * UNIMPLEMENTED, which the host reports as it is.
    * FAILED_PRECONDITION with reason "MachineNotProvisioned" when the machine has no backend VM
    * yet, "MachineNotRunning" when the backend has no console for it while it is off, and
    * "ConsoleBusy" when the backend allows one console at a time and another holds it;

@@ -1167,6 +1167,10 @@ class CheckRun {
       }
       return;
     }
+    if (opened.code() == BANLIEUE_UNIMPLEMENTED &&
+        opened.outcome.reason == "SerialConsoleUnavailable") {
+      return ticketConsole(step, sample);  // a backend whose console is a ticket (vSphere)
+    }
     if (unimplementedButClaimed(step, "console", "console", opened)) return;
     const bool has_vm = !provider_id_[sample.kind].empty();
     if (!opened.ok()) {
@@ -1224,6 +1228,43 @@ class CheckRun {
                               "return, closed",
                               description.empty() ? "" : " (" + description + ")", read_bytes,
                               kWait.count()));
+  }
+
+  // A backend with no serial stream (SerialConsoleUnavailable) offers its console as a ticket:
+  // the webmks console opens with no stream and a wss:// URL in the reply, which matches the
+  // schema. Without a backend VM a well-formed error is enough, as for a serial console. The
+  // URL is a credential: the report shows neither it nor its ticket.
+  void ticketConsole(const std::string& step, const Sample& sample) {
+    const std::string request = fmt::format(R"({{"kind":"{}","machine":{},"console":"webmks"}})",
+                                            sample.kind, machineWithProviderId(sample));
+    std::unique_ptr<PluginConsole> console;
+    auto opened = instance_->openConsole(request, console, callOptions(sample.uid));
+    if (!wellFormed(step, opened)) return;
+    const bool has_vm = !provider_id_[sample.kind].empty();
+    if (!opened.ok()) {
+      if (o_.strict() && has_vm && opened.code() != BANLIEUE_FAILED_PRECONDITION) {
+        r_.fail(step, "serial is unavailable and the machine has a backend VM (providerID " +
+                          provider_id_[sample.kind] +
+                          "), so its webmks console must open (or say why not with "
+                          "FAILED_PRECONDITION); got " +
+                          outcomeText(opened));
+      } else {
+        r_.pass(step, "serial unavailable; webmks: well-formed error: " + outcomeText(opened));
+      }
+      return;
+    }
+    if (console != nullptr) {
+      r_.fail(step, "console_open opened a stream for the webmks console, which is a ticket");
+      return;
+    }
+    if (!bodyMatches(step, "console.response", opened)) return;
+    auto body = json::parse(opened.outcome.body, "reply");
+    const std::string description = json::stringOr(&body, "status.description");
+    const auto expires = json::integer(&body, "status.expiresInSeconds");
+    std::fill(opened.outcome.body.begin(), opened.outcome.body.end(), '\0');
+    r_.pass(step, fmt::format("serial unavailable; webmks: a wss:// ticket URL{}{}",
+                              expires ? fmt::format(" valid {} s", *expires) : std::string(),
+                              description.empty() ? "" : " (" + description + ")"));
   }
 
   // The sample as the host sends it once reconciled: its status, and the providerID the

@@ -2,6 +2,8 @@
 
 #include "host/common/metrics.h"
 
+#include <banlieue/sdk/json.h>
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -195,6 +197,21 @@ CallResult PluginInstance::snapshot(std::string_view request, const CallOptions&
   });
 }
 
+namespace {
+
+// Whether a console_open that returned OK without a console answered a ticket console: the
+// request asked for "webmks" and the reply carries status.url (provider_v1.h, console_open).
+bool ticketConsoleAnswered(std::string_view request, const std::string& reply) {
+  rapidjson::Document asked;
+  asked.Parse(request.data(), request.size());
+  if (asked.HasParseError() || sdk::json::stringOr(&asked, "console") != "webmks") return false;
+  rapidjson::Document answered;
+  answered.Parse(reply.c_str());
+  return !answered.HasParseError() && !sdk::json::stringOr(&answered, "status.url").empty();
+}
+
+}  // namespace
+
 CallResult PluginInstance::openConsole(std::string_view request,
                                        std::unique_ptr<PluginConsole>& out,
                                        const CallOptions& options) const {
@@ -210,6 +227,8 @@ CallResult PluginInstance::openConsole(std::string_view request,
     return result;
   }
   if (result.ok() && handle == nullptr) {
+    // A ticket console has no stream: OK without a handle is its answer, with the URL.
+    if (ticketConsoleAnswered(request, result.outcome.body)) return result;
     result.violations.push_back("console_open returned OK without a console");
     result.outcome.code = BANLIEUE_INTERNAL;
     result.outcome.reason = "ProviderProtocolError";

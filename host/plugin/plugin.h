@@ -107,7 +107,9 @@ class PluginInstance {
   CallResult snapshot(std::string_view request, const CallOptions& options = {}) const;
   // SINCE 1.3; an older plugin, or one without all four console slots, answers UNIMPLEMENTED,
   // reason NotSupportedByBackend. On OK `out` is the open console, which must go before this
-  // instance does. options.object_uid is the machine's uid; the timeout bounds the opening
+  // instance does; for a ticket console ("console": "webmks") `out` stays empty and the
+  // reply's status.url is the answer (OK without a console is a violation for any other kind,
+  // or without a url). options.object_uid is the machine's uid; the timeout bounds the opening
   // only.
   CallResult openConsole(std::string_view request, std::unique_ptr<PluginConsole>& out,
                          const CallOptions& options = {}) const;

@@ -320,6 +320,59 @@ TEST(LoaderTest, AConsoleStreamsBothWaysUntilItEnds) {
   EXPECT_EQ(console, nullptr);
 }
 
+// A ticket console (webmks, a vSphere VM's WebMKS console) has no stream: console_open answers
+// OK without a console and the reply's status.url is the answer. The host takes that only for
+// webmks and only with a url; OK without a console is otherwise the contract violation it was.
+TEST(LoaderTest, OkWithoutAConsoleIsATicketOnlyForWebmksWithAUrl) {
+  auto plugin = loader().load("faulty");
+  ASSERT_TRUE(plugin.ok()) << plugin.status().message();
+  auto instance = instanceOf(**plugin);
+  auto open = [&](const std::string& provider_id, const std::string& kind) {
+    const std::string request =
+        R"({"kind":"TestMachine","machine":{"metadata":{"name":"vm1","uid":"uid-1"},"spec":{"providerID":")" +
+        provider_id + R"("}},"console":")" + kind + R"("})";
+    EXPECT_TRUE(validatePayload("console.request", request).isOk()) << request;
+    std::unique_ptr<PluginConsole> console;
+    auto opened = instance->openConsole(request, console, {.object_uid = "uid-1"});
+    EXPECT_EQ(console, nullptr) << provider_id << " " << kind;
+    return opened;
+  };
+
+  // Through the SDK: the test plugin's ticket.
+  auto ticket = open("test://uid-1", "webmks");
+  ASSERT_TRUE(ticket.ok()) << ticket.outcome.reason << ": " << ticket.outcome.message;
+  EXPECT_TRUE(ticket.violations.empty());
+  EXPECT_TRUE(validatePayload("console.response", ticket.outcome.body).isOk())
+      << ticket.outcome.body;
+  EXPECT_THAT(ticket.outcome.body, HasSubstr(R"("url":"wss://127.0.0.1:9/ticket/)"));
+  EXPECT_THAT(ticket.outcome.body, HasSubstr(R"("expiresInSeconds":30)"));
+
+  // Past the SDK (the faulty variant's raw console_open): OK and no console for serial, and for
+  // webmks without a url, are violations the host stops on.
+  for (const auto& [provider_id, kind] :
+       {std::pair<std::string, std::string>{"test://ok-without-console", "serial"},
+        {"test://ticket-without-url", "webmks"}}) {
+    auto bare = open(provider_id, kind);
+    EXPECT_EQ(bare.code(), BANLIEUE_INTERNAL) << kind;
+    EXPECT_EQ(bare.outcome.reason, "ProviderProtocolError") << kind;
+    EXPECT_THAT(bare.violations,
+                ::testing::Contains(HasSubstr("console_open returned OK without a console")))
+        << kind;
+  }
+  // The raw slot's well-formed ticket is accepted as the SDK's is.
+  auto raw = open("test://ticket-with-url", "webmks");
+  EXPECT_TRUE(raw.ok()) << raw.outcome.reason << ": " << raw.outcome.message;
+  EXPECT_TRUE(raw.violations.empty());
+
+  // A serial console still opens as a stream.
+  std::unique_ptr<PluginConsole> console;
+  auto serial = instance->openConsole(
+      R"({"kind":"TestMachine","machine":{"metadata":{"name":"vm1","uid":"uid-1"},"spec":{"providerID":"test://uid-1"}},"console":"serial"})",
+      console, {.object_uid = "uid-1"});
+  EXPECT_TRUE(serial.ok());
+  EXPECT_NE(console, nullptr);
+}
+
 TEST(LoaderTest, PluginNewerMinor_LoadsAndExtraSlotsAreIgnored) {
   auto plugin = loader().load("newer_minor");
   ASSERT_TRUE(plugin.ok()) << plugin.status().message();

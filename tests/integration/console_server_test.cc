@@ -8,10 +8,15 @@
 //  - One without the grant is refused (Forbidden, naming what it lacks), and so is a token the
 //    apiserver does not know (Unauthenticated), with no console opened.
 //  - A VM on another Provider is refused (NotServedHere), before any plugin call.
+//  - A webmks console (a ticket URL, vSphere's kind) reaches `banlieue vm console --url` as
+//    one line on stdout; the Event says who, never the URL or its ticket.
 #include "tests/integration/provider_process_fixture.h"
 #include "tests/support/free_port.h"
 
 #include "host/roles/controller/vm_reconciler.h"
+
+#include <sstream>
+#include <vector>
 
 namespace banlieue::testing {
 namespace {
@@ -138,6 +143,63 @@ TEST_F(ConsoleServerTest, AGrantedUserTypesIntoTheConsoleAndEventsSayWhoAndHowLo
   EXPECT_THAT(said, HasSubstr("14 bytes typed"));
   EXPECT_THAT(said, Not(HasSubstr(token)));
   EXPECT_THAT(provider_->output(), Not(HasSubstr(token)));
+}
+
+// A ticket console (webmks: vSphere's WebMKS, here the test plugin's): the same checks, then
+// one line with the URL and the connection closes. `banlieue vm console --url` prints the URL
+// alone on stdout and says on stderr that it expires and is a credential; the Event says who
+// took which console, and neither it nor the provider's log holds the ticket.
+TEST_F(ConsoleServerTest, AWebmksConsoleIsAUrlForTheGrantedUserAndNoEventHoldsTheTicket) {
+  const std::string token = tokenOf("console-user");
+  ASSERT_FALSE(token.empty());
+  // stderr's lines marked, stdout's as they are.
+  auto run = runCommand("( " + std::string(BANLIEUE_BINARY) + " vm console vm1 --url -n " +
+                            ns_->name() + " --kubeconfig " + cluster_.kubeconfig().string() +
+                            " --address 127.0.0.1:" + std::to_string(console_port_) + " --token " +
+                            shellQuote(token) + " 2>&1 1>&3 | sed 's/^/stderr: /' ) 3>&1",
+                        std::chrono::seconds(60));
+  EXPECT_EQ(run.exit_code, 0) << run.output << diagnostics();
+  std::vector<std::string> out;
+  std::string note;
+  std::istringstream lines(run.output);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("stderr: ", 0) == 0)
+      note += line;
+    else if (!line.empty())
+      out.push_back(line);
+  }
+  ASSERT_EQ(out.size(), 1u) << run.output;
+  EXPECT_EQ(out[0].rfind("wss://127.0.0.1:9/ticket/test-webmks-ticket-", 0), 0u) << out[0];
+  EXPECT_THAT(note, HasSubstr("expires in 30 s and is a credential"));
+  const std::string ticket = out[0].substr(out[0].rfind('/') + 1);
+  ASSERT_FALSE(ticket.empty());
+
+  const std::string user = "system:serviceaccount:" + ns_->name() + ":console-user";
+  std::string said;
+  EXPECT_TRUE(LocalCluster::eventually(
+      [&] {
+        said = events();
+        return said.find("ConsoleOpened") != std::string::npos;
+      },
+      30s))
+      << said << diagnostics();
+  EXPECT_THAT(said, HasSubstr("ConsoleOpened: " + user +
+                              " opened the webmks console (a ticket valid for 30 s)"));
+  EXPECT_THAT(said, Not(HasSubstr("ConsoleClosed")));  // nothing streamed, nothing to close
+  EXPECT_THAT(said, Not(HasSubstr(ticket)));
+  EXPECT_THAT(said, Not(HasSubstr("wss://")));
+  EXPECT_THAT(provider_->output(), Not(HasSubstr(ticket)));
+  EXPECT_THAT(provider_->output(), Not(HasSubstr(token)));
+
+  // Without the grant, no ticket.
+  auto refused = runCommand(std::string(BANLIEUE_BINARY) + " vm console vm1 --url -n " +
+                                ns_->name() + " --kubeconfig " + cluster_.kubeconfig().string() +
+                                " --address 127.0.0.1:" + std::to_string(console_port_) +
+                                " --token " + shellQuote(tokenOf("bystander")) + " 2>&1",
+                            std::chrono::seconds(60));
+  EXPECT_NE(refused.exit_code, 0) << refused.output;
+  EXPECT_THAT(refused.output, HasSubstr("Forbidden"));
+  EXPECT_THAT(refused.output, Not(HasSubstr("wss://")));
 }
 
 TEST_F(ConsoleServerTest, WithoutTheGrantOrWithAnUnknownTokenNoConsoleOpens) {

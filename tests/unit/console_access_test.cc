@@ -117,5 +117,30 @@ TEST(ConsoleAccessTest, TheVerdictLineCarriesTheFailureOrTheConsole) {
   EXPECT_EQ(nonsense.reason(), "ConsoleProtocolError");
 }
 
+// A ticket console (webmks): the hello may ask for it, and the verdict carries its URL and
+// lifetime, which a serial verdict does not.
+TEST(ConsoleAccessTest, AWebmksHelloIsAcceptedAndItsVerdictCarriesTheUrl) {
+  auto hello =
+      parseConsoleHello(R"({"token":"x","namespace":"a","virtualMachine":"b","console":"webmks"})");
+  ASSERT_TRUE(hello.ok()) << hello.status().message();
+  EXPECT_EQ(hello->console, "webmks");
+
+  ConsoleConnected ticket{"webmks", "WebMKS of vm-1 on esx-1", "wss://esx-1:443/ticket/abc", 30};
+  std::string line = consoleVerdictLine(ticket);
+  ASSERT_EQ(line.back(), '\n');
+  ConsoleConnected back;
+  ASSERT_TRUE(parseConsoleVerdict(line.substr(0, line.size() - 1), &back).isOk());
+  EXPECT_EQ(back.console, "webmks");
+  EXPECT_EQ(back.description, "WebMKS of vm-1 on esx-1");
+  EXPECT_EQ(back.url, "wss://esx-1:443/ticket/abc");
+  EXPECT_EQ(back.expires_in_seconds, 30);
+
+  ConsoleConnected serial;
+  std::string stream = consoleVerdictLine(Status::ok(), "serial", "serial0");
+  ASSERT_TRUE(parseConsoleVerdict(stream.substr(0, stream.size() - 1), &serial).isOk());
+  EXPECT_TRUE(serial.url.empty());
+  EXPECT_EQ(serial.expires_in_seconds, 0);
+}
+
 }  // namespace
 }  // namespace banlieue::roles::provider

@@ -160,6 +160,15 @@ const HostRead kHostReads[] = {
      R"(json::integer(&body, "status.progress.bytesTotal"))"},
     {"reconcile.response", "status.progress.phase", "host/roles/images/image_import_command.cc",
      R"(json::stringOr(&body, "status.progress.phase", "Importing"))"},
+    // console_open: the provider's console server, and the host's check of a ticket console.
+    {"console.response", "status.description", "host/roles/provider/console_server.cc",
+     R"(json::stringOr(&reply, "status.description"))"},
+    {"console.response", "status.url", "host/roles/provider/console_server.cc",
+     R"(json::stringOr(&reply, "status.url"))"},
+    {"console.response", "status.url", "host/plugin/plugin.cc",
+     R"(sdk::json::stringOr(&answered, "status.url"))"},
+    {"console.response", "status.expiresInSeconds", "host/roles/provider/console_server.cc",
+     R"(json::integer(&reply, "status.expiresInSeconds"))"},
 };
 
 // Fields a reply schema declares that the host does not read, and why they are there.
@@ -190,6 +199,9 @@ const Informational kInformational[] = {
     {"reconcile.response", "status.observedGeneration",
      "refused (the schema allows no value): the runtime's own field, declared so that a reply "
      "carrying it is a ProviderProtocolError naming it"},
+    {"console.response", "status.console",
+     "the host knows which console it asked for (the request's console); checked by `banlieue "
+     "plugin check` against the schema"},
     {"validate.response", "warnings",
      "no host caller shows them yet: only `banlieue plugin check` calls validate, and it checks "
      "their shape"},
@@ -211,6 +223,7 @@ const ReadingSite kReadingSites[] = {
     {"host/roles/provider/provider_command.cc", "caps", "describe.response", ""},
     {"host/roles/images/image_import_command.cc", "body", "reconcile.response", ""},
     {"host/roles/controller/status_mirror.cc", "infra", "reconcile.response", ""},
+    {"host/roles/provider/console_server.cc", "reply", "console.response", ""},
 };
 
 // Reads at the sites above of fields that no reply carries.
@@ -293,8 +306,8 @@ TEST(ReplySchemaContractTest, EveryFieldTheHostReadsIsDeclaredInItsSchema) {
 }
 
 TEST(ReplySchemaContractTest, EveryDeclaredFieldIsReadOrInformational) {
-  for (const char* name :
-       {"describe.response", "introspect.response", "reconcile.response", "validate.response"}) {
+  for (const char* name : {"describe.response", "introspect.response", "reconcile.response",
+                           "validate.response", "console.response"}) {
     auto doc = schema(name);
     std::vector<std::string> fields;
     declaredFields(doc, "", fields);

@@ -69,5 +69,26 @@ TEST(RequestSchemaContractTest, AValidateRequestIsAnAdmissionEnvelope) {
   EXPECT_FALSE(validatePayload("validate.request", R"({"operation":"CREATE"})").isOk());
 }
 
+TEST(RequestSchemaContractTest, AConsoleRequestIsSerialOrWebmks) {
+  const std::string machine =
+      R"("kind":"VSphereMachine","machine":{"metadata":{"name":"m1","uid":"u1"},"spec":{"providerID":"vsphere://x"}})";
+  EXPECT_TRUE(validatePayload("console.request", "{" + machine + R"(,"console":"serial"})").isOk());
+  EXPECT_TRUE(validatePayload("console.request", "{" + machine + R"(,"console":"webmks"})").isOk());
+  EXPECT_FALSE(validatePayload("console.request", "{" + machine + R"(,"console":"vnc"})").isOk());
+  // The reply of a ticket console: its url is wss://, its lifetime a positive integer.
+  EXPECT_TRUE(
+      validatePayload(
+          "console.response",
+          R"({"status":{"console":"webmks","url":"wss://esx-1:443/ticket/t","expiresInSeconds":30}})")
+          .isOk());
+  EXPECT_FALSE(
+      validatePayload("console.response", R"({"status":{"console":"webmks","url":"http://x"}})")
+          .isOk());
+  EXPECT_FALSE(
+      validatePayload("console.response",
+                      R"({"status":{"console":"webmks","url":"wss://x","expiresInSeconds":0}})")
+          .isOk());
+}
+
 }  // namespace
 }  // namespace banlieue

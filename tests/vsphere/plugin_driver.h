@@ -30,7 +30,7 @@ class PluginDriver {
   sdk::abi::CallOutcome drive(const std::string& slot, const std::string& kind,
                               const std::string& uid, const std::string& request, int polls = 200);
   // One call of `slot`; `kind` is not sent to the slots whose request names it (snapshot,
-  // import_image, delete_image).
+  // import_image, delete_image, console_open; a console it opens is closed at once).
   sdk::abi::CallOutcome once(const std::string& slot, const std::string& kind,
                              const std::string& uid, const std::string& request);
 

@@ -1,6 +1,7 @@
 // Day-2 operations of a VSphereMachine against the project's vcsim (issue #20): a restart
 // request powers the running VM off and on again, once; snapshots (ABI 1.2) are taken once by
-// name, listed, reverted to and deleted, and go with the VM.
+// name, listed, reverted to and deleted, and go with the VM; the console (ABI 1.3) is a WebMKS
+// ticket URL, and the serial console is refused with the way to the ticket.
 #include "plugins/vsphere/src/snapshots.h"
 #include "tests/vsphere/plugin_driver.h"
 #include "tests/vsphere/vcsim_suite.h"
@@ -10,6 +11,7 @@
 
 #include <chrono>
 #include <functional>
+#include <regex>
 #include <thread>
 
 namespace banlieue::vsphere::testing {
@@ -410,6 +412,75 @@ TEST_F(VsphereSnapshotTest, ASnapshotCreateCostsAFewRoundTrips) {
   EXPECT_LE(total, 6u);
   ASSERT_TRUE(
       driver_.drive("finalize", "VSphereMachine", uid, objectJson(uid, machineSpec())).ok());
+}
+
+// The console (ABI 1.3): vSphere's is graphical, a WebMKS ticket.
+class VsphereConsoleTest : public VsphereSnapshotTest {
+ protected:
+  sdk::abi::CallOutcome console(const std::string& uid, const std::string& machine,
+                                const std::string& kind) {
+    return driver_.once(
+        "console_open", "VSphereMachine", uid,
+        R"({"kind":"VSphereMachine","machine":)" + machine + R"(,"console":")" + kind + R"("})");
+  }
+  std::string logs() {
+    std::string all;
+    for (const auto& line : driver_.host().logs()) all += line.message + "\n";
+    return all;
+  }
+};
+
+// webmks answers OK with no stream and the URL a WebMKS client connects to: wss:// to the
+// host and port of the ticket (vcsim's own), /ticket/ and the ticket, a fresh one each time,
+// valid 30 s. The ticket is in no log line and no message.
+TEST_F(VsphereConsoleTest, AWebmksConsoleIsATicketUrlToTheVmsHost) {
+  const std::string uid = "1a2b3c4d-0000-4000-8000-0000000000c1";
+  driver_.host().clearRecords();
+  const std::string machine = machineJson(uid, provision(uid));
+  auto first = console(uid, machine, "webmks");
+  ASSERT_EQ(first.code, BANLIEUE_OK) << first.reason << ": " << first.message;
+  const std::string url = field(first, "status.url");
+  const std::string origin = Url::parse(vcsim_->url()).host + ":" + Url::parse(vcsim_->url()).port;
+  EXPECT_TRUE(std::regex_match(url, std::regex("wss://" + origin + "/ticket/[0-9a-f]{32}"))) << url;
+  EXPECT_EQ(field(first, "status.console"), "webmks");
+  auto reply = json::parse(first.body, "reply");
+  EXPECT_EQ(json::integer(&reply, "status.expiresInSeconds").value_or(0), 30);
+  EXPECT_NE(field(first, "status.description").find("WebMKS console of the VM of VSphereMachine"),
+            std::string::npos)
+      << first.body;
+  auto second = console(uid, machine, "webmks");
+  ASSERT_EQ(second.code, BANLIEUE_OK) << second.message;
+  EXPECT_NE(field(second, "status.url"), url) << "a ticket is used once: each console is a new one";
+  const std::string ticket = url.substr(url.rfind('/') + 1);
+  EXPECT_EQ(logs().find(ticket), std::string::npos) << logs();
+  EXPECT_EQ(field(first, "status.description").find(ticket), std::string::npos);
+  ASSERT_TRUE(
+      driver_.drive("finalize", "VSphereMachine", uid, objectJson(uid, machineSpec())).ok());
+}
+
+// The serial console is refused with the reason and the way to the WebMKS ticket; a machine
+// without a VM is not provisioned; a VM that is gone (deleted, or never there) is NotFound.
+TEST_F(VsphereConsoleTest, SerialIsUnavailableAndAVmThatIsGoneIsNotFound) {
+  const std::string uid = "1a2b3c4d-0000-4000-8000-0000000000c2";
+  const std::string provider_id = provision(uid);
+  const std::string machine = machineJson(uid, provider_id);
+  auto serial = console(uid, machine, "serial");
+  EXPECT_EQ(serial.code, BANLIEUE_UNIMPLEMENTED);
+  EXPECT_EQ(serial.reason, "SerialConsoleUnavailable");
+  EXPECT_NE(serial.message.find("WebMKS"), std::string::npos) << serial.message;
+  EXPECT_NE(serial.message.find("banlieue vm console NAME --url"), std::string::npos)
+      << serial.message;
+
+  auto early = console(uid, machineJson(uid, ""), "webmks");
+  EXPECT_EQ(early.code, BANLIEUE_FAILED_PRECONDITION);
+  EXPECT_EQ(early.reason, "MachineNotProvisioned");
+
+  ASSERT_TRUE(
+      driver_.drive("finalize", "VSphereMachine", uid, objectJson(uid, machineSpec())).ok());
+  auto gone = console(uid, machine, "webmks");
+  EXPECT_EQ(gone.code, BANLIEUE_NOT_FOUND) << gone.reason << ": " << gone.message;
+  EXPECT_EQ(gone.reason, "VMNotFound");
+  EXPECT_NE(gone.message.find(provider_id), std::string::npos) << gone.message;
 }
 
 }  // namespace

@@ -436,6 +436,10 @@ TEST_F(VsphereTest, PluginCheckPassesAgainstVcsim) {
   // revert, delete twice), not merely "not offered".
   EXPECT_THAT(run.output, HasSubstr("PASS  snapshot VSphereMachine")) << run.output;
   EXPECT_THAT(run.output, HasSubstr("deleted twice")) << run.output;
+  // The console step found no serial stream and took the webmks ticket; it shows no ticket.
+  EXPECT_THAT(run.output, HasSubstr("PASS  console VSphereMachine")) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("webmks: a wss:// ticket URL valid 30 s")) << run.output;
+  EXPECT_THAT(run.output, Not(HasSubstr("/ticket/"))) << run.output;
   std::remove(path);
   // The sample's clone folder stays (folders are shared); remove it for the leak check.
   MoRef folder = backend_->find("DC0/vm/banlieue-plugin-check");

@@ -1,6 +1,7 @@
 // vim25 encoding and decoding on recorded vcsim responses (recorded/*_vcsim.xml, the fault
 // files without "vcenter") and vCenter-shaped ones written from the WSDL, the session logic
 // over a scripted transport, and the pure failure-domain rules. No network.
+#include "plugins/vsphere/src/console.h"
 #include "plugins/vsphere/src/inventory.h"
 #include "plugins/vsphere/src/machine_spec.h"
 #include "plugins/vsphere/src/naming.h"
@@ -385,6 +386,35 @@ TEST(MachineSpecTest, RejectsOutOfRangeFieldsByName) {
   } catch (const sdk::Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("spec.numCpus"));
   }
+}
+
+// AcquireTicket's VirtualMachineTicket: the URL is the ticket's own when vCenter gives one,
+// else wss://<host>:<port>/ticket/<ticket>, with the vCenter's host when the ticket has none,
+// 443 when it has no port, and an IPv6 host in brackets.
+TEST(VimResponses, AWebMksTicketBecomesItsUrl) {
+  auto parse = [](const std::string& xml) {
+    static std::vector<std::unique_ptr<pugi::xml_document>> docs;
+    docs.push_back(std::make_unique<pugi::xml_document>());
+    docs.back()->load_string(xml.c_str());
+    return parseVmTicket(docs.back()->first_child());
+  };
+  VmTicket t = parse(
+      "<returnval><ticket>abc</ticket><cfgFile>[ds] v/v.vmx</cfgFile><host>esx-1.lab</host>"
+      "<port>902</port><sslThumbprint>AA:BB</sslThumbprint></returnval>");
+  EXPECT_EQ(t.ticket, "abc");
+  EXPECT_EQ(t.port, 902);
+  EXPECT_EQ(t.ssl_thumbprint, "AA:BB");
+  EXPECT_EQ(webMksUrl(t, "vc.lab"), "wss://esx-1.lab:902/ticket/abc");
+  EXPECT_EQ(webMksUrl(parse("<returnval><ticket>abc</ticket></returnval>"), "vc.lab"),
+            "wss://vc.lab:443/ticket/abc");
+  EXPECT_EQ(
+      webMksUrl(parse("<returnval><ticket>abc</ticket><host>fd00::1</host></returnval>"), "vc.lab"),
+      "wss://[fd00::1]:443/ticket/abc");
+  EXPECT_EQ(webMksUrl(parse("<returnval><ticket>abc</ticket><host>esx-1</host>"
+                            "<url>wss://esx-1.lab:443/ticket/abc</url></returnval>"),
+                      "vc.lab"),
+            "wss://esx-1.lab:443/ticket/abc");
+  EXPECT_EQ(webMksUrl(parse("<returnval></returnval>"), "vc.lab"), "");
 }
 
 }  // namespace

@@ -40,8 +40,9 @@ StatusOr<ConsoleHello> parseConsoleHello(std::string_view line) {
   if (hello.ns.empty() || hello.virtual_machine.empty()) {
     return badHello("namespace and virtualMachine name the VM whose console to open");
   }
-  if (hello.console != "serial") {
-    return badHello("console '" + hello.console + "' is not one this provider serves (serial)");
+  if (hello.console != "serial" && hello.console != "webmks") {
+    return badHello("console '" + hello.console +
+                    "' is not one this provider serves (serial, webmks)");
   }
   return hello;
 }
@@ -163,7 +164,29 @@ std::string consoleVerdictLine(const Status& outcome, const std::string& console
   return json::serialize(doc) + "\n";
 }
 
+std::string consoleVerdictLine(const ConsoleConnected& connected) {
+  rapidjson::Document doc(rapidjson::kObjectType);
+  auto& a = doc.GetAllocator();
+  doc.AddMember("status", "Connected", a);
+  doc.AddMember("console", json::stringValue(connected.console, a), a);
+  if (!connected.description.empty()) {
+    doc.AddMember("description", json::stringValue(connected.description, a), a);
+  }
+  if (!connected.url.empty()) doc.AddMember("url", json::stringValue(connected.url, a), a);
+  if (connected.expires_in_seconds > 0) {
+    doc.AddMember("expiresInSeconds", connected.expires_in_seconds, a);
+  }
+  return json::serialize(doc) + "\n";
+}
+
 Status parseConsoleVerdict(std::string_view line, std::string* description) {
+  ConsoleConnected connected;
+  Status verdict = parseConsoleVerdict(line, &connected);
+  if (verdict.isOk() && description != nullptr) *description = connected.description;
+  return verdict;
+}
+
+Status parseConsoleVerdict(std::string_view line, ConsoleConnected* connected) {
   auto unreadable = [&](const std::string& why) {
     return Status(Code::kUnavailable, "ConsoleProtocolError",
                   "the console server's answer " + why + " (is this a banlieue provider?)");
@@ -176,7 +199,12 @@ Status parseConsoleVerdict(std::string_view line, std::string* description) {
   }
   const std::string status = json::stringOr(&doc, "status");
   if (status == "Connected") {
-    if (description != nullptr) *description = json::stringOr(&doc, "description");
+    if (connected != nullptr) {
+      connected->console = json::stringOr(&doc, "console");
+      connected->description = json::stringOr(&doc, "description");
+      connected->url = json::stringOr(&doc, "url");
+      connected->expires_in_seconds = json::integer(&doc, "expiresInSeconds").value_or(0);
+    }
     return Status::ok();
   }
   if (status != "Failure") return unreadable("has no status");

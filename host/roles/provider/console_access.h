@@ -12,6 +12,7 @@
 
 #include <rapidjson/document.h>
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
@@ -30,7 +31,8 @@ inline constexpr int kDefaultConsolePort = 8086;
 // The longest hello accepted (a bearer token is a few KiB at most).
 inline constexpr size_t kMaxConsoleHello = size_t{64} * 1024;
 
-// {"token": "...", "namespace": "...", "virtualMachine": "...", "console": "serial"}
+// {"token": "...", "namespace": "...", "virtualMachine": "...", "console": "serial"}; console
+// "webmks" asks for a ticket URL instead of a stream (a vSphere VM's graphical console).
 struct ConsoleHello {
   std::string token;
   std::string ns;
@@ -62,12 +64,25 @@ std::string consoleAccessReviewBody(const ConsoleUser& user, const std::string& 
 Status consoleAccessDecision(const rapidjson::Value& review, const ConsoleUser& user,
                              const std::string& ns, const std::string& name);
 
-// The verdict line: {"status":"Connected","console":...,"description":...} or
+// What a connected verdict says: which console, in words; for a ticket console (webmks) the
+// URL to connect to and how long it is valid (the URL is a credential: shown to the person who
+// asked, never logged or put in an Event), after which the server closes the connection.
+struct ConsoleConnected {
+  std::string console;
+  std::string description;
+  std::string url;
+  int64_t expires_in_seconds = 0;
+};
+
+// The verdict line: {"status":"Connected","console":...,"description":...} (with "url" and
+// "expiresInSeconds" for a ticket console) or
 // {"status":"Failure","code":...,"reason":...,"message":...}, newline-terminated.
 std::string consoleVerdictLine(const Status& outcome, const std::string& console = {},
                                const std::string& description = {});
+std::string consoleVerdictLine(const ConsoleConnected& connected);
 // The verdict a client read: OK, or the failure it carries (unreadable lines are Unavailable,
 // reason ConsoleProtocolError). `description` receives what the console is, when connected.
 Status parseConsoleVerdict(std::string_view line, std::string* description = nullptr);
+Status parseConsoleVerdict(std::string_view line, ConsoleConnected* connected);
 
 }  // namespace banlieue::roles::provider

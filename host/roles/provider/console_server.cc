@@ -13,6 +13,7 @@
 #include <banlieue/sdk/json.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <thread>
@@ -223,12 +224,41 @@ void ConsoleServer::serve(int fd, const std::atomic<bool>& stop) {
     opened = instance->openConsole(json::serialize(request), console,
                                    context_.callOptions(machine_uid, "console of " + vm_key));
   }
-  if (!opened.ok() || !console) return refuse(statusOf(opened), user->username);
+  if (!opened.ok()) return refuse(statusOf(opened), user->username);
   rapidjson::Document reply;
   std::string description;
   if (!reply.Parse(opened.outcome.body.c_str()).HasParseError()) {
     description = json::stringOr(&reply, "status.description");
   }
+  if (hello->console == "webmks") {
+    // A ticket console: the URL is the answer and nothing streams. It is a credential: it goes
+    // to the person who asked and nowhere else (no log line, no Event).
+    ConsoleConnected ticket;
+    ticket.console = hello->console;
+    ticket.description = description;
+    ticket.url = json::stringOr(&reply, "status.url");
+    ticket.expires_in_seconds = json::integer(&reply, "status.expiresInSeconds").value_or(0);
+    console.reset();  // a plugin that opened a stream as well: closed, it is not asked for
+    if (ticket.url.empty()) {
+      return refuse(
+          {Code::kInternal, "ProviderProtocolError",
+           "the provider's plugin answered the webmks console of " + vm_key + " without a URL"},
+          user->username);
+    }
+    const bool sent = sendAll(fd, consoleVerdictLine(ticket));
+    std::fill(ticket.url.begin(), ticket.url.end(), '\0');
+    std::fill(opened.outcome.body.begin(), opened.outcome.body.end(), '\0');
+    if (!sent) return;
+    const std::string valid =
+        ticket.expires_in_seconds > 0
+            ? fmt::format(" (a ticket valid for {} s)", ticket.expires_in_seconds)
+            : std::string(" (a ticket)");
+    log->info("webmks console of {} handed to {}{}", vm_key, user->username, valid);
+    context_.events.normal(*vm, "ConsoleOpened", "Console",
+                           user->username + " opened the webmks console" + valid);
+    return;
+  }
+  if (!console) return refuse(statusOf(opened), user->username);
   if (!sendAll(fd, consoleVerdictLine(Status::ok(), hello->console, description))) return;
   log->info("console of {} opened by {} ({})", vm_key, user->username, description);
   context_.events.normal(*vm, "ConsoleOpened", "Console",

@@ -8,7 +8,9 @@
 // the machine the VM runs on, opens the console through the plugin (ABI 1.3) and then copies
 // bytes both ways until either side ends, the person is idle for too long, or leadership goes.
 // An Event on the VirtualMachine records who opened it and, when it closes, for how long and how
-// many bytes went each way; never what they were.
+// many bytes went each way; never what they were. A ticket console ("webmks", vSphere's) does
+// not stream: the server answers its URL in the verdict line and closes; the URL is a
+// credential, in no log line and no Event.
 #pragma once
 
 #include "host/roles/provider/runtime_context.h"

@@ -53,6 +53,7 @@ struct ConsoleOptions {
   std::string kubectl = "kubectl";
   int port = provider::kDefaultConsolePort;
   int timeout_seconds = 0;
+  bool url = false;  // ask for the backend's WebMKS ticket URL instead of the serial stream
 };
 
 int fail(const std::string& message) {
@@ -274,13 +275,13 @@ class RawTerminal {
 };
 
 // Reads the verdict line; what follows it in the same reads is console output.
-Status readVerdict(int fd, std::string& description, std::string& output) {
+Status readVerdict(int fd, provider::ConsoleConnected& connected, std::string& output) {
   std::string buffer;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (std::chrono::steady_clock::now() < deadline) {
     if (auto nl = buffer.find('\n'); nl != std::string::npos) {
       output = buffer.substr(nl + 1);
-      return provider::parseConsoleVerdict(std::string_view(buffer).substr(0, nl), &description);
+      return provider::parseConsoleVerdict(std::string_view(buffer).substr(0, nl), &connected);
     }
     pollfd p{fd, POLLIN, 0};
     if (::poll(&p, 1, 200) <= 0) continue;
@@ -308,6 +309,7 @@ int runConsole(const ConsoleOptions& o) {
   hello.token = o.token.empty() ? connection->bearerToken() : o.token;
   hello.ns = ns;
   hello.virtual_machine = o.name;
+  if (o.url) hello.console = "webmks";
   if (hello.token.empty()) {
     return fail("the console server checks who you are from a bearer token, and " +
                 connection->source +
@@ -342,10 +344,23 @@ int runConsole(const ConsoleOptions& o) {
   if (!writeAll(*fd, provider::encodeConsoleHello(hello))) {
     return fail("the console server closed the connection");
   }
-  std::string description;
+  provider::ConsoleConnected connected;
   std::string output;
-  if (auto verdict = readVerdict(*fd, description, output); !verdict.isOk()) {
+  if (auto verdict = readVerdict(*fd, connected, output); !verdict.isOk()) {
     return fail(verdict.reason() + ": " + verdict.message());
+  }
+  const std::string& description = connected.description;
+  if (o.url) {
+    // The URL alone on stdout (for a script or a browser's WebMKS client); the rest on stderr.
+    if (connected.url.empty()) return fail("the console server answered without a URL");
+    std::cout << connected.url << std::endl;
+    std::cerr << "the WebMKS console of virtualmachine " << ns << "/" << o.name
+              << (description.empty() ? "" : " (" + description + ")") << ": the URL"
+              << (connected.expires_in_seconds > 0
+                      ? " expires in " + std::to_string(connected.expires_in_seconds) + " s"
+                      : std::string(" expires soon"))
+              << " and is a credential: whoever holds it sees and controls the console\n";
+    return app::kExitOk;
   }
 
   RawTerminal terminal;
@@ -405,7 +420,9 @@ void registerConsoleCommand(CLI::App& vm, app::Action& action) {
       "besides get on virtualmachines and providers, get and list on pods and create on\n"
       "pods/portforward in the provider's namespace (get on its leases finds the leader\n"
       "sooner than pod readiness does). With input from a pipe, the output\n"
-      "goes on after the input ends, until the console ends or --timeout");
+      "goes on after the input ends, until the console ends or --timeout.\n"
+      "vSphere has no serial stream: its console is graphical (WebMKS), and --url prints a\n"
+      "short-lived ticket URL (wss://...) for a WebMKS client that reaches the ESXi host");
   sub->add_option("name", o->name, "The VirtualMachine's name")->required();
   sub->add_option("--namespace,-n", o->namespace_,
                   "Its namespace (default: the kubeconfig context's, else default)");
@@ -421,6 +438,10 @@ void registerConsoleCommand(CLI::App& vm, app::Action& action) {
   sub->add_option("--port", o->port, "The console port of the provider pod")->capture_default_str();
   sub->add_option("--kubectl", o->kubectl, "The kubectl that runs port-forward")
       ->capture_default_str();
+  sub->add_flag("--url", o->url,
+                "Print the URL of the VM's graphical WebMKS console (vSphere) instead of\n"
+                "attaching: a ticket that expires within seconds to minutes, and a credential\n"
+                "(whoever holds it sees and controls the console). Only the URL goes to stdout");
   sub->add_option("--address", o->address,
                   "Connect to this console server (host:port) as it is, without port-forward:\n"
                   "a provider that runs outside the cluster, or one already forwarded");

@@ -1,5 +1,6 @@
 // The vSphere provider plugin: exports banlieue_provider_v1 through the SDK. One instance per
 // banlieue Provider holds one logged-in SoapClient that every call of that Provider reuses.
+#include "plugins/vsphere/src/console.h"
 #include "plugins/vsphere/src/errors.h"
 #include "plugins/vsphere/src/image_import.h"
 #include "plugins/vsphere/src/inventory.h"
@@ -27,7 +28,8 @@ class VSphereInstance final : public sdk::Instance {
         vim_(*client_),
         machines_(vim_),
         images_(vim_),
-        snapshots_(vim_) {}
+        snapshots_(vim_),
+        consoles_(vim_) {}
 
   Status introspect(const sdk::Call& call, const sdk::IntrospectRequest& request,
                     sdk::Reply& reply) override {
@@ -99,6 +101,13 @@ class VSphereInstance final : public sdk::Instance {
     return snapshots_.handle(call, request, reply);
   }
 
+  // A ticket, not a stream: vSphere's console is WebMKS (console.h).
+  Status openConsole(const sdk::Call& call, const sdk::ConsoleRequest& request,
+                     std::unique_ptr<sdk::Console>& /*out*/, sdk::Reply& reply) override {
+    if (request.kind != kMachineKind) return unsupported(request.kind);
+    return consoles_.open(call, request, reply);
+  }
+
  private:
   static Status unsupported(const std::string& kind) {
     return {Code::kInvalidArgument, "UnsupportedKind",
@@ -111,6 +120,7 @@ class VSphereInstance final : public sdk::Instance {
   MachineReconciler machines_;
   ImageImporter images_;
   SnapshotManager snapshots_;
+  ConsoleOpener consoles_;
 };
 
 class VSphereProvider final : public sdk::Provider {
@@ -130,6 +140,7 @@ class VSphereProvider final : public sdk::Provider {
     caps.import_image = true;
     caps.delete_image = true;
     caps.snapshot = true;
+    caps.console = true;
     caps.image_formats = {"iso"};
     return caps;
   }

@@ -11,9 +11,11 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 
 namespace {
@@ -47,6 +49,12 @@ constexpr auto kSlowHint = std::chrono::milliseconds(2500);
 std::mutex g_vm_mutex;
 int g_vms_created = 0;  // every finished create makes another backend VM
 #endif
+
+// The test backend's WebMKS ticket: made up, and marked so tests can look for it where a
+// ticket must never be (Events, logs).
+[[maybe_unused]] std::string testTicket(const std::string& provider_id) {
+  return "test-webmks-ticket-" + std::to_string(std::hash<std::string>{}(provider_id) % 100000);
+}
 
 // The test backend's serial console: a banner, then an echo of what is typed, as a guest's
 // getty echoes; Ctrl-D (0x04) ends the stream, as a guest powering off does.
@@ -344,10 +352,21 @@ class TestInstance final : public banlieue::sdk::Instance {
     if (request.provider_id.empty()) {
       return {Code::kFailedPrecondition, "MachineNotProvisioned", "the machine has no test VM yet"};
     }
+    auto& a = reply.allocator();
+    if (request.console == "webmks") {
+      // A ticket console, as vSphere's: no stream, a URL (a credential) and how long it holds.
+      reply.status().AddMember("console", "webmks", a);
+      reply.status().AddMember(
+          "url",
+          json::stringValue("wss://127.0.0.1:9/ticket/" + testTicket(request.provider_id), a), a);
+      reply.status().AddMember("expiresInSeconds", 30, a);
+      reply.status().AddMember("description",
+                               json::stringValue("webmks of " + request.provider_id, a), a);
+      return Status::ok();
+    }
     if (request.console != "serial")
       return banlieue::sdk::unimplemented("console " + request.console);
     out = std::make_unique<EchoConsole>(request.provider_id);
-    auto& a = reply.allocator();
     reply.status().AddMember("console", "serial", a);
     reply.status().AddMember("description",
                              json::stringValue("echo console of " + request.provider_id, a), a);
@@ -464,6 +483,36 @@ banlieue_status keepingReconcile(banlieue_instance* instance, const banlieue_cal
 }
 #endif
 
+#ifdef TEST_VARIANT_FAULTY
+// console_open past the SDK, for the objects that ask for it by their providerID: OK without a
+// console for a serial console ("test://ok-without-console"), for a webmks one without a url
+// ("test://ticket-without-url") and with one ("test://ticket-with-url"). The SDK refuses to
+// answer the first two; the host must refuse them from any plugin.
+decltype(banlieue_provider_v1::console_open) g_sdk_console_open = nullptr;
+
+banlieue_status rawConsoleOpen(banlieue_instance* instance, const banlieue_call* call,
+                               banlieue_str request, banlieue_console** out,
+                               banlieue_reply* reply) {
+  const std::string_view text(request.data, request.len);
+  auto answer = [&](std::string_view body) {
+    *out = nullptr;
+    reply->body.write(reply->body.ctx, body.data(), body.size());
+    return BANLIEUE_OK;
+  };
+  if (text.find("test://ok-without-console") != std::string_view::npos) {
+    return answer(R"({"status":{"console":"serial"}})");
+  }
+  if (text.find("test://ticket-without-url") != std::string_view::npos) {
+    return answer(R"({"status":{"console":"webmks"}})");
+  }
+  if (text.find("test://ticket-with-url") != std::string_view::npos) {
+    return answer(
+        R"({"status":{"console":"webmks","url":"wss://127.0.0.1:9/ticket/raw","expiresInSeconds":5}})");
+  }
+  return g_sdk_console_open(instance, call, request, out, reply);
+}
+#endif
+
 struct LongerTable {  // a table from a future minor with three more slots
   banlieue_provider_v1 v1;
   void (*future_slots[3])(void);
@@ -496,6 +545,10 @@ extern "C" __attribute__((visibility("default"))) const banlieue_provider_v1* TE
 #ifdef TEST_VARIANT_KEEPS_BORROWED
   g_sdk_reconcile = table.v1.reconcile;
   table.v1.reconcile = &keepingReconcile;
+#endif
+#ifdef TEST_VARIANT_FAULTY
+  g_sdk_console_open = table.v1.console_open;
+  table.v1.console_open = &rawConsoleOpen;
 #endif
 #ifdef TEST_VARIANT_HOLLOW
   // describe still claims reconcile, finalize and importImage.

@@ -17,19 +17,39 @@
 // the Task's info.eventChainId names, and the clone itself runs N seconds later. govmomi's
 // simulator runs every task inside the request, so without this flag no clone is ever seen in
 // flight; the plugin's tests of a clone whose operation token was lost need one.
+//
+// VirtualMachine.AcquireTicket (the WebMKS console's ticket), which govmomi's simulator does
+// not implement, is answered for every virtual machine: those of the initial inventory and
+// those cloned or created later. govmomi's example (simulator/example_extend_test.go) wraps a
+// VM object in the registry; that cannot cover every VM here, because the simulator's own code
+// asserts registry entries to *simulator.VirtualMachine (snapshot revert and removal, clone,
+// resource pools), so a wrapped VM breaks the plugin's snapshot tests, and the property
+// collector refuses a wrapper that embeds a pointer. So the method is answered in front of the
+// SOAP endpoint instead (ticketSDK): after the same session check the simulator makes, for a
+// VirtualMachine the registry holds, with a random ticket and the simulator's own host and
+// port; a ticket type other than webmks or mks is InvalidArgument, as on vCenter.
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/tls"
+	"encoding/hex"
 	"encoding/json"
+	"encoding/xml"
 	"flag"
 	"fmt"
+	"io/ioutil"
 	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 
@@ -175,6 +195,102 @@ func listInventory(sdk, caFile, user, pass string) error {
 	return nil
 }
 
+// ticketSDK answers VirtualMachine.AcquireTicket in front of the simulator's SOAP endpoint
+// (see the file comment for why not in a wrapped VM) and passes every other request on.
+type ticketSDK struct {
+	next http.Handler
+}
+
+// acquireTicket is the one request ticketSDK reads: <AcquireTicket><_this type=
+// "VirtualMachine">vm-42</_this><ticketType>webmks</ticketType></AcquireTicket>.
+type acquireTicket struct {
+	Body struct {
+		Req *struct {
+			This       types.ManagedObjectReference `xml:"_this"`
+			TicketType string                       `xml:"ticketType"`
+		} `xml:"AcquireTicket"`
+	} `xml:"Body"`
+}
+
+const soapEnvelope = `<?xml version="1.0" encoding="UTF-8"?>
+<soapenv:Envelope xmlns:soapenc="http://schemas.xmlsoap.org/soap/encoding/" xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/" xmlns:xsd="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"><soapenv:Body>%s</soapenv:Body></soapenv:Envelope>`
+
+func escape(text string) string {
+	var b bytes.Buffer
+	_ = xml.EscapeText(&b, []byte(text))
+	return b.String()
+}
+
+func soapFault(w http.ResponseWriter, fault, message, detail string) {
+	w.Header().Set("Content-Type", "text/xml; charset=utf-8")
+	w.WriteHeader(http.StatusInternalServerError)
+	fmt.Fprintf(w, soapEnvelope, fmt.Sprintf(`<soapenv:Fault><faultcode>ServerFaultCode</faultcode><faultstring>%s</faultstring><detail><%sFault xmlns="urn:vim25" xsi:type="%s">%s</%sFault></detail></soapenv:Fault>`,
+		escape(message), fault, fault, detail, fault))
+}
+
+// authenticated asks the simulator itself whether the request's session cookie is a session:
+// CurrentTime needs one, and answers a fault (NotAuthenticated) without.
+func (t *ticketSDK) authenticated(r *http.Request) bool {
+	probe, err := http.NewRequest(http.MethodPost, r.URL.String(), strings.NewReader(fmt.Sprintf(soapEnvelope,
+		`<CurrentTime xmlns="urn:vim25"><_this type="ServiceInstance">ServiceInstance</_this></CurrentTime>`)))
+	if err != nil {
+		return false
+	}
+	probe.Header = r.Header.Clone()
+	probe.Header.Del("Content-Length")
+	recorder := httptest.NewRecorder()
+	t.next.ServeHTTP(recorder, probe)
+	return recorder.Code == http.StatusOK
+}
+
+func (t *ticketSDK) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || !strings.HasPrefix(r.URL.Path, "/sdk") {
+		t.next.ServeHTTP(w, r)
+		return
+	}
+	body, err := ioutil.ReadAll(r.Body)
+	_ = r.Body.Close()
+	if err != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	var req acquireTicket
+	if !bytes.Contains(body, []byte("AcquireTicket")) || xml.Unmarshal(body, &req) != nil || req.Body.Req == nil {
+		r.Body = ioutil.NopCloser(bytes.NewReader(body))
+		t.next.ServeHTTP(w, r)
+		return
+	}
+	this := req.Body.Req.This
+	if !t.authenticated(r) {
+		soapFault(w, "NotAuthenticated", "not authenticated", "")
+		return
+	}
+	if this.Type != "VirtualMachine" || simulator.Map.Get(this) == nil {
+		soapFault(w, "ManagedObjectNotFound", "managed object not found: "+this.String(),
+			fmt.Sprintf(`<obj type="%s">%s</obj>`, escape(this.Type), escape(this.Value)))
+		return
+	}
+	kind := req.Body.Req.TicketType
+	if kind != "webmks" && kind != "mks" {
+		soapFault(w, "InvalidArgument", "ticketType "+kind+" is not webmks or mks",
+			"<invalidProperty>ticketType</invalidProperty>")
+		return
+	}
+	secret := make([]byte, 16)
+	if _, err := rand.Read(secret); err != nil {
+		w.WriteHeader(http.StatusInternalServerError)
+		return
+	}
+	host, port, err := net.SplitHostPort(r.Host)
+	if err != nil {
+		host, port = r.Host, "443"
+	}
+	w.Header().Set("Content-Type", "text/xml; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprintf(w, soapEnvelope, fmt.Sprintf(`<AcquireTicketResponse xmlns="urn:vim25"><returnval><ticket>%s</ticket><cfgFile>[LocalDS_0] %s/%s.vmx</cfgFile><host>%s</host><port>%s</port><sslThumbprint>00:11:22:33:44:55:66:77:88:99:AA:BB:CC:DD:EE:FF:00:11:22:33</sslThumbprint></returnval></AcquireTicketResponse>`,
+		hex.EncodeToString(secret), escape(this.Value), escape(this.Value), escape(host), escape(port)))
+}
+
 func main() {
 	model := simulator.VPX()
 	flag.IntVar(&model.Datacenter, "dc", model.Datacenter, "datacenters")
@@ -223,6 +339,8 @@ func main() {
 		model.Service.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
 	}
 	server := model.Service.NewServer()
+	// Before the URL is printed no client knows the address, so no request sees the swap.
+	server.Config.Handler = &ticketSDK{next: server.Config.Handler}
 	sdk := *server.URL
 	sdk.User = nil
 	fmt.Printf("url=%s pid=%d\n", sdk.String(), os.Getpid())

@@ -306,7 +306,7 @@ struct ConsoleRequest {
   std::string kind;
   const rapidjson::Value* machine = nullptr;
   std::string provider_id;  // machine spec.providerID: the backend VM; empty before it exists
-  std::string console;      // "serial"
+  std::string console;      // "serial" (a stream) or "webmks" (a ticket URL, no stream)
 
   static ConsoleRequest parse(std::string_view text) {
     static constexpr const char* kWhat = "console request";

@@ -202,9 +202,19 @@ struct Exported {
         return Status(Code::kInvalidArgument, "NoOutput", "console_open without an output");
       }
       std::unique_ptr<Console> console;
-      Status status = instance->impl->openConsole(Call(call), ConsoleRequest::parse(view(request)),
-                                                  console, built);
+      ConsoleRequest parsed = ConsoleRequest::parse(view(request));
+      const bool ticket = parsed.console == "webmks";
+      Status status = instance->impl->openConsole(Call(call), parsed, console, built);
       if (!status.isOk()) return status;
+      // A ticket console has no stream: its URL is the answer (provider_v1.h, console_open).
+      if (ticket && !console) {
+        const auto* url = json::member(&built.status(), "url");
+        if (url == nullptr || !url->IsString() || url->GetStringLength() == 0) {
+          return Status(Code::kInternal, "NoConsoleUrl",
+                        "openConsole answered a webmks console without status.url");
+        }
+        return Status::ok();
+      }
       if (!console) return Status(Code::kInternal, "NoConsole", "openConsole returned no console");
       // An allocation failure throws into guarded(), which reports INTERNAL.
       *out =
