@@ -77,7 +77,7 @@ TEST(SnapshotBindingTest, BackendNamesAreStableUniqueAndWithinEveryBackendsRules
   EXPECT_NE(backendSnapshotName("before-upgrade", uid),
             backendSnapshotName("before-upgrade", "0000a896-4cde-416e-9f56-4def24823b91"))
       << "a snapshot deleted and made again under the same name is another backend snapshot";
-  for (const std::string name :
+  for (const std::string& name :
        std::vector<std::string>{"2026.12.04", "a", std::string(253, 'x'), "with.dots.and-dashes"}) {
     auto backend = backendSnapshotName(name, uid);
     EXPECT_TRUE(std::regex_match(backend, pve)) << name << " -> " << backend;
