@@ -26,6 +26,7 @@
 #include <unistd.h>
 #include <regex>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -1134,6 +1135,189 @@ TEST_F(ThirdPartyBackendTest, AddedWithKubectlApplyAloneItRunsAVmAndDeletesIt) {
   EXPECT_THAT(*left, Not(Contains(ns + "_app-01.json")));
   expectNoCrash(ns);
   std::filesystem::remove(manifests);
+}
+
+// The out-of-tree QEMU backend (examples/qemu-provider: QMP, no libvirt), built against the SDK
+// installed alone into its own provider image FROM banlieue's with Debian's QEMU in it
+// (examples/qemu-provider/Containerfile; deploy/local/images builds it). Its machines are
+// qemu-system-x86_64 processes in the provider's pod (TCG: the pod has no /dev/kvm).
+const std::string kProviderQemuImage = std::string("localhost/banlieue-provider-qemu:") + kVersion;
+
+// A QEMU Provider's backend as the test reads it in the pod: the state directory's machine
+// directory of one QemuMachine, and the QEMU process its qemu.pid names.
+struct QemuBackendProbe {
+  std::string pid;      // empty when no qemu.pid
+  std::string cmdline;  // the process's command line (NULs as spaces); empty when not running
+  bool dir = false;     // machines/<uid>/ exists
+};
+
+// Added with kubectl apply alone like any third party's backend, the QEMU backend runs a VM on
+// real QEMU, powers it off and on (the process goes and comes back, the disks stay), applies a
+// resize by restarting it, and a VM swaps from libvirt to it and back with its manifest
+// unchanged but for the selector; leaving QEMU deletes the machine's process and disks.
+TEST_F(ThirdPartyBackendTest, TheQemuBackendRunsAVmOnRealQemuAndSwapsWithLibvirt) {
+  LocalCluster::TestNamespace scoped(cluster_);
+  const std::string ns = useNamespace(scoped);
+  const std::string cls = "e2e-qemu-" + suffix_;
+  constexpr const char* kState = "/tmp/qemu";
+
+  // 1. The plugin's CRD and roles, then a class naming its image.
+  const std::filesystem::path manifests =
+      std::filesystem::temp_directory_path() / ("banlieue-qemu-" + suffix_ + ".yaml");
+  auto printed =
+      runCommand(shellQuote(BANLIEUE_BINARY) + " plugin manifests " +
+                     shellQuote(std::string(BANLIEUE_SOURCE_DIR) + "/examples/qemu-provider") +
+                     " > " + shellQuote(manifests.string()),
+                 std::chrono::seconds(30));
+  ASSERT_EQ(printed.exit_code, 0) << printed.output;
+  auto installed = cluster_.kubectl("apply -f " + shellQuote(manifests.string()));
+  std::filesystem::remove(manifests);
+  ASSERT_EQ(installed.exit_code, 0) << installed.output;
+  for (const auto* o :
+       {"crd/qemumachines.infrastructure.qemu.example.com", "clusterrole/banlieue-provider-qemu",
+        "clusterrole/banlieue-infrastructure-qemu"}) {
+    cluster_objects_.emplace_back(o);
+  }
+  applyImageClass(cls, "qemu", kProviderQemuImage);
+
+  // 2. Two Providers of one site: libvirt (the image's simulated host) and QEMU, whose state
+  // directory is in its pod. One image both can boot: libvirt's volume, QEMU's base image.
+  libvirtProvider(ns, "host1", "site: lab, backend: libvirt");
+  applyProvider(ns, "vmm", cls, "site: lab, backend: qemu",
+                std::string("qemu://") + kState + "?powerdownSeconds=2",
+                "    storageClasses: [{name: std}]\n    networkClasses: [{name: lan}]\n");
+  ASSERT_TRUE(waitFor(ns, "provider/vmm", "Ready", 120)) << namespaceState(ns);
+  EXPECT_TRUE(LocalCluster::eventually(
+      [&] {
+        return get("providerclass " + cls,
+                   "{.status.plugin.name}/{.status.machineKinds[*].kind}") == "qemu/QemuMachine";
+      },
+      kConverge))
+      << get("providerclass " + cls, "{.status}");
+  const std::string deploy = "deploy/banlieue-provider-" + cls + "-vmm";
+  auto in_pod = [&](const std::string& command) {
+    return cluster_.kubectl("exec -n " + ns + " " + deploy + " -- " + command);
+  };
+  // What the example's README tells its users: base images go into <state>/images.
+  auto base = in_pod(std::string("mkdir -p ") + kState + "/images");
+  ASSERT_EQ(base.exit_code, 0) << base.output;
+  base = in_pod(std::string("qemu-img create -q -f qcow2 ") + kState + "/images/base.img " +
+                std::to_string(kLibvirtVolumeGiB) + "G");
+  ASSERT_EQ(base.exit_code, 0) << base.output;
+  const std::string image = "e2e-qemu-" + suffix_ + "-both";
+  cluster_objects_.push_back("vmimage/" + image);
+  auto created = cluster_.apply(
+      "apiVersion: banlieue.io/v1alpha1\nkind: VMImage\nmetadata: {name: " + image +
+      "}\nspec:\n  osFamily: linux\n  sources:\n"
+      "    - {providerClass: libvirt, kind: BackingFile, ref: " +
+      kLibvirtVolume + "}\n    - {providerClass: " + cls + ", kind: BackingFile, ref: base.img}\n");
+  ASSERT_EQ(created.exit_code, 0) << created.output;
+
+  // 3. The VM starts on libvirt.
+  applyVm(ns, "vm-01", "site: lab, backend: libvirt", "", "", image);
+  ASSERT_TRUE(waitFor(ns, "bvm/vm-01", "Ready")) << namespaceState(ns);
+  EXPECT_EQ(get("bvm vm-01 -n " + ns, "{.status.infrastructureRef.kind}"), "LibvirtMachine");
+  const std::string spec_before = specWithoutPlacement(ns, "vm-01");
+
+  auto probe = [&](const std::string& uid) {
+    QemuBackendProbe p;
+    const std::string dir = std::string(kState) + "/machines/" + uid;
+    p.dir = in_pod("test -d " + dir).exit_code == 0;
+    auto pid = in_pod("cat " + dir + "/qemu.pid");
+    if (pid.exit_code == 0) {
+      p.pid = pid.output.substr(0, pid.output.find_first_of(" \n"));
+      auto cmd = in_pod("cat /proc/" + p.pid + "/cmdline");
+      if (cmd.exit_code == 0) {
+        p.cmdline = cmd.output;
+        std::replace(p.cmdline.begin(), p.cmdline.end(), '\0', ' ');
+      }
+    }
+    return p;
+  };
+  auto select = [&](const std::string& backend) {
+    auto r = cluster_.kubectl("patch bvm vm-01 -n " + ns +
+                              " --type=merge -p '{\"spec\":{\"placement\":{\"providerSelector\":{"
+                              "\"matchLabels\":{\"site\":\"lab\",\"backend\":\"" +
+                              backend + "\"}}}}}'");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  };
+
+  // 4. Swapped to QEMU: a QemuMachine, a QEMU process in the pod, no LibvirtMachine.
+  select("qemu");
+  ASSERT_TRUE(LocalCluster::eventually(
+      [&] {
+        return get("bvm vm-01 -n " + ns,
+                   "{.status.scheduled.providerName}/{.status.infrastructureRef.kind}/"
+                   "{.status.conditions[?(@.type==\"Ready\")].status}") == "vmm/QemuMachine/True" &&
+               !exists("libvirtmachine vm-01 -n " + ns);
+      },
+      std::chrono::seconds(150)))
+      << namespaceState(ns) << cluster_.kubectl("get qemumachines -o yaml -n " + ns).output;
+  EXPECT_EQ(specWithoutPlacement(ns, "vm-01"), spec_before);
+  const std::string uid = get("qemumachine vm-01 -n " + ns, "{.metadata.uid}");
+  auto running = probe(uid);
+  EXPECT_TRUE(running.dir);
+  EXPECT_THAT(running.cmdline, HasSubstr("qemu-system-x86_64"));
+  EXPECT_THAT(running.cmdline, HasSubstr("-m 256"));
+  EXPECT_EQ(get("bvm vm-01 -n " + ns, "{.status.observedPowerState}"), "PoweredOn");
+
+  // 5. Off and on with the CLI: the process goes, the disks stay, a new process comes.
+  auto stopped = cluster_.kubectlBanlieue("vm stop vm-01 -n " + ns + " --timeout 90",
+                                          std::chrono::seconds(120));
+  ASSERT_EQ(stopped.exit_code, 0) << stopped.output << namespaceState(ns);
+  auto off = probe(uid);
+  EXPECT_TRUE(off.dir) << "powered off keeps the machine's disks";
+  EXPECT_EQ(off.cmdline, "") << "no QEMU runs for a powered-off machine";
+  EXPECT_EQ(in_pod(std::string("test -f ") + kState + "/machines/" + uid + "/root.qcow2").exit_code,
+            0);
+  auto started = cluster_.kubectlBanlieue("vm start vm-01 -n " + ns + " --timeout 90",
+                                          std::chrono::seconds(120));
+  ASSERT_EQ(started.exit_code, 0) << started.output << namespaceState(ns);
+  auto on = probe(uid);
+  EXPECT_THAT(on.cmdline, HasSubstr("qemu-system-x86_64"));
+  EXPECT_NE(on.pid, running.pid);
+
+  // 6. A resize is applied by restarting the machine: QEMU runs with the new shape.
+  auto resized = cluster_.kubectl("patch bvm vm-01 -n " + ns +
+                                  " --type=merge -p '{\"spec\":{\"hardwareOverride\":{\"cpus\":2,"
+                                  "\"memoryMiB\":320}}}'");
+  ASSERT_EQ(resized.exit_code, 0) << resized.output;
+  QemuBackendProbe bigger;
+  EXPECT_TRUE(LocalCluster::eventually(
+      [&] {
+        bigger = probe(uid);
+        return bigger.cmdline.find("-m 320") != std::string::npos &&
+               get("bvm vm-01 -n " + ns, "{.status.conditions[?(@.type==\"Ready\")].status}") ==
+                   "True";
+      },
+      std::chrono::seconds(90)))
+      << bigger.cmdline << namespaceState(ns);
+  EXPECT_THAT(bigger.cmdline, HasSubstr("-smp 2"));
+
+  // 7. Back to libvirt: QEMU's process and machine directory go with the QemuMachine.
+  select("libvirt");
+  EXPECT_TRUE(LocalCluster::eventually(
+      [&] {
+        return get("bvm vm-01 -n " + ns,
+                   "{.status.scheduled.providerName}/{.status.infrastructureRef.kind}/"
+                   "{.status.conditions[?(@.type==\"Ready\")].status}") ==
+                   "host1/LibvirtMachine/True" &&
+               !exists("qemumachine vm-01 -n " + ns);
+      },
+      std::chrono::seconds(150)))
+      << namespaceState(ns);
+  auto gone = probe(uid);
+  EXPECT_FALSE(gone.dir) << "the machine's directory (its disks) is left in the pod";
+  EXPECT_EQ(gone.pid, "");
+  // Gone, not a zombie: QEMU daemonizes, so banlieue, the pod's PID 1, is its parent and reaps
+  // it (host/common/container_init.h).
+  if (!bigger.pid.empty()) {
+    EXPECT_NE(in_pod("test -d /proc/" + bigger.pid).exit_code, 0)
+        << "QEMU (pid " << bigger.pid << ") is left after its machine was deleted: "
+        << in_pod("cat /proc/" + bigger.pid + "/status").output;
+  }
+  EXPECT_EQ(in_pod(std::string("ls -A ") + kState + "/machines").output, "");
+  expectNoCrash(ns);
 }
 
 // Backends a provider pod reaches over the cluster's network, as on a real site.

@@ -127,8 +127,9 @@ done
   { cat "$work/load.txt"; fail "deploy/local/images --load-into"; }
 names=$(kctr images ls -q | grep -v '^sha256:' | sort | xargs)
 # The example file plugin's provider image comes with a build that has that plugin; the C
-# example's wherever jansson is installed (deploy/local/images builds it against the SDK alone).
-want="localhost/banlieue:$version localhost/pause:3.4.1"
+# example's wherever jansson is installed (deploy/local/images builds it against the SDK alone);
+# the QEMU example's always.
+want="localhost/banlieue-provider-qemu:$version localhost/banlieue:$version localhost/pause:3.4.1"
 [ -f "$build/plugins-dir/file/provider.json" ] &&
   want="localhost/banlieue-provider-file:$version $want"
 pkg-config --exists jansson && want="localhost/banlieue-provider-cfile:$version $want"
