@@ -536,6 +536,22 @@ TEST(ImportOutcome, JobResultsBecomeZoneRows) {
   EXPECT_THAT(retrying.message, HasSubstr("ProviderConnectFailed"));
 }
 
+// A failure no retry can mend (the artifact does not match its checksum) is the outcome as soon
+// as the first pod says so: the user does not wait out the Job's back-off (10 s, then 20 s)
+// for the same answer.
+TEST(ImportOutcome, AFailureNoRetryMendsIsFinalAtTheFirstPod) {
+  auto bad_pod = parse(podExited(10, R"({\"reason\":\"ChecksumMismatch\",\"message\":\"x\"})"));
+  auto bad = importOutcome(parse(jobWith("[]", 1)), &bad_pod);
+  EXPECT_EQ(bad.state, ImportOutcome::State::kFailed);
+  EXPECT_EQ(bad.reason, "ChecksumMismatch");
+  EXPECT_EQ(bad.message, "x");
+  EXPECT_FALSE(bad.retryable);
+  // A retryable one still waits for the Job's next attempt.
+  auto connect_pod = parse(podExited(15, ""));
+  EXPECT_EQ(importOutcome(parse(jobWith("[]", 1)), &connect_pod).state,
+            ImportOutcome::State::kRunning);
+}
+
 TEST(ImportExit, EveryStatusHasAReasonAndRetryPolicy) {
   EXPECT_EQ(reasonForImportExit(kImportOk), "Imported");
   EXPECT_EQ(reasonForImportExit(kImportChecksumMismatch), "ChecksumMismatch");

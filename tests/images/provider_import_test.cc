@@ -82,15 +82,28 @@ class ProviderImportTest : public ::testing::Test {
     fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
   }
 
-  void TearDown() override {
-    // The images first, while the provider still runs: it releases its finalizer on them
-    // (ADR 0037). Whatever it could not release (it may have died with the test) is released
-    // here, so that no VMImage stays Terminating in the shared cluster.
+  // Deletes the test's images while the provider still runs: it releases its finalizer on them
+  // (ADR 0037). Whatever it could not release (it may have died with the test) is released
+  // here, so that no VMImage stays Terminating in the shared cluster. True when the provider
+  // released every one within 60 s.
+  bool removeImages() {
+    bool released = true;
     for (const auto& image : images_) {
-      cluster_.kubectl("delete vmimage " + image + " --ignore-not-found --timeout=60s", 90s);
-      cluster_.kubectl("patch vmimage " + image +
-                       " --type=merge -p '{\"metadata\":{\"finalizers\":null}}'");
+      auto deleted =
+          cluster_.kubectl("delete vmimage " + image + " --ignore-not-found --timeout=60s", 90s);
+      if (deleted.exit_code != 0) {
+        released = false;
+        std::cerr << "vmimage " << image << " was not released: " << deleted.output << "\n";
+        cluster_.kubectl("patch vmimage " + image +
+                         " --type=merge -p '{\"metadata\":{\"finalizers\":null}}'");
+      }
     }
+    images_.clear();
+    return released;
+  }
+
+  void TearDown() override {
+    removeImages();  // the images first, while the provider still runs
     builder_.reset();
     provider_.reset();
     controller_.reset();
@@ -599,7 +612,12 @@ TEST_F(ProviderImportTest, VsphereImportJobMakesATemplateFromAnIsoInVcsim) {
   auto waited =
       cluster_.kubectl("wait --for=condition=Ready --timeout=90s bvmimage/" + image, 120s);
   EXPECT_EQ(waited.exit_code, 0) << waited.output << diagnostics();
-  provider_.reset();  // before vcsim stops, so the provider does not spend its exit retrying
+  // Deleted while vcsim and the provider run: the provider removes the template from vCenter
+  // and releases the image (ADR 0037). Then the provider stops before vcsim does, so that it
+  // does not spend its exit retrying.
+  EXPECT_TRUE(removeImages()) << diagnostics();
+  EXPECT_FALSE(vc.vmNames().count(image)) << ::testing::PrintToString(vc.vmNames());
+  provider_.reset();
 }
 
 }  // namespace

@@ -321,6 +321,13 @@ StatusOr<std::string> importJob(const ImportJobParams& p) {
   return json::serialize(job);
 }
 
+bool importPodFailedForGood(const rapidjson::Value& pod) {
+  const Value* terminated = importTermination(&pod);
+  if (terminated == nullptr) return false;
+  auto code = json::integer(terminated, "exitCode");
+  return code && *code > 0 && !importExitRetryable(static_cast<int>(*code));
+}
+
 ImportOutcome importOutcome(const rapidjson::Value& job, const rapidjson::Value* pod) {
   ImportOutcome out;
   const Value* terminated = importTermination(pod);
@@ -347,7 +354,10 @@ ImportOutcome importOutcome(const rapidjson::Value& job, const rapidjson::Value*
     out.exit_code = 0;
     return out;
   }
-  if (conditionTrue(job, "Failed", &cond_reason, &cond_message)) {
+  // A pod that failed for good decides at once: the Job's further attempts, after its back-off
+  // (10 s, then 20 s), would only say it again.
+  if (conditionTrue(job, "Failed", &cond_reason, &cond_message) ||
+      (pod != nullptr && importPodFailedForGood(*pod))) {
     out.state = ImportOutcome::State::kFailed;
     if (out.exit_code >= 0) {
       out.reason = reasonForImportExit(out.exit_code);

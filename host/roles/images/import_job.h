@@ -86,8 +86,13 @@ struct ImportOutcome {
   bool retryable = false;    // a failed Job worth recreating unchanged
 };
 
-// `job` is the Job; `pod` its newest pod (nullptr when none is known). Completion comes from
-// the Job's conditions; the reason from the pod's exit status and termination message.
+// True when `pod`'s import container ended with a status no retry mends (a checksum mismatch,
+// a rejected artifact): every later attempt of its Job, on the same inputs, would end the same.
+bool importPodFailedForGood(const rapidjson::Value& pod);
+
+// `job` is the Job; `pod` its newest pod, or its pod that failed for good (nullptr when none
+// is known). Completion comes from the Job's conditions, or from a pod that failed for good
+// before the Job gives up; the reason from the pod's exit status and termination message.
 ImportOutcome importOutcome(const rapidjson::Value& job, const rapidjson::Value* pod);
 
 // The zone row for a failure domain (VMImage.status.perProvider[].zones[]).

@@ -66,13 +66,19 @@ std::vector<ExistingImportJob> ImageReconciler::importJobsOf(
     keep_alive.push_back(job);
     out.push_back({job.get(), nullptr});
   }
-  // The newest pod of each Job: its exit status and termination message say why it ended.
+  // The newest pod of each Job: its exit status and termination message say why it ended. A
+  // pod that failed for good wins over newer attempts (the Job's own retries, which can only
+  // fail the same way): the zone says why at once and does not flap back to Importing.
   for (const auto& pod : imports_->pods.list()) {
     std::string owner = ownerJobOf(*pod);
     for (auto& j : out) {
       if (json::stringOr(j.job, "metadata.name") != owner) continue;
-      if (j.pod == nullptr || json::stringOr(pod.get(), "metadata.creationTimestamp") >
-                                  json::stringOr(j.pod, "metadata.creationTimestamp")) {
+      const bool for_good = images::importPodFailedForGood(*pod);
+      const bool chosen_for_good = j.pod != nullptr && images::importPodFailedForGood(*j.pod);
+      if (j.pod == nullptr || (for_good && !chosen_for_good) ||
+          (for_good == chosen_for_good &&
+           json::stringOr(pod.get(), "metadata.creationTimestamp") >
+               json::stringOr(j.pod, "metadata.creationTimestamp"))) {
         keep_alive.push_back(pod);
         j.pod = pod.get();
       }
