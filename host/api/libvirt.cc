@@ -1,5 +1,6 @@
 #include "host/api/libvirt.h"
 
+#include "host/api/infra_cluster.h"
 #include "host/api/infra_fields.h"
 #include "host/api/machine_template_impl.h"
 
@@ -149,7 +150,8 @@ std::vector<KindInfo> libvirtKinds() {
                             .spec_schema = &schemaOf<MachineTemplateSpec<LibvirtMachineSpec>>,
                             .spec_required = true,
                             .crd_labels = infra::crdLabels()};
-  return {machine, machine_template};
+  return {machine, machine_template,
+          infraClusterKind("LibvirtCluster", "libvirtclusters", "lvc", "libvirt")};
 }
 
 }  // namespace banlieue::api

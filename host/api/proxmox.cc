@@ -1,5 +1,6 @@
 #include "host/api/proxmox.h"
 
+#include "host/api/infra_cluster.h"
 #include "host/api/infra_fields.h"
 #include "host/api/machine_template_impl.h"
 
@@ -125,7 +126,8 @@ std::vector<KindInfo> proxmoxKinds() {
                             .spec_schema = &schemaOf<MachineTemplateSpec<ProxmoxMachineSpec>>,
                             .spec_required = true,
                             .crd_labels = infra::crdLabels()};
-  return {machine, machine_template};
+  return {machine, machine_template,
+          infraClusterKind("ProxmoxCluster", "proxmoxclusters", "pxc", "Proxmox VE")};
 }
 
 }  // namespace banlieue::api

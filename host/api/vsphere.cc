@@ -109,42 +109,8 @@ const Fields<VSphereMachineStatus>& VSphereMachineStatus::describe() {
   return f;
 }
 
-const Fields<VSphereClusterSpec>& VSphereClusterSpec::describe() {
-  using T = VSphereClusterSpec;
-  static const Fields<T> f =
-      Fields<T>("A CAPI InfraCluster spanning the failure domains of one or more Providers")
-          .field("controlPlaneEndpoint", &T::control_plane_endpoint,
-                 {.description = "The workload cluster's API endpoint, set by the user or CAPI"})
-          .field("providerSelector", &T::provider_selector,
-                 {.description = "Labels of the Providers (same namespace) to aggregate"})
-          .field("providerRefs", &T::provider_refs,
-                 {.description = "Providers to aggregate; wins over providerSelector",
-                  .map_keys = {"name"}})
-          .field("controlPlaneFailureDomainSelector", &T::control_plane_failure_domain_selector,
-                 {.description = "Labels of the failure domains marked for control-plane "
-                                 "machines; all when absent"})
-          .field("paused", &T::paused, {.description = "Stop reconciling this cluster"});
-  return f;
-}
-
-const Fields<VSphereClusterStatus>& VSphereClusterStatus::describe() {
-  using T = VSphereClusterStatus;
-  static const Fields<T> f =
-      Fields<T>("The aggregated failure domains, written by banlieue.io/controller")
-          .field("initialization", &T::initialization, infra::initialization())
-          .field("controlPlaneEndpoint", &T::control_plane_endpoint,
-                 {.description = "The endpoint as published to CAPI"})
-          .field("failureDomains", &T::failure_domains,
-                 {.description = "Failure domains of every aggregated Provider (CAPI contract)",
-                  .map_keys = {"name"}})
-          .field("conditions", &T::conditions, conditionsSpec("Ready and the aggregation's state"))
-          .field("observedGeneration", &T::observed_generation, infra::observedGeneration());
-  return f;
-}
-
 BANLIEUE_API_CODEC(VSphereMachine);
 BANLIEUE_API_CODEC(VSphereMachineTemplate);
-BANLIEUE_API_CODEC(VSphereCluster);
 
 std::vector<KindInfo> vsphereKinds() {
   KindInfo machine{
@@ -169,20 +135,7 @@ std::vector<KindInfo> vsphereKinds() {
                             .spec_schema = &schemaOf<MachineTemplateSpec<VSphereMachineSpec>>,
                             .spec_required = true,
                             .crd_labels = infra::crdLabels()};
-  KindInfo cluster{
-      .group = kInfraGroup,
-      .version = kInfraVersion,
-      .kind = "VSphereCluster",
-      .plural = "vsphereclusters",
-      .short_names = {"vsc"},
-      .description = "A CAPI v1beta2 InfraCluster over the failure domains of vSphere Providers",
-      .columns = {{"Provisioned", "boolean", ".status.initialization.provisioned"},
-                  {"Endpoint", "string", ".status.controlPlaneEndpoint.host", "", 1},
-                  readyColumn(),
-                  ageColumn()},
-      .spec_schema = &schemaOf<VSphereClusterSpec>,
-      .status_schema = &schemaOf<VSphereClusterStatus>,
-      .crd_labels = infra::crdLabels()};
+  KindInfo cluster = infraClusterKind("VSphereCluster", "vsphereclusters", "vsc", "vSphere");
   return {machine, machine_template, cluster};
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "host/api/common.h"
+#include "host/api/infra_cluster.h"
 #include "host/api/machine_template.h"
 
 namespace banlieue::api {
@@ -68,24 +69,9 @@ struct VSphereMachineStatus {
 using VSphereMachine = Resource<VSphereMachineSpec, VSphereMachineStatus>;
 using VSphereMachineTemplate = Resource<MachineTemplateSpec<VSphereMachineSpec>, NoStatus>;
 
-struct VSphereClusterSpec {
-  std::optional<ApiEndpoint> control_plane_endpoint;
-  std::optional<LabelSelector> provider_selector;
-  std::vector<LocalObjectReference> provider_refs;
-  std::optional<LabelSelector> control_plane_failure_domain_selector;
-  bool paused = false;
-  static const Fields<VSphereClusterSpec>& describe();
-};
-
-struct VSphereClusterStatus {
-  std::optional<InitializationStatus> initialization;
-  std::optional<ApiEndpoint> control_plane_endpoint;
-  std::vector<ClusterFailureDomain> failure_domains;
-  std::vector<Condition> conditions;
-  int64_t observed_generation = 0;
-  static const Fields<VSphereClusterStatus>& describe();
-};
-
-using VSphereCluster = Resource<VSphereClusterSpec, VSphereClusterStatus>;
+// The vSphere InfraCluster: the shared shape (host/api/infra_cluster.h).
+using VSphereClusterSpec = InfraClusterSpec;
+using VSphereClusterStatus = InfraClusterStatus;
+using VSphereCluster = InfraCluster;
 
 }  // namespace banlieue::api

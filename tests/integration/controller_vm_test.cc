@@ -5,6 +5,8 @@
 
 #include "host/common/base64.h"
 
+#include <gmock/gmock.h>
+
 namespace banlieue::controller {
 namespace {
 
@@ -569,6 +571,66 @@ TEST_F(ControllerVmTest, VSphereClusterAggregatesTheSelectedProvidersFailureDoma
     const auto* list = c ? json::find(c.get(), "status.failureDomains") : nullptr;
     return list != nullptr && list->Size() == 1;
   }));
+}
+
+// LibvirtCluster and ProxmoxCluster (issue #24, docs/adr/0046): the same InfraCluster as
+// VSphereCluster, each aggregated by a controller of its own: a libvirt cluster over two hosts
+// by reference, a Proxmox cluster over its nodes by selector with the control-plane failure
+// domains marked, and a paused one left alone.
+TEST_F(ControllerVmTest, LibvirtAndProxmoxClustersAdvertiseTheirProvidersFailureDomains) {
+  providerClass(prefix_ + "-lv", "LibvirtMachine");
+  providerClass(prefix_ + "-px", "ProxmoxMachine");
+  provider("kvm1", prefix_ + "-lv", "{site: lab}");
+  provider("kvm2", prefix_ + "-lv", "{site: lab}");
+  provider("pve", prefix_ + "-px", "{site: dc}", R"({"node":"pve1"})");
+  apply(
+      "apiVersion: infrastructure.banlieue.io/v1beta2\nkind: LibvirtCluster\nmetadata:\n  name: "
+      "lab\nspec:\n  providerRefs: [{name: kvm2}, {name: kvm1}, {name: gone}]\n"
+      "---\n"
+      "apiVersion: infrastructure.banlieue.io/v1beta2\nkind: ProxmoxCluster\nmetadata:\n  name: "
+      "dc\nspec:\n  providerSelector: {matchLabels: {site: dc}}\n"
+      "  controlPlaneFailureDomainSelector: {matchLabels: {zone: z2}}\n"
+      "---\n"
+      "apiVersion: infrastructure.banlieue.io/v1beta2\nkind: ProxmoxCluster\nmetadata:\n  name: "
+      "frozen\nspec:\n  paused: true\n  providerSelector: {matchLabels: {site: dc}}\n");
+  const kube::ResourceType libvirt_cluster{"infrastructure.banlieue.io", "v1beta2",
+                                           "libvirtclusters", true};
+  const kube::ResourceType proxmox_cluster{"infrastructure.banlieue.io", "v1beta2",
+                                           "proxmoxclusters", true};
+  auto names = [](const runtime::Object& cluster) {
+    std::vector<std::string> out;
+    const auto* fds = cluster ? json::find(cluster.get(), "status.failureDomains") : nullptr;
+    if (fds != nullptr && fds->IsArray()) {
+      for (const auto& fd : fds->GetArray()) out.push_back(json::stringOr(&fd, "name"));
+    }
+    return out;
+  };
+  runtime::Object lab, dc, frozen;
+  ASSERT_TRUE(LocalCluster::eventually([&] {
+    lab = get(libvirt_cluster, "lab");
+    dc = get(proxmox_cluster, "dc");
+    frozen = get(proxmox_cluster, "frozen");
+    return names(lab).size() == 2 && names(dc).size() == 1 && frozen &&
+           json::find(frozen.get(), "status.conditions") != nullptr;
+  })) << (lab ? json::serialize(*lab) : "no lab")
+      << (dc ? json::serialize(*dc) : "no dc");
+  // providerRefs order, a missing reference said in the Ready message.
+  EXPECT_EQ(names(lab), (std::vector<std::string>{"fd-kvm2", "fd-kvm1"}));
+  EXPECT_TRUE(json::boolean(lab.get(), "status.initialization.provisioned"));
+  EXPECT_THAT(json::serialize(*json::find(lab.get(), "status.conditions")),
+              ::testing::HasSubstr("providerRefs not found: gone"));
+  // The node is an attribute CAPI passes on; zone z1 is not a control-plane domain here.
+  const auto& pve = (*json::find(dc.get(), "status.failureDomains"))[0];
+  EXPECT_EQ(json::stringOr(&pve, "name"), "fd-pve");
+  EXPECT_EQ(json::stringOr(&pve, "attributes.node"), "pve1");
+  EXPECT_FALSE(json::boolean(&pve, "controlPlane", true));
+  EXPECT_TRUE(names(frozen).empty());
+  EXPECT_THAT(json::serialize(*json::find(frozen.get(), "status.conditions")),
+              ::testing::HasSubstr("Paused"));
+  // What a user sees: the printer columns of an InfraCluster.
+  auto table = cluster_.kubectl("get libvirtclusters,proxmoxclusters -n " + ns_.name());
+  EXPECT_THAT(table.output, ::testing::ContainsRegex("libvirtcluster[^ ]*/lab +true"))
+      << table.output;
 }
 
 }  // namespace

@@ -256,7 +256,7 @@ TEST(BootstrapManifestsTest, OrderAndContents) {
     EXPECT_TRUE(type.ok()) << type.status().message();
   }
   EXPECT_LT(last_crd, first_other);
-  EXPECT_EQ(last_crd, 17u);  // 2 namespaces, then 16 CRDs
+  EXPECT_EQ(last_crd, 19u);  // 2 namespaces, then 18 CRDs
 
   const auto* pc = find(objects, "ProviderClass", "libvirt");
   ASSERT_NE(pc, nullptr);

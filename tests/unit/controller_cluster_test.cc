@@ -26,14 +26,14 @@ api::Provider provider(const std::string& name, api::StringMap labels,
   return p;
 }
 
-const api::Condition& ready(const api::VSphereClusterStatus& status) {
+const api::Condition& ready(const api::InfraClusterStatus& status) {
   static const api::Condition kMissing;
   const auto* found = findCondition(status.conditions, "Ready");
   return found != nullptr ? *found : kMissing;
 }
 
 TEST(ClusterAggregateTest, SelectedProvidersFailureDomainsWithControlPlaneAndAttributes) {
-  api::VSphereCluster cluster;
+  api::InfraCluster cluster;
   cluster.metadata.generation = 4;
   cluster.spec.provider_selector = api::LabelSelector{.match_labels = {{"env", "prod"}}};
   cluster.spec.control_plane_failure_domain_selector =
@@ -58,7 +58,7 @@ TEST(ClusterAggregateTest, SelectedProvidersFailureDomainsWithControlPlaneAndAtt
 }
 
 TEST(ClusterAggregateTest, ProviderRefsReportMissingOnesAndNamesAreDeduplicated) {
-  api::VSphereCluster cluster;
+  api::InfraCluster cluster;
   cluster.spec.provider_refs = {{"vc1"}, {"ghost"}, {"vc2"}};
   std::vector<api::Provider> providers = {provider("vc1", {}, {"fd-a"}),
                                           provider("vc2", {}, {"fd-a", "fd-b"})};
@@ -70,7 +70,7 @@ TEST(ClusterAggregateTest, ProviderRefsReportMissingOnesAndNamesAreDeduplicated)
 }
 
 TEST(ClusterAggregateTest, NoFailureDomainsIsNotReadyAndPausedKeepsTheList) {
-  api::VSphereCluster cluster;
+  api::InfraCluster cluster;
   cluster.spec.provider_selector = api::LabelSelector{.match_labels = {{"env", "none"}}};
   auto status = aggregateCluster(cluster, {provider("vc1", {}, {"fd-a"})}, "t1");
   EXPECT_TRUE(status.failure_domains.empty());

@@ -17,8 +17,8 @@ namespace {
 
 namespace json = sdk::json;
 
-std::string encodeStatus(const api::VSphereClusterStatus& status) {
-  api::VSphereCluster holder;
+std::string encodeStatus(const api::InfraClusterStatus& status) {
+  api::InfraCluster holder;
   holder.status = status;
   auto doc = json::parse(api::toJson(holder), "cluster status");
   const auto* encoded = json::find(&doc, "status");
@@ -27,10 +27,10 @@ std::string encodeStatus(const api::VSphereClusterStatus& status) {
 
 }  // namespace
 
-api::VSphereClusterStatus aggregateCluster(const api::VSphereCluster& cluster,
-                                           const std::vector<api::Provider>& providers,
-                                           const std::string& now) {
-  api::VSphereClusterStatus status = cluster.status;
+api::InfraClusterStatus aggregateCluster(const api::InfraCluster& cluster,
+                                         const std::vector<api::Provider>& providers,
+                                         const std::string& now) {
+  api::InfraClusterStatus status = cluster.status;
   const int64_t generation = cluster.metadata.generation;
   status.observed_generation = generation;
   status.control_plane_endpoint = cluster.spec.control_plane_endpoint;
@@ -108,7 +108,7 @@ runtime::Result ClusterReconciler::reconcile(const runtime::Request& request) {
   if (!expectations_.satisfied(key)) return runtime::Result::requeueAfter(250ms);
   auto object = clusters_.get(key);
   if (!object) return runtime::Result::done();
-  auto cluster = api::fromJson<api::VSphereCluster>(json::serialize(*object));
+  auto cluster = api::fromJson<api::InfraCluster>(json::serialize(*object));
   if (!cluster.ok()) return runtime::Result::terminal(cluster.status());
   std::vector<api::Provider> providers;
   for (const auto& p : providers_.byIndex("namespace", cluster->metadata.namespace_)) {
@@ -117,7 +117,7 @@ runtime::Result ClusterReconciler::reconcile(const runtime::Request& request) {
   }
   auto status = aggregateCluster(*cluster, providers, runtime::rfc3339Now());
   if (encodeStatus(status) == encodeStatus(cluster->status)) return runtime::Result::done();
-  api::VSphereCluster body;
+  api::InfraCluster body;
   body.api_version = type_.apiVersion();
   body.kind = json::stringOr(object.get(), "kind", "VSphereCluster");
   body.metadata.name = cluster->metadata.name;

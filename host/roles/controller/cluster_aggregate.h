@@ -1,12 +1,13 @@
-// VSphereCluster (the CAPI InfraCluster): the failure domains of the Providers it selects, in
-// CAPI v1beta2's list form (banlieue-spec §4.1.10), and a reconciler that applies the whole
-// status only when it changed. Unlike the original, a paused cluster keeps its failure-domain
+// VSphereCluster, LibvirtCluster and ProxmoxCluster (the CAPI InfraCluster, one shape,
+// host/api/infra_cluster.h): the failure domains of the Providers one selects, in CAPI
+// v1beta2's list form (banlieue-spec §4.1.10), and a reconciler (one per kind) that applies the
+// whole status only when it changed. Unlike the original, a paused cluster keeps its failure-domain
 // list (the status is always applied whole), failure-domain names are de-duplicated across
 // Providers, and providerRefs naming no Provider are reported instead of silently ignored.
 #pragma once
 
+#include "host/api/infra_cluster.h"
 #include "host/api/provider.h"
-#include "host/api/vsphere.h"
 #include "host/kube/client.h"
 #include "host/runtime/controller.h"
 #include "host/runtime/informer.h"
@@ -18,9 +19,9 @@
 namespace banlieue::controller {
 
 // The status `cluster` should have, given the Providers of its namespace.
-api::VSphereClusterStatus aggregateCluster(const api::VSphereCluster& cluster,
-                                           const std::vector<api::Provider>& providers,
-                                           const std::string& now);
+api::InfraClusterStatus aggregateCluster(const api::InfraCluster& cluster,
+                                         const std::vector<api::Provider>& providers,
+                                         const std::string& now);
 
 class ClusterReconciler final : public runtime::Reconciler {
  public:

@@ -1,11 +1,14 @@
 #include "host/roles/controller/manager.h"
 
+#include "host/api/infra_cluster.h"
 #include "host/api/kinds.h"
 #include "host/common/logging.h"
 #include "host/kube/discovery.h"
 
 #include <banlieue/sdk/json.h>
 
+#include <algorithm>
+#include <cctype>
 #include <thread>
 #include <vector>
 
@@ -163,24 +166,30 @@ void Manager::setUpClaims() {
 }
 
 void Manager::setUpClusters() {
-  auto type = kube::discoverKind(client_, std::string(api::kInfraGroup) + "/" + api::kInfraVersion,
-                                 "VSphereCluster");
-  if (!type.ok()) {
-    common::logger("controller")
-        ->info("VSphereCluster aggregation off: {}", type.status().message());
-    return;
+  for (const char* kind : api::kInfraClusterKinds) {
+    auto type =
+        kube::discoverKind(client_, std::string(api::kInfraGroup) + "/" + api::kInfraVersion, kind);
+    if (!type.ok()) {
+      common::logger("controller")->info("{} aggregation off: {}", kind, type.status().message());
+      continue;
+    }
+    ClusterAggregation c;
+    c.clusters = std::make_unique<runtime::Informer>(client_, *type,
+                                                     runtime::InformerOptions{.ns = options_.ns});
+    c.reconciler = std::make_unique<ClusterReconciler>(client_, *type, *c.clusters, *providers_);
+    std::string name = kind;  // the controller's name in metrics: vspherecluster, ...
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    c.controller = std::make_unique<runtime::Controller>(name, *c.reconciler,
+                                                         runtime::ControllerOptions{.workers = 1});
+    c.controller->watch(*c.clusters);
+    runtime::Informer* clusters = c.clusters.get();
+    c.controller->watchMapped(*providers_, [clusters](const runtime::Object& provider) {
+      return keysOf(
+          clusters->byIndex("namespace", json::stringOr(provider.get(), "metadata.namespace")));
+    });
+    clusters_.push_back(std::move(c));
   }
-  clusters_ = std::make_unique<runtime::Informer>(client_, *type,
-                                                  runtime::InformerOptions{.ns = options_.ns});
-  cluster_reconciler_ =
-      std::make_unique<ClusterReconciler>(client_, *type, *clusters_, *providers_);
-  cluster_controller_ = std::make_unique<runtime::Controller>(
-      "vspherecluster", *cluster_reconciler_, runtime::ControllerOptions{.workers = 1});
-  cluster_controller_->watch(*clusters_);
-  cluster_controller_->watchMapped(*providers_, [this](const runtime::Object& provider) {
-    return keysOf(
-        clusters_->byIndex("namespace", json::stringOr(provider.get(), "metadata.namespace")));
-  });
 }
 
 void Manager::setUpSnapshots() {
@@ -212,13 +221,16 @@ bool Manager::synced() const {
   return vms_->hasSynced() && classes_->hasSynced() && images_->hasSynced() &&
          providers_->hasSynced() && provider_classes_->hasSynced() && pools_->hasSynced() &&
          claims_->hasSynced() && snapshots_->hasSynced() && restores_->hasSynced() &&
-         (!clusters_ || clusters_->hasSynced());
+         std::all_of(clusters_.begin(), clusters_.end(),
+                     [](const ClusterAggregation& c) { return c.clusters->hasSynced(); });
 }
 
 void Manager::run(const std::atomic<bool>& stop) {
   infra_->start(&stop);
   std::vector<std::thread> threads;
-  if (clusters_) threads.emplace_back([this, &stop] { clusters_->run(stop); });
+  for (auto& c : clusters_) {
+    threads.emplace_back([informer = c.clusters.get(), &stop] { informer->run(stop); });
+  }
   for (auto* informer :
        {vms_.get(), classes_.get(), images_.get(), providers_.get(), provider_classes_.get(),
         pools_.get(), claims_.get(), snapshots_.get(), restores_.get()}) {
@@ -231,9 +243,10 @@ void Manager::run(const std::atomic<bool>& stop) {
     std::thread claims([this, &stop] { claim_controller_->run(stop); });
     std::thread snapshots([this, &stop] { snapshot_controller_->run(stop); });
     std::thread restores([this, &stop] { restore_controller_->run(stop); });
-    std::thread clusters([this, &stop] {
-      if (cluster_controller_) cluster_controller_->run(stop);
-    });
+    std::vector<std::thread> clusters;
+    for (auto& c : clusters_) {
+      clusters.emplace_back([controller = c.controller.get(), &stop] { controller->run(stop); });
+    }
     std::thread classes([this, &stop] {
       if (class_controller_) class_controller_->run(stop);
     });
@@ -243,7 +256,7 @@ void Manager::run(const std::atomic<bool>& stop) {
     claims.join();
     snapshots.join();
     restores.join();
-    clusters.join();
+    for (auto& thread : clusters) thread.join();
     classes.join();
   }
   for (auto& thread : threads) thread.join();

@@ -23,6 +23,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace banlieue::controller {
 
@@ -72,10 +73,14 @@ class Manager {
   std::unique_ptr<runtime::Informer> claims_;
   std::unique_ptr<ClaimReconciler> claim_reconciler_;
   std::unique_ptr<runtime::Controller> claim_controller_;
-  // Only when the API server serves VSphereCluster (the vSphere CRDs are installed).
-  std::unique_ptr<runtime::Informer> clusters_;
-  std::unique_ptr<ClusterReconciler> cluster_reconciler_;
-  std::unique_ptr<runtime::Controller> cluster_controller_;
+  // One per InfraCluster kind the API server serves (VSphereCluster, LibvirtCluster,
+  // ProxmoxCluster: their CRDs may not all be installed).
+  struct ClusterAggregation {
+    std::unique_ptr<runtime::Informer> clusters;
+    std::unique_ptr<ClusterReconciler> reconciler;
+    std::unique_ptr<runtime::Controller> controller;
+  };
+  std::vector<ClusterAggregation> clusters_;
   // VirtualMachineSnapshots and VirtualMachineRestores, bound to their Provider.
   std::unique_ptr<runtime::Informer> snapshots_, restores_;
   std::unique_ptr<SnapshotBinder> snapshot_binder_, restore_binder_;
