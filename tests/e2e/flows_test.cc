@@ -1361,6 +1361,14 @@ struct AtExit {
 // turn, each checked in the VM's status and in the backend's own state; deleting the VM leaves
 // nothing on its backend.
 TEST_F(DayTwoVerbsTest, EveryVerbReachesLibvirtVSphereAndProxmox) {
+  // Where the time goes, for CI's budget.
+  auto t0 = std::chrono::steady_clock::now();
+  auto lap = [&](const char* what) {
+    const auto now = std::chrono::steady_clock::now();
+    std::cerr << "day2 wall time, " << what << ": "
+              << std::chrono::duration_cast<std::chrono::milliseconds>(now - t0).count() << " ms\n";
+    t0 = now;
+  };
   LocalCluster::TestNamespace scoped(cluster_);
   const std::string ns = useNamespace(scoped);
   ASSERT_TRUE(classServes("vsphere", "VSphereMachine"));
@@ -1502,6 +1510,8 @@ TEST_F(DayTwoVerbsTest, EveryVerbReachesLibvirtVSphereAndProxmox) {
   const std::string token = consoleToken(ns);
   ASSERT_FALSE(token.empty());
 
+  lap("backends, Providers and VMs applied");
+
   // --- libvirt: the domain, its QEMU process, its internal snapshots, its serial port ----
   [&] {
     ASSERT_TRUE(waitFor(ns, "bvm/lv-01", "Ready", 180)) << namespaceState(ns) << libvirtd.log();
@@ -1565,6 +1575,7 @@ TEST_F(DayTwoVerbsTest, EveryVerbReachesLibvirtVSphereAndProxmox) {
     EXPECT_EQ(virsh("list --all --name"), "");
     EXPECT_EQ(libvirtd.volumes(), std::set<std::string>{base_volume});
   }();
+  lap("libvirt");
 
   // --- vSphere: the VM on vcsim, its power state, its snapshot tree, a WebMKS ticket -----
   [&] {
@@ -1638,6 +1649,7 @@ TEST_F(DayTwoVerbsTest, EveryVerbReachesLibvirtVSphereAndProxmox) {
     deleteVm(ns, "vc-01");
     EXPECT_EQ(vcenter.vmNames(), vcenter_before);
   }();
+  lap("vSphere");
 
   // --- Proxmox VE: the guest in the fake's state, its requests, snapshots, serial line ----
   [&] {
@@ -1719,6 +1731,7 @@ TEST_F(DayTwoVerbsTest, EveryVerbReachesLibvirtVSphereAndProxmox) {
     EXPECT_EQ(power(), "<gone>");
     EXPECT_EQ(pve.guestCount(), guests_before);
   }();
+  lap("Proxmox");
   expectNoCrash(ns);
 }
 
