@@ -13,9 +13,12 @@
 // suites as separate tests (tests/e2e/CMakeLists.txt): FlowsTest (label flows) and
 // ProviderImageTest (label node).
 #include "host/common/version.h"
+#include "plugins/vsphere/src/xml.h"
+#include "tests/e2e/echo_guest.h"
 #include "tests/proxmox/fake_pve.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/local_cluster.h"
+#include "tests/support/private_libvirtd.h"
 #include "tests/vsphere/plugin_driver.h"
 #include "tests/vsphere/vcsim.h"
 
@@ -27,8 +30,12 @@
 #include <regex>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -1385,6 +1392,618 @@ TEST_F(PodBackendsTest, AProxmoxProviderPodReachesItsApiAndRunsAVm) {
   expectNoCrash(ns);
   // Before the fake goes: the Provider, while its pod can still reach it.
   removeWorkloads();
+}
+
+// The day-2 verbs the way a user runs them (issue #20): `kubectl banlieue vm start|stop|restart|
+// snapshot|restore|console` and kubectl get/wait/delete, on each backend in its provider pod on
+// the node, each verb's effect read in the backend's own state: libvirt on a real libvirtd (the
+// test's own, tests/support/private_libvirtd.h, listening with TLS where pods reach this
+// machine, its guest a boot sector under TCG, tests/e2e/echo_guest.h), vSphere on vcsim and
+// Proxmox VE on the fake PVE API, both on the same address. And claims: a warm pool member bound
+// to a claim and released with it. Its own CTest test (label day2), with its own bootstrap.
+class DayTwoVerbsTest : public FlowsTest {
+ protected:
+  // `kubectl banlieue vm <verb> <vm> <args>`; true when it said the verb was done.
+  bool vmVerb(const std::string& ns, const std::string& verb, const std::string& vm,
+              const std::string& args = "") {
+    auto r = cluster_.kubectlBanlieue(
+        "vm " + verb + " " + vm + " -n " + ns + " " + args + " --timeout 120",
+        std::chrono::seconds(150));
+    const bool done = r.exit_code == 0 && r.output.find(verb + " done") != std::string::npos;
+    EXPECT_TRUE(done) << "vm " << verb << " " << vm << " exited " << r.exit_code << ": "
+                      << r.output;
+    return done;
+  }
+
+  // stop, start and restart through the verbs: the VM's status and the backend's own power
+  // state (`power()`, worded `off` and `on` as the backend words them) follow each.
+  void powerVerbs(
+      const std::string& ns, const std::string& vm, const std::function<std::string()>& power,
+      const std::string& off, const std::string& on, const std::function<void()>& started = [] {}) {
+    ASSERT_TRUE(vmVerb(ns, "stop", vm));
+    EXPECT_EQ(get("bvm " + vm + " -n " + ns, "{.status.observedPowerState}"), "PoweredOff");
+    EXPECT_TRUE(LocalCluster::eventually([&] { return power() == off; })) << power();
+    ASSERT_TRUE(vmVerb(ns, "start", vm));
+    EXPECT_EQ(get("bvm " + vm + " -n " + ns, "{.status.observedPowerState}"), "PoweredOn");
+    EXPECT_TRUE(LocalCluster::eventually([&] { return power() == on; })) << power();
+    started();
+    ASSERT_TRUE(vmVerb(ns, "restart", vm));
+    const std::string requested = get("bvm " + vm + " -n " + ns, "{.spec.restartRequestedAt}");
+    EXPECT_FALSE(requested.empty());
+    EXPECT_EQ(get("bvm " + vm + " -n " + ns,
+                  "{.status.lastRestart.requestedAt}/{.status.lastRestart.outcome}"),
+              requested + "/Restarted");
+    // The answer comes with the shutdown: the start follows.
+    EXPECT_TRUE(LocalCluster::eventually(
+        [&] {
+          return power() == on &&
+                 get("bvm " + vm + " -n " + ns,
+                     "{.status.observedPowerState}/"
+                     "{.status.conditions[?(@.type==\"Ready\")].status}") == "PoweredOn/True";
+        },
+        kConverge))
+        << power();
+  }
+
+  // `vm snapshot` named `snapshot`: Ready, and the backend's id of it (status.snapshotRef).
+  std::string takeSnapshot(const std::string& ns, const std::string& vm,
+                           const std::string& snapshot) {
+    if (!vmVerb(ns, "snapshot", vm, "--snapshot-name " + snapshot)) return "";
+    const std::string what = "virtualmachinesnapshot " + snapshot + " -n " + ns;
+    EXPECT_EQ(
+        get(what, "{.status.conditions[?(@.type==\"Ready\")].status}/{.status.machineRef.kind}"),
+        "True/" + get("bvm " + vm + " -n " + ns, "{.status.infrastructureRef.kind}"));
+    std::string ref = get(what, "{.status.snapshotRef}");
+    EXPECT_FALSE(ref.empty());
+    return ref;
+  }
+
+  // `vm restore --snapshot`: the VM's one VirtualMachineRestore is Complete, with its time.
+  void restore(const std::string& ns, const std::string& vm, const std::string& snapshot) {
+    ASSERT_TRUE(vmVerb(ns, "restore", vm, "--snapshot " + snapshot));
+    auto answered = get("virtualmachinerestores -n " + ns,
+                        "{range .items[?(@.spec.virtualMachineName==\"" + vm +
+                            "\")]}{.spec.snapshotName}/{.status.conditions[?(@.type==\"Complete\")]"
+                            ".status}/{.status.restoredAt}{end}");
+    EXPECT_THAT(answered, ::testing::StartsWith(snapshot + "/True/20")) << answered;
+  }
+
+  // kubectl delete of a VirtualMachineSnapshot: gone once the backend removed it.
+  void deleteSnapshot(const std::string& ns, const std::string& snapshot) {
+    auto deleted =
+        cluster_.kubectl("delete virtualmachinesnapshot " + snapshot + " --timeout=90s -n " + ns,
+                         std::chrono::seconds(120));
+    EXPECT_EQ(deleted.exit_code, 0) << deleted.output;
+  }
+
+  // kubectl delete of a VM: gone once the backend removed its machine.
+  void deleteVm(const std::string& ns, const std::string& vm) {
+    auto deleted = cluster_.kubectl("delete bvm " + vm + " --timeout=120s -n " + ns,
+                                    std::chrono::seconds(150));
+    EXPECT_EQ(deleted.exit_code, 0) << deleted.output;
+  }
+
+  // A ServiceAccount of `ns` granted its VMs' consoles and nothing else (docs/adr/0040): the
+  // admin's kubeconfig holds a client certificate, which the console server cannot verify.
+  std::string consoleToken(const std::string& ns) {
+    auto granted = cluster_.apply(R"(apiVersion: v1
+kind: ServiceAccount
+metadata: {name: on-call, namespace: )" +
+                                  ns + R"(}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: vm-console, namespace: )" +
+                                  ns + R"(}
+rules:
+- {apiGroups: [banlieue.io], resources: [virtualmachines/console], verbs: [get]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: vm-console, namespace: )" +
+                                  ns + R"(}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: vm-console}
+subjects:
+- {kind: ServiceAccount, name: on-call, namespace: )" +
+                                  ns + R"(}
+)");
+    EXPECT_EQ(granted.exit_code, 0) << granted.output;
+    return cluster_.serviceAccountToken(ns, "on-call");
+  }
+
+  // `kubectl banlieue vm console <vm> <args>` typing `input`, for `seconds`: what it printed.
+  CommandResult console(const std::string& ns, const std::string& vm, const std::string& token,
+                        const std::string& args, const std::string& input = "", int seconds = 3) {
+    return cluster_.kubectlBanlieue("vm console " + vm + " -n " + ns + " --token " + token +
+                                        " --timeout " + std::to_string(seconds) + " " + args +
+                                        " <<'BANLIEUE_EOF'\n" + input + "BANLIEUE_EOF",
+                                    std::chrono::seconds(seconds + 60));
+  }
+};
+
+// A directory of the test's own, removed with everything in it.
+struct ScratchDir {
+  std::filesystem::path path;
+  ScratchDir() {
+    char name[] = "/tmp/banlieue-e2e-day2-XXXXXX";
+    if (::mkdtemp(name) != nullptr) path = name;
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    if (!path.empty()) std::filesystem::remove_all(path, ignored);
+  }
+};
+
+// Runs `done` when it goes out of scope: what must happen before the backends declared
+// earlier go, however the test ends.
+struct AtExit {
+  std::function<void()> done;
+  ~AtExit() { done(); }
+};
+
+// One VM on each backend, created from one manifest but for its selector, then every verb in
+// turn, each checked in the VM's status and in the backend's own state; deleting the VM leaves
+// nothing on its backend.
+TEST_F(DayTwoVerbsTest, EveryVerbReachesLibvirtVSphereAndProxmox) {
+  // Where the time goes, for CI's budget.
+  auto t0 = std::chrono::steady_clock::now();
+  auto lap = [&](const char* what) {
+    const auto now = std::chrono::steady_clock::now();
+    std::cerr << "day2 wall time, " << what << ": "
+              << std::chrono::duration_cast<std::chrono::milliseconds>(now - t0).count() << " ms\n";
+    t0 = now;
+  };
+  LocalCluster::TestNamespace scoped(cluster_);
+  const std::string ns = useNamespace(scoped);
+  ASSERT_TRUE(classServes("vsphere", "VSphereMachine"));
+  ASSERT_TRUE(classServes("proxmox", "ProxmoxMachine"));
+  const std::string address = cluster_.podReachableAddress();
+  ASSERT_FALSE(address.empty());
+
+  // --- the backends, where the provider pods reach this machine --------------------------
+  // A real libvirtd (root only, as the local cluster is): a dir pool holding the guest's disk,
+  // an isolated network (a bridge without addresses), QEMU under TCG.
+  ASSERT_EQ(PrivateLibvirtd::unavailableReason(), "");
+  ScratchDir scratch;
+  ASSERT_FALSE(scratch.path.empty());
+  // QEMU (user libvirt-qemu) traverses into the pool.
+  const auto traversable = std::filesystem::perms::owner_all | std::filesystem::perms::group_exec |
+                           std::filesystem::perms::others_exec;
+  std::filesystem::permissions(scratch.path, traversable);
+  PrivateLibvirtd libvirtd;
+  const std::string pool = "day2-" + suffix_;
+  std::string error;
+  ASSERT_TRUE(libvirtd.start(scratch.path, pool, &error, {.tls_address = address})) << error;
+  std::filesystem::permissions(libvirtd.poolPath(), traversable);
+  auto virsh = [&](const std::string& args) {
+    auto r = runCommand("virsh -q -c " + shellQuote(libvirtd.uri()) + " " + args);
+    std::string out = r.output;
+    while (!out.empty() && std::isspace(static_cast<unsigned char>(out.back()))) out.pop_back();
+    return r.exit_code == 0 ? out : "<virsh " + args + ": " + out + ">";
+  };
+  const std::string network = "day2-" + suffix_;
+  const std::filesystem::path network_xml = scratch.path / "network.xml";
+  std::ofstream(network_xml) << "<network><name>" << network << "</name><bridge name='bnld2"
+                             << suffix_.substr(0, 9) << "'/></network>\n";
+  ASSERT_EQ(virsh("net-create " + shellQuote(network_xml.string())).rfind("<virsh", 0),
+            std::string::npos);
+  const std::string base_volume = "echo-guest.raw";
+  ASSERT_TRUE(writeEchoGuestDisk(libvirtd.poolPath() / base_volume, 1 << 20));
+  std::filesystem::permissions(
+      libvirtd.poolPath() / base_volume,
+      std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+          std::filesystem::perms::group_read | std::filesystem::perms::others_read);
+  ASSERT_EQ(libvirtd.volumes(), std::set<std::string>{base_volume}) << libvirtd.log();
+
+  vsphere::testing::Vcsim vcsim({}, address);
+  vsphere::testing::Backend vcenter(vcsim);
+  const std::set<std::string> vcenter_before = vcenter.vmNames();
+
+  proxmox::testing::FakePve pve(address);
+  const int guests_before = pve.guestCount();
+  // The template has a serial port on a socket, as PVE's console needs (its clones copy it).
+  pve.fake("config?vmid=9000&key=serial0&value=socket");
+
+  // Before the backends go: the VMs and the Providers, while the pods can still reach them;
+  // then the network's bridge, which lives in the machine's network namespace.
+  AtExit before_the_backends{[&] {
+    removeWorkloads();
+    virsh("net-destroy " + network);
+  }};
+
+  // --- what a platform team writes: a Provider per backend, one image for all three -------
+  auto applied = cluster_.apply(
+      R"({"apiVersion":"v1","kind":"List","items":[)"
+      // libvirt: TLS both ways, the client certificate and the CA in the credentials Secret.
+      R"({"apiVersion":"v1","kind":"Secret","type":"kubernetes.io/tls",)"
+      R"("metadata":{"name":"libvirt-tls","namespace":")" +
+      ns + R"("},"stringData":{"tls.crt":")" + jsonEscape(libvirtd.clientCertPem()) +
+      R"(","tls.key":")" + jsonEscape(libvirtd.clientKeyPem()) + R"(","ca.crt":")" +
+      jsonEscape(libvirtd.caPem()) +
+      R"("}},)"
+      R"({"apiVersion":"banlieue.io/v1alpha1","kind":"Provider","metadata":{"name":"kvm",)"
+      R"("namespace":")" +
+      ns +
+      R"(","labels":{"backend":"libvirt"},)"
+      R"("annotations":{"libvirt.banlieue.io/domain-type":"qemu"}},)"
+      R"("spec":{"providerClassRef":{"name":"libvirt"},"connection":{"endpoint":")" +
+      libvirtd.tlsUri() +
+      R"(","credentialsRef":{"name":"libvirt-tls"}},)"
+      R"("capabilities":{"storageClasses":[{"name":"std","target":{"pool":")" +
+      pool + R"("}}],"networkClasses":[{"name":"lan","target":{"network":")" + network +
+      R"("}}]}}},)"
+      // vSphere: vcsim's login, its CA inline.
+      R"({"apiVersion":"v1","kind":"Secret","metadata":{"name":"vc-creds","namespace":")" +
+      ns + R"("},"stringData":{"username":")" + vsphere::testing::Vcsim::kUser +
+      R"(","password":")" + vsphere::testing::Vcsim::kPassword +
+      R"("}},)"
+      R"({"apiVersion":"banlieue.io/v1alpha1","kind":"Provider","metadata":{"name":"vcenter",)"
+      R"("namespace":")" +
+      ns +
+      R"(","labels":{"backend":"vsphere"}},)"
+      R"("spec":{"providerClassRef":{"name":"vsphere"},"connection":)" +
+      vcsim.providerConnection("vc-creds") +
+      R"(,"capabilities":{"storageClasses":[{"name":"std","target":{"datastore":"LocalDS_0"}}],)"
+      R"("networkClasses":[{"name":"lan","target":{"portGroup":"VM Network"}}]}}},)"
+      // Proxmox VE: an API token, the CA inline.
+      R"({"apiVersion":"v1","kind":"Secret","metadata":{"name":"pve-token","namespace":")" +
+      ns + R"("},"stringData":{"username":")" + proxmox::testing::FakePve::kUser +
+      R"(","tokenValue":")" + proxmox::testing::FakePve::kSecret +
+      R"("}},)"
+      R"({"apiVersion":"banlieue.io/v1alpha1","kind":"Provider","metadata":{"name":"pve",)"
+      R"("namespace":")" +
+      ns +
+      R"(","labels":{"backend":"proxmox"}},)"
+      R"("spec":{"providerClassRef":{"name":"proxmox"},)"
+      R"("connection":{"endpoint":")" +
+      pve.url() + R"(","credentialsRef":{"name":"pve-token"},"caBundle":{"inline":")" +
+      jsonEscape(pve.caPem()) +
+      R"("}},)"
+      R"("capabilities":{"storageClasses":[{"name":"std","target":{"storage":"local-lvm"}}],)"
+      R"("networkClasses":[{"name":"lan","target":{"bridge":"vmbr1"}}]}}}]})");
+  ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  // BIOS firmware: the guest is a boot sector (and libvirt takes no internal snapshot of a
+  // domain whose UEFI variables live in a pflash file).
+  const std::string shape = "e2e-day2-" + suffix_;
+  cluster_objects_.push_back("vmclass/" + shape);
+  applied =
+      cluster_.apply("apiVersion: banlieue.io/v1alpha1\nkind: VMClass\nmetadata: {name: " + shape +
+                     "}\nspec:\n  firmware: bios\n  hardware:\n    cpus: 1\n"
+                     "    memoryMiB: 128\n"
+                     "    disks: [{name: root, sizeGiB: 1, storageClass: std}]\n"
+                     "  network:\n    interfaces: [{name: eth0, networkClass: lan}]\n");
+  ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  const std::string image = "e2e-day2-" + suffix_;
+  cluster_objects_.push_back("vmimage/" + image);
+  applied =
+      cluster_.apply("apiVersion: banlieue.io/v1alpha1\nkind: VMImage\nmetadata: {name: " + image +
+                     "}\nspec:\n  osFamily: linux\n  sources:\n"
+                     "    - {providerClass: libvirt, kind: BackingFile, ref: " +
+                     base_volume +
+                     "}\n"
+                     "    - {providerClass: vsphere, kind: Template, ref: DC0_C0_RP0_VM0}\n"
+                     "    - {providerClass: proxmox, kind: Template, ref: \"9000\"}\n");
+  ASSERT_EQ(applied.exit_code, 0) << applied.output;
+
+  // --- the user's VMs: the same manifest on each backend but for the selector -------------
+  applyVm(ns, "lv-01", "backend: libvirt", "", shape, image);
+  applyVm(ns, "vc-01", "backend: vsphere", "", shape, image);
+  // Template 9000 lives on node pve1.
+  applyVm(ns, "pve-01", "backend: proxmox",
+          "    failureDomainSelector:\n      matchLabels: {node: pve1}\n", shape, image);
+  const std::string token = consoleToken(ns);
+  ASSERT_FALSE(token.empty());
+
+  lap("backends, Providers and VMs applied");
+
+  // --- libvirt: the domain, its QEMU process, its internal snapshots, its serial port ----
+  [&] {
+    ASSERT_TRUE(waitFor(ns, "bvm/lv-01", "Ready", 180)) << namespaceState(ns) << libvirtd.log();
+    const std::string domain = get("libvirtmachine lv-01 -n " + ns, "{.spec.domainName}");
+    ASSERT_EQ(domain, ns + "-lv-01");
+    EXPECT_EQ(virsh("domstate " + domain), "running");
+    EXPECT_EQ(libvirtd.volumes(), (std::set<std::string>{base_volume, domain + "-root.qcow2"}));
+
+    // What is typed reaches the guest's serial port, and the guest's answer comes back: the
+    // upper case and the line count are the guest's. `attempts`: a guest still in its firmware
+    // answers nothing yet (SeaBIOS's serial console takes what is typed as keys).
+    auto typed = [&](const std::string& word, int attempts = 1) {
+      std::string upper = word;
+      for (auto& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      CommandResult r;
+      for (int i = 0; i < attempts; ++i) {
+        r = console(ns, "lv-01", token, "", word + "\n");
+        std::smatch m;
+        if (std::regex_search(r.output, m, std::regex(upper + " #([0-9])"))) {
+          EXPECT_EQ(r.exit_code, 0) << r.output;
+          return std::stoi(m[1].str());
+        }
+      }
+      ADD_FAILURE() << "no echo of " << word << " from the guest: " << r.output;
+      return -1;
+    };
+    // The guest heeds the ACPI button once it runs (a press during the firmware is lost, as on
+    // any guest before its OS listens): a stop or a restart waits until it answers.
+    auto answering = [&] { EXPECT_GE(typed("ping", 8), 0) << "the guest never answered"; };
+
+    const std::string first_process = virsh("domid " + domain);
+    ASSERT_THAT(first_process, ::testing::MatchesRegex("[0-9]+"));
+    answering();
+    // Each start is a new QEMU process: the stop ended the first; the restart shut the guest
+    // down (it honours the ACPI button) and started a third.
+    std::string started_process;
+    powerVerbs(
+        ns, "lv-01", [&] { return virsh("domstate " + domain); }, "shut off", "running",
+        [&] {
+          started_process = virsh("domid " + domain);
+          EXPECT_THAT(started_process, ::testing::MatchesRegex("[0-9]+"));
+          EXPECT_NE(started_process, first_process);
+          answering();
+        });
+    EXPECT_TRUE(LocalCluster::eventually([&] {
+      const std::string now = virsh("domid " + domain);
+      return now != started_process && std::regex_match(now, std::regex("[0-9]+"));
+    })) << virsh("domid " + domain);
+
+    const int lines = typed("hello", 8);
+    ASSERT_GE(lines, 0);
+
+    // A snapshot of the running guest keeps its memory (libvirt's internal snapshot, in the
+    // root volume); a restore brings the guest's line count back to what it was then.
+    const std::string ref = takeSnapshot(ns, "lv-01", "lv-before");
+    ASSERT_FALSE(ref.empty());
+    EXPECT_EQ(virsh("snapshot-list --name " + domain), ref);
+    EXPECT_EQ(typed("again"), (lines + 1) % 10);
+    restore(ns, "lv-01", "lv-before");
+    EXPECT_TRUE(LocalCluster::eventually([&] { return virsh("domstate " + domain) == "running"; }));
+    EXPECT_EQ(typed("after"), (lines + 1) % 10) << "the guest's memory was not reverted";
+    deleteSnapshot(ns, "lv-before");
+    EXPECT_EQ(virsh("snapshot-list --name " + domain), "");
+
+    deleteVm(ns, "lv-01");
+    EXPECT_EQ(virsh("list --all --name"), "");
+    EXPECT_EQ(libvirtd.volumes(), std::set<std::string>{base_volume});
+  }();
+  lap("libvirt");
+
+  // --- vSphere: the VM on vcsim, its power state, its snapshot tree, a WebMKS ticket -----
+  [&] {
+    ASSERT_TRUE(waitFor(ns, "bvm/vc-01", "Ready", 180)) << namespaceState(ns);
+    std::set<std::string> added;
+    for (const auto& name : vcenter.vmNames()) {
+      if (!vcenter_before.count(name)) added.insert(name);
+    }
+    ASSERT_EQ(added.size(), 1u) << ::testing::PrintToString(added);
+    const std::string name = *added.begin();
+    auto power = [&] {
+      auto vm = vcenter.vm(name, {"runtime.powerState"});
+      return vm ? vm->text("runtime.powerState") : std::string("<gone>");
+    };
+    EXPECT_EQ(power(), "poweredOn");
+    // vcsim keeps no boot time: the restart shows in lastRestart and the power state only.
+    powerVerbs(ns, "vc-01", power, "poweredOff", "poweredOn");
+
+    // The snapshot tree as vcsim holds it (moref -> name), and the current snapshot.
+    auto tree = [&] {
+      std::map<std::string, std::string> out;
+      auto vm = vcenter.vm(name, {"snapshot"});
+      if (!vm) return out;
+      std::function<void(const pugi::xml_node&, std::string_view)> walk =
+          [&](const pugi::xml_node& parent, std::string_view element) {
+            for (const pugi::xml_node& node : vsphere::children(parent, element)) {
+              out[vsphere::child(node, "snapshot").text().get()] =
+                  vsphere::childText(node, "name").value_or("");
+              walk(node, "childSnapshotList");
+            }
+          };
+      walk(vm->node("snapshot"), "rootSnapshotList");
+      return out;
+    };
+    auto current = [&] {
+      auto vm = vcenter.vm(name, {"snapshot"});
+      return vm ? std::string(vsphere::child(vm->node("snapshot"), "currentSnapshot").text().get())
+                : std::string("<gone>");
+    };
+    // Two snapshots: the restore to the first moves vcsim's current snapshot back to it.
+    const std::string first = takeSnapshot(ns, "vc-01", "vc-first");
+    const std::string second = takeSnapshot(ns, "vc-01", "vc-second");
+    ASSERT_FALSE(first.empty());
+    ASSERT_FALSE(second.empty());
+    // Named after the VirtualMachineSnapshot (and its uid).
+    auto taken = tree();
+    EXPECT_EQ(taken.size(), 2u) << ::testing::PrintToString(taken);
+    EXPECT_THAT(taken[first], ::testing::StartsWith("vc-first-"));
+    EXPECT_THAT(taken[second], ::testing::StartsWith("vc-second-"));
+    EXPECT_EQ(current(), second);
+    restore(ns, "vc-01", "vc-first");
+    EXPECT_EQ(current(), first);
+    EXPECT_TRUE(waitFor(ns, "bvm/vc-01", "Ready"));
+    EXPECT_TRUE(LocalCluster::eventually([&] { return power() == "poweredOn"; })) << power();
+    deleteSnapshot(ns, "vc-second");
+    deleteSnapshot(ns, "vc-first");
+    EXPECT_EQ(tree(), (std::map<std::string, std::string>{}));
+
+    // vSphere's console is WebMKS: a ticket URL to vcsim's host, printed alone on stdout.
+    const std::smatch origin = [&] {
+      std::smatch m;
+      std::regex_search(vcsim.url(), m, std::regex("https://([^/]+)/"));
+      return m;
+    }();
+    auto url = console(ns, "vc-01", token, "--url");
+    EXPECT_EQ(url.exit_code, 0) << url.output;
+    EXPECT_TRUE(std::regex_search(
+        url.output, std::regex("(^|\n)wss://" + origin[1].str() + "/ticket/[0-9a-f]{32}\n")))
+        << url.output;
+
+    deleteVm(ns, "vc-01");
+    EXPECT_EQ(vcenter.vmNames(), vcenter_before);
+  }();
+  lap("vSphere");
+
+  // --- Proxmox VE: the guest in the fake's state, its requests, snapshots, serial line ----
+  [&] {
+    ASSERT_TRUE(waitFor(ns, "bvm/pve-01", "Ready", 180)) << namespaceState(ns);
+    const std::string provider_id = get("proxmoxmachine pve-01 -n " + ns, "{.spec.providerID}");
+    std::smatch id;
+    ASSERT_TRUE(std::regex_match(provider_id, id, std::regex("proxmox://pve1/([0-9]+)")))
+        << provider_id;
+    const int vmid = std::stoi(id[1].str());
+    // The guest as the fake holds it; null once it is gone.
+    auto guest = [&]() -> std::optional<rapidjson::Document> {
+      rapidjson::Document state = pve.state();
+      for (const auto& vm : state["vms"].GetArray()) {
+        if (vm["vmid"].GetInt() == vmid) {
+          rapidjson::Document one;
+          one.CopyFrom(vm, one.GetAllocator());
+          return one;
+        }
+      }
+      return std::nullopt;
+    };
+    auto power = [&] {
+      auto vm = guest();
+      return vm ? json::stringOr(&*vm, "status") : std::string("<gone>");
+    };
+    // API requests of this guest's `what` the fake served.
+    auto requests = [&](const std::string& what) {
+      rapidjson::Document state = pve.state();
+      const std::string wanted = "POST /nodes/pve1/qemu/" + std::to_string(vmid) + "/" + what;
+      int n = 0;
+      for (const auto& r : state["requestLog"].GetArray()) n += r.GetString() == wanted;
+      return n;
+    };
+    EXPECT_EQ(power(), "running");
+    const int reboots = requests("status/reboot");
+    powerVerbs(ns, "pve-01", power, "stopped", "running");
+    EXPECT_EQ(requests("status/reboot"), reboots + 1);
+
+    // The serial console through PVE's termproxy: the guest's login prompt comes back, and
+    // the line typed reaches the guest.
+    const std::string word = "on-call-" + suffix_;
+    auto typed = console(ns, "pve-01", token, "", word + "\n");
+    EXPECT_EQ(typed.exit_code, 0) << typed.output;
+    EXPECT_THAT(typed.output, HasSubstr("login: " + word)) << typed.output;
+    auto vm = guest();
+    ASSERT_TRUE(vm.has_value());
+    const auto* input = json::find(&*vm, "serialInput");
+    ASSERT_TRUE(input != nullptr && input->IsArray()) << json::serialize(*vm);
+    EXPECT_EQ(json::serialize(*input), "[\"" + word + "\"]");
+
+    auto snapshots = [&] {
+      std::set<std::string> names;
+      auto vm = guest();
+      const auto* list = vm ? json::find(&*vm, "snapshots") : nullptr;
+      if (list != nullptr && list->IsObject()) {
+        for (const auto& s : list->GetObject()) names.insert(s.name.GetString());
+      }
+      return names;
+    };
+    const std::string ref = takeSnapshot(ns, "pve-01", "pve-before");
+    ASSERT_FALSE(ref.empty());
+    EXPECT_EQ(snapshots(), std::set<std::string>{ref});
+    // The rollback stops the guest (the snapshot holds no RAM); the VM's spec starts it again.
+    restore(ns, "pve-01", "pve-before");
+    vm = guest();
+    ASSERT_TRUE(vm.has_value());
+    EXPECT_EQ(json::integer(&*vm, "rollbacks").value_or(0), 1) << json::serialize(*vm);
+    EXPECT_TRUE(LocalCluster::eventually(
+        [&] {
+          return power() == "running" &&
+                 get("bvm pve-01 -n " + ns, "{.status.observedPowerState}") == "PoweredOn";
+        },
+        kConverge))
+        << power();
+    deleteSnapshot(ns, "pve-before");
+    EXPECT_EQ(snapshots(), std::set<std::string>{});
+
+    deleteVm(ns, "pve-01");
+    EXPECT_EQ(power(), "<gone>");
+    EXPECT_EQ(pve.guestCount(), guests_before);
+  }();
+  lap("Proxmox");
+  expectNoCrash(ns);
+}
+
+// A claim through kubectl: a warm pool's member is bound to the claim (labelled, owned by it,
+// its backend machine running), the pool makes another, a day-2 verb reaches the claimed
+// member's backend, and deleting the claim deletes the member and its backend machine.
+TEST_F(DayTwoVerbsTest, AClaimBindsAWarmMemberAndReleasingItDeletesTheMember) {
+  LocalCluster::TestNamespace scoped(cluster_);
+  const std::string ns = useNamespace(scoped);
+  auto files = fileProvider(ns, "files", "tier: pool");
+  auto pool = cluster_.apply(
+      "apiVersion: banlieue.io/v1alpha1\nkind: VirtualMachinePool\n"
+      "metadata: {name: sandboxes, namespace: " +
+      ns + "}\nspec:\n  warmReplicas: 2\n  readiness: InfrastructureReady\n  template:\n" +
+      "    labels: {app: sandbox}\n    spec:\n      classRef: {name: " + vmClass() +
+      "}\n      imageRef: {name: " + vmImage() +
+      "}\n      placement:\n        providerSelector: {matchLabels: {tier: pool}}\n");
+  ASSERT_EQ(pool.exit_code, 0) << pool.output;
+  ASSERT_TRUE(waitFor(ns, "bvmpool/sandboxes", "Warm", 120)) << namespaceState(ns);
+  const std::string members = "virtualmachines -n " + ns + " -l banlieue.io/pool=sandboxes";
+  const std::set<std::string> warm = [&] {
+    auto names = words(get(members, "{.items[*].metadata.name}"));
+    return std::set<std::string>(names.begin(), names.end());
+  }();
+  ASSERT_EQ(warm.size(), 2u);
+
+  auto claim = cluster_.apply(
+      "apiVersion: banlieue.io/v1alpha1\nkind: VirtualMachineClaim\n"
+      "metadata: {name: alice, namespace: " +
+      ns +
+      "}\nspec:\n  poolRef: {name: sandboxes}\n"
+      "  subject: {id: alice, issuer: 'https://sso.example.com'}\n");
+  ASSERT_EQ(claim.exit_code, 0) << claim.output;
+  ASSERT_TRUE(waitFor(ns, "bvmclaim/alice", "Bound", 60)) << namespaceState(ns);
+  const std::string member = get("bvmclaim alice -n " + ns, "{.status.memberRef.name}");
+  EXPECT_THAT(warm, Contains(member));
+  // The member: still the pool's, now the claim's (label and controller owner).
+  EXPECT_EQ(get("bvm " + member + " -n " + ns,
+                "{.metadata.labels.banlieue\\.io/pool}/{.metadata.labels.banlieue\\.io/claim}/"
+                "{.metadata.ownerReferences[*].kind}/{.metadata.ownerReferences[*].name}/"
+                "{.metadata.ownerReferences[*].controller}"),
+            "sandboxes/alice/VirtualMachineClaim/alice/true");
+  EXPECT_TRUE(waitFor(ns, "bvmclaim/alice", "Ready"));
+  EXPECT_EQ(get("bvmclaim alice -n " + ns, "{.status.observedPowerState}"), "PoweredOn");
+  auto machine = backendFile(files, member);
+  ASSERT_TRUE(machine.has_value());
+  EXPECT_EQ(json::stringOr(&*machine, "state"), "running");
+
+  // The pool is warm again beside the claimed member.
+  EXPECT_TRUE(LocalCluster::eventually(
+      [&] {
+        return get("bvmpool sandboxes -n " + ns, "{.status.available}/{.status.claimed}") == "2/1";
+      },
+      kConverge))
+      << get("bvmpool sandboxes -n " + ns, "{.status}");
+
+  // The claim's holder uses the verbs on the member like on any VM.
+  EXPECT_TRUE(vmVerb(ns, "restart", member));
+  machine = backendFile(files, member);
+  ASSERT_TRUE(machine.has_value());
+  EXPECT_EQ(json::integer(&*machine, "restarts").value_or(-1), 1) << json::serialize(*machine);
+
+  // Released: the garbage collector deletes the member, its finalizer the backend's file. It
+  // is never handed back to the pool.
+  auto released =
+      cluster_.kubectl("delete bvmclaim alice --timeout=60s -n " + ns, std::chrono::seconds(90));
+  ASSERT_EQ(released.exit_code, 0) << released.output;
+  EXPECT_TRUE(LocalCluster::eventually(
+      [&] {
+        auto left = backendEntries(files);
+        return !exists("bvm " + member + " -n " + ns) && left &&
+               !left->count(ns + "_" + member + ".json");
+      },
+      kConverge))
+      << namespaceState(ns);
+  EXPECT_TRUE(LocalCluster::eventually(
+      [&] {
+        return get("bvmpool sandboxes -n " + ns, "{.status.available}/{.status.claimed}") == "2/";
+      },
+      kConverge))
+      << get("bvmpool sandboxes -n " + ns, "{.status}");
+  EXPECT_THAT(words(get(members, "{.items[*].metadata.name}")), Not(Contains(member)));
+  expectNoCrash(ns);
 }
 
 }  // namespace
