@@ -301,7 +301,8 @@ node_down() {
     done
   fi
   # Deepest first: volumes, rootfs bind mounts, the pods' network namespaces.
-  findmnt -rn -o TARGET | grep -F "$d/" | sort -r | while read -r m; do
+  # (No mount under $d, after an interrupted up, is no error: grep's status must not end down.)
+  { findmnt -rn -o TARGET | grep -F "$d/" || true; } | sort -r | while read -r m; do
     umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
   done
   # The kubelet writes container logs to the machine's /var/log/pods, one directory per pod UID.
