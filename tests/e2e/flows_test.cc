@@ -418,6 +418,34 @@ class FlowsTest : public ::testing::Test {
     return json::serialize(spec);
   }
 
+  // A ServiceAccount `account` of `ns` granted its VMs' consoles and nothing else (docs/adr/0040):
+  // the admin's kubeconfig holds a client certificate, which the console server cannot verify.
+  std::string consoleToken(const std::string& ns, const std::string& account = "on-call") {
+    auto granted = cluster_.apply(R"(apiVersion: v1
+kind: ServiceAccount
+metadata: {name: )" + account + R"(, namespace: )" +
+                                  ns + R"(}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: vm-console, namespace: )" +
+                                  ns + R"(}
+rules:
+- {apiGroups: [banlieue.io], resources: [virtualmachines/console], verbs: [get]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: vm-console, namespace: )" +
+                                  ns + R"(}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: vm-console}
+subjects:
+- {kind: ServiceAccount, name: )" +
+                                  account + R"(, namespace: )" + ns + R"(}
+)");
+    EXPECT_EQ(granted.exit_code, 0) << granted.output;
+    return cluster_.serviceAccountToken(ns, account);
+  }
+
   // Every pod of banlieue's roles (and of `ns`'s Providers) Running and never restarted.
   void expectNoCrash(const std::string& ns) {
     for (const std::string& where : {std::string(kSystem), ns}) {
@@ -555,29 +583,7 @@ TEST_F(FlowsTest, PowerStateAndTheSerialConsoleReachTheBackend) {
   // reaches the leading provider pod through the apiserver's pods/portforward, as a
   // ServiceAccount granted get on virtualmachines/console and nothing else; what is typed
   // reaches the backend's own trace (<vm file>.console in the pod).
-  auto granted = cluster_.apply(R"(apiVersion: v1
-kind: ServiceAccount
-metadata: {name: operator-on-call, namespace: )" +
-                                ns + R"(}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata: {name: vm-console, namespace: )" +
-                                ns + R"(}
-rules:
-- {apiGroups: [banlieue.io], resources: [virtualmachines/console], verbs: [get]}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {name: vm-console, namespace: )" +
-                                ns + R"(}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: vm-console}
-subjects:
-- {kind: ServiceAccount, name: operator-on-call, namespace: )" +
-                                ns + R"(}
-)");
-  ASSERT_EQ(granted.exit_code, 0) << granted.output;
-  const std::string token = cluster_.serviceAccountToken(ns, "operator-on-call");
+  const std::string token = consoleToken(ns, "operator-on-call");
   auto console = cluster_.kubectlBanlieue("vm console app-01 -n " + ns + " --token " + token +
                                               " --timeout 8 <<'BANLIEUE_EOF'\nroot\nBANLIEUE_EOF",
                                           std::chrono::seconds(60));
@@ -1481,34 +1487,6 @@ class DayTwoVerbsTest : public FlowsTest {
     auto deleted = cluster_.kubectl("delete bvm " + vm + " --timeout=120s -n " + ns,
                                     std::chrono::seconds(150));
     EXPECT_EQ(deleted.exit_code, 0) << deleted.output;
-  }
-
-  // A ServiceAccount of `ns` granted its VMs' consoles and nothing else (docs/adr/0040): the
-  // admin's kubeconfig holds a client certificate, which the console server cannot verify.
-  std::string consoleToken(const std::string& ns) {
-    auto granted = cluster_.apply(R"(apiVersion: v1
-kind: ServiceAccount
-metadata: {name: on-call, namespace: )" +
-                                  ns + R"(}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata: {name: vm-console, namespace: )" +
-                                  ns + R"(}
-rules:
-- {apiGroups: [banlieue.io], resources: [virtualmachines/console], verbs: [get]}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {name: vm-console, namespace: )" +
-                                  ns + R"(}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: vm-console}
-subjects:
-- {kind: ServiceAccount, name: on-call, namespace: )" +
-                                  ns + R"(}
-)");
-    EXPECT_EQ(granted.exit_code, 0) << granted.output;
-    return cluster_.serviceAccountToken(ns, "on-call");
   }
 
   // `kubectl banlieue vm console <vm> <args>` typing `input`, for `seconds`: what it printed.
