@@ -162,9 +162,9 @@ TEST(StrictPluginCheckTest, CrashRunsEveryRemainingStep) {
 
 // After a hang (the watchdog kills the call), every later step still runs and is listed.
 TEST(StrictPluginCheckTest, HangRunsEveryRemainingStep) {
-  auto run = checkVariant("slow_slot", "--deadline-ms 500 --grace-ms 500");
+  auto run = checkVariant("slow_slot", "--deadline-ms 2500 --grace-ms 1000");
   EXPECT_EQ(run.exit_code, 1) << run.output;
-  EXPECT_THAT(run.output, HasSubstr("did not return within its 500 ms deadline"));
+  EXPECT_THAT(run.output, HasSubstr("did not return within its 2500 ms deadline"));
   for (const char* step :
        {"FAIL  reconcile TestMachine ", "PASS  finalize TestMachine again",
         "FAIL  reconcile unknown kind", "PASS  import_image", "PASS  instance_destroy"}) {
