@@ -14,8 +14,8 @@
 #                    [--create-seconds S [--max-creates C]]
 #     --vms N        VirtualMachines to converge (default 100)
 #     --threads T    client threads creating VMs, and the minimal client's threads (default 16)
-#     --kube-qps Q   passed to both roles (default: the roles' own default, 50, burst 100;
-#                    with Q, burst 1.5 x Q)
+#     --kube-qps Q   passed to both roles (default: the roles' own default, no client-side
+#                    limit, docs/adr/0048; with Q, burst 1.5 x Q)
 #     --no-limit     skip the minimal client (no limit_seconds or ratio): for RSS at large N
 #     --create-seconds S  a slow backend: the file plugin takes S seconds per create (polled as
 #                    an operation); reports backend_bound (N x S / C against converge_seconds)
