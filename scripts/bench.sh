@@ -424,18 +424,23 @@ YAML
     ticks=$(sed 's/^.*) //' "/proc/$pid/stat" | cut -d' ' -f20)
     startup_ms=$(awk -v u="$uptime" -v t="$ticks" -v hz="$(getconf CLK_TCK)" \
       'BEGIN { printf "%d", (u - t / hz) * 1000 }')
+    # As the container's PID 1, banlieue forks once and the role runs in the child while the
+    # parent only reaps (docs/adr/0045): RSS is the child's.
+    local child
+    child=$(pgrep -P "$pid" -x banlieue | head -n 1)
+    [ -n "$child" ] || fail "$name: pid $pid (the container's init) has no banlieue child"
     role_pids+=("$pid")
-    role_pid=$pid role_url=http://$ip:8080 role_container=$container
-    say "  $name: pod $pod, $ip, pid $pid, container ${container:0:12}, restarts $restarts"
+    role_pid=$pid role_rss_pid=$child role_url=http://$ip:8080 role_container=$container
+    say "  $name: pod $pod, $ip, pid $pid (role: $child), container ${container:0:12}, restarts $restarts"
   }
   say "starting banlieue provider file (Deployment bench/$provider_workload, Provider bench/files)"
   start_role provider bench "$logs/provider-deployment.json"
   provider_pid=$role_pid provider_url=$role_url provider_startup_ms=$startup_ms
-  provider_container=$role_container
+  provider_container=$role_container provider_rss_pid=$role_rss_pid
   say "starting banlieue controller (Deployment banlieue-system/banlieue-controller; no leader election: one replica)"
   start_role controller banlieue-system "$logs/controller-deployment.json"
   controller_pid=$role_pid controller_url=$role_url controller_startup_ms=$startup_ms
-  controller_container=$role_container
+  controller_container=$role_container controller_rss_pid=$role_rss_pid
 fi
 
 say "waiting for the Provider to be Ready and the image ready on it"
@@ -526,8 +531,8 @@ throttled_seconds() {
 controller_throttled=$(throttled_seconds "$controller_pid")
 provider_throttled=$(throttled_seconds "$provider_pid")
 hwm_mb() { awk '/^VmHWM:/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
-controller_rss_mb=$(hwm_mb "$controller_pid")
-provider_rss_mb=$(hwm_mb "$provider_pid")
+controller_rss_mb=$(hwm_mb "${controller_rss_pid:-$controller_pid}")
+provider_rss_mb=$(hwm_mb "${provider_rss_pid:-$provider_pid}")
 stop_roles
 
 limit_json=""
@@ -548,7 +553,7 @@ abi_call_us=$(awk -F: '/"real_time"/ { v = $2 } /"time_unit"/ { u = $2 }
 
 field() { sed -n "s/.*\"$2\":\\([0-9.]*\\).*/\\1/p" <<<"$1"; }
 converge_seconds=$(field "$converge_json" converge_seconds)
-create_seconds=$(field "$converge_json" create_seconds)
+creates_took_seconds=$(field "$converge_json" create_seconds)
 limit_seconds=$(field "$limit_json" limit_seconds)
 ratio=null
 if [ -n "$limit_seconds" ]; then
@@ -589,7 +594,7 @@ cat <<JSON
   "converge_seconds": $converge_seconds,
   "limit_seconds": $limit_seconds,
   "ratio_to_limit": $ratio,
-  "create_seconds": $create_seconds,
+  "create_seconds": $creates_took_seconds,
   "limit_writes_per_vm": {"user": 1, "unavoidable": 6},
   "api_writes_per_vm": {"controller": $(awk -v a="$c_total" -v n="$vms" 'BEGIN { printf "%.3f", a / n }'), "provider": $(awk -v a="$p_total" -v n="$vms" 'BEGIN { printf "%.3f", a / n }'), "all": $(awk -v a="$c_total" -v b="$p_total" -v n="$vms" 'BEGIN { printf "%.3f", (a + b) / n }')},
   "api_writes_per_vm_by_resource": {"controller": $(per_vm_json <<<"$c_create"), "provider": $(per_vm_json <<<"$p_create")},
