@@ -11,11 +11,15 @@
 # on stderr. Needs root (the node), as deploy/local/up --node does; re-runs itself with sudo.
 #
 #   scripts/bench.sh [--vms N] [--threads T] [--kube-qps Q] [--no-limit] [--keep] [--processes]
+#                    [--create-seconds S [--max-creates C]]
 #     --vms N        VirtualMachines to converge (default 100)
 #     --threads T    client threads creating VMs, and the minimal client's threads (default 16)
-#     --kube-qps Q   passed to both roles (default: the roles' own default, 50, burst 100;
-#                    with Q, burst 1.5 x Q)
+#     --kube-qps Q   passed to both roles (default: the roles' own default, no client-side
+#                    limit, docs/adr/0048; with Q, burst 1.5 x Q)
 #     --no-limit     skip the minimal client (no limit_seconds or ratio): for RSS at large N
+#     --create-seconds S  a slow backend: the file plugin takes S seconds per create (polled as
+#                    an operation); reports backend_bound (N x S / C against converge_seconds)
+#     --max-creates C     the Provider's spec.maxConcurrentCreates (default: unset, 16)
 #     --keep         leave the cluster, its node and its state directory up afterwards (and the
 #                    roles' pods, when the run failed before stopping them)
 #     --processes    run the roles as plain host processes on a control plane without a node,
@@ -24,16 +28,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
 argv=("$@")
 
-vms=100 threads=16 qps="" keep=0 limit=1 mode=node
+vms=100 threads=16 qps="" keep=0 limit=1 mode=node create_seconds=0 max_creates=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --vms) vms=${2:?--vms needs a number}; shift 2 ;;
     --threads) threads=${2:?--threads needs a number}; shift 2 ;;
     --kube-qps) qps=${2:?--kube-qps needs a number}; shift 2 ;;
     --no-limit) limit=0; shift ;;
+    --create-seconds) create_seconds=${2:?--create-seconds needs a number}; shift 2 ;;
+    --max-creates) max_creates=${2:?--max-creates needs a number}; shift 2 ;;
     --keep) keep=1; shift ;;
     --processes) mode=processes; shift ;;
     -h|--help) usage; exit 0 ;;
@@ -44,6 +50,10 @@ done
 [[ $threads =~ ^[1-9][0-9]*$ ]] || { echo "scripts/bench.sh: --threads must be a positive integer" >&2; exit 2; }
 [ -z "$qps" ] || [[ $qps =~ ^[0-9]+([.][0-9]+)?$ ]] ||
   { echo "scripts/bench.sh: --kube-qps must be a number" >&2; exit 2; }
+[[ $create_seconds =~ ^[0-9]+$ ]] ||
+  { echo "scripts/bench.sh: --create-seconds must be a whole number of seconds" >&2; exit 2; }
+[ -z "$max_creates" ] || [[ $max_creates =~ ^[1-9][0-9]*$ ]] ||
+  { echo "scripts/bench.sh: --max-creates must be a positive integer" >&2; exit 2; }
 jobs=${JOBS:-2}
 [[ $jobs =~ ^[1-9][0-9]*$ ]] || { echo "scripts/bench.sh: JOBS must be a positive integer" >&2; exit 2; }
 if [ "$mode" = node ] && [ "$(id -u)" -ne 0 ]; then
@@ -175,7 +185,8 @@ kind: Provider
 metadata: {name: files, namespace: bench}
 spec:
   providerClassRef: {name: file}
-  connection: {endpoint: "$endpoint"}
+  connection: {endpoint: "$endpoint$([ "$create_seconds" -eq 0 ] || echo "?createSeconds=$create_seconds")"}
+$([ -z "$max_creates" ] || echo "  maxConcurrentCreates: $max_creates")
   capabilities:
     storageClasses: [{name: local}]
     networkClasses: [{name: lan}]
@@ -413,18 +424,23 @@ YAML
     ticks=$(sed 's/^.*) //' "/proc/$pid/stat" | cut -d' ' -f20)
     startup_ms=$(awk -v u="$uptime" -v t="$ticks" -v hz="$(getconf CLK_TCK)" \
       'BEGIN { printf "%d", (u - t / hz) * 1000 }')
+    # As the container's PID 1, banlieue forks once and the role runs in the child while the
+    # parent only reaps (docs/adr/0045): RSS is the child's.
+    local child
+    child=$(pgrep -P "$pid" -x banlieue | head -n 1)
+    [ -n "$child" ] || fail "$name: pid $pid (the container's init) has no banlieue child"
     role_pids+=("$pid")
-    role_pid=$pid role_url=http://$ip:8080 role_container=$container
-    say "  $name: pod $pod, $ip, pid $pid, container ${container:0:12}, restarts $restarts"
+    role_pid=$pid role_rss_pid=$child role_url=http://$ip:8080 role_container=$container
+    say "  $name: pod $pod, $ip, pid $pid (role: $child), container ${container:0:12}, restarts $restarts"
   }
   say "starting banlieue provider file (Deployment bench/$provider_workload, Provider bench/files)"
   start_role provider bench "$logs/provider-deployment.json"
   provider_pid=$role_pid provider_url=$role_url provider_startup_ms=$startup_ms
-  provider_container=$role_container
+  provider_container=$role_container provider_rss_pid=$role_rss_pid
   say "starting banlieue controller (Deployment banlieue-system/banlieue-controller; no leader election: one replica)"
   start_role controller banlieue-system "$logs/controller-deployment.json"
   controller_pid=$role_pid controller_url=$role_url controller_startup_ms=$startup_ms
-  controller_container=$role_container
+  controller_container=$role_container controller_rss_pid=$role_rss_pid
 fi
 
 say "waiting for the Provider to be Ready and the image ready on it"
@@ -515,8 +531,8 @@ throttled_seconds() {
 controller_throttled=$(throttled_seconds "$controller_pid")
 provider_throttled=$(throttled_seconds "$provider_pid")
 hwm_mb() { awk '/^VmHWM:/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
-controller_rss_mb=$(hwm_mb "$controller_pid")
-provider_rss_mb=$(hwm_mb "$provider_pid")
+controller_rss_mb=$(hwm_mb "${controller_rss_pid:-$controller_pid}")
+provider_rss_mb=$(hwm_mb "${provider_rss_pid:-$provider_pid}")
 stop_roles
 
 limit_json=""
@@ -537,7 +553,7 @@ abi_call_us=$(awk -F: '/"real_time"/ { v = $2 } /"time_unit"/ { u = $2 }
 
 field() { sed -n "s/.*\"$2\":\\([0-9.]*\\).*/\\1/p" <<<"$1"; }
 converge_seconds=$(field "$converge_json" converge_seconds)
-create_seconds=$(field "$converge_json" create_seconds)
+creates_took_seconds=$(field "$converge_json" create_seconds)
 limit_seconds=$(field "$limit_json" limit_seconds)
 ratio=null
 if [ -n "$limit_seconds" ]; then
@@ -546,6 +562,14 @@ else
   limit_seconds=null
 fi
 
+# A slow backend: at best ceil(N / C) rounds of C creates of S seconds each.
+backend_bound_json=null
+if [ "$create_seconds" -gt 0 ]; then
+  slots=${max_creates:-16}
+  backend_bound_json=$(awk -v n="$vms" -v s="$create_seconds" -v c="$slots" -v t="$converge_seconds" \
+    'BEGIN { w = int((n + c - 1) / c); f = w * s
+             printf "{\"create_seconds\": %d, \"max_concurrent_creates\": %d, \"floor_seconds\": %.2f, \"backend_bound_ratio\": %.3f}", s, c, f, t / f }')
+fi
 c_create=$(delta "$logs/controller.0" "$logs/controller.1")
 p_create=$(delta "$logs/provider.0" "$logs/provider.1")
 c_steady=$(delta "$logs/controller.1" "$logs/controller.2")
@@ -553,6 +577,14 @@ p_steady=$(delta "$logs/provider.1" "$logs/provider.2")
 steady_all=$(printf '%s\n%s\n' "$c_steady" "$p_steady" | sed '/^$/d')
 c_total=$(total <<<"$c_create")
 p_total=$(total <<<"$p_create")
+# Every request of each role during convergence (rest_client_requests_total, reads included,
+# the client-side throttle count left out), then per VM with the user's create: issue #23's
+# requests_per_vm. The provider's Lease renewals (a GET and a PUT every 2 s, whatever N) are in
+# it; lease_requests_per_vm says how much of it they are.
+requests_total() { delta "$1" "$2" requests_of | grep -v '^throttled ' | total; }
+c_requests=$(requests_total "$logs/controller.0" "$logs/controller.1")
+p_requests=$(requests_total "$logs/provider.0" "$logs/provider.1")
+lease_writes=$(printf '%s\n%s\n' "$c_create" "$p_create" | grep '^leases ' | total)
 c_rec=$(($(reconciles_of "$logs/controller.1") - $(reconciles_of "$logs/controller.0")))
 p_rec=$(($(reconciles_of "$logs/provider.1") - $(reconciles_of "$logs/provider.0")))
 
@@ -562,10 +594,11 @@ cat <<JSON
   "converge_seconds": $converge_seconds,
   "limit_seconds": $limit_seconds,
   "ratio_to_limit": $ratio,
-  "create_seconds": $create_seconds,
+  "create_seconds": $creates_took_seconds,
   "limit_writes_per_vm": {"user": 1, "unavoidable": 6},
   "api_writes_per_vm": {"controller": $(awk -v a="$c_total" -v n="$vms" 'BEGIN { printf "%.3f", a / n }'), "provider": $(awk -v a="$p_total" -v n="$vms" 'BEGIN { printf "%.3f", a / n }'), "all": $(awk -v a="$c_total" -v b="$p_total" -v n="$vms" 'BEGIN { printf "%.3f", (a + b) / n }')},
   "api_writes_per_vm_by_resource": {"controller": $(per_vm_json <<<"$c_create"), "provider": $(per_vm_json <<<"$p_create")},
+  "requests_per_vm": {"user": 1, "controller": $(awk -v a="$c_requests" -v n="$vms" 'BEGIN { printf "%.3f", a / n }'), "provider": $(awk -v a="$p_requests" -v n="$vms" 'BEGIN { printf "%.3f", a / n }'), "all": $(awk -v a="$c_requests" -v b="$p_requests" -v n="$vms" 'BEGIN { printf "%.3f", 1 + (a + b) / n }'), "lease_requests_per_vm": $(awk -v a="$lease_writes" -v n="$vms" 'BEGIN { printf "%.3f", 2 * a / n }')},
   "api_requests_per_vm_by_verb": {"controller": $(delta "$logs/controller.0" "$logs/controller.1" requests_of | per_vm_json), "provider": $(delta "$logs/provider.0" "$logs/provider.1" requests_of | per_vm_json)},
   "reconciles_per_vm": {"controller": $(awk -v a="$c_rec" -v n="$vms" 'BEGIN { printf "%.3f", a / n }'), "provider": $(awk -v a="$p_rec" -v n="$vms" 'BEGIN { printf "%.3f", a / n }')},
   "steady_state_writes_60s": $(not_leases <<<"$steady_all" | total),
@@ -575,6 +608,7 @@ cat <<JSON
   "provider_rss_mb": $provider_rss_mb,
   "startup_ms": {"controller": $controller_startup_ms, "provider": $provider_startup_ms},
   "cpu_throttled_seconds": {"controller": $controller_throttled, "provider": $provider_throttled},
+  "backend_bound": $backend_bound_json,
   "abi_call_us": $abi_call_us,
   "settings": {"client_threads": $threads, "kube_qps": "${qps:-role default}", "plugin": "file (examples/file-provider)", "roles": "$([ "$mode" = node ] && echo "pods on the real node" || echo "host processes")"},
   "machine": {"nproc": $(nproc), "mem_mb": $(awk '/^MemTotal:/ { printf "%d", $2 / 1024 }' /proc/meminfo), "loadavg_at_end": "$(cut -d' ' -f1-3 /proc/loadavg)"}

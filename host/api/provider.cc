@@ -160,7 +160,14 @@ const Fields<ProviderSpec>& ProviderSpec::describe() {
                  {.description = "The infrastructure kind this Provider's VMs become, one of "
                                  "its class's status.machineKinds (a plugin may serve several); "
                                  "unset: the class's status.machineKind",
-                  .pattern = "^[A-Z][A-Za-z0-9]*$"});
+                  .pattern = "^[A-Z][A-Za-z0-9]*$"})
+          .field("maxConcurrentCreates", &T::max_concurrent_creates,
+                 {.description = "Backend machine creates this Provider runs at once (a clone "
+                                 "on vSphere, a volume and domain on libvirt, a clone under "
+                                 "Proxmox VE's storage lock); more wait in line with "
+                                 "Ready=False reason WaitingForCreateSlot. Unset: 16",
+                  .minimum = 1,
+                  .maximum = 1000});
   return f;
 }
 

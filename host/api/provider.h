@@ -71,6 +71,9 @@ struct Attestation {
   static const Fields<Attestation>& describe();
 };
 
+// Creates a Provider runs at once when its spec does not say (docs/adr/0049).
+inline constexpr int32_t kDefaultMaxConcurrentCreates = 16;
+
 struct ProviderSpec {
   LocalObjectReference provider_class_ref;
   ProviderConnection connection;
@@ -81,6 +84,8 @@ struct ProviderSpec {
   std::optional<Attestation> attestation;
   // One of the class's status.machineKinds by kind name; empty: the class's machineKind.
   std::string machine_kind;
+  // Backend creates this Provider runs at once (docs/adr/0049); unset: kDefaultMaxConcurrentCreates.
+  std::optional<int32_t> max_concurrent_creates;
   static const Fields<ProviderSpec>& describe();
 };
 

@@ -153,13 +153,13 @@ class RequestDeadline {
 };
 
 // Client-side flow control, as client-go's QPS/Burst: requests wait for a token from a bucket
-// refilled at `qps` and holding at most `burst`, so a controller that loops cannot flood the
-// API server (which would throttle every client with 429s). qps <= 0 disables it. Defaults
-// are the kubelet's since Kubernetes 1.27 (kubernetes#116121): client-go's own 5/10 and
-// controller-runtime's 20/30 predate API Priority and Fairness, with which the API server
-// protects itself; at 20/s the roles spent most of a 1,000-VM rollout waiting for tokens.
+// refilled at `qps` and holding at most `burst`. qps <= 0 (the default) disables it: the API
+// server's priority and fairness protects it from every client at once, and a role's requests
+// in flight are bounded by its workers (docs/adr/0048; controller-runtime dropped its default
+// limit in 2025 on the same grounds). A limit that bound the roles before made them converge
+// at its pace instead of the API server's (ADR 0019: 20/s, then 50/s).
 struct ClientOptions {
-  double qps = 50;
+  double qps = 0;
   int burst = 100;
   // The clock the throttle refills and waits on; null means common::SteadyClock (tests pass
   // a common::FakeClock). Not owned: it must outlive the client.

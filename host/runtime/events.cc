@@ -10,6 +10,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <random>
@@ -43,10 +44,16 @@ std::string EventRecorder::Pending::seriesKey() const {
   return uid + "\x1f" + type + "\x1f" + reason + "\x1f" + action + "\x1f" + note;
 }
 
+std::string EventRecorder::Pending::objectKey() const {
+  return uid.empty() ? kind + "/" + ns + "/" + name : uid;
+}
+
 EventRecorder::EventRecorder(kube::KubeClient& client, EventSource source, Clock& clock,
-                             size_t queue_capacity)
+                             size_t queue_capacity, size_t writers)
     : client_(client), source_(std::move(source)), clock_(clock), capacity_(queue_capacity) {
-  thread_ = std::thread([this] { writer(); });
+  for (size_t i = 0; i < std::max<size_t>(1, writers); ++i) {
+    threads_.emplace_back([this] { writer(); });
+  }
 }
 
 EventRecorder::~EventRecorder() {
@@ -55,7 +62,7 @@ EventRecorder::~EventRecorder() {
     stopping_ = true;
   }
   cv_.notify_all();
-  thread_.join();
+  for (auto& thread : threads_) thread.join();
 }
 
 void EventRecorder::normal(const rapidjson::Value& regarding, const std::string& reason,
@@ -122,17 +129,25 @@ void EventRecorder::record(const rapidjson::Value& regarding, const char* type,
 
 void EventRecorder::flush() {
   std::unique_lock lock(mutex_);
-  idle_cv_.wait(lock, [this] { return queue_.empty() && !writing_; });
+  idle_cv_.wait(lock, [this] { return queue_.empty() && writing_ == 0; });
 }
 
 void EventRecorder::writer() {
   std::unique_lock lock(mutex_);
+  // The oldest queued event of an object no other writer holds.
+  auto next = [this] {
+    return std::find_if(queue_.begin(), queue_.end(),
+                        [this](const Pending& p) { return in_flight_.count(p.objectKey()) == 0; });
+  };
   while (true) {
-    cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    cv_.wait(lock, [&] { return (stopping_ && queue_.empty()) || next() != queue_.end(); });
     if (queue_.empty() && stopping_) break;
-    Pending p = std::move(queue_.front());
-    queue_.pop_front();
-    writing_ = true;
+    auto it = next();
+    Pending p = std::move(*it);
+    queue_.erase(it);
+    const std::string object = p.objectKey();
+    in_flight_.insert(object);
+    ++writing_;
     lock.unlock();
     try {
       write(p);
@@ -142,9 +157,12 @@ void EventRecorder::writer() {
                                      e.what());
     }
     lock.lock();
-    writing_ = false;
-    if (queue_.empty()) idle_cv_.notify_all();
+    --writing_;
+    in_flight_.erase(object);
+    cv_.notify_all();  // the object's next event, if one waits
+    if (queue_.empty() && writing_ == 0) idle_cv_.notify_all();
   }
+  cv_.notify_all();
   idle_cv_.notify_all();
 }
 
@@ -182,7 +200,7 @@ void EventRecorder::write(const Pending& p) {
       }
       // The event expired or was deleted: start a new one below.
     }
-    if (!allow(p.uid.empty() ? p.kind + "/" + p.ns + "/" + p.name : p.uid)) {
+    if (!allow(p.objectKey())) {
       dropped("rate_limited").inc();
       return;
     }

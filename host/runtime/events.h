@@ -23,8 +23,10 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace banlieue::runtime {
 
@@ -35,8 +37,12 @@ struct EventSource {
 
 class EventRecorder {
  public:
+  // `writers` threads post events side by side: one writer, one POST at a time, fell behind
+  // 16 reconcile workers (at N = 1,000 half of the VMs' Ready Events were written after the
+  // VMs had converged, and a longer backlog overflows the queue: issue #23).
   EventRecorder(kube::KubeClient& client, EventSource source,
-                Clock& clock = SteadyClock::instance(), size_t queue_capacity = 1000);
+                Clock& clock = SteadyClock::instance(), size_t queue_capacity = 1000,
+                size_t writers = 4);
   ~EventRecorder();  // writes what is queued (bounded by a few seconds), then stops
   EventRecorder(const EventRecorder&) = delete;
   EventRecorder& operator=(const EventRecorder&) = delete;
@@ -61,6 +67,7 @@ class EventRecorder {
     std::string type, reason, action, note;
     std::string api_version, kind, ns, name, uid, resource_version;
     std::string seriesKey() const;
+    std::string objectKey() const;
   };
   struct Series {
     std::string event_name;
@@ -90,12 +97,15 @@ class EventRecorder {
   std::condition_variable cv_;
   std::condition_variable idle_cv_;
   std::deque<Pending> queue_;
-  bool writing_ = false;
+  size_t writing_ = 0;  // writers between taking an event and finishing its write
+  // Objects whose event a writer holds: one object's events are written one at a time and in
+  // order (a repeat must find the series its first occurrence created).
+  std::set<std::string> in_flight_;
   bool stopping_ = false;
   std::map<std::string, Series> series_;   // by seriesKey
-  std::map<std::string, Bucket> buckets_;  // by object key; the writer thread's alone
+  std::map<std::string, Bucket> buckets_;  // by object key; under mutex_
   size_t next_bucket_sweep_ = kFirstBucketSweep;
-  std::thread thread_;
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace banlieue::runtime

@@ -31,7 +31,8 @@ inline const kube::ResourceType kLibvirtMachine{"infrastructure.banlieue.io", "v
 inline const kube::ResourceType kProxmoxMachine{"infrastructure.banlieue.io", "v1beta2",
                                                 "proxmoxmachines", true};
 
-// Forwards to a real client and counts writes per "plural/ns/name".
+// Forwards to a real client and counts writes, and single-object reads apart, per
+// "plural/ns/name".
 class CountingClient final : public kube::KubeClient {
  public:
   explicit CountingClient(kube::KubeClient& inner) : inner_(inner) {}
@@ -47,6 +48,10 @@ class CountingClient final : public kube::KubeClient {
   StatusOr<rapidjson::Document> get(const kube::ResourceType& t, const std::string& ns,
                                     const std::string& name, const std::string& sub) override {
     if (isDenied(t.plural)) return forbidden(t, "get");
+    {
+      std::lock_guard lock(mu_);
+      ++reads_[t.plural + "/" + ns + "/" + name];
+    }
     return inner_.get(t, ns, name, sub);
   }
   StatusOr<rapidjson::Document> list(const kube::ResourceType& t, const std::string& ns,
@@ -114,6 +119,17 @@ class CountingClient final : public kube::KubeClient {
     }
     return total;
   }
+  // GETs of objects in `ns` whose name is `name`, of any kind.
+  int objectReads(const std::string& ns, const std::string& name) const {
+    std::lock_guard lock(mu_);
+    int total = 0;
+    for (const auto& [key, n] : reads_) {
+      if (key.size() > ns.size() + name.size() &&
+          key.substr(key.size() - ns.size() - name.size() - 1) == ns + "/" + name)
+        total += n;
+    }
+    return total;
+  }
   int eventWrites() const {
     std::lock_guard lock(mu_);
     int total = 0;
@@ -150,6 +166,7 @@ class CountingClient final : public kube::KubeClient {
   kube::KubeClient& inner_;
   mutable std::mutex mu_;
   std::map<std::string, int> counts_;
+  std::map<std::string, int> reads_;
   std::string denied_;
 };
 

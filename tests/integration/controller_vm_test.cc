@@ -82,6 +82,21 @@ TEST_F(ControllerVmTest, CreateBecomesReadyPowerFlowsSteadyStateIsSilentDeleteLe
             << " (events: " << counting_->eventWrites() << "; " << counting_->describe() << ")"
             << std::endl;
   EXPECT_LE(create_writes, 4);
+  // Issue #23: creating the infra object costs no read, and the success path tells its story
+  // with one Event on the VM, when it turns Ready (docs/adr/0047).
+  EXPECT_EQ(counting_->objectReads(ns_.name(), "web"), 0);
+  const std::string ready_event =
+      "Normal/Ready: the machine is ready on Provider p1 in failure domain fd-p1 "
+      "(LibvirtMachine web)\n";
+  testing::CommandResult events;
+  LocalCluster::eventually([&] {
+    events = cluster_.kubectl("get events -n " + ns_.name() +
+                              " --field-selector involvedObject.kind=VirtualMachine,"
+                              "involvedObject.name=web -o jsonpath='{range .items[*]}{.type}/"
+                              "{.reason}: {.message}{\"\\n\"}{end}'");
+    return events.output == ready_event;
+  });
+  EXPECT_EQ(events.output, ready_event);
 
   // Steady state: more reconciles of a converged VM write nothing.
   int before = counting_->total();

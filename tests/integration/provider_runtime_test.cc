@@ -2,7 +2,8 @@
 // plugin (a third party's backend, loaded from the build's plugin directory like any other):
 // the Provider becomes Ready with the plugin's failure domains; a FileMachine naming it is
 // provisioned and deleted with its backend file; a create that outlives the provider process
-// is resumed from status.operationToken, not begun twice; a credentials rotation re-creates
+// is resumed from status.operationToken, not begun twice; creates beyond the Provider's
+// maxConcurrentCreates wait in line, saying so; a credentials rotation re-creates
 // the instance without a restart; a plugin path outside the plugin directory is refused with
 // a condition reason.
 #include "tests/support/background_process.h"
@@ -14,6 +15,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -308,6 +310,46 @@ TEST_F(ProviderRuntimeTest, ACreateThatOutlivesTheProcessIsResumedNotBegunTwice)
   EXPECT_EQ(countLines(journal, "create-finished"), 1) << journal;
   EXPECT_EQ(jsonpath("filemachine slow", "{.status.operationToken}"), "");
   EXPECT_EQ(token, "create/" + jsonpath("filemachine slow", "{.metadata.uid}"));
+}
+
+// The journal's create-started / create-finished lines in order: the most creates that ran at
+// the backend at once.
+int mostAtOnce(const std::string& journal) {
+  int running = 0;
+  int most = 0;
+  std::istringstream in(journal);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("create-started", 0) == 0) most = std::max(most, ++running);
+    if (line.rfind("create-finished", 0) == 0) --running;
+  }
+  return most;
+}
+
+TEST_F(ProviderRuntimeTest, AProviderRunsAtMostItsCreateSlotsAtOnceAndTheRestWaitInLine) {
+  applyClassAndProvider("?createSeconds=3");
+  ASSERT_EQ(cluster_
+                .kubectl("patch provider files -n " + ns_->name() +
+                         " --type merge -p '{\"spec\":{\"maxConcurrentCreates\":2}}'")
+                .exit_code,
+            0);
+  startProvider();
+  ASSERT_TRUE(waitFor("provider/files", "Ready")) << diagnostics();
+  for (const char* name : {"m1", "m2", "m3", "m4", "m5"}) applyMachine(name);
+  // While two create, the others say why they wait.
+  std::string waiting;
+  EXPECT_TRUE(LocalCluster::eventually([&] {
+    waiting = jsonpath("filemachines", "{.items[*].status.conditions[?(@.reason==\"WaitingFor"
+                                       "CreateSlot\")].message}");
+    return !waiting.empty();
+  })) << diagnostics();
+  EXPECT_THAT(waiting, HasSubstr("runs at most 2 backend creates at once"));
+  for (const char* name : {"m1", "m2", "m3", "m4", "m5"}) {
+    ASSERT_TRUE(waitFor(std::string("filemachine/") + name, "Ready", "90s")) << diagnostics();
+  }
+  std::string journal = readFile(backend_dir_ / "journal");
+  EXPECT_EQ(countLines(journal, "create-started"), 5) << journal;
+  EXPECT_EQ(countLines(journal, "create-finished"), 5) << journal;
+  EXPECT_EQ(mostAtOnce(journal), 2) << "two slots, both used, never a third\n" << journal;
 }
 
 TEST_F(ProviderRuntimeTest, RotatedCredentialsRecreateTheInstanceWithoutARestart) {

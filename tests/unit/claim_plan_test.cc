@@ -251,7 +251,7 @@ TEST(ClaimPlanTest, TheBindReplacesOnlyThePoolsControllerReference) {
           {"apiVersion":"v1","kind":"ConfigMap","name":"keep","uid":"cm-uid"}]},
       "spec":{"classRef":{"name":"small"},"imageRef":{"name":"img"}}})",
                         "vm");
-  auto body = json::parse(boundMemberBody(vm, claim()), "body");
+  auto body = json::parse(boundMemberBody(vm, claim(), "42"), "body");
   EXPECT_EQ(json::stringOr(&body, "metadata.resourceVersion"), "42") << "the update's guard";
   EXPECT_EQ(json::find(&body, "metadata.managedFields"), nullptr);
   EXPECT_STREQ(body["metadata"]["labels"][kClaimLabel].GetString(), "alice");
@@ -266,6 +266,25 @@ TEST(ClaimPlanTest, TheBindReplacesOnlyThePoolsControllerReference) {
   EXPECT_TRUE(refs[1]["controller"].GetBool());
   EXPECT_TRUE(refs[1]["blockOwnerDeletion"].GetBool());
   EXPECT_STREQ(body["spec"]["classRef"]["name"].GetString(), "small") << "the rest unchanged";
+}
+
+// Two claims planned from the same snapshot: the second one's worker reads the member from a
+// cache that already shows the first bind. Its guard must still be the version it planned
+// from, so the apiserver refuses the second bind instead of taking the member from the first.
+TEST(ClaimPlanTest, TheBindIsGuardedByTheVersionThePlanSawNotTheOneReadLater) {
+  auto p = pool();
+  auto m = member("web-0");
+  m.metadata.resource_version = "41";
+  auto plan = planClaim(claim(), &p, {m}, kNow);
+  ASSERT_EQ(plan.bind, "web-0");
+  EXPECT_EQ(plan.bind_resource_version, "41");
+  auto newer = json::parse(R"({"apiVersion":"banlieue.io/v1alpha1","kind":"VirtualMachine",
+      "metadata":{"name":"web-0","namespace":"team","resourceVersion":"57",
+        "labels":{"banlieue.io/pool":"web","banlieue.io/claim":"bob"}},
+      "spec":{"classRef":{"name":"small"},"imageRef":{"name":"img"}}})",
+                           "vm");
+  auto body = json::parse(boundMemberBody(newer, claim(), plan.bind_resource_version), "body");
+  EXPECT_EQ(json::stringOr(&body, "metadata.resourceVersion"), "41");
 }
 
 TEST(ClaimPlanTest, MemberOrdinalsComeFromThePoolsNaming) {

@@ -44,10 +44,11 @@ void addRoleProcessFlags(CLI::App* sub, RoleProcessOptions* options) {
       ->capture_default_str();
   sub->add_option("--kube-qps", options->kube_qps,
                   "Requests per second to the API server, sustained (0: no client-side limit; "
-                  "the API server's priority and fairness still applies)")
+                  "the API server's priority and fairness applies either way)")
       ->capture_default_str();
   sub->add_option("--kube-burst", options->kube_burst,
-                  "Requests to the API server at once before --kube-qps paces them")
+                  "Requests to the API server at once before --kube-qps paces them (with "
+                  "--kube-qps above 0)")
       ->capture_default_str();
 }
 

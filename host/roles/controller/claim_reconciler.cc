@@ -149,6 +149,7 @@ ClaimPlan planClaim(const api::VirtualMachineClaim& claim, const api::VirtualMac
           member = candidates.front();
           member_name = member->metadata.name;
           plan.bind = member_name;
+          plan.bind_resource_version = member->metadata.resource_version;
         }
       }
     }
@@ -186,12 +187,15 @@ ClaimPlan planClaim(const api::VirtualMachineClaim& claim, const api::VirtualMac
   return plan;
 }
 
-std::string boundMemberBody(const rapidjson::Value& vm, const api::VirtualMachineClaim& claim) {
+std::string boundMemberBody(const rapidjson::Value& vm, const api::VirtualMachineClaim& claim,
+                            const std::string& planned_resource_version) {
   rapidjson::Document body;
   body.CopyFrom(vm, body.GetAllocator());
   auto& a = body.GetAllocator();
   auto& metadata = body["metadata"];
   metadata.RemoveMember("managedFields");
+  metadata.RemoveMember("resourceVersion");
+  metadata.AddMember("resourceVersion", json::stringValue(planned_resource_version, a), a);
   if (!metadata.HasMember("labels") || !metadata["labels"].IsObject()) {
     metadata.RemoveMember("labels");
     metadata.AddMember("labels", rapidjson::Value(rapidjson::kObjectType), a);
@@ -286,7 +290,7 @@ Result ClaimReconciler::reconcile(const runtime::Request& request) {
     auto member = vms_.get(ns + "/" + plan.bind);
     if (!member) return Result::requeueAfter(100ms);
     auto updated = client_.update(resources::kVirtualMachine, ns, plan.bind,
-                                  boundMemberBody(*member, claim), "");
+                                  boundMemberBody(*member, claim, plan.bind_resource_version), "");
     if (!updated.ok()) {
       // Someone else changed the member first (another claim bound it, the pool deleted it):
       // plan again from a cache that has caught up.

@@ -42,6 +42,10 @@ struct ClaimPlan {
   // The member to bind now ("" none). The status below already describes it as bound, and is
   // written only after the bind succeeded.
   std::string bind;
+  // The member's resourceVersion in the snapshot the plan chose it from: the bind's guard.
+  // The cache may have moved on by the time the bind is written (another claim's worker bound
+  // the member meanwhile); guarding with what the plan saw makes that a conflict.
+  std::string bind_resource_version;
   api::VirtualMachineClaimStatus status;
   bool status_changed = false;  // status differs from the claim's: write it
   enum class Event { kNone, kBound, kMemberLost };
@@ -56,9 +60,11 @@ ClaimPlan planClaim(const api::VirtualMachineClaim& claim, const api::VirtualMac
 
 // The member `vm` (its object as the cache holds it) bound to `claim`: the claim label set and
 // the controller ownerReference replaced by the claim's (other ownerReferences kept), with
-// metadata.resourceVersion as read, so a PUT of it fails with a conflict when anyone changed the
-// member since. managedFields are left out (an update without them keeps the server's).
-std::string boundMemberBody(const rapidjson::Value& vm, const api::VirtualMachineClaim& claim);
+// metadata.resourceVersion = `planned_resource_version` (the version the plan judged bindable),
+// so a PUT of it fails with a conflict when anyone changed the member since. managedFields are
+// left out (an update without them keeps the server's).
+std::string boundMemberBody(const rapidjson::Value& vm, const api::VirtualMachineClaim& claim,
+                            const std::string& planned_resource_version);
 
 class ClaimReconciler final : public runtime::Reconciler {
  public:

@@ -24,7 +24,7 @@ struct ControllerOptions {
   std::string lease_namespace = "banlieue-system";
   std::string lease_name = "banlieue-controller";
   std::string identity;
-  int workers = 2;
+  int workers = 16;
   std::string ns;
 };
 

@@ -88,7 +88,30 @@ Status VmReconciler::writeStatus(Pass& pass) {
   if (!applied.ok()) return applied.status();
   expectations_.expect(pass.key, caches_.vms, pass.key,
                        json::stringOr(&*applied, "metadata.resourceVersion"));
+  announceReady(pass);
   return Status();
+}
+
+// The one Event of a VM's success path (docs/adr/0047): the moment it turns Ready, on the VM,
+// where `kubectl describe` looks. What led there is in the conditions; failures have their own
+// Warning Events.
+void VmReconciler::announceReady(const Pass& pass) {
+  const auto* before = findCondition(pass.vm.status.conditions, conditions::kReady);
+  const auto* after = findCondition(pass.status.conditions, conditions::kReady);
+  bool turned_ready =
+      after != nullptr && after->status == "True" && (before == nullptr || before->status != "True");
+  if (!turned_ready || events_ == nullptr) return;
+  std::string where;
+  if (pass.status.scheduled) {
+    where = " on Provider " + pass.status.scheduled->provider_name;
+    if (!pass.status.scheduled->failure_domain.empty()) {
+      where += " in failure domain " + pass.status.scheduled->failure_domain;
+    }
+  }
+  if (pass.status.infrastructure_ref) {
+    where += " (" + pass.status.infrastructure_ref->kind + " " + pass.vm.metadata.name + ")";
+  }
+  events_->normal(*pass.object, "Ready", "Reconcile", "the machine is ready" + where);
 }
 
 Result VmReconciler::refuse(Pass& pass, const std::string& reason, const std::string& message,
@@ -108,6 +131,29 @@ Result VmReconciler::refuseNameConflict(Pass& pass, const std::string& kind) {
                 kind + " " + pass.key +
                     " exists but is not owned by this VirtualMachine; rename or delete it",
                 30s);  // an unlabelled object's deletion is no event the informers see
+}
+
+StatusOr<rapidjson::Document> VmReconciler::applyInfra(const Pass& pass, const InfraKind& kind,
+                                                       const rapidjson::Value& desired,
+                                                       bool creating) {
+  const std::string& ns = pass.vm.metadata.namespace_;
+  const std::string& name = pass.vm.metadata.name;
+  std::string body = json::serialize(desired);
+  // The informer sees only objects labelled as ours, so "not in the cache" may still be an
+  // object of this name that someone else made. A forced apply would take it over; an
+  // unforced one creates the object when there is none (one request, no read: issue #23
+  // counts requests per VM) and conflicts with another writer's fields. A conflict is rare:
+  // it costs one read to tell the VM's own object (cache lag, a field a person edited) from
+  // someone else's.
+  auto applied =
+      client_.apply(kind.type, ns, name, body, {.field_manager = kFieldManager, .force = !creating});
+  if (!creating || applied.ok() || !kube::isConflict(applied.status())) return applied;
+  auto existing = client_.get(kind.type, ns, name);
+  if (!existing.ok()) return existing.status();
+  if (!ownedBy(*existing, pass.vm.metadata.uid)) {
+    return error(Code::kFailedPrecondition, "InfraNameConflict", applied.status().message());
+  }
+  return client_.apply(kind.type, ns, name, body, {.field_manager = kFieldManager, .force = true});
 }
 
 Result VmReconciler::reconcile(const runtime::Request& request) {
@@ -375,31 +421,17 @@ Result VmReconciler::reconcilePlaced(Pass& pass, const Placement& placement) {
 
   rapidjson::Document applied_doc;
   const rapidjson::Value* current = live ? live.get() : nullptr;
-  if (current == nullptr) {
-    // The informer sees only objects labelled as ours: one of this name made by someone else
-    // would be force-applied over. One read, and only when creating.
-    auto existing = client_.get(infra_kind->type, ns, vm.metadata.name);
-    if (existing.ok() && !ownedBy(*existing, vm.metadata.uid)) {
-      return refuseNameConflict(pass, infra_kind->kind.kind);
-    }
-    if (!existing.ok() && !kube::isNotFound(existing.status())) {
-      return Result::retry(existing.status());
-    }
-  }
   if (current == nullptr || !infraUpToDate(*desired, *current)) {
-    auto applied = client_.apply(infra_kind->type, ns, vm.metadata.name, json::serialize(*desired),
-                                 {.field_manager = kFieldManager, .force = true});
+    auto applied = applyInfra(pass, *infra_kind, *desired, /*creating=*/current == nullptr);
     if (!applied.ok()) {
+      if (applied.status().reason() == "InfraNameConflict") {
+        return refuseNameConflict(pass, infra_kind->kind.kind);
+      }
       if (applied.status().code() == Code::kInvalidArgument) {
         return refuse(pass, "InfraBuildFailed",
                       infra_kind->kind.kind + " refused: " + applied.status().message(), 30s);
       }
       return Result::retry(applied.status());
-    }
-    if (current == nullptr && events_ != nullptr) {
-      events_->normal(*pass.object, "InfrastructureCreated", "Apply",
-                      infra_kind->kind.kind + " created on provider " + placement.provider_name +
-                          " in failure domain " + placement.failure_domain);
     }
     applied_doc = std::move(applied).value();
     current = &applied_doc;

@@ -53,6 +53,8 @@ class VmReconciler final : public runtime::Reconciler {
   runtime::Result reconcilePlaced(Pass& pass, const Placement& placement);
   // Writes status when it differs from the cached object's (whole status, one field manager).
   Status writeStatus(Pass& pass);
+  // A Normal Event when this pass's status write turned Ready to True.
+  void announceReady(const Pass& pass);
   // Sets Scheduled=False and Ready=False with the same reason, then writes.
   runtime::Result refuse(Pass& pass, const std::string& reason, const std::string& message,
                          std::chrono::seconds requeue);
@@ -65,6 +67,11 @@ class VmReconciler final : public runtime::Reconciler {
   StatusOr<UserDataReference> writeRenderedUserData(const Pass& pass, const std::string& text);
   // An object of the VM's name and infra kind that the VM does not own.
   runtime::Result refuseNameConflict(Pass& pass, const std::string& kind);
+  // Server-side applies the VM's infra object. `creating` (none in the cache) applies without
+  // force, so that an object of that name someone else wrote conflicts instead of being taken
+  // over; only then is it read. Reason InfraNameConflict when the VM does not own it.
+  StatusOr<rapidjson::Document> applyInfra(const Pass& pass, const InfraKind& kind,
+                                           const rapidjson::Value& desired, bool creating);
   void warn(const Pass& pass, const std::string& reason, const std::string& action,
             const std::string& note);
 

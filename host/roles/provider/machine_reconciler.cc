@@ -1,5 +1,6 @@
 #include "host/roles/provider/machine_reconciler.h"
 
+#include "host/api/provider.h"
 #include "host/common/logging.h"
 #include "host/plugin/payload_schemas.h"
 #include "host/plugin/status_policy.h"
@@ -32,6 +33,16 @@ void setMember(rapidjson::Document& doc, const char* name, rapidjson::Value valu
   } else {
     doc.AddMember(rapidjson::Value(name, a), std::move(value), a);
   }
+}
+
+// An infra object a banlieue VirtualMachine controls: the controller announces that VM's
+// readiness on the VM itself (docs/adr/0047), so the provider's own "Provisioned" Event would be
+// the same news on an object its user does not look at. Infra objects made otherwise (Cluster
+// API, by hand) keep it.
+bool ownedByVirtualMachine(const rapidjson::Value& object) {
+  const auto* owner = runtime::controllerReference(object);
+  return owner != nullptr && json::stringOr(owner, "kind") == "VirtualMachine" &&
+         json::stringOr(owner, "apiVersion").rfind("banlieue.io/", 0) == 0;
 }
 
 // A plugin that breaks the protocol has a bug that does not go away in milliseconds: the object
@@ -120,7 +131,10 @@ runtime::Result MachineReconciler::reconcile(const runtime::Request& request) {
   if (!expectations_.satisfied(request.key()))
     return runtime::Result::requeueAfter(std::chrono::milliseconds(250));
   auto object = machines_.get(request.key());
-  if (!object) return runtime::Result::done();
+  if (!object) {
+    releaseCreateSlot(request.key());
+    return runtime::Result::done();
+  }
   const rapidjson::Value& o = *object;
   // The label brought it here; the spec decides. An object naming another Provider is not ours.
   if (json::stringOr(&o, "spec.providerRef.name") != context_.provider_name ||
@@ -129,7 +143,10 @@ runtime::Result MachineReconciler::reconcile(const runtime::Request& request) {
   }
   bool deleting = json::find(&o, "metadata.deletionTimestamp") != nullptr;
   if (deleting) {
-    if (!runtime::hasFinalizer(o, context_.finalizer())) return runtime::Result::done();
+    if (!runtime::hasFinalizer(o, context_.finalizer())) {
+      releaseCreateSlot(request.key());
+      return runtime::Result::done();
+    }
     return finalize(o);
   }
   if (!runtime::hasFinalizer(o, context_.finalizer())) {
@@ -154,16 +171,22 @@ runtime::Result MachineReconciler::reconcile(const runtime::Request& request) {
   }
   std::string uid = json::stringOr(&o, "metadata.uid");
   if (auto held = crashHold(o, uid, false)) return *held;
+  if (auto wait = waitForCreateSlot(o, request.key())) return *wait;
   // The rendered userData, from the Secret the object names (docs/adr/0026): only for the call.
   auto user_data = resolveUserData(context_.client, o);
-  if (!user_data.ok()) return failed(o, user_data.status(), false);
+  if (!user_data.ok()) {
+    releaseCreateSlot(request.key());
+    return failed(o, user_data.status(), false);
+  }
   auto machine_lock = context_.lockMachine(uid);  // a snapshot call on it waits
   auto result = instance->reconcile(kind_, callRequest(o, *user_data),
                                     context_.callOptions(uid, describe(o), generationOf(o)));
   if (context_.quarantine != nullptr) context_.quarantine->survived(uid);
   bool in_progress = result.code() == BANLIEUE_IN_PROGRESS;
+  if (!in_progress) releaseCreateSlot(request.key());  // done, or failed: the slot is free
   if (!result.ok() && !in_progress) return failed(o, statusOf(result), false);
   if (auto violation = protocolViolation(result.outcome.body, in_progress); !violation.isOk()) {
+    releaseCreateSlot(request.key());
     failed(o, violation, false);
     return runtime::Result::requeueAfter(kProtocolErrorRetry);
   }
@@ -221,6 +244,7 @@ runtime::Result MachineReconciler::reconcile(const runtime::Request& request) {
     setMember(status, "operationToken", json::stringValue(token, a));
   }
   bool provisioned = json::boolean(&status, "initialization.provisioned");
+  if (provisioned) releaseCreateSlot(request.key());  // a later operation is no create
   auto [conditions, keep] = pluginConditions(reply, generation);
   conditions.insert(conditions.begin(),
                     machineReady(in_progress, json::stringOr(&reply, "operation.description"),
@@ -257,6 +281,7 @@ runtime::Result MachineReconciler::finalize(const rapidjson::Value& object) {
                          context_.callOptions(uid, describe(object), generationOf(object)));
   if (context_.quarantine != nullptr) context_.quarantine->survived(uid);
   if (result.ok()) {
+    releaseCreateSlot(runtime::objectKey(object));
     // The backend confirmed the machine is gone: only now may the object go.
     if (auto s = runtime::removeFinalizer(context_.client, type_, object, context_.finalizer());
         !s.isOk()) {
@@ -284,6 +309,63 @@ runtime::Result MachineReconciler::finalize(const rapidjson::Value& object) {
   return writeStatus(object, status,
                      runtime::Result::requeueAfter(plugin::clampRequeueHint(
                          result.outcome.requeue_after_ms, plugin::kDefaultPollInterval)));
+}
+
+std::optional<runtime::Result> MachineReconciler::waitForCreateSlot(const rapidjson::Value& object,
+                                                                   const std::string& key) {
+  CreateSlots* slots = context_.create_slots;
+  if (slots == nullptr) return std::nullopt;
+  if (json::boolean(&object, "status.initialization.provisioned")) {
+    slots->release(slotKey(key));
+    return std::nullopt;  // resize, power, restart: not creates
+  }
+  int limit = api::kDefaultMaxConcurrentCreates;
+  if (auto provider = providers_.get(context_.provider_namespace + "/" + context_.provider_name)) {
+    if (auto v = json::integer(provider.get(), "spec.maxConcurrentCreates"); v && *v > 0) {
+      limit = static_cast<int>(*v);
+    }
+  }
+  slots->setLimit(limit);
+  if (!json::stringOr(&object, "status.operationToken").empty()) {
+    slots->hold(slotKey(key));  // running at the backend: it has its slot, whatever the count
+    return std::nullopt;
+  }
+  // A new create may start only once every running one is counted: the cache must be whole.
+  if (!machines_.hasSynced()) return runtime::Result::requeueAfter(std::chrono::milliseconds(200));
+  std::call_once(running_creates_counted_, [&] {
+    for (const auto& other : machines_.list()) {
+      if (json::stringOr(other.get(), "spec.providerRef.name") == context_.provider_name &&
+          !json::boolean(other.get(), "status.initialization.provisioned") &&
+          !json::stringOr(other.get(), "status.operationToken").empty()) {
+        slots->hold(slotKey(runtime::objectKey(*other)));
+      }
+    }
+  });
+  auto wake = wake_;
+  if (slots->acquire(slotKey(key), [wake, key] {
+        if (wake) wake(key);
+      })) {
+    return std::nullopt;
+  }
+  // Said once (the message does not change while it waits); the wake brings it back, the
+  // requeue is a safety net.
+  auto status = currentStatus(object);
+  auto& a = status.GetAllocator();
+  int64_t generation = json::integer(&object, "metadata.generation").value_or(0);
+  setMember(status, "conditions",
+            mergeConditions(json::find(&object, "status.conditions"),
+                            {{"Ready", "False", "WaitingForCreateSlot",
+                              "provider " + context_.provider_name + " runs at most " +
+                                  std::to_string(limit) +
+                                  " backend creates at once (spec.maxConcurrentCreates): this "
+                                  "one starts when one of them ends",
+                              generation}},
+                            a));
+  return writeStatus(object, status, runtime::Result::requeueAfter(std::chrono::seconds(60)));
+}
+
+void MachineReconciler::releaseCreateSlot(const std::string& key) {
+  if (context_.create_slots != nullptr) context_.create_slots->release(slotKey(key));
 }
 
 std::string MachineReconciler::describe(const rapidjson::Value& object) const {
@@ -353,7 +435,7 @@ runtime::Result MachineReconciler::writeStatus(const rapidjson::Value& object,
   for (const auto& c : status["conditions"].GetArray()) {
     if (json::stringOr(&c, "type") == "Ready") ready = json::stringOr(&c, "status") == "True";
   }
-  if (*written && ready && !was_ready) {
+  if (*written && ready && !was_ready && !ownedByVirtualMachine(object)) {
     context_.events.normal(object, "Provisioned", "Reconcile", "the backend machine is ready");
   }
   return next;

@@ -12,6 +12,8 @@
 #include "host/runtime/write_expectations.h"
 
 #include <chrono>
+#include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -31,6 +33,8 @@ class MachineReconciler final : public runtime::Reconciler {
                     runtime::Informer& machines, runtime::Informer& providers,
                     MachineReconcilerOptions options = {});
   runtime::Result reconcile(const runtime::Request& request) override;
+  // How an object waiting for a create slot is brought back (its controller's enqueue).
+  void setWake(std::function<void(const std::string& key)> wake) { wake_ = std::move(wake); }
 
  private:
   // {"object", "references": {"provider"}, "operation"?}; with `user_data`, the object's copy
@@ -38,6 +42,12 @@ class MachineReconciler final : public runtime::Reconciler {
   std::string callRequest(const rapidjson::Value& object,
                           const std::optional<std::string>& user_data = std::nullopt) const;
   runtime::Result finalize(const rapidjson::Value& object);
+  // Takes the object's create slot when it has not been provisioned (docs/adr/0049); a result
+  // when it must wait (Ready=False, WaitingForCreateSlot, once).
+  std::optional<runtime::Result> waitForCreateSlot(const rapidjson::Value& object,
+                                                   const std::string& key);
+  void releaseCreateSlot(const std::string& key);
+  std::string slotKey(const std::string& key) const { return kind_ + "/" + key; }
   std::string describe(const rapidjson::Value& object) const;  // "Kind ns/name"
   // Set while the object is held back after the process died during its plugin call.
   std::optional<runtime::Result> crashHold(const rapidjson::Value& object, const std::string& uid,
@@ -59,6 +69,10 @@ class MachineReconciler final : public runtime::Reconciler {
   runtime::Informer& providers_;
   MachineReconcilerOptions options_;
   runtime::WriteExpectations expectations_;
+  std::function<void(const std::string& key)> wake_;
+  // The creates running at the backend, counted once from the synced cache before any new
+  // one starts (after a restart: every unprovisioned object with an operation token).
+  std::once_flag running_creates_counted_;
 };
 
 }  // namespace banlieue::roles::provider

@@ -43,7 +43,7 @@ struct Options {
   std::string plugin_dir = plugin::kDefaultPluginRoot;
   std::string lease_id;
   std::string lease_namespace;
-  int workers = 4;
+  int workers = 8;
   int credentials_poll_seconds = 30;
   int introspect_interval_seconds = 300;
   int resync_seconds = 600;
@@ -238,6 +238,8 @@ int runProvider(const Options& o) {
     context.quarantine = &quarantine;
     MachineLocks machine_locks;
     context.machine_locks = &machine_locks;
+    CreateSlots create_slots;  // per Provider, across kinds (docs/adr/0049)
+    context.create_slots = &create_slots;
     runtime::InformerOptions provider_options;
     provider_options.ns = ns;
     provider_options.field_selector = "metadata.name=" + name;
@@ -325,6 +327,8 @@ int runProvider(const Options& o) {
                                                          providers, machine_options);
       k.controller = std::make_unique<runtime::Controller>(gvk.kind, *k.reconciler,
                                                            runtime::ControllerOptions{o.workers});
+      k.reconciler->setWake(
+          [controller = k.controller.get()](const std::string& key) { controller->enqueue(key); });
       // The runtime writes these objects' status itself; the controller writes their spec.
       k.controller->watch(*k.informer, runtime::Controller::Updates::kIgnoreStatusOnly);
       machine_kinds.push_back(std::move(k));

@@ -4,6 +4,7 @@
 
 #include "host/kube/client.h"
 #include "host/roles/provider/crash_quarantine.h"
+#include "host/roles/provider/create_slots.h"
 #include "host/roles/provider/machine_locks.h"
 #include "host/roles/provider/plugin_session.h"
 #include "host/runtime/events.h"
@@ -29,6 +30,8 @@ struct RuntimeContext {
   CrashQuarantine* quarantine = nullptr;
   // One plugin call per machine uid across controllers (machine_locks.h); optional.
   MachineLocks* machine_locks = nullptr;
+  // The Provider's create slots (create_slots.h), shared by every kind; optional (no limit).
+  CreateSlots* create_slots = nullptr;
 
   std::optional<MachineLocks::Guard> lockMachine(const std::string& uid) const {
     if (machine_locks == nullptr || uid.empty()) return std::nullopt;
