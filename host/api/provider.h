@@ -84,7 +84,8 @@ struct ProviderSpec {
   std::optional<Attestation> attestation;
   // One of the class's status.machineKinds by kind name; empty: the class's machineKind.
   std::string machine_kind;
-  // Backend creates this Provider runs at once (docs/adr/0049); unset: kDefaultMaxConcurrentCreates.
+  // Backend creates this Provider runs at once (docs/adr/0049); unset:
+  // kDefaultMaxConcurrentCreates.
   std::optional<int32_t> max_concurrent_creates;
   static const Fields<ProviderSpec>& describe();
 };

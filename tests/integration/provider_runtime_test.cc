@@ -338,8 +338,9 @@ TEST_F(ProviderRuntimeTest, AProviderRunsAtMostItsCreateSlotsAtOnceAndTheRestWai
   // While two create, the others say why they wait.
   std::string waiting;
   EXPECT_TRUE(LocalCluster::eventually([&] {
-    waiting = jsonpath("filemachines", "{.items[*].status.conditions[?(@.reason==\"WaitingFor"
-                                       "CreateSlot\")].message}");
+    waiting = jsonpath("filemachines",
+                       "{.items[*].status.conditions[?(@.reason==\"WaitingFor"
+                       "CreateSlot\")].message}");
     return !waiting.empty();
   })) << diagnostics();
   EXPECT_THAT(waiting, HasSubstr("runs at most 2 backend creates at once"));

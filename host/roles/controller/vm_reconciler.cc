@@ -98,8 +98,8 @@ Status VmReconciler::writeStatus(Pass& pass) {
 void VmReconciler::announceReady(const Pass& pass) {
   const auto* before = findCondition(pass.vm.status.conditions, conditions::kReady);
   const auto* after = findCondition(pass.status.conditions, conditions::kReady);
-  bool turned_ready =
-      after != nullptr && after->status == "True" && (before == nullptr || before->status != "True");
+  bool turned_ready = after != nullptr && after->status == "True" &&
+                      (before == nullptr || before->status != "True");
   if (!turned_ready || events_ == nullptr) return;
   std::string where;
   if (pass.status.scheduled) {
@@ -145,8 +145,8 @@ StatusOr<rapidjson::Document> VmReconciler::applyInfra(const Pass& pass, const I
   // counts requests per VM) and conflicts with another writer's fields. A conflict is rare:
   // it costs one read to tell the VM's own object (cache lag, a field a person edited) from
   // someone else's.
-  auto applied =
-      client_.apply(kind.type, ns, name, body, {.field_manager = kFieldManager, .force = !creating});
+  auto applied = client_.apply(kind.type, ns, name, body,
+                               {.field_manager = kFieldManager, .force = !creating});
   if (!creating || applied.ok() || !kube::isConflict(applied.status())) return applied;
   auto existing = client_.get(kind.type, ns, name);
   if (!existing.ok()) return existing.status();

@@ -25,8 +25,9 @@ bool CreateSlots::acquire(const std::string& key, Wake wake) {
   if (held_.count(key) != 0) return true;
   auto it = std::find_if(line_.begin(), line_.end(), [&](const auto& e) { return e.first == key; });
   // Slots free now go to the first in line: a newcomer gets one only when nobody waits for it.
-  size_t free = limit_ < 1 ? line_.size() + 1
-                           : static_cast<size_t>(std::max(0, limit_ - static_cast<int>(held_.size())));
+  size_t free = limit_ < 1
+                    ? line_.size() + 1
+                    : static_cast<size_t>(std::max(0, limit_ - static_cast<int>(held_.size())));
   size_t position = it == line_.end() ? line_.size() : static_cast<size_t>(it - line_.begin());
   if (position < free) {
     if (it != line_.end()) line_.erase(it);
@@ -54,8 +55,9 @@ void CreateSlots::release(const std::string& key) {
 }
 
 void CreateSlots::wakeReserved(std::unique_lock<std::mutex>& lock) {
-  size_t free = limit_ < 1 ? line_.size()
-                           : static_cast<size_t>(std::max(0, limit_ - static_cast<int>(held_.size())));
+  size_t free = limit_ < 1
+                    ? line_.size()
+                    : static_cast<size_t>(std::max(0, limit_ - static_cast<int>(held_.size())));
   std::vector<Wake> wakes;
   for (size_t i = 0; i < line_.size() && i < free; ++i) {
     if (woken_.insert(line_[i].first).second && line_[i].second) wakes.push_back(line_[i].second);

@@ -25,9 +25,9 @@ class CreateSlots {
   // A create already running at the backend (an unprovisioned object with an operation
   // token): counted whatever the limit, as after a restart.
   void hold(const std::string& key);
-  // A slot for `key`, an object key "ns/name" (true; again true while it holds one), or false with `wake` queued to be
-  // called, outside the lock, once a slot is free for it. A key already in line keeps its
-  // place (with the newer `wake`).
+  // A slot for `key`, an object key "ns/name" (true; again true while it holds one), or false with
+  // `wake` queued to be called, outside the lock, once a slot is free for it. A key already in line
+  // keeps its place (with the newer `wake`).
   bool acquire(const std::string& key, Wake wake);
   // The create of `key` ended (provisioned, failed, deleted) or it no longer waits.
   void release(const std::string& key);

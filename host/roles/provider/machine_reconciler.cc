@@ -312,7 +312,7 @@ runtime::Result MachineReconciler::finalize(const rapidjson::Value& object) {
 }
 
 std::optional<runtime::Result> MachineReconciler::waitForCreateSlot(const rapidjson::Value& object,
-                                                                   const std::string& key) {
+                                                                    const std::string& key) {
   CreateSlots* slots = context_.create_slots;
   if (slots == nullptr) return std::nullopt;
   if (json::boolean(&object, "status.initialization.provisioned")) {
@@ -353,14 +353,14 @@ std::optional<runtime::Result> MachineReconciler::waitForCreateSlot(const rapidj
   auto& a = status.GetAllocator();
   int64_t generation = json::integer(&object, "metadata.generation").value_or(0);
   setMember(status, "conditions",
-            mergeConditions(json::find(&object, "status.conditions"),
-                            {{"Ready", "False", "WaitingForCreateSlot",
-                              "provider " + context_.provider_name + " runs at most " +
-                                  std::to_string(limit) +
-                                  " backend creates at once (spec.maxConcurrentCreates): this "
-                                  "one starts when one of them ends",
-                              generation}},
-                            a));
+            mergeConditions(
+                json::find(&object, "status.conditions"),
+                {{"Ready", "False", "WaitingForCreateSlot",
+                  "provider " + context_.provider_name + " runs at most " + std::to_string(limit) +
+                      " backend creates at once (spec.maxConcurrentCreates): this "
+                      "one starts when one of them ends",
+                  generation}},
+                a));
   return writeStatus(object, status, runtime::Result::requeueAfter(std::chrono::seconds(60)));
 }
 
