@@ -130,7 +130,8 @@ edits a guest behind the plugin's back, POST /_fake/stale-nextid?count=N makes t
 ?next=bad-accept answers the next upgrade with a wrong Sec-WebSocket-Accept, which PVE never
 does: it checks the client), POST
 /_fake/console?end=<vmid> ends the guest side of that guest's console sessions (as when the VM
-stops); the state dump lists open console sessions (`consoleSessions`: vmid, user, iface) and
+stops), POST /_fake/agent?vmid=N&state=down|up stops or restarts the guest's QEMU guest agent
+(its agent calls then answer 500 "QEMU guest agent is not running", as PVE does); the state dump lists open console sessions (`consoleSessions`: vmid, user, iface) and
 every console ticket issued (`consoleTickets`, for leak checks). Started by the C++ harness with
 --port 0; it prints "READY <port> <ca.pem>" once listening with a certificate from a test CA
 it generated with the openssl command.
@@ -738,6 +739,11 @@ class Handler(ConsoleMixin, BaseHTTPRequestHandler):
             if "end" in params:
                 state.console_end.add(int(params["end"]))
             return None
+        if path == "/_fake/agent" and method == "POST":
+            # The guest's qemu-guest-agent stops (or starts) answering: a guest still booting,
+            # or an image without the agent, while the VM's config still says agent=1.
+            state.vms[int(params["vmid"])]["agentDown"] = params["state"] == "down"
+            return None
         if path == "/_fake/malformed-resources" and method == "POST":
             state.malformed_resources = int(params["count"])
             return None
@@ -943,7 +949,7 @@ class Handler(ConsoleMixin, BaseHTTPRequestHandler):
                         vm["config"][key] = value.replace(":vm-", ":base-", 1)
             return state.start_task(node, "qmtemplate", vmid, finish)
         if rest == ["agent", "network-get-interfaces"]:
-            if vm["status"] != "running" or not vm["config"].get("agent"):
+            if vm["status"] != "running" or not vm["config"].get("agent") or vm.get("agentDown"):
                 raise PveError(500, "QEMU guest agent is not running")
             return {"result": [
                 {"name": "lo", "ip-addresses": [{"ip-address": "127.0.0.1",

@@ -18,14 +18,26 @@
 namespace banlieue::proxmox::testing {
 namespace {
 
-// The plugin's HardwareApplied condition in a reply, or null.
-const rapidjson::Value* hardwareApplied(const rapidjson::Document& reply) {
+// The plugin's condition `type` in a reply, or null.
+const rapidjson::Value* replyCondition(const rapidjson::Document& reply, const char* type) {
   const auto* conditions = json::find(&reply, "status.conditions");
   if (conditions == nullptr || !conditions->IsArray()) return nullptr;
   for (const auto& c : conditions->GetArray()) {
-    if (json::stringOr(&c, "type") == "HardwareApplied") return &c;
+    if (json::stringOr(&c, "type") == type) return &c;
   }
   return nullptr;
+}
+
+const rapidjson::Value* hardwareApplied(const rapidjson::Document& reply) {
+  return replyCondition(reply, "HardwareApplied");
+}
+
+// "status/reason" of the reply's GuestReady condition, or "absent".
+std::string guestReady(const CallOutcome& out) {
+  auto reply = json::parse(out.body, "reply");
+  const auto* c = replyCondition(reply, "GuestReady");
+  if (c == nullptr) return "absent";
+  return json::stringOr(c, "status") + "/" + json::stringOr(c, "reason");
 }
 
 std::string resized(std::string object, const std::string& cores_and_memory) {
@@ -122,6 +134,35 @@ std::string answeredObject(const std::string& object, int vmid, const std::strin
 
 // spec.resizePolicy WaitForRestart: PVE keeps the change pending, no reboot, and the reply
 // says a restart is required; the user's restart request reboots the guest and applies it.
+// Guest readiness (a pool with readiness GuestReady waits for it) is the QEMU guest agent
+// answering through PVE: the agent call the plugin makes for the addresses anyway, so it costs
+// no request more. A guest whose agent stops answering (still booting, or an image without
+// qemu-guest-agent) is not ready, and a stopped guest is not running.
+TEST_F(ProxmoxTest, GuestReadyIsTheGuestAgentAnswering) {
+  const std::string uid = "a1b2c3d4-0000-4000-8000-0000000000f4";
+  CallOutcome out = driver_->drive("reconcile", machine("agent", uid, ""));
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  EXPECT_EQ(guestReady(out), "True/GuestAgentResponding") << out.body;
+  const int vmid = json::parse(out.body, "reply")["status"]["vmid"].GetInt();
+  const std::string object = provisioned(machine("agent", uid, ""), vmid);
+
+  fake_->fake("agent?vmid=" + std::to_string(vmid) + "&state=down");
+  out = driver_->drive("reconcile", object);
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  EXPECT_EQ(guestReady(out), "False/GuestAgentNotResponding") << out.body;
+  EXPECT_EQ(json::parse(out.body, "reply")["status"]["addresses"].Size(), 0u) << out.body;
+
+  fake_->fake("agent?vmid=" + std::to_string(vmid) + "&state=up");
+  out = driver_->drive("reconcile", object);
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  EXPECT_EQ(guestReady(out), "True/GuestAgentResponding") << out.body;
+
+  out = driver_->drive("reconcile", provisioned(machine("agent", uid, "", "PoweredOff"), vmid));
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  EXPECT_EQ(guestReady(out), "False/NotRunning") << out.body;
+  remove(object);
+}
+
 TEST_F(ProxmoxTest, AResizeThatWaitsForRestartIsAppliedByTheUsersRestart) {
   const std::string uid = "a1b2c3d4-0000-4000-8000-0000000000f3";
   const std::string policy = R"(,"resizePolicy":"WaitForRestart")";

@@ -266,17 +266,25 @@ std::string observedPower(const PveClient& client, const Guest& g, Deadline dead
   return "PoweredOff";
 }
 
-std::vector<std::string> guestAddresses(const PveClient& client, const Guest& g,
-                                        Deadline deadline) {
-  std::vector<std::string> out;
+// What the guest's QEMU agent says through PVE: whether it answered (the guest's readiness)
+// and the guest's addresses.
+struct GuestAgentView {
+  bool answered = false;
+  std::vector<std::string> addresses;
+};
+
+GuestAgentView askGuestAgent(const PveClient& client, const Guest& g, Deadline deadline) {
+  GuestAgentView view;
+  std::vector<std::string>& out = view.addresses;
   rapidjson::Document data;
   try {
     data = client.get(vmPath(g) + "/agent/network-get-interfaces", deadline);
   } catch (const PveError&) {
-    return out;  // no guest agent (yet): addresses appear once it runs
+    return view;  // no guest agent (yet): addresses appear once it runs
   }
+  view.answered = true;
   const rapidjson::Value* result = json::member(&data, "result");
-  if (result == nullptr || !result->IsArray()) return out;
+  if (result == nullptr || !result->IsArray()) return view;
   for (const auto& iface : result->GetArray()) {
     if (json::stringOr(&iface, "name") == "lo") continue;
     const rapidjson::Value* ips = json::member(&iface, "ip-addresses");
@@ -290,7 +298,25 @@ std::vector<std::string> guestAddresses(const PveClient& client, const Guest& g,
       out.push_back(address);
     }
   }
-  return out;
+  return view;
+}
+
+// The guest's own signal, which a pool with readiness GuestReady waits for: its QEMU guest
+// agent answering. `agent` is absent while the power state is changing.
+void setGuestReady(sdk::Reply& reply, const std::string& power,
+                   const std::optional<GuestAgentView>& agent) {
+  if (power != "PoweredOn") {
+    reply.setCondition("GuestReady", "False", "NotRunning", "the VM is not running");
+  } else if (!agent) {
+    reply.setCondition("GuestReady", "False", "PowerChanging",
+                       "the VM is being restarted, stopped or suspended");
+  } else if (agent->answered) {
+    reply.setCondition("GuestReady", "True", "GuestAgentResponding", "the guest agent answers");
+  } else {
+    reply.setCondition("GuestReady", "False", "GuestAgentNotResponding",
+                       "the QEMU guest agent does not answer through PVE: the guest is still "
+                       "booting, or its image has no qemu-guest-agent");
+  }
 }
 
 void writeStatus(sdk::Reply& reply, const MachineSpec& spec, const Guest& g,
@@ -546,6 +572,7 @@ Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileR
           client_.post(vmPath(*guest) + "/status/reboot",
                        {{"timeout", std::to_string(kShutdownTimeoutSeconds)}}, deadline);
       writeStatus(reply, spec, *guest, power, {}, true);
+      setGuestReady(reply, power, std::nullopt);
       Status rebooting = started(
           reply, "reboot", asString(&upid),
           "reboot of " + name + " (VM " + std::to_string(guest->vmid) + ")" +
@@ -577,13 +604,16 @@ Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileR
       }
       rapidjson::Document upid = client_.post(vmPath(*guest) + "/status/" + action, form, deadline);
       writeStatus(reply, spec, *guest, power, {}, true);
+      setGuestReady(reply, power, std::nullopt);
       answer_idle();
       return started(reply, action, asString(&upid),
                      action + " of " + name + " (VM " + std::to_string(guest->vmid) + ")");
     }
-    std::vector<std::string> addresses;
-    if (power == "PoweredOn") addresses = guestAddresses(client_, *guest, deadline);
-    writeStatus(reply, spec, *guest, power, addresses, true);
+    std::optional<GuestAgentView> agent;
+    if (power == "PoweredOn") agent = askGuestAgent(client_, *guest, deadline);
+    writeStatus(reply, spec, *guest, power, agent ? agent->addresses : std::vector<std::string>{},
+                true);
+    setGuestReady(reply, power, agent);
     answer_idle();
     if (power == "PoweredOn" && held) {
       reply.setCondition("HardwareApplied", "False", "RestartRequired",
