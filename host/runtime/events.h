@@ -102,8 +102,10 @@ class EventRecorder {
   // order (a repeat must find the series its first occurrence created).
   std::set<std::string> in_flight_;
   bool stopping_ = false;
-  std::map<std::string, Series> series_;   // by seriesKey
-  std::map<std::string, Bucket> buckets_;  // by object key; under mutex_
+  std::map<std::string, Series> series_;  // by seriesKey
+  static constexpr size_t kFirstSeriesSweep = 1024;
+  size_t next_series_sweep_ = kFirstSeriesSweep;  // under mutex_
+  std::map<std::string, Bucket> buckets_;         // by object key; under mutex_
   size_t next_bucket_sweep_ = kFirstBucketSweep;
   std::vector<std::thread> threads_;
 };
