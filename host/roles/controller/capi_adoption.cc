@@ -236,16 +236,19 @@ StatusOr<Adoption> planAdoption(const AdoptionInput& in) {
     const std::string stated = json::stringOr(&object, std::string("spec.") + field.field);
     if (!stated.empty()) {
       if (field.from_failure_domain && stated != field.value) {
-        return refused(reasons::kPlacementConflict,
-                       who + ": spec." + field.field + " is " + stated + ", but failure domain " +
-                           plan.failure_domain + " has " + field.field + " " + field.value);
+        std::string message = who;
+        message.append(": spec.").append(field.field).append(" is ").append(stated);
+        message.append(", but failure domain ").append(plan.failure_domain).append(" has ");
+        message.append(field.field).append(" ").append(field.value);
+        return refused(reasons::kPlacementConflict, std::move(message));
       }
       continue;  // the template's own choice
     }
     if (field.value.empty()) {
-      return refused(reasons::kPlacementUnresolved,
-                     who + ": failure domain " + plan.failure_domain + " of Provider " +
-                         plan.provider + " reports no " + field.field);
+      std::string message = who;
+      message.append(": failure domain ").append(plan.failure_domain).append(" of Provider ");
+      message.append(plan.provider).append(" reports no ").append(field.field);
+      return refused(reasons::kPlacementUnresolved, std::move(message));
     }
     plan.place.emplace_back(field.field, field.value);
   }
