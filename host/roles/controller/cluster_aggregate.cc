@@ -27,6 +27,43 @@ std::string encodeStatus(const api::InfraClusterStatus& status) {
 
 }  // namespace
 
+std::vector<const api::Provider*> selectedProviders(const api::InfraCluster& cluster,
+                                                    const std::vector<api::Provider>& providers,
+                                                    std::vector<std::string>* missing) {
+  std::vector<const api::Provider*> selected;
+  if (!cluster.spec.provider_refs.empty()) {
+    for (const auto& ref : cluster.spec.provider_refs) {
+      auto it = std::find_if(providers.begin(), providers.end(),
+                             [&](const auto& p) { return p.metadata.name == ref.name; });
+      if (it != providers.end()) {
+        selected.push_back(&*it);
+      } else if (missing != nullptr) {
+        missing->push_back(ref.name);
+      }
+    }
+    return selected;
+  }
+  for (const auto& provider : providers) {
+    if (!cluster.spec.provider_selector ||
+        selectorMatches(*cluster.spec.provider_selector, provider.metadata.labels))
+      selected.push_back(&provider);
+  }
+  std::sort(selected.begin(), selected.end(),
+            [](const auto* a, const auto* b) { return a->metadata.name < b->metadata.name; });
+  return selected;
+}
+
+FailureDomainSource failureDomainSource(const api::InfraCluster& cluster,
+                                        const std::vector<api::Provider>& providers,
+                                        const std::string& name) {
+  for (const auto* provider : selectedProviders(cluster, providers)) {
+    for (const auto& fd : provider->status.failure_domains) {
+      if (fd.name == name) return {provider, &fd};
+    }
+  }
+  return {};
+}
+
 api::InfraClusterStatus aggregateCluster(const api::InfraCluster& cluster,
                                          const std::vector<api::Provider>& providers,
                                          const std::string& now) {
@@ -43,27 +80,8 @@ api::InfraClusterStatus aggregateCluster(const api::InfraCluster& cluster,
     return status;
   }
 
-  std::vector<const api::Provider*> selected;
   std::vector<std::string> missing;
-  if (!cluster.spec.provider_refs.empty()) {
-    for (const auto& ref : cluster.spec.provider_refs) {
-      auto it = std::find_if(providers.begin(), providers.end(),
-                             [&](const auto& p) { return p.metadata.name == ref.name; });
-      if (it == providers.end()) {
-        missing.push_back(ref.name);
-      } else {
-        selected.push_back(&*it);
-      }
-    }
-  } else {
-    for (const auto& provider : providers) {
-      if (!cluster.spec.provider_selector ||
-          selectorMatches(*cluster.spec.provider_selector, provider.metadata.labels))
-        selected.push_back(&provider);
-    }
-    std::sort(selected.begin(), selected.end(),
-              [](const auto* a, const auto* b) { return a->metadata.name < b->metadata.name; });
-  }
+  std::vector<const api::Provider*> selected = selectedProviders(cluster, providers, &missing);
 
   status.failure_domains.clear();
   std::set<std::string> names;

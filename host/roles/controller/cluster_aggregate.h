@@ -18,6 +18,24 @@
 
 namespace banlieue::controller {
 
+// The Providers `cluster` selects, in the order their failure domains are listed: its
+// providerRefs in their order, else the Providers its selector matches (every Provider without
+// one) by name. The names of providerRefs that match no Provider go to `missing` when given.
+std::vector<const api::Provider*> selectedProviders(const api::InfraCluster& cluster,
+                                                    const std::vector<api::Provider>& providers,
+                                                    std::vector<std::string>* missing = nullptr);
+
+// Where the failure domain `name` that `cluster` advertises comes from: the first selected
+// Provider that reports it (the aggregation skips later duplicates), and its entry. Null
+// members when the cluster advertises no failure domain of that name.
+struct FailureDomainSource {
+  const api::Provider* provider = nullptr;
+  const api::ProviderFailureDomain* failure_domain = nullptr;
+};
+FailureDomainSource failureDomainSource(const api::InfraCluster& cluster,
+                                        const std::vector<api::Provider>& providers,
+                                        const std::string& name);
+
 // The status `cluster` should have, given the Providers of its namespace.
 api::InfraClusterStatus aggregateCluster(const api::InfraCluster& cluster,
                                          const std::vector<api::Provider>& providers,

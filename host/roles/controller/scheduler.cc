@@ -340,6 +340,13 @@ SchedulingResult schedule(const SchedulingInput& input) {
   return result;
 }
 
+std::string storageBackendId(const api::Provider& provider, const std::string& storage_class,
+                             const std::string& datacenter, const std::string& cluster) {
+  if (!provider.spec.capabilities) return storage_class;
+  return backendIdFor(provider.spec.capabilities->storage_classes, storage_class, datacenter,
+                      cluster);
+}
+
 std::string classUnsatisfiedBy(const api::VMClass& vm_class, const api::ProviderFailureDomain& fd) {
   return classCheck(vm_class, fd).text;
 }

@@ -70,6 +70,12 @@ struct SchedulingResult {
 
 SchedulingResult schedule(const SchedulingInput& input);
 
+// The backend object a Provider's storage class names in the zone (datacenter, cluster): the
+// class's per-zone target when one matches, else its default target, else the class name
+// itself (what a VM's disk of that class is placed on).
+std::string storageBackendId(const api::Provider& provider, const std::string& storage_class,
+                             const std::string& datacenter, const std::string& cluster);
+
 // Why a failure domain cannot host any VM of the class (a storage or network class, a feature
 // or the firmware it lacks); empty when it can. The VM-specific filters (selectors, image) are
 // not part of it.
