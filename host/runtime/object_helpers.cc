@@ -86,12 +86,32 @@ int64_t generationOf(const rapidjson::Value& object) {
   return sdk::json::integer(&object, "metadata.generation").value_or(0);
 }
 
+namespace {
+
+// metadata.<map>[key] (labels, annotations): one member, never a dotted path.
+const rapidjson::Value* metadataEntry(const rapidjson::Value& object, const char* map,
+                                      const std::string& key) {
+  const auto* entries = json::member(json::member(&object, "metadata"), map);
+  return json::member(entries, key);
+}
+
+std::string stringOf(const rapidjson::Value* value) {
+  if (value == nullptr || !value->IsString()) return {};
+  return {value->GetString(), value->GetStringLength()};
+}
+
+}  // namespace
+
 std::string annotation(const rapidjson::Value& object, const std::string& key) {
-  const auto* annotations = json::find(&object, "metadata.annotations");
-  if (annotations == nullptr || !annotations->IsObject()) return {};
-  auto it = annotations->FindMember(rapidjson::StringRef(key.data(), key.size()));
-  if (it == annotations->MemberEnd() || !it->value.IsString()) return {};
-  return {it->value.GetString(), it->value.GetStringLength()};
+  return stringOf(metadataEntry(object, "annotations", key));
+}
+
+bool hasAnnotation(const rapidjson::Value& object, const std::string& key) {
+  return metadataEntry(object, "annotations", key) != nullptr;
+}
+
+std::string label(const rapidjson::Value& object, const std::string& key) {
+  return stringOf(metadataEntry(object, "labels", key));
 }
 
 bool hasFinalizer(const rapidjson::Value& object, const std::string& finalizer) {

@@ -29,6 +29,11 @@ int64_t generationOf(const rapidjson::Value& object);
 // metadata.annotations[key], or "" when absent or not a string. Annotation keys hold dots and
 // slashes, so they are looked up as one member, never as a json::find path.
 std::string annotation(const rapidjson::Value& object, const std::string& key);
+// Whether metadata.annotations holds `key`, whatever its value (a marker such as Cluster API's
+// paused annotation is often "").
+bool hasAnnotation(const rapidjson::Value& object, const std::string& key);
+// metadata.labels[key], or "" when absent; looked up as one member, as annotations are.
+std::string label(const rapidjson::Value& object, const std::string& key);
 
 // OK when the object carries (add) or no longer carries (remove) the finalizer afterwards.
 // Removing from an object that is already gone is OK. Adding to an object being deleted fails

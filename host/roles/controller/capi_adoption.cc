@@ -4,6 +4,7 @@
 #include "host/roles/controller/cluster_aggregate.h"
 #include "host/roles/controller/infra_builder.h"
 #include "host/roles/controller/scheduler.h"
+#include "host/runtime/object_helpers.h"
 
 #include <banlieue/sdk/json.h>
 
@@ -18,19 +19,8 @@ Status refused(const char* reason, std::string message) {
   return error(Code::kFailedPrecondition, reason, std::move(message));
 }
 
-// A label's or an annotation's value (keys hold dots: no path lookup).
-std::string metadataValue(const rapidjson::Value& object, const char* map, const char* key) {
-  const auto* value = json::member(json::member(json::member(&object, "metadata"), map), key);
-  return value != nullptr && value->IsString() ? value->GetString() : std::string();
-}
-
-std::string label(const rapidjson::Value& object, const char* key) {
-  return metadataValue(object, "labels", key);
-}
-
-std::string annotationOf(const rapidjson::Value& object, const char* key) {
-  return metadataValue(object, "annotations", key);
-}
+using runtime::annotation;
+using runtime::label;
 
 std::string rawOf(const api::ProviderFailureDomain& fd, const char* key) {
   auto it = fd.attributes.raw.find(key);
@@ -70,7 +60,7 @@ StatusOr<std::vector<PlaceField>> placeFor(const std::string& kind,
                                            const api::ProviderFailureDomain& fd) {
   const std::string where = "failure domain " + fd.name + " of Provider " + provider.metadata.name;
   const auto& available = fd.attributes.available_storage_classes;
-  std::string storage_class = annotationOf(infra_machine, kStorageClassAnnotation);
+  std::string storage_class = annotation(infra_machine, kStorageClassAnnotation);
   if (storage_class.empty() && !available.empty()) storage_class = available.front();
   if (storage_class.empty()) {
     return refused(reasons::kPlacementUnresolved, where + " offers no storage class");
@@ -145,8 +135,7 @@ StatusOr<Adoption> planAdoption(const AdoptionInput& in) {
                        "for Cluster API");
   }
   const std::string cluster_name = label(object, kClusterNameLabel);
-  const auto* annotations = json::member(json::member(&object, "metadata"), "annotations");
-  if (json::member(annotations, kPausedAnnotation) != nullptr ||
+  if (runtime::hasAnnotation(object, kPausedAnnotation) ||
       (in.cluster != nullptr && json::boolean(in.cluster, "spec.paused", false))) {
     return refused(reasons::kPaused, who + " is paused (annotation " +
                                          std::string(kPausedAnnotation) + " or Cluster " +
