@@ -13,8 +13,11 @@ inline FieldSpec failureDomain() {
   return {.description = "The failure domain the machine is placed in (CAPI contract)"};
 }
 inline FieldSpec providerRef() {
-  return {.description = "The Provider (same namespace) that realises this machine",
-          .required = true};
+  // Optional (docs/adr/0050): Cluster API's copies of a template name none until the
+  // controller picks the Provider that serves their failure domain.
+  return {.description =
+              "The Provider (same namespace) that realises this machine; set by the "
+              "controller from the failure domain when left out"};
 }
 inline FieldSpec desiredPowerState() {
   return {.description = "Power state the provider keeps the machine in",

@@ -71,12 +71,12 @@ const Fields<LibvirtMachineSpec>& LibvirtMachineSpec::describe() {
           .field("failureDomain", &T::failure_domain, infra::failureDomain())
           .field("providerRef", &T::provider_ref, infra::providerRef())
           .field("pool", &T::pool,
-                 {.description = "Storage pool for the machine's volumes",
-                  .required = true,
+                 {.description = "Storage pool for the machine's volumes; filled from the "
+                                 "storage class when left out",
                   .min_length = 1})
           .field("domainName", &T::domain_name,
-                 {.description = "Domain name; <namespace>-<vm> since libvirt names are flat",
-                  .required = true,
+                 {.description = "Domain name; <namespace>-<name> of this object when left out, "
+                                 "since libvirt names are flat",
                   .min_length = 1})
           .field("bootSource", &T::boot_source,
                  {.description = "The image the domain boots from", .required = true})

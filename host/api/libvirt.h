@@ -38,7 +38,7 @@ struct LibvirtNetworkDevice {
 struct LibvirtMachineSpec {
   std::string provider_id;
   std::string failure_domain;
-  LocalObjectReference provider_ref;
+  std::optional<LocalObjectReference> provider_ref;  // absent on Cluster API copies until adopted
   std::string pool;
   std::string domain_name;
   LibvirtBootSource boot_source;

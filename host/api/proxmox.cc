@@ -44,8 +44,8 @@ const Fields<ProxmoxMachineSpec>& ProxmoxMachineSpec::describe() {
           .field("failureDomain", &T::failure_domain, infra::failureDomain())
           .field("providerRef", &T::provider_ref, infra::providerRef())
           .field("node", &T::node,
-                 {.description = "PVE node (the failure domain's raw node)",
-                  .required = true,
+                 {.description = "PVE node (the failure domain's raw node); filled from the "
+                                 "failure domain when left out",
                   .min_length = 1})
           .field("templateVmid", &T::template_vmid,
                  {.description = "VMID of the template to clone",
@@ -58,8 +58,8 @@ const Fields<ProxmoxMachineSpec>& ProxmoxMachineSpec::describe() {
                   .enum_values = {"Full", "Linked"},
                   .default_json = "\"Full\""})
           .field("storage", &T::storage,
-                 {.description = "PVE storage for the clone's disks",
-                  .required = true,
+                 {.description = "PVE storage for the clone's disks; filled from the storage "
+                                 "class when left out",
                   .min_length = 1})
           .field("cores", &T::cores, infra::cpus())
           .field("memoryMiB", &T::memory_mib, infra::memoryMiB())

@@ -27,7 +27,7 @@ struct ProxmoxNetworkDevice {
 struct ProxmoxMachineSpec {
   std::string provider_id;
   std::string failure_domain;
-  LocalObjectReference provider_ref;
+  std::optional<LocalObjectReference> provider_ref;  // absent on Cluster API copies until adopted
   std::string node;
   int32_t template_vmid = 0;
   std::string clone_mode = "Full";

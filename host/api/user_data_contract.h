@@ -15,6 +15,11 @@ inline constexpr const char* kRenderedUserDataKey = "userData";
 inline constexpr const char* kUserDataSecretAnnotation = "banlieue.io/user-data-secret";
 inline constexpr const char* kUserDataRevisionAnnotation = "banlieue.io/user-data-revision";
 
+// Cluster API's bootstrap data (docs/adr/0050): the controller names a Machine's data Secret in
+// the annotations above and adds this one with the key Cluster API keeps the data in
+// (capi_contract.h: kBootstrapDataKey).
+inline constexpr const char* kUserDataKeyAnnotation = "banlieue.io/user-data-key";
+
 // The RoleBinding bootstrap makes in each namespace where the controller may read userData
 // (--userdata-namespace). Its presence is how the operator knows a namespace uses userData, and
 // only there does a provider get the right to read Secrets by any name (its VMs' rendered

@@ -43,16 +43,16 @@ const Fields<VSphereMachineSpec>& VSphereMachineSpec::describe() {
                  {.description = "The zone's template folder (every zone's template has the "
                                  "same name)"})
           .field("datacenter", &T::datacenter,
-                 {.description = "Datacenter of the failure domain",
-                  .required = true,
+                 {.description = "Datacenter of the failure domain; filled from the failure "
+                                 "domain when left out",
                   .min_length = 1})
           .field("cluster", &T::cluster,
-                 {.description = "Compute cluster of the failure domain",
-                  .required = true,
+                 {.description = "Compute cluster of the failure domain; filled from the failure "
+                                 "domain when left out",
                   .min_length = 1})
           .field("datastore", &T::datastore,
-                 {.description = "Datastore or datastore cluster (member with most free space)",
-                  .required = true,
+                 {.description = "Datastore or datastore cluster (member with most free space); "
+                                 "filled from the storage class when left out",
                   .min_length = 1})
           .field("folder", &T::folder, {.description = "Clone destination folder"})
           .field("resourcePool", &T::resource_pool, {.description = "Default: the cluster root"})

@@ -27,7 +27,7 @@ struct VSphereNetworkDevice {
 struct VSphereMachineSpec {
   std::string provider_id;
   std::string failure_domain;
-  LocalObjectReference provider_ref;
+  std::optional<LocalObjectReference> provider_ref;  // absent on Cluster API copies until adopted
   std::string template_;
   std::string template_folder;
   std::string datacenter;

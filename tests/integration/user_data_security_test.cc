@@ -127,7 +127,8 @@ TEST_F(UserDataSecurityTest, AnOptedInSecretReachesTheProviderButNeverTheConsume
   auto resolved = roles::provider::resolveUserData(*client_, *machine);
   ASSERT_TRUE(resolved.ok()) << resolved.status().message();
   ASSERT_TRUE(resolved->has_value());
-  EXPECT_EQ(**resolved, "#cloud-config\nhostname: web\ntoken: " + std::string(kBootSecret) + "\n");
+  EXPECT_EQ((*resolved)->text,
+            "#cloud-config\nhostname: web\ntoken: " + std::string(kBootSecret) + "\n");
 
   // The consumer points its VM at the Provider's credentials instead: refused, and the machine
   // keeps referring to the rendered boot data only.

@@ -109,7 +109,8 @@ TEST_F(ResolveUserDataTest, TheReferencedRevisionIsReadAndInjectedIntoTheCallsCo
   auto resolved = roles::provider::resolveUserData(client_, object);
   ASSERT_TRUE(resolved.ok()) << resolved.status().message();
   ASSERT_TRUE(resolved->has_value());
-  EXPECT_EQ(**resolved, "#cloud-config\n");
+  EXPECT_EQ((*resolved)->text, "#cloud-config\n");
+  EXPECT_EQ((*resolved)->format, "");
   roles::provider::injectUserData(object, **resolved, object.GetAllocator());
   EXPECT_EQ(json::stringOr(&object, "spec.userData"), "#cloud-config\n");
 }
@@ -137,6 +138,58 @@ TEST_F(ResolveUserDataTest, AMissingOrNewerSecretIsReportedAndRetried) {
   auto stale = roles::provider::resolveUserData(client_, machine("web-user-data", "1"));
   ASSERT_FALSE(stale.ok());
   EXPECT_EQ(stale.status().reason(), "UserDataStale");
+}
+
+// Cluster API's bootstrap data (docs/adr/0050): the controller names the Machine's Secret and its
+// key `value`; the Secret must be of Cluster API's bootstrap type and of the object's own cluster,
+// and its `format` travels with the text.
+class ResolveBootstrapDataTest : public ResolveUserDataTest {
+ protected:
+  void bootstrapSecret(const std::string& name, const std::string& type, const std::string& cluster,
+                       const std::string& format) {
+    auto created =
+        client_.create(kube::resources::kSecret, "team",
+                       R"({"apiVersion":"v1","kind":"Secret","metadata":{"name":")" + name +
+                           R"(","namespace":"team","labels":{"cluster.x-k8s.io/cluster-name":")" +
+                           cluster + R"("}},"type":")" + type + R"(","data":{"value":")" +
+                           common::encodeBase64("{\"ignition\":{\"version\":\"3.4.0\"}}") +
+                           R"(","format":")" + common::encodeBase64(format) + R"("}})");
+    ASSERT_TRUE(created.ok()) << created.status().message();
+    versions_[name] = json::stringOr(&*created, "metadata.resourceVersion");
+  }
+
+  // A VSphereMachine Cluster API made for cluster "c1", adopted by the controller.
+  rapidjson::Document capiMachine(const std::string& secret) {
+    return parse(
+        R"({"metadata":{"name":"md-0-x","namespace":"team","labels":{"cluster.x-k8s.io/cluster-name":"c1"},"annotations":{"banlieue.io/user-data-secret":")" +
+        secret + R"(","banlieue.io/user-data-revision":")" + versions_[secret] +
+        R"(","banlieue.io/user-data-key":"value"},"ownerReferences":[{"apiVersion":"cluster.x-k8s.io/v1beta2","kind":"Machine","name":"md-0-x","uid":"m-uid","controller":true}]},"spec":{}})");
+  }
+};
+
+TEST_F(ResolveBootstrapDataTest, TheValueKeyIsReadWithItsFormat) {
+  bootstrapSecret("md-0-x-bootstrap", "cluster.x-k8s.io/secret", "c1", "ignition");
+  auto object = capiMachine("md-0-x-bootstrap");
+  auto resolved = roles::provider::resolveUserData(client_, object);
+  ASSERT_TRUE(resolved.ok()) << resolved.status().message();
+  ASSERT_TRUE(resolved->has_value());
+  EXPECT_EQ((*resolved)->text, R"({"ignition":{"version":"3.4.0"}})");
+  EXPECT_EQ((*resolved)->format, "ignition");
+  roles::provider::injectUserData(object, **resolved, object.GetAllocator());
+  EXPECT_EQ(json::stringOr(&object, "spec.userDataFormat"), "ignition");
+}
+
+TEST_F(ResolveBootstrapDataTest, AnotherTypeOrAnotherClustersSecretIsRefused) {
+  bootstrapSecret("opaque", "Opaque", "c1", "cloud-config");
+  bootstrapSecret("c2-bootstrap", "cluster.x-k8s.io/secret", "c2", "cloud-config");
+  for (const char* name : {"opaque", "c2-bootstrap"}) {
+    auto resolved = roles::provider::resolveUserData(client_, capiMachine(name));
+    ASSERT_FALSE(resolved.ok()) << name;
+    EXPECT_EQ(resolved.status().reason(), "UserDataNotFound") << name;
+  }
+  // The rendered userData's rule still holds for an object that names no key.
+  auto object = machine("c2-bootstrap", versions_["c2-bootstrap"]);
+  EXPECT_FALSE(roles::provider::resolveUserData(client_, object).ok());
 }
 
 }  // namespace

@@ -376,6 +376,43 @@ TEST(MachineSpecTest, GuestInfoCarriesNetworkUserDataAndMetadata) {
   EXPECT_EQ(info.count("guestinfo.network.gateway"), 0u);
 }
 
+// Cluster API's bootstrap data in Ignition (docs/adr/0050): where Ignition's vmware provider
+// reads it, and not where cloud-init would take it for cloud-config.
+TEST(MachineSpecTest, IgnitionUserDataGoesWhereIgnitionReadsIt) {
+  auto doc = sdk::json::parse(
+      R"({"template":"t","datacenter":"d","cluster":"c","datastore":"s","numCpus":1,"memoryMiB":512,)"
+      R"("network":[{"portGroup":"p"}],"userData":"hi","userDataFormat":"ignition"})",
+      "spec");
+  auto info = guestInfo(MachineSpec::parse(&doc), "web-0");
+  EXPECT_EQ(info["guestinfo.ignition.config.data"], "aGk=");
+  EXPECT_EQ(info["guestinfo.ignition.config.data.encoding"], "base64");
+  EXPECT_EQ(info.count("guestinfo.userdata"), 0u);
+  auto other = sdk::json::parse(
+      R"({"template":"t","datacenter":"d","cluster":"c","datastore":"s","numCpus":1,"memoryMiB":512,)"
+      R"("network":[{"portGroup":"p"}],"userData":"hi","userDataFormat":"sysprep"})",
+      "spec");
+  try {
+    (void)MachineSpec::parse(&other);
+    FAIL() << "an unknown format was accepted";
+  } catch (const sdk::Error& e) {
+    EXPECT_EQ(e.reason(), "UserDataFormatUnsupported");
+  }
+}
+
+// A machine nobody placed (a Cluster API copy the controller has not adopted): said as such.
+TEST(MachineSpecTest, AMissingPlaceIsPlacementUnresolved) {
+  auto doc = sdk::json::parse(
+      R"({"template":"t","cluster":"c","datastore":"s","numCpus":1,"memoryMiB":512,"network":[{"portGroup":"p"}]})",
+      "spec");
+  try {
+    (void)MachineSpec::parse(&doc);
+    FAIL();
+  } catch (const sdk::Error& e) {
+    EXPECT_EQ(e.reason(), "PlacementUnresolved");
+    EXPECT_THAT(e.what(), HasSubstr("spec.datacenter"));
+  }
+}
+
 TEST(MachineSpecTest, RejectsOutOfRangeFieldsByName) {
   auto doc = sdk::json::parse(
       R"({"template":"t","datacenter":"d","cluster":"c","datastore":"s","numCpus":999,"memoryMiB":512,"network":[{"portGroup":"p"}]})",

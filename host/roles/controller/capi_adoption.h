@@ -10,8 +10,10 @@
 // every failure domain Cluster API was offered resolves).
 #pragma once
 
+#include "host/api/capi_contract.h"
 #include "host/api/infra_cluster.h"
 #include "host/api/provider.h"
+#include "host/api/user_data_contract.h"
 #include "host/common/status_or.h"
 
 #include <rapidjson/document.h>
@@ -23,19 +25,17 @@
 
 namespace banlieue::controller::capi {
 
-inline constexpr const char* kClusterNameLabel = "cluster.x-k8s.io/cluster-name";
-inline constexpr const char* kPausedAnnotation = "cluster.x-k8s.io/paused";
-// The type Cluster API's bootstrap providers give their data Secrets: the opt-in that lets a
-// Machine's dataSecretName reach a guest (docs/adr/0050, as the label does for a VM's userData
-// in docs/adr/0026).
-inline constexpr const char* kBootstrapSecretType = "cluster.x-k8s.io/secret";
+// The bootstrap Secret's type is the opt-in that lets a Machine's dataSecretName reach a guest
+// (as the label does for a VM's userData in docs/adr/0026).
+using api::kBootstrapDataKey;
+using api::kBootstrapSecretType;
+using api::kClusterNameLabel;
+using api::kPausedAnnotation;
+using api::kUserDataKeyAnnotation;
+
 // On the template's metadata (Cluster API copies it to each machine): the Provider storage
 // class the machine's disks are placed on; absent, the failure domain's first.
 inline constexpr const char* kStorageClassAnnotation = "banlieue.io/storage-class";
-// Which key of the user-data Secret holds the data: Cluster API's bootstrap Secrets keep it in
-// `value` (and its format, cloud-config or ignition, in `format`).
-inline constexpr const char* kUserDataKeyAnnotation = "banlieue.io/user-data-key";
-inline constexpr const char* kBootstrapDataKey = "value";
 
 // Refusal reasons (the object's condition until the inputs change).
 namespace reasons {

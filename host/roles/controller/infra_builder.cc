@@ -154,7 +154,7 @@ std::string unansweredRestart(const api::VirtualMachine& vm) {
 template <class Spec>
 void fillCommon(const InfraBuildInput& in, Spec& spec) {
   spec.failure_domain = in.placement->failure_domain;
-  spec.provider_ref.name = in.provider->metadata.name;
+  spec.provider_ref = api::LocalObjectReference{.name = in.provider->metadata.name};
   spec.desired_power_state = in.vm->spec.desired_power_state;
   spec.restart_requested_at = unansweredRestart(*in.vm);
   spec.resize_policy = in.vm->spec.resize_policy;

@@ -1,5 +1,6 @@
 #include "host/roles/provider/machine_reconciler.h"
 
+#include "host/api/capi_contract.h"
 #include "host/api/provider.h"
 #include "host/common/logging.h"
 #include "host/plugin/payload_schemas.h"
@@ -10,6 +11,8 @@
 #include "host/runtime/object_helpers.h"
 
 #include <banlieue/sdk/json.h>
+
+#include <algorithm>
 
 namespace banlieue::roles::provider {
 namespace {
@@ -39,6 +42,13 @@ void setMember(rapidjson::Document& doc, const char* name, rapidjson::Value valu
 // readiness on the VM itself (docs/adr/0047), so the provider's own "Provisioned" Event would be
 // the same news on an object its user does not look at. Infra objects made otherwise (Cluster
 // API, by hand) keep it.
+bool hasCondition(const rapidjson::Value& object, const char* type) {
+  const auto* conditions = json::find(&object, "status.conditions");
+  if (conditions == nullptr || !conditions->IsArray()) return false;
+  return std::any_of(conditions->Begin(), conditions->End(),
+                     [&](const auto& c) { return json::stringOr(&c, "type") == type; });
+}
+
 bool ownedByVirtualMachine(const rapidjson::Value& object) {
   const auto* owner = runtime::controllerReference(object);
   return owner != nullptr && json::stringOr(owner, "kind") == "VirtualMachine" &&
@@ -103,7 +113,7 @@ MachineReconciler::MachineReconciler(RuntimeContext& context, kube::ResourceType
       options_(options) {}
 
 std::string MachineReconciler::callRequest(const rapidjson::Value& object,
-                                           const std::optional<std::string>& user_data) const {
+                                           const std::optional<UserData>& user_data) const {
   rapidjson::Document request(rapidjson::kObjectType);
   auto& a = request.GetAllocator();
   rapidjson::Value copy(object, a);
@@ -141,6 +151,9 @@ runtime::Result MachineReconciler::reconcile(const runtime::Request& request) {
       request.ns != context_.provider_namespace) {
     return runtime::Result::done();
   }
+  // Cluster API's pause (clusterctl move, an operator's hold): no backend call, not even a
+  // deletion, until the annotation goes; its removal is an update that brings the key back.
+  if (runtime::hasAnnotation(o, api::kPausedAnnotation)) return paused(o);
   bool deleting = json::find(&o, "metadata.deletionTimestamp") != nullptr;
   if (deleting) {
     if (!runtime::hasFinalizer(o, context_.finalizer())) {
@@ -249,6 +262,9 @@ runtime::Result MachineReconciler::reconcile(const runtime::Request& request) {
   conditions.insert(conditions.begin(),
                     machineReady(in_progress, json::stringOr(&reply, "operation.description"),
                                  provisioned, conditions, generation));
+  if (hasCondition(o, "Paused")) {
+    conditions.push_back({"Paused", "False", "NotPaused", "reconciling", generation});
+  }
   setMember(status, "conditions",
             mergeConditions(json::find(&o, "status.conditions"), conditions, a, keep));
   setMember(status, "observedGeneration", rapidjson::Value(generation));
@@ -439,6 +455,23 @@ runtime::Result MachineReconciler::writeStatus(const rapidjson::Value& object,
     context_.events.normal(object, "Provisioned", "Reconcile", "the backend machine is ready");
   }
   return next;
+}
+
+runtime::Result MachineReconciler::paused(const rapidjson::Value& object) {
+  auto status = currentStatus(object);
+  auto& a = status.GetAllocator();
+  int64_t generation = json::integer(&object, "metadata.generation").value_or(0);
+  setMember(status, "conditions",
+            mergeConditions(json::find(&object, "status.conditions"),
+                            {{"Paused", "True", "Paused",
+                              std::string("annotation ") + api::kPausedAnnotation +
+                                  ": nothing is done on the backend until it is removed",
+                              generation}},
+                            a));
+  auto written = applyStatusIfChanged(context_.client, type_, object, status,
+                                      context_.fieldManager(), /*whole_status=*/true);
+  if (!written.ok()) return runtime::Result::retry(written.status());
+  return runtime::Result::done();
 }
 
 runtime::Result MachineReconciler::failed(const rapidjson::Value& object, const Status& failure,

@@ -7,6 +7,7 @@
 
 #include "host/kube/client.h"
 #include "host/roles/provider/runtime_context.h"
+#include "host/roles/provider/user_data_resolution.h"
 #include "host/runtime/controller.h"
 #include "host/runtime/informer.h"
 #include "host/runtime/write_expectations.h"
@@ -40,7 +41,7 @@ class MachineReconciler final : public runtime::Reconciler {
   // {"object", "references": {"provider"}, "operation"?}; with `user_data`, the object's copy
   // carries it as spec.userData.
   std::string callRequest(const rapidjson::Value& object,
-                          const std::optional<std::string>& user_data = std::nullopt) const;
+                          const std::optional<UserData>& user_data = std::nullopt) const;
   runtime::Result finalize(const rapidjson::Value& object);
   // Takes the object's create slot when it has not been provisioned (docs/adr/0049); a result
   // when it must wait (Ready=False, WaitingForCreateSlot, once).
@@ -61,6 +62,8 @@ class MachineReconciler final : public runtime::Reconciler {
   // `reported`, when given, tells whether that status write went through.
   runtime::Result failed(const rapidjson::Value& object, const Status& failure, bool deleting,
                          bool* reported = nullptr);
+  // Paused=True on an object Cluster API paused; nothing else happens to it.
+  runtime::Result paused(const rapidjson::Value& object);
 
   RuntimeContext& context_;
   kube::ResourceType type_;

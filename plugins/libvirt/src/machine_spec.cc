@@ -1,5 +1,6 @@
 #include "plugins/libvirt/src/machine_spec.h"
 
+#include <banlieue/sdk/machine_inputs.h>
 #include <banlieue/sdk/status.h>
 
 #include <cctype>
@@ -16,12 +17,6 @@ using banlieue::sdk::Error;
 
 [[noreturn]] void invalid(const std::string& message) {
   throw Error(Code::kInvalidArgument, "InvalidSpec", "LibvirtMachine " + message);
-}
-
-std::string requireString(const rapidjson::Value* spec, const char* field) {
-  auto value = json::string(spec, field);
-  if (!value || value->empty()) invalid(std::string("spec.") + field + " is required");
-  return std::string(*value);
 }
 
 bool isUuid(std::string_view s) {
@@ -190,7 +185,8 @@ MachineSpec parseMachine(const rapidjson::Value& object) {
     invalid("spec.domainName '" + m.domain_name + "' must be 1-160 characters of [A-Za-z0-9._-]");
   }
   m.domain_uuid = domainUuidFor(m.uid);
-  m.pool = requireString(spec, "pool");
+  m.pool = sdk::requirePlace(spec, "pool", "LibvirtMachine");
+  sdk::requireCloudConfig(spec, "LibvirtMachine");
 
   m.boot_kind = json::stringOr(spec, "bootSource.kind", "backingVolume");
   if (m.boot_kind != "backingVolume" && m.boot_kind != "installMedia") {

@@ -60,6 +60,20 @@ TEST(MachineSpec, DefaultsAndDerivedNames) {
   EXPECT_EQ(m.shutdown_timeout, std::chrono::seconds(120));
 }
 
+// Cluster API's copies (docs/adr/0050): no pool until the controller fills it from the storage
+// class; an Ignition bootstrap cannot reach a NoCloud seed.
+TEST(MachineSpec, AMissingPoolIsUnresolvedAndIgnitionIsRefused) {
+  auto doc = json::parse(machineJson(), "test");
+  doc["spec"].RemoveMember("pool");
+  auto unplaced = parseError(json::serialize(doc));
+  EXPECT_EQ(unplaced.reason(), "PlacementUnresolved");
+  EXPECT_NE(std::string(unplaced.what()).find("spec.pool"), std::string::npos);
+  auto ignition = parseError(machineJson(R"(,"userData":"{}","userDataFormat":"ignition")"));
+  EXPECT_EQ(ignition.reason(), "UserDataFormatUnsupported");
+  EXPECT_NO_THROW(
+      parse(machineJson(R"(,"userData":"#cloud-config","userDataFormat":"cloud-config")")));
+}
+
 TEST(MachineSpec, NonUuidUidsGetAStableDerivedUuid) {
   std::string a = domainUuidFor("not-a-uuid");
   EXPECT_EQ(a, domainUuidFor("not-a-uuid"));
@@ -132,8 +146,8 @@ TEST(MachineSpec, BadInputNamesTheField) {
     std::string json;
     std::string field;
   } cases[] = {
-      {R"({"metadata":{"name":"a","uid":"u"},"spec":{"bootSource":{"volume":"v"},"memoryMiB":64,"disks":[{"name":"r","sizeGiB":1}]}})",
-       "spec.pool"},
+      {R"({"metadata":{"name":"a","uid":"u"},"spec":{"pool":"p","bootSource":{},"memoryMiB":64,"disks":[{"name":"r","sizeGiB":1}]}})",
+       "spec.bootSource.volume"},
       {machineJson(R"(,"vcpus":0)"), "spec.vcpus"},
       {machineJson(R"(,"disks":[])"), "spec.disks"},
       {machineJson(R"(,"disks":[{"name":"r","sizeGiB":0}])"), "spec.disks[0].sizeGiB"},

@@ -1,5 +1,7 @@
 #include "plugins/proxmox/src/specs.h"
 
+#include <banlieue/sdk/machine_inputs.h>
+
 #include <stdexcept>
 
 namespace banlieue::proxmox {
@@ -85,7 +87,7 @@ MachineSpec MachineSpec::parse(const rapidjson::Value* spec) {
   const std::string at = "spec.";
   MachineSpec m;
   m.failure_domain = json::stringOr(spec, "failureDomain");
-  m.node = requiredString(spec, "node", at);
+  m.node = sdk::requirePlace(spec, "node", "ProxmoxMachine");
   m.template_vmid = optionalInt(spec, "templateVmid", at, 100, 999999999).value_or(0);
   if (m.template_vmid == 0) throw std::invalid_argument("spec.templateVmid is required");
   const std::string clone_mode = json::stringOr(spec, "cloneMode", "Full");
@@ -93,7 +95,7 @@ MachineSpec MachineSpec::parse(const rapidjson::Value* spec) {
     throw std::invalid_argument("spec.cloneMode must be Full or Linked, not '" + clone_mode + "'");
   }
   m.linked_clone = clone_mode == "Linked";
-  m.storage = requiredString(spec, "storage", at);
+  m.storage = sdk::requirePlace(spec, "storage", "ProxmoxMachine");
   m.cores = optionalInt(spec, "cores", at, 1, 512).value_or(0);
   if (m.cores == 0) throw std::invalid_argument("spec.cores is required");
   m.memory_mib = optionalInt(spec, "memoryMiB", at, 16, 8 * 1024 * 1024).value_or(0);
@@ -148,6 +150,7 @@ MachineSpec MachineSpec::parse(const rapidjson::Value* spec) {
   }
   m.seed_iso_storage = json::stringOr(spec, "seedIsoStorage");
   m.user_data = json::stringOr(spec, "userData");
+  sdk::requireCloudConfig(spec, "ProxmoxMachine");
   m.desired_power_state = json::stringOr(spec, "desiredPowerState", "PoweredOn");
   if (m.desired_power_state != "PoweredOn" && m.desired_power_state != "PoweredOff" &&
       m.desired_power_state != "Suspended") {

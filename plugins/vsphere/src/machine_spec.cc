@@ -1,6 +1,7 @@
 #include "plugins/vsphere/src/machine_spec.h"
 
 #include <banlieue/sdk/json.h>
+#include <banlieue/sdk/machine_inputs.h>
 
 namespace banlieue::vsphere {
 namespace {
@@ -36,9 +37,9 @@ MachineSpec MachineSpec::parse(const rapidjson::Value* spec) {
   MachineSpec m;
   m.template_name = required(spec, "template");
   m.template_folder = json::stringOr(spec, "templateFolder");
-  m.datacenter = required(spec, "datacenter");
-  m.cluster = required(spec, "cluster");
-  m.datastore = required(spec, "datastore");
+  m.datacenter = sdk::requirePlace(spec, "datacenter", "VSphereMachine");
+  m.cluster = sdk::requirePlace(spec, "cluster", "VSphereMachine");
+  m.datastore = sdk::requirePlace(spec, "datastore", "VSphereMachine");
   m.folder = json::stringOr(spec, "folder");
   m.resource_pool = json::stringOr(spec, "resourcePool");
   m.failure_domain = json::stringOr(spec, "failureDomain");
@@ -88,6 +89,12 @@ MachineSpec MachineSpec::parse(const rapidjson::Value* spec) {
     m.network.push_back(std::move(n));
   }
   m.user_data = json::stringOr(spec, "userData");
+  m.user_data_format = sdk::userDataFormat(spec);
+  if (m.user_data_format != sdk::kCloudConfig && m.user_data_format != sdk::kIgnition) {
+    throw sdk::Error(sdk::Code::kInvalidArgument, sdk::kUserDataFormatUnsupported,
+                     "VSphereMachine user data format '" + m.user_data_format +
+                         "' is neither cloud-config nor ignition");
+  }
   m.desired_power_state = json::stringOr(spec, "desiredPowerState", "PoweredOn");
   if (m.desired_power_state != "PoweredOn" && m.desired_power_state != "PoweredOff" &&
       m.desired_power_state != "Suspended") {
@@ -141,7 +148,11 @@ std::map<std::string, std::string> guestInfo(const MachineSpec& spec, const std:
       fqdn = name + "." + ip.domain;  // no trailing dot without a domain (a quirk not copied)
     }
   }
-  if (!spec.user_data.empty()) {
+  // Where each guest agent looks: cloud-init's VMware datasource, or Ignition's vmware provider.
+  if (!spec.user_data.empty() && spec.user_data_format == sdk::kIgnition) {
+    info["guestinfo.ignition.config.data"] = base64(spec.user_data);
+    info["guestinfo.ignition.config.data.encoding"] = "base64";
+  } else if (!spec.user_data.empty()) {
     info["guestinfo.userdata"] = base64(spec.user_data);
     info["guestinfo.userdata.encoding"] = "base64";
   }

@@ -45,6 +45,7 @@ struct MachineSpec {
   std::vector<MachineDisk> disks;
   std::vector<MachineNic> network;
   std::string user_data;
+  std::string user_data_format;                   // cloud-config or ignition
   std::string desired_power_state = "PoweredOn";  // PoweredOn | PoweredOff | Suspended
 
   // Throws sdk::Error(INVALID_ARGUMENT, "InvalidSpec") naming the first bad field.
