@@ -195,6 +195,10 @@ Strings controllerRules() {
             "virtualmachinepools", "virtualmachineclaims", "virtualmachinesnapshots",
             "virtualmachinerestores"},
            kRead),
+      // Cluster API's Machines and Clusters, read only: which infrastructure machines Cluster
+      // API made, and where they go (docs/adr/0050). Its bootstrap Secrets are read (type and
+      // revision) only in the userData namespaces, through banlieue-controller-userdata.
+      rule({"cluster.x-k8s.io"}, {"machines", "clusters"}, kRead),
       // Binds snapshots and restores to their Provider with a label (docs/adr/0039).
       rule({api::kGroup}, {"virtualmachinesnapshots", "virtualmachinerestores"}, {"patch"}),
       // Pools create and delete their member VMs and re-parent them to claims.

@@ -194,15 +194,15 @@ StatusOr<Adoption> planAdoption(const AdoptionInput& in) {
     return plan;
   }
 
-  if (in.infra_cluster == nullptr) {
-    return refused(reasons::kWaitingForCluster, who + ": the infrastructure cluster of Cluster " +
-                                                    cluster_name + " is not there (yet)");
-  }
-  if (in.infra_cluster_kind != cluster_kind) {
+  if (!in.infra_cluster_kind.empty() && in.infra_cluster_kind != cluster_kind) {
     return refused(reasons::kClusterKindMismatch,
                    who + ": Cluster " + cluster_name + "'s infrastructureRef is a " +
                        in.infra_cluster_kind + "; a " + kind + "'s failure domains come from a " +
                        cluster_kind);
+  }
+  if (in.infra_cluster == nullptr) {
+    return refused(reasons::kWaitingForCluster, who + ": the infrastructure cluster of Cluster " +
+                                                    cluster_name + " is not there (yet)");
   }
   FailureDomainSource source =
       failureDomainSource(*in.infra_cluster, *in.providers, plan.failure_domain);

@@ -174,6 +174,7 @@ void Manager::setUpClusters() {
       continue;
     }
     ClusterAggregation c;
+    c.kind = kind;
     c.clusters = std::make_unique<runtime::Informer>(client_, *type,
                                                      runtime::InformerOptions{.ns = options_.ns});
     c.reconciler = std::make_unique<ClusterReconciler>(client_, *type, *c.clusters, *providers_);
@@ -190,6 +191,9 @@ void Manager::setUpClusters() {
     });
     clusters_.push_back(std::move(c));
   }
+  CapiAdoptionInputs inputs{.providers = providers_.get(), .events = events_.get()};
+  for (const auto& c : clusters_) inputs.infra_clusters[c.kind] = c.clusters.get();
+  capi_ = CapiAdoption::create(client_, options_.ns, std::move(inputs));
 }
 
 void Manager::setUpSnapshots() {
@@ -222,7 +226,8 @@ bool Manager::synced() const {
          providers_->hasSynced() && provider_classes_->hasSynced() && pools_->hasSynced() &&
          claims_->hasSynced() && snapshots_->hasSynced() && restores_->hasSynced() &&
          std::all_of(clusters_.begin(), clusters_.end(),
-                     [](const ClusterAggregation& c) { return c.clusters->hasSynced(); });
+                     [](const ClusterAggregation& c) { return c.clusters->hasSynced(); }) &&
+         (!capi_ || capi_->synced());
 }
 
 void Manager::run(const std::atomic<bool>& stop) {
@@ -231,6 +236,7 @@ void Manager::run(const std::atomic<bool>& stop) {
   for (auto& c : clusters_) {
     threads.emplace_back([informer = c.clusters.get(), &stop] { informer->run(stop); });
   }
+  if (capi_) threads.emplace_back([this, &stop] { capi_->runInformers(stop); });
   for (auto* informer :
        {vms_.get(), classes_.get(), images_.get(), providers_.get(), provider_classes_.get(),
         pools_.get(), claims_.get(), snapshots_.get(), restores_.get()}) {
@@ -250,6 +256,9 @@ void Manager::run(const std::atomic<bool>& stop) {
     std::thread classes([this, &stop] {
       if (class_controller_) class_controller_->run(stop);
     });
+    std::thread capi([this, &stop] {
+      if (capi_) capi_->runControllers(stop);
+    });
     controller_->run(stop);
     images.join();
     pools.join();
@@ -258,6 +267,7 @@ void Manager::run(const std::atomic<bool>& stop) {
     restores.join();
     for (auto& thread : clusters) thread.join();
     classes.join();
+    capi.join();
   }
   for (auto& thread : threads) thread.join();
   infra_->stop();

@@ -7,6 +7,7 @@
 
 #include "host/kube/client.h"
 #include "host/roles/common/snapshot_binding.h"
+#include "host/roles/controller/capi_adopter.h"
 #include "host/roles/controller/claim_reconciler.h"
 #include "host/roles/controller/class_status.h"
 #include "host/roles/controller/cluster_aggregate.h"
@@ -51,6 +52,7 @@ class Manager {
   runtime::Controller& imageController() { return *image_controller_; }
   runtime::Controller& poolController() { return *pool_controller_; }
   runtime::Controller& claimController() { return *claim_controller_; }
+  CapiAdoption* capiAdoption() { return capi_.get(); }
 
  private:
   kube::KubeClient& client_;
@@ -76,6 +78,7 @@ class Manager {
   // One per InfraCluster kind the API server serves (VSphereCluster, LibvirtCluster,
   // ProxmoxCluster: their CRDs may not all be installed).
   struct ClusterAggregation {
+    std::string kind;
     std::unique_ptr<runtime::Informer> clusters;
     std::unique_ptr<ClusterReconciler> reconciler;
     std::unique_ptr<runtime::Controller> controller;
@@ -85,6 +88,9 @@ class Manager {
   std::unique_ptr<runtime::Informer> snapshots_, restores_;
   std::unique_ptr<SnapshotBinder> snapshot_binder_, restore_binder_;
   std::unique_ptr<runtime::Controller> snapshot_controller_, restore_controller_;
+  // Cluster API's machines made from banlieue's templates (docs/adr/0050); null when Cluster
+  // API is not installed.
+  std::unique_ptr<CapiAdoption> capi_;
   void setUpClusters();
   void setUpSnapshots();
   void setUpClaims();
