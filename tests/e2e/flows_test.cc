@@ -12,6 +12,7 @@
 // namespace, Providers and VMs, and removes them before the next test starts. CTest runs the
 // suites as separate tests (tests/e2e/CMakeLists.txt): FlowsTest (label flows) and
 // ProviderImageTest (label node).
+#include "host/common/base64.h"
 #include "host/common/version.h"
 #include "plugins/vsphere/src/xml.h"
 #include "tests/e2e/echo_guest.h"
@@ -1996,6 +1997,371 @@ TEST_F(DayTwoVerbsTest, AClaimBindsAWarmMemberAndReleasingItDeletesTheMember) {
       kConverge))
       << get("bvmpool sandboxes -n " + ns, "{.status}");
   EXPECT_THAT(words(get(members, "{.items[*].metadata.name}")), Not(Contains(member)));
+  expectNoCrash(ns);
+}
+
+// Cluster API's infrastructure provider contract (issue #24, docs/adr/0050): a MachineDeployment
+// of three replicas over the three failure domains of a VSphereCluster (vcsim with three
+// clusters) and of a LibvirtCluster (three libvirt Providers, one host each). The test plays
+// Cluster API core, whose controllers cannot be installed here, with core's v1beta2 CRDs: it
+// spreads the Machines over the InfraCluster's failure domains, makes each bootstrap Secret and
+// copies the machine template into one infrastructure machine per Machine, owned by it; then it
+// waits for initialization.provisioned and copies providerID and addresses to the Machine, and
+// deletes the Machines as a scale-down does. Everything else is banlieue's deployed roles.
+class CapiTest : public FlowsTest {
+ protected:
+  // Cluster API is installed before its infrastructure providers (clusterctl's order): the
+  // CRDs before the suite's controller starts, which looks for them once.
+  void SetUp() override {
+    if (!attempted_) {
+      const std::string crds = std::string(BANLIEUE_SOURCE_DIR) +
+                               "/tests/integration/testdata/cluster-api-v1beta2-crds.yaml";
+      auto applied = cluster_.kubectl("apply --server-side --force-conflicts -f " + crds);
+      ASSERT_EQ(applied.exit_code, 0) << applied.output;
+      auto established = cluster_.kubectl(
+          "wait --for condition=Established --timeout=60s crd/clusters.cluster.x-k8s.io "
+          "crd/machines.cluster.x-k8s.io crd/machinedeployments.cluster.x-k8s.io");
+      ASSERT_EQ(established.exit_code, 0) << established.output;
+    }
+    FlowsTest::SetUp();
+  }
+
+  void TearDown() override {
+    for (const auto& ns : namespaces_) {
+      cluster_.kubectl("delete machines.cluster.x-k8s.io --all --wait=true --timeout=90s -n " + ns,
+                       std::chrono::seconds(120));
+    }
+    FlowsTest::TearDown();
+  }
+
+  // The failure domains InfraCluster `what` ("vspherecluster/prod") advertises, once it has
+  // `count` of them.
+  std::vector<std::string> failureDomains(const std::string& ns, const std::string& what,
+                                          size_t count) {
+    std::vector<std::string> names;
+    EXPECT_TRUE(LocalCluster::eventually(
+        [&] {
+          std::istringstream in(get(what + " -n " + ns, "{.status.failureDomains[*].name}"));
+          names.clear();
+          for (std::string name; in >> name;) names.push_back(name);
+          return names.size() == count;
+        },
+        kConverge))
+        << get(what + " -n " + ns, "{.status}");
+    return names;
+  }
+
+  // Cluster API core's part for MachineDeployment `md` of Cluster `cluster` (whose
+  // infrastructureRef is `infra_cluster`, "VSphereCluster/prod"), one Machine per failure
+  // domain, made from machine template `machine_template` of kind `machine_kind`.
+  std::vector<std::string> scaleUp(const std::string& ns, const std::string& cluster,
+                                   const std::string& infra_cluster, const std::string& md,
+                                   const std::string& machine_kind,
+                                   const std::string& machine_template,
+                                   const std::vector<std::string>& fds) {
+    const auto slash = infra_cluster.find('/');
+    const std::string infra_ref =
+        "{apiGroup: infrastructure.banlieue.io, kind: " + infra_cluster.substr(0, slash) +
+        ", name: " + infra_cluster.substr(slash + 1) + "}";
+    auto applied = cluster_.apply(
+        "apiVersion: cluster.x-k8s.io/v1beta2\nkind: Cluster\nmetadata: {name: " + cluster +
+        ", namespace: " + ns + "}\nspec:\n  infrastructureRef: " + infra_ref +
+        "\n---\napiVersion: cluster.x-k8s.io/v1beta2\nkind: MachineDeployment\nmetadata: {name: " +
+        md + ", namespace: " + ns + "}\nspec:\n  clusterName: " + cluster +
+        "\n  replicas: " + std::to_string(fds.size()) +
+        "\n  selector: {matchLabels: {cluster.x-k8s.io/deployment-name: " + md +
+        "}}\n  template:\n    metadata: {labels: {cluster.x-k8s.io/deployment-name: " + md +
+        "}}\n    spec:\n      clusterName: " + cluster +
+        "\n      bootstrap: {configRef: {apiGroup: bootstrap.cluster.x-k8s.io, kind: "
+        "KubeadmConfigTemplate, name: " +
+        md +
+        "}}\n      infrastructureRef: {apiGroup: "
+        "infrastructure.banlieue.io, kind: " +
+        machine_kind + "Template, name: " + machine_template + "}\n");
+    EXPECT_EQ(applied.exit_code, 0) << applied.output;
+    // What core copies: the template's spec.template (labels, annotations and spec).
+    auto template_json = cluster_.kubectl("get " + machine_kind + "template " + machine_template +
+                                          " -n " + ns + " -o json");
+    EXPECT_EQ(template_json.exit_code, 0) << template_json.output;
+    auto source = json::parse(template_json.output, "machine template");
+    const auto* copied_spec = json::find(&source, "spec.template.spec");
+    EXPECT_NE(copied_spec, nullptr);
+    std::vector<std::string> machines;
+    for (size_t i = 0; i < fds.size(); ++i) {
+      const std::string name = md + "-" + std::to_string(i);
+      machines.push_back(name);
+      // The bootstrap provider's Secret, then the Machine naming it and its failure domain.
+      auto made = cluster_.apply(
+          "apiVersion: v1\nkind: Secret\nmetadata:\n  name: " + name +
+          "-bootstrap\n"
+          "  namespace: " +
+          ns + "\n  labels: {cluster.x-k8s.io/cluster-name: " + cluster +
+          "}\ntype: cluster.x-k8s.io/secret\nstringData:\n  format: cloud-config\n"
+          "  value: |\n    #cloud-config\n    hostname: " +
+          name +
+          "\n    runcmd: [kubeadm join --config /run/kubeadm/kubeadm-join-config.yaml]\n"
+          "---\napiVersion: cluster.x-k8s.io/v1beta2\nkind: Machine\nmetadata:\n  name: " +
+          name + "\n  namespace: " + ns + "\n  labels: {cluster.x-k8s.io/cluster-name: " + cluster +
+          ", cluster.x-k8s.io/deployment-name: " + md + "}\nspec:\n  clusterName: " + cluster +
+          "\n  bootstrap: {dataSecretName: " + name + "-bootstrap}\n  failureDomain: " + fds[i] +
+          "\n  infrastructureRef: {apiGroup: infrastructure.banlieue.io, kind: " + machine_kind +
+          ", name: " + name + "}\n");
+      EXPECT_EQ(made.exit_code, 0) << made.output;
+      const std::string machine_uid =
+          get("machines.cluster.x-k8s.io " + name + " -n " + ns, "{.metadata.uid}");
+      rapidjson::Document infra(rapidjson::kObjectType);
+      auto& a = infra.GetAllocator();
+      infra.AddMember("apiVersion", "infrastructure.banlieue.io/v1beta2", a);
+      infra.AddMember("kind", json::stringValue(machine_kind, a), a);
+      auto metadata = json::parse(R"({"name":")" + name + R"(","namespace":")" + ns +
+                                      R"(","labels":{"cluster.x-k8s.io/cluster-name":")" + cluster +
+                                      R"("},"ownerReferences":[{"apiVersion":)"
+                                      R"("cluster.x-k8s.io/v1beta2","kind":"Machine","name":")" +
+                                      name + R"(","uid":")" + machine_uid +
+                                      R"(","controller":true,"blockOwnerDeletion":true}]})",
+                                  "metadata");
+      infra.AddMember("metadata", rapidjson::Value(metadata, a), a);
+      if (copied_spec != nullptr) infra.AddMember("spec", rapidjson::Value(*copied_spec, a), a);
+      auto created = cluster_.apply(json::serialize(infra));
+      EXPECT_EQ(created.exit_code, 0) << created.output;
+    }
+    return machines;
+  }
+
+  // Core's wait: each infrastructure machine provisioned with a providerID, which core copies
+  // to its Machine with the addresses.
+  void waitProvisionedAndMirror(const std::string& ns, const std::string& kind,
+                                const std::vector<std::string>& machines) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(180);
+    for (const auto& name : machines) {
+      const std::string what = kind + " " + name + " -n " + ns;
+      const auto left = std::max(std::chrono::steady_clock::duration(std::chrono::seconds(1)),
+                                 deadline - std::chrono::steady_clock::now());
+      ASSERT_TRUE(LocalCluster::eventually(
+          [&] {
+            return get(what, "{.status.initialization.provisioned}") == "true" &&
+                   !get(what, "{.spec.providerID}").empty();
+          },
+          std::chrono::duration_cast<std::chrono::seconds>(left)))
+          << get(what, "{.metadata.labels}") << get(what, "{.status}");
+      const std::string provider_id = get(what, "{.spec.providerID}");
+      auto mirrored = cluster_.kubectl("patch machines.cluster.x-k8s.io " + name + " -n " + ns +
+                                       " --type merge -p '{\"spec\":{\"providerID\":\"" +
+                                       provider_id + "\"}}'");
+      EXPECT_EQ(mirrored.exit_code, 0) << mirrored.output;
+      auto addresses = get(what, "{.status.addresses}");
+      if (!addresses.empty() && addresses.rfind("<error", 0) != 0) {
+        auto status = cluster_.kubectl("patch machines.cluster.x-k8s.io " + name + " -n " + ns +
+                                       " --subresource=status --type merge -p '{\"status\":{"
+                                       "\"addresses\":" +
+                                       addresses + "}}'");
+        EXPECT_EQ(status.exit_code, 0) << status.output;
+      }
+    }
+  }
+
+  // A scale-down to zero: core deletes each Machine, whose infrastructure machine goes with it
+  // (the garbage collector here, core's Machine controller in a real cluster).
+  void scaleDown(const std::string& ns, const std::string& kind,
+                 const std::vector<std::string>& machines) {
+    for (const auto& name : machines) {
+      auto deleted =
+          cluster_.kubectl("delete machines.cluster.x-k8s.io " + name + " --wait=false -n " + ns);
+      EXPECT_EQ(deleted.exit_code, 0) << deleted.output;
+    }
+    EXPECT_TRUE(LocalCluster::eventually(
+        [&] { return get(kind + " -n " + ns, "{.items[*].metadata.name}").empty(); },
+        std::chrono::seconds(180)))
+        << get(kind + " -n " + ns, "{.items[*].metadata.name}");
+  }
+};
+
+std::string extraConfigValue(const vsphere::ObjectContent& vm, const std::string& key) {
+  std::string value;
+  for (pugi::xml_node option : vsphere::children(vm.node("config.extraConfig"), "OptionValue")) {
+    if (vsphere::childText(option, "key").value_or("") == key) {
+      value = vsphere::childText(option, "value").value_or("");
+    }
+  }
+  return value;
+}
+
+TEST_F(CapiTest, AMachineDeploymentLandsOnePerFailureDomainOnVcsimAndLibvirt) {
+  LocalCluster::TestNamespace scoped(cluster_);
+  const std::string ns = useNamespace(scoped);
+  ASSERT_TRUE(classServes("vsphere", "VSphereMachine"));
+  // The controller and the providers read the bootstrap Secrets where bootstrap was told to.
+  auto granted = bootstrapCommand({"--userdata-namespace", ns});
+  ASSERT_EQ(granted.exit_code, 0) << granted.output;
+
+  // --- vSphere: one vCenter whose three clusters are three failure domains -----------------
+  const std::string address = cluster_.podReachableAddress();
+  ASSERT_FALSE(address.empty());
+  vsphere::testing::Vcsim vcsim({"-cluster", "3"}, address);
+  vsphere::testing::Backend vcenter(vcsim);
+  const std::set<std::string> vcenter_before = vcenter.vmNames();
+  AtExit before_vcsim{[&] { removeWorkloads(); }};
+  auto applied = cluster_.apply(
+      "apiVersion: v1\nkind: Secret\nmetadata: {name: vc-creds, namespace: " + ns +
+      "}\nstringData: {username: \"" + vsphere::testing::Vcsim::kUser + "\", password: \"" +
+      vsphere::testing::Vcsim::kPassword +
+      "\"}\n---\napiVersion: banlieue.io/v1alpha1\nkind: Provider\n"
+      "metadata: {name: vcenter, namespace: " +
+      ns +
+      ", labels: {capi: vsphere}}\n"
+      "spec:\n  providerClassRef: {name: vsphere}\n  connection: " +
+      vcsim.providerConnection("vc-creds") +
+      "\n  capabilities:\n"
+      "    storageClasses: [{name: std, target: {datastore: LocalDS_0}}]\n"
+      "    networkClasses: [{name: lan, target: {portGroup: VM Network}}]\n"
+      "---\napiVersion: infrastructure.banlieue.io/v1beta2\nkind: VSphereCluster\n"
+      "metadata: {name: prod, namespace: " +
+      ns +
+      "}\n"
+      "spec:\n  providerSelector: {matchLabels: {capi: vsphere}}\n"
+      "---\napiVersion: infrastructure.banlieue.io/v1beta2\nkind: VSphereMachineTemplate\n"
+      "metadata: {name: workers, namespace: " +
+      ns +
+      "}\n"
+      "spec:\n  template:\n    spec:\n      template: DC0_C0_RP0_VM0\n      numCpus: 1\n"
+      "      memoryMiB: 512\n      firmware: efi\n      disks: [{name: os, sizeGiB: 2}]\n"
+      "      network: [{name: eth0, portGroup: VM Network}]\n");
+  ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  ASSERT_TRUE(waitFor(ns, "provider/vcenter", "Ready"));
+  const auto vsphere_fds = failureDomains(ns, "vspherecluster/prod", 3);
+  ASSERT_EQ(vsphere_fds.size(), 3u);
+  auto vs_machines =
+      scaleUp(ns, "vs", "VSphereCluster/prod", "vs-md-0", "VSphereMachine", "workers", vsphere_fds);
+  waitProvisionedAndMirror(ns, "vspheremachine", vs_machines);
+  ASSERT_FALSE(HasFatalFailure());
+  std::set<std::string> clusters, pools;
+  for (size_t i = 0; i < vs_machines.size(); ++i) {
+    const std::string& name = vs_machines[i];
+    const std::string what = "vspheremachine " + name + " -n " + ns;
+    EXPECT_EQ(get(what, "{.spec.failureDomain}/{.spec.providerRef.name}/{.spec.datastore}"),
+              vsphere_fds[i] + "/vcenter/LocalDS_0");
+    clusters.insert(get(what, "{.spec.cluster}"));
+    EXPECT_EQ(get("machines.cluster.x-k8s.io " + name + " -n " + ns, "{.spec.providerID}"),
+              get(what, "{.spec.providerID}"));
+    // In vCenter: the Machine's bootstrap data as cloud-init reads it, in its cluster's pool.
+    auto vm = vcenter.vm(name, {"config.extraConfig", "resourcePool"});
+    ASSERT_TRUE(vm.has_value()) << name << " is not in vCenter";
+    EXPECT_EQ(extraConfigValue(*vm, "guestinfo.userdata"),
+              common::encodeBase64("#cloud-config\nhostname: " + name +
+                                   "\nruncmd: [kubeadm join --config "
+                                   "/run/kubeadm/kubeadm-join-config.yaml]\n"));
+    pools.insert(vm->moref("resourcePool").value);
+  }
+  EXPECT_EQ(clusters.size(), 3u) << ::testing::PrintToString(clusters);
+  EXPECT_EQ(pools.size(), 3u) << "the three VMs are not in three clusters' pools";
+  scaleDown(ns, "vspheremachine", vs_machines);
+  std::set<std::string> left;
+  for (const auto& name : vcenter.vmNames()) {
+    if (!vcenter_before.count(name)) left.insert(name);
+  }
+  EXPECT_TRUE(left.empty()) << ::testing::PrintToString(left);
+
+  // --- libvirt: three hosts, each a real libvirtd with a host name of its own -------------
+  // (the test driver cannot upload a seed ISO). QEMU under TCG boots the echo guest's boot
+  // sector from each pool; the seed ISO the bootstrap data became is a file in the pool.
+  ASSERT_EQ(PrivateLibvirtd::unavailableReason(), "");
+  const auto traversable = std::filesystem::perms::owner_all | std::filesystem::perms::group_exec |
+                           std::filesystem::perms::others_exec;
+  const std::string pool = "capi-" + suffix_;
+  const std::string base_volume = "echo-guest.raw";
+  const std::vector<std::string> hosts = {"kvm-a", "kvm-b", "kvm-c"};
+  std::vector<std::unique_ptr<ScratchDir>> scratch;
+  std::vector<std::unique_ptr<PrivateLibvirtd>> daemons;
+  AtExit before_the_daemons{[&] { removeWorkloads(); }};
+  using proxmox::testing::jsonEscape;
+  std::string providers = R"({"apiVersion":"v1","kind":"List","items":[)";
+  for (const auto& host : hosts) {
+    scratch.push_back(std::make_unique<ScratchDir>());
+    ASSERT_FALSE(scratch.back()->path.empty());
+    std::filesystem::permissions(scratch.back()->path, traversable);
+    daemons.push_back(std::make_unique<PrivateLibvirtd>());
+    auto& libvirtd = *daemons.back();
+    std::string error;
+    ASSERT_TRUE(libvirtd.start(scratch.back()->path, pool, &error,
+                               {.tls_address = address, .hostname = host + ".banlieue.test"}))
+        << error;
+    std::filesystem::permissions(libvirtd.poolPath(), traversable);
+    ASSERT_TRUE(writeEchoGuestDisk(libvirtd.poolPath() / base_volume, 1 << 20));
+    std::filesystem::permissions(
+        libvirtd.poolPath() / base_volume,
+        std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+            std::filesystem::perms::group_read | std::filesystem::perms::others_read);
+    // Listing refreshes the pool: libvirt sees the file written behind its back.
+    ASSERT_EQ(libvirtd.volumes(), std::set<std::string>{base_volume}) << libvirtd.log();
+    providers += R"({"apiVersion":"v1","kind":"Secret","type":"kubernetes.io/tls",)"
+                 R"("metadata":{"name":")" +
+                 host + R"(-tls","namespace":")" + ns + R"("},"stringData":{"tls.crt":")" +
+                 jsonEscape(libvirtd.clientCertPem()) + R"(","tls.key":")" +
+                 jsonEscape(libvirtd.clientKeyPem()) + R"(","ca.crt":")" +
+                 jsonEscape(libvirtd.caPem()) +
+                 R"("}},)"
+                 R"({"apiVersion":"banlieue.io/v1alpha1","kind":"Provider","metadata":{"name":")" +
+                 host + R"(","namespace":")" + ns +
+                 R"(","labels":{"capi":"libvirt"},)"
+                 R"("annotations":{"libvirt.banlieue.io/domain-type":"qemu"}},)"
+                 R"("spec":{"providerClassRef":{"name":"libvirt"},"connection":{"endpoint":")" +
+                 libvirtd.tlsUri() + R"(","credentialsRef":{"name":")" + host +
+                 R"(-tls"}},)"
+                 R"("capabilities":{"storageClasses":[{"name":"std","target":{"pool":")" +
+                 pool + R"("}}]}}},)";
+  }
+  providers.pop_back();  // the last comma
+  providers += "]}";
+  applied = cluster_.apply(providers);
+  ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  // BIOS firmware: the guest is a boot sector. No network: the place and the data are the point.
+  applied = cluster_.apply(
+      "apiVersion: infrastructure.banlieue.io/v1beta2\nkind: LibvirtCluster\n"
+      "metadata: {name: lab, namespace: " +
+      ns +
+      "}\n"
+      "spec:\n  providerSelector: {matchLabels: {capi: libvirt}}\n"
+      "---\napiVersion: infrastructure.banlieue.io/v1beta2\nkind: LibvirtMachineTemplate\n"
+      "metadata: {name: workers, namespace: " +
+      ns +
+      "}\n"
+      "spec:\n  template:\n    spec:\n      bootSource: {volume: " +
+      base_volume +
+      "}\n      firmware: bios\n      vcpus: 1\n      memoryMiB: 128\n"
+      "      disks: [{name: root, sizeGiB: 1}]\n");
+  ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  for (const auto& host : hosts) ASSERT_TRUE(waitFor(ns, "provider/" + host, "Ready"));
+  const auto libvirt_fds = failureDomains(ns, "libvirtcluster/lab", 3);
+  ASSERT_EQ(libvirt_fds.size(), 3u);
+  auto lv_machines =
+      scaleUp(ns, "lv", "LibvirtCluster/lab", "lv-md-0", "LibvirtMachine", "workers", libvirt_fds);
+  waitProvisionedAndMirror(ns, "libvirtmachine", lv_machines);
+  ASSERT_FALSE(HasFatalFailure());
+  for (size_t i = 0; i < lv_machines.size(); ++i) {
+    const std::string& name = lv_machines[i];
+    const std::string what = "libvirtmachine " + name + " -n " + ns;
+    const std::string host = get(what, "{.spec.providerRef.name}");
+    const auto at = std::find(hosts.begin(), hosts.end(), host);
+    ASSERT_NE(at, hosts.end()) << host;
+    auto& libvirtd = *daemons[static_cast<size_t>(at - hosts.begin())];
+    EXPECT_EQ(get(what, "{.spec.failureDomain}/{.status.failureDomain}/{.spec.pool}"),
+              libvirt_fds[i] + "/" + libvirt_fds[i] + "/" + pool);
+    EXPECT_EQ(libvirt_fds[i], host + "-banlieue-test");
+    // On that host: the domain, running, and its seed ISO holding the Machine's bootstrap data.
+    const std::string domain = ns + "-" + name;
+    EXPECT_EQ(get(what, "{.spec.domainName}"), domain);
+    auto state = runCommand("virsh -q -c " + shellQuote(libvirtd.uri()) + " domstate " + domain);
+    EXPECT_THAT(state.output, HasSubstr("running")) << state.output;
+    std::ifstream iso(libvirtd.poolPath() / (domain + "-cidata.iso"), std::ios::binary);
+    const std::string seed((std::istreambuf_iterator<char>(iso)), std::istreambuf_iterator<char>());
+    EXPECT_THAT(seed, HasSubstr("#cloud-config\nhostname: " + name + "\n")) << domain;
+  }
+  scaleDown(ns, "libvirtmachine", lv_machines);
+  for (auto& libvirtd : daemons) {
+    auto left = runCommand("virsh -q -c " + shellQuote(libvirtd->uri()) + " list --all --name");
+    EXPECT_EQ(left.output.find_first_not_of(" \n"), std::string::npos) << left.output;
+    EXPECT_EQ(libvirtd->volumes(), std::set<std::string>{base_volume}) << libvirtd->log();
+  }
   expectNoCrash(ns);
 }
 

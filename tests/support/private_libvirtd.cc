@@ -51,6 +51,7 @@ enum InitExit : int {
   kNoPrivateDirs = 123,
   kNoPrivateMounts = 124,
   kParentGone = 125,
+  kNoHostname = 126,
   kNoExec = 127,
 };
 
@@ -61,6 +62,7 @@ struct InitPlan {
   std::string output;                                      // the daemon's stdout and stderr
   std::vector<std::string> args;
   std::vector<char*> argv;  // args as execv wants them
+  std::string hostname;     // empty: the machine's (no UTS namespace)
   int parent_alive = -1;    // a pipe's read end: hung up once the test process is gone
   int parent_alive_write = -1;
   sigset_t handled;  // blocked, and taken with sigwaitinfo
@@ -110,6 +112,9 @@ int initMain(void* arg) {
     if (::mount(own.c_str(), machine.c_str(), nullptr, MS_BIND, nullptr) != 0) {
       ::_exit(kNoPrivateDirs);
     }
+  }
+  if (!plan.hostname.empty() && ::sethostname(plan.hostname.c_str(), plan.hostname.size()) != 0) {
+    ::_exit(kNoHostname);
   }
   pid_t daemon = spawnDaemon(plan);
   if (daemon < 0) ::_exit(kNoFork);
@@ -261,6 +266,7 @@ bool PrivateLibvirtd::start(const fs::path& dir, const std::string& pool, std::s
   }
   conf_file.close();
   tls_address_ = options.tls_address;
+  hostname_ = options.hostname;
   tls_port_ = tls_port;
   // The machine's libvirt directories, replaced by the test's own in the daemon's mount
   // namespace.
@@ -308,8 +314,9 @@ bool PrivateLibvirtd::launch(std::string* error) {
   sigset_t previous;
   ::pthread_sigmask(SIG_BLOCK, &plan.handled, &previous);
   std::vector<char> stack(size_t{256} << 10);
-  pid_ =
-      ::clone(initMain, stack.data() + stack.size(), CLONE_NEWNS | CLONE_NEWPID | SIGCHLD, &plan);
+  plan.hostname = hostname_;
+  const int namespaces = CLONE_NEWNS | CLONE_NEWPID | (hostname_.empty() ? 0 : CLONE_NEWUTS);
+  pid_ = ::clone(initMain, stack.data() + stack.size(), namespaces | SIGCHLD, &plan);
   const int clone_errno = errno;
   ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   ::close(alive[0]);
@@ -395,6 +402,7 @@ std::string PrivateLibvirtd::exitDescription() const {
       case kNoProc: return "could not mount a /proc of its own PID namespace";
       case kNoPrivateDirs: return "could not bind its own libvirt directories";
       case kNoPrivateMounts: return "could not make a mount namespace of its own";
+      case kNoHostname: return "could not set its own host name";
       case kParentGone: return "the process that started it was gone";
       case kNoExec: return "could not exec " + std::string(kLibvirtd);
       default: return "exited with " + std::to_string(WEXITSTATUS(wait_status_));

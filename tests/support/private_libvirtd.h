@@ -40,6 +40,11 @@ class PrivateLibvirtd {
   struct Options {
     // Also listen with TLS on this IPv4 address, on a free port. Empty: the unix socket only.
     std::string tls_address;
+    // The host name libvirtd reports (virConnectGetHostname), in a UTS namespace of its own:
+    // several daemons on this machine then stand for several hosts, each its own failure
+    // domain. A name with a dot, which libvirt takes as it is (no resolver lookup). Empty: the
+    // machine's.
+    std::string hostname;
   };
 
   // Starts the daemon under `dir` (created by the caller, reachable by root) and creates the
@@ -96,6 +101,7 @@ class PrivateLibvirtd {
   std::string exitDescription() const;
 
   std::string tls_address_;
+  std::string hostname_;  // Options::hostname, kept for restart()
   int tls_port_ = 0;
   pid_t pid_ = 0;          // the namespace's init, in the test's PID namespace
   int parent_alive_ = -1;  // the init sees this pipe hang up when the test process is gone

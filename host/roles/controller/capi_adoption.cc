@@ -33,16 +33,27 @@ std::string joined(const std::vector<std::string>& names) {
   return out.empty() ? "none" : out;
 }
 
-// The failure domains `cluster` advertises, as the aggregation lists them.
+// The names of the failure domains `cluster` advertises.
 std::vector<std::string> advertised(const api::InfraCluster& cluster,
                                     const std::vector<api::Provider>& providers) {
   std::vector<std::string> names;
-  for (const auto* provider : selectedProviders(cluster, providers)) {
-    for (const auto& fd : provider->status.failure_domains) {
-      if (std::find(names.begin(), names.end(), fd.name) == names.end()) names.push_back(fd.name);
-    }
+  for (const auto& source : advertisedFailureDomains(cluster, providers)) {
+    names.push_back(source.failure_domain->name);
   }
   return names;
+}
+
+// Where a kind's place comes from: the fields the failure domain decides (its raw attribute of
+// the same name) and the one the storage class decides.
+struct PlaceShape {
+  std::vector<const char*> from_failure_domain;
+  const char* storage;
+};
+
+PlaceShape placeShapeOf(const std::string& kind) {
+  if (kind == "VSphereMachine") return {{"datacenter", "cluster"}, "datastore"};
+  if (kind == "ProxmoxMachine") return {{"node"}, "storage"};
+  return {{}, "pool"};  // LibvirtMachine: a host is its failure domain
 }
 
 // A place field: taken from the failure domain (the template must agree when it states one),
@@ -71,30 +82,31 @@ StatusOr<std::vector<PlaceField>> placeFor(const std::string& kind,
                                                       ") is not available in " + where +
                                                       " (available: " + joined(available) + ")");
   }
-  const std::string datacenter = rawOf(fd, "datacenter");
-  const std::string cluster = rawOf(fd, "cluster");
-  const std::string storage = storageBackendId(provider, storage_class, datacenter, cluster);
-  if (kind == "VSphereMachine") {
-    return std::vector<PlaceField>{{"datacenter", datacenter, true},
-                                   {"cluster", cluster, true},
-                                   {"datastore", storage, false}};
+  const PlaceShape shape = placeShapeOf(kind);
+  std::vector<PlaceField> place;
+  for (const char* field : shape.from_failure_domain) place.push_back({field, rawOf(fd, field), true});
+  place.push_back({shape.storage,
+                   storageBackendId(provider, storage_class, rawOf(fd, "datacenter"),
+                                    rawOf(fd, "cluster")),
+                   false});
+  if (kind == "LibvirtMachine") {
+    // Domain names are flat per libvirt host: the builder's <namespace>-<name>, said here so
+    // the object shows the name its domain has.
+    place.push_back({"domainName",
+                     json::stringOr(&infra_machine, "metadata.namespace") + "-" +
+                         json::stringOr(&infra_machine, "metadata.name"),
+                     false});
   }
-  if (kind == "ProxmoxMachine") {
-    return std::vector<PlaceField>{{"node", rawOf(fd, "node"), true}, {"storage", storage, false}};
-  }
-  // LibvirtMachine. Domain names are flat per libvirt host: the builder's <namespace>-<name>.
-  return std::vector<PlaceField>{{"pool", storage, false},
-                                 {"domainName",
-                                  json::stringOr(&infra_machine, "metadata.namespace") + "-" +
-                                      json::stringOr(&infra_machine, "metadata.name"),
-                                  false}};
+  return place;
 }
 
-// The place fields every kind needs before its provider can create it.
+// The place fields a kind needs before its provider can create it (a libvirt domain name
+// defaults in the plugin).
 std::vector<const char*> placeFieldsOf(const std::string& kind) {
-  if (kind == "VSphereMachine") return {"datacenter", "cluster", "datastore"};
-  if (kind == "ProxmoxMachine") return {"node", "storage"};
-  return {"pool", "domainName"};
+  PlaceShape shape = placeShapeOf(kind);
+  std::vector<const char*> fields = shape.from_failure_domain;
+  fields.push_back(shape.storage);
+  return fields;
 }
 
 }  // namespace

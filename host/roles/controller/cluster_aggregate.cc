@@ -53,13 +53,28 @@ std::vector<const api::Provider*> selectedProviders(const api::InfraCluster& clu
   return selected;
 }
 
+std::vector<FailureDomainSource> advertisedFailureDomains(
+    const api::InfraCluster& cluster, const std::vector<api::Provider>& providers,
+    std::vector<std::string>* missing, std::vector<std::string>* duplicates) {
+  std::vector<FailureDomainSource> out;
+  std::set<std::string> names;
+  for (const auto* provider : selectedProviders(cluster, providers, missing)) {
+    for (const auto& fd : provider->status.failure_domains) {
+      if (names.insert(fd.name).second) {
+        out.push_back({provider, &fd});
+      } else if (duplicates != nullptr) {
+        duplicates->push_back(provider->metadata.name + "/" + fd.name);
+      }
+    }
+  }
+  return out;
+}
+
 FailureDomainSource failureDomainSource(const api::InfraCluster& cluster,
                                         const std::vector<api::Provider>& providers,
                                         const std::string& name) {
-  for (const auto* provider : selectedProviders(cluster, providers)) {
-    for (const auto& fd : provider->status.failure_domains) {
-      if (fd.name == name) return {provider, &fd};
-    }
+  for (const auto& source : advertisedFailureDomains(cluster, providers)) {
+    if (source.failure_domain->name == name) return source;
   }
   return {};
 }
@@ -81,25 +96,18 @@ api::InfraClusterStatus aggregateCluster(const api::InfraCluster& cluster,
   }
 
   std::vector<std::string> missing;
-  std::vector<const api::Provider*> selected = selectedProviders(cluster, providers, &missing);
-
-  status.failure_domains.clear();
-  std::set<std::string> names;
   std::vector<std::string> duplicates;
-  for (const auto* provider : selected) {
-    for (const auto& fd : provider->status.failure_domains) {
-      if (!names.insert(fd.name).second) {
-        duplicates.push_back(provider->metadata.name + "/" + fd.name);
-        continue;
-      }
-      api::ClusterFailureDomain out;
-      out.name = fd.name;
-      const auto& selector = cluster.spec.control_plane_failure_domain_selector;
-      out.control_plane = !selector || selectorMatches(*selector, fd.labels);
-      out.attributes = fd.labels;
-      for (const auto& [key, value] : fd.attributes.raw) out.attributes[key] = value;
-      status.failure_domains.push_back(std::move(out));
-    }
+  const size_t selected = selectedProviders(cluster, providers).size();
+  status.failure_domains.clear();
+  for (const auto& source : advertisedFailureDomains(cluster, providers, &missing, &duplicates)) {
+    const auto& fd = *source.failure_domain;
+    api::ClusterFailureDomain out;
+    out.name = fd.name;
+    const auto& selector = cluster.spec.control_plane_failure_domain_selector;
+    out.control_plane = !selector || selectorMatches(*selector, fd.labels);
+    out.attributes = fd.labels;
+    for (const auto& [key, value] : fd.attributes.raw) out.attributes[key] = value;
+    status.failure_domains.push_back(std::move(out));
   }
   status.initialization = api::InitializationStatus{.provisioned = !status.failure_domains.empty()};
 
@@ -113,7 +121,7 @@ api::InfraClusterStatus aggregateCluster(const api::InfraCluster& cluster,
   } else {
     setCondition(status.conditions, conditions::kReady, "True", "Reconciled",
                  "aggregated " + std::to_string(status.failure_domains.size()) +
-                     " failure domain(s) from " + std::to_string(selected.size()) + " provider(s)" +
+                     " failure domain(s) from " + std::to_string(selected) + " provider(s)" +
                      notes,
                  generation, now);
   }

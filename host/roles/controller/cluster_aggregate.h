@@ -25,13 +25,21 @@ std::vector<const api::Provider*> selectedProviders(const api::InfraCluster& clu
                                                     const std::vector<api::Provider>& providers,
                                                     std::vector<std::string>* missing = nullptr);
 
-// Where the failure domain `name` that `cluster` advertises comes from: the first selected
-// Provider that reports it (the aggregation skips later duplicates), and its entry. Null
-// members when the cluster advertises no failure domain of that name.
+// A failure domain a cluster advertises, and the Provider it comes from.
 struct FailureDomainSource {
   const api::Provider* provider = nullptr;
   const api::ProviderFailureDomain* failure_domain = nullptr;
 };
+
+// The failure domains `cluster` advertises, in order: the selected Providers' in their order,
+// a name an earlier Provider reported skipped ("provider/name" goes to `duplicates` when
+// given). `missing` as for selectedProviders.
+std::vector<FailureDomainSource> advertisedFailureDomains(
+    const api::InfraCluster& cluster, const std::vector<api::Provider>& providers,
+    std::vector<std::string>* missing = nullptr, std::vector<std::string>* duplicates = nullptr);
+
+// Where the failure domain `name` that `cluster` advertises comes from; null members when it
+// advertises none of that name.
 FailureDomainSource failureDomainSource(const api::InfraCluster& cluster,
                                         const std::vector<api::Provider>& providers,
                                         const std::string& name);
