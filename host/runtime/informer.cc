@@ -64,6 +64,13 @@ std::string objectKey(const rapidjson::Value& object) {
   return ns.empty() ? name : ns + "/" + name;
 }
 
+std::vector<std::string> objectKeys(const std::vector<Object>& objects) {
+  std::vector<std::string> keys;
+  keys.reserve(objects.size());
+  for (const auto& object : objects) keys.push_back(objectKey(*object));
+  return keys;
+}
+
 Informer::Informer(kube::KubeClient& client, kube::ResourceType type, InformerOptions options,
                    Clock& clock)
     : client_(client), type_(std::move(type)), options_(std::move(options)), clock_(clock) {

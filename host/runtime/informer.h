@@ -33,6 +33,8 @@ using Object = std::shared_ptr<const rapidjson::Document>;
 
 // "ns/name" for namespaced objects, "name" for cluster-scoped ones.
 std::string objectKey(const rapidjson::Value& object);
+// Their keys, in order (what a mapped watch returns for the objects an index found).
+std::vector<std::string> objectKeys(const std::vector<Object>& objects);
 
 struct EventHandler {
   std::function<void(const Object&)> on_add;

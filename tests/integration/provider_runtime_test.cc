@@ -246,6 +246,40 @@ spec: {providerRef: {name: someone-else}, cpus: 1, memoryMiB: 128}
   EXPECT_FALSE(fs::exists(backend_dir_ / (ns_->name() + "_other.json")));
 }
 
+// Cluster API's pause (issue #24, docs/adr/0050): with cluster.x-k8s.io/paused on it, a machine
+// gets no backend call, not even its deletion, and says Paused; the annotation's removal
+// resumes it.
+TEST_F(ProviderRuntimeTest, AMachineClusterApiPausedIsLeftAloneUntilResumed) {
+  applyClassAndProvider();
+  startProvider();
+  applyMachine("vm1");
+  ASSERT_TRUE(waitFor("filemachine/vm1", "Ready")) << diagnostics();
+  const fs::path vm_file = backend_dir_ / (ns_->name() + "_vm1.json");
+  ASSERT_TRUE(fs::exists(vm_file));
+  auto annotate = [&](const std::string& what) {
+    auto r = cluster_.kubectl("annotate filemachine vm1 " + what + " -n " + ns_->name());
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  };
+  annotate("cluster.x-k8s.io/paused=");
+  ASSERT_TRUE(waitFor("filemachine/vm1", "Paused")) << diagnostics();
+  // Deleted while paused: the finalizer stays and the backend file with it.
+  auto deleted = cluster_.kubectl("delete filemachine vm1 --wait=false -n " + ns_->name());
+  ASSERT_EQ(deleted.exit_code, 0) << deleted.output;
+  // A pass over the machine happens on each change; another pass shows nothing moves.
+  annotate("banlieue.test/poke=1");
+  EXPECT_EQ(jsonpath("filemachine vm1", "{.status.conditions[?(@.type==\"Paused\")].status}"),
+            "True");
+  std::this_thread::sleep_for(2s);  // what a runaway deletion would need; none must happen
+  EXPECT_TRUE(fs::exists(vm_file)) << diagnostics();
+  EXPECT_EQ(jsonpath("filemachine vm1", "{.metadata.finalizers}"),
+            "[\"banlieue.io/provider-file\"]");
+  // Resumed: the deletion goes through.
+  annotate("cluster.x-k8s.io/paused-");
+  EXPECT_TRUE(LocalCluster::eventually([&] { return !fs::exists(vm_file); })) << diagnostics();
+  EXPECT_TRUE(LocalCluster::eventually(
+      [&] { return cluster_.kubectl("get filemachine vm1 -n " + ns_->name()).exit_code != 0; }));
+}
+
 TEST_F(ProviderRuntimeTest, ItWritesOnlyItsOwnRowOfAVMImage) {
   std::string image = "img-" + ns_->name();
   auto applied = cluster_.apply(R"(apiVersion: banlieue.io/v1alpha1

@@ -30,15 +30,8 @@ constexpr const char* kMachineKinds[] = {"VSphereMachine", "LibvirtMachine", "Pr
 // names one that is not there yet, the object is looked at again this often.
 constexpr std::chrono::seconds kBootstrapDataPoll{10};
 
-std::vector<std::string> keysOf(const std::vector<runtime::Object>& objects) {
-  std::vector<std::string> keys;
-  keys.reserve(objects.size());
-  for (const auto& object : objects) keys.push_back(runtime::objectKey(*object));
-  return keys;
-}
-
 // The condition of `object` of `type`, or null.
-const rapidjson::Value* conditionOf(const rapidjson::Value& object, const std::string& type) {
+const rapidjson::Value* typedCondition(const rapidjson::Value& object, const std::string& type) {
   const auto* list = json::find(&object, "status.conditions");
   if (list == nullptr || !list->IsArray()) return nullptr;
   for (const auto& c : list->GetArray()) {
@@ -138,8 +131,8 @@ class AdoptionReconciler final : public runtime::Reconciler {
   // written only when it changes: what `kubectl describe` shows while the object waits.
   Status report(const rapidjson::Value& object, const Status& refusal) {
     const bool paused = refusal.reason() == capi::reasons::kPaused;
-    const auto* ready = conditionOf(object, "Ready");
-    const auto* paused_now = conditionOf(object, "Paused");
+    const auto* ready = typedCondition(object, "Ready");
+    const auto* paused_now = typedCondition(object, "Paused");
     if (ready != nullptr && json::stringOr(ready, "status") == "False" &&
         json::stringOr(ready, "reason") == refusal.reason() &&
         json::stringOr(ready, "message") == refusal.message() &&
@@ -264,14 +257,14 @@ CapiAdoption::CapiAdoption(kube::KubeClient& client, std::string ns, CapiAdoptio
     runtime::Informer* objects = k->informer.get();
     k->controller->watch(*objects);
     k->controller->watchMapped(*machines_, [objects](const runtime::Object& machine) {
-      return keysOf(objects->byIndex("machine", runtime::objectKey(*machine)));
+      return runtime::objectKeys(objects->byIndex("machine", runtime::objectKey(*machine)));
     });
     k->controller->watchMapped(*clusters_, [objects](const runtime::Object& cluster) {
-      return keysOf(objects->byIndex("cluster", runtime::objectKey(*cluster)));
+      return runtime::objectKeys(objects->byIndex("cluster", runtime::objectKey(*cluster)));
     });
     // A Provider's failure domains and an InfraCluster's selection decide the place.
     auto by_namespace = [objects](const runtime::Object& changed) {
-      return keysOf(
+      return runtime::objectKeys(
           objects->byIndex("namespace", json::stringOr(changed.get(), "metadata.namespace")));
     };
     k->controller->watchMapped(*inputs_.providers, by_namespace);

@@ -84,11 +84,12 @@ StatusOr<std::vector<PlaceField>> placeFor(const std::string& kind,
   }
   const PlaceShape shape = placeShapeOf(kind);
   std::vector<PlaceField> place;
-  for (const char* field : shape.from_failure_domain) place.push_back({field, rawOf(fd, field), true});
-  place.push_back({shape.storage,
-                   storageBackendId(provider, storage_class, rawOf(fd, "datacenter"),
-                                    rawOf(fd, "cluster")),
-                   false});
+  for (const char* field : shape.from_failure_domain)
+    place.push_back({field, rawOf(fd, field), true});
+  place.push_back(
+      {shape.storage,
+       storageBackendId(provider, storage_class, rawOf(fd, "datacenter"), rawOf(fd, "cluster")),
+       false});
   if (kind == "LibvirtMachine") {
     // Domain names are flat per libvirt host: the builder's <namespace>-<name>, said here so
     // the object shows the name its domain has.

@@ -121,8 +121,7 @@ api::InfraClusterStatus aggregateCluster(const api::InfraCluster& cluster,
   } else {
     setCondition(status.conditions, conditions::kReady, "True", "Reconciled",
                  "aggregated " + std::to_string(status.failure_domains.size()) +
-                     " failure domain(s) from " + std::to_string(selected) + " provider(s)" +
-                     notes,
+                     " failure domain(s) from " + std::to_string(selected) + " provider(s)" + notes,
                  generation, now);
   }
   return status;

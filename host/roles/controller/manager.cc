@@ -17,13 +17,6 @@ namespace {
 
 namespace json = sdk::json;
 
-std::vector<std::string> keysOf(const std::vector<runtime::Object>& objects) {
-  std::vector<std::string> keys;
-  keys.reserve(objects.size());
-  for (const auto& object : objects) keys.push_back(runtime::objectKey(*object));
-  return keys;
-}
-
 }  // namespace
 
 Manager::Manager(kube::KubeClient& client, ManagerOptions options)
@@ -75,22 +68,25 @@ Manager::Manager(kube::KubeClient& client, ManagerOptions options)
 
   controller_->watch(*vms_);
   controller_->watchMapped(*classes_, [this](const runtime::Object& vm_class) {
-    return keysOf(vms_->byIndex("class", json::stringOr(vm_class.get(), "metadata.name")));
+    return runtime::objectKeys(
+        vms_->byIndex("class", json::stringOr(vm_class.get(), "metadata.name")));
   });
   controller_->watchMapped(*images_, [this](const runtime::Object& image) {
-    return keysOf(vms_->byIndex("image", json::stringOr(image.get(), "metadata.name")));
+    return runtime::objectKeys(
+        vms_->byIndex("image", json::stringOr(image.get(), "metadata.name")));
   });
   // Selectors match on Provider labels and capabilities come from its status: every VM of the
   // Provider's namespace may be affected.
   controller_->watchMapped(*providers_, [this](const runtime::Object& provider) {
-    return keysOf(vms_->byIndex("namespace", json::stringOr(provider.get(), "metadata.namespace")));
+    return runtime::objectKeys(
+        vms_->byIndex("namespace", json::stringOr(provider.get(), "metadata.namespace")));
   });
   // A ProviderClass publishing its machineKind unblocks the VMs placed (or waiting) on it; VMs
   // not placed yet carry an empty providerClass index value.
   controller_->watchMapped(*provider_classes_, [this](const runtime::Object& provider_class) {
-    auto keys = keysOf(
+    auto keys = runtime::objectKeys(
         vms_->byIndex("providerClass", json::stringOr(provider_class.get(), "metadata.name")));
-    auto unplaced = keysOf(vms_->byIndex("providerClass", ""));
+    auto unplaced = runtime::objectKeys(vms_->byIndex("providerClass", ""));
     keys.insert(keys.end(), unplaced.begin(), unplaced.end());
     return keys;
   });
@@ -102,7 +98,7 @@ Manager::Manager(kube::KubeClient& client, ManagerOptions options)
   image_controller_->watch(*images_);
   // A Provider appearing or going changes which rows count.
   image_controller_->watchMapped(
-      *providers_, [this](const runtime::Object&) { return keysOf(images_->list()); });
+      *providers_, [this](const runtime::Object&) { return runtime::objectKeys(images_->list()); });
   if (options_.ns.empty()) {
     class_reconciler_ = std::make_unique<ClassStatusReconciler>(client_, *classes_, *providers_);
     class_controller_ = std::make_unique<runtime::Controller>(
@@ -110,8 +106,9 @@ Manager::Manager(kube::KubeClient& client, ManagerOptions options)
     class_controller_->watch(*classes_, runtime::Controller::Updates::kIgnoreStatusOnly);
     // A Provider's failure domains decide which classes it serves. Its own status changes
     // (conditions, heartbeats) map too; the reconciler writes only when a class's status moves.
-    class_controller_->watchMapped(
-        *providers_, [this](const runtime::Object&) { return keysOf(classes_->list()); });
+    class_controller_->watchMapped(*providers_, [this](const runtime::Object&) {
+      return runtime::objectKeys(classes_->list());
+    });
   }
   setUpClusters();
   setUpSnapshots();
@@ -186,7 +183,7 @@ void Manager::setUpClusters() {
     c.controller->watch(*c.clusters);
     runtime::Informer* clusters = c.clusters.get();
     c.controller->watchMapped(*providers_, [clusters](const runtime::Object& provider) {
-      return keysOf(
+      return runtime::objectKeys(
           clusters->byIndex("namespace", json::stringOr(provider.get(), "metadata.namespace")));
     });
     clusters_.push_back(std::move(c));
