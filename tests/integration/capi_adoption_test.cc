@@ -184,5 +184,21 @@ TEST_F(CapiAdoptionTest, APausedMachineIsLeftAloneUntilTheAnnotationGoes) {
   EXPECT_EQ(field("c1-md-0-d", "spec.cluster"), "C1");
 }
 
+// Outside the namespaces bootstrap granted userData, the controller may not read Secrets (as
+// the deployed controller's RBAC leaves it): the machine says so and how to grant it, and no
+// Provider gets it.
+TEST_F(CapiAdoptionTest, WithoutTheRightToReadTheSecretTheMachineSaysHowToGrantIt) {
+  counting_->deny("secrets");
+  bootstrapSecret("c1-md-0-e-bootstrap");
+  machine("c1-md-0-e", "fd-vc1", "c1-md-0-e-bootstrap");
+  infraMachine("c1-md-0-e");
+  ASSERT_TRUE(LocalCluster::eventually([&] {
+    return machineCondition("c1-md-0-e", "Ready") == "UserDataNotAllowed";
+  })) << machineCondition("c1-md-0-e", "Ready", "message");
+  EXPECT_THAT(machineCondition("c1-md-0-e", "Ready", "message"),
+              HasSubstr("--userdata-namespace " + ns_.name()));
+  EXPECT_EQ(field("c1-md-0-e", "spec.providerRef.name"), "");
+}
+
 }  // namespace
 }  // namespace banlieue::controller

@@ -29,6 +29,8 @@ constexpr const char* kMachineKinds[] = {"VSphereMachine", "LibvirtMachine", "Pr
 // A bootstrap Secret is not watched (the controller may not list Secrets): while the Machine
 // names one that is not there yet, the object is looked at again this often.
 constexpr std::chrono::seconds kBootstrapDataPoll{10};
+// ... and while the controller may not read Secrets in the machine's namespace.
+constexpr std::chrono::seconds kNotAllowedPoll{60};
 
 // The condition of `object` of `type`, or null.
 const rapidjson::Value* typedCondition(const rapidjson::Value& object, const std::string& type) {
@@ -101,6 +103,18 @@ class AdoptionReconciler final : public runtime::Reconciler {
         in.bootstrap_secret_revision = json::stringOr(&*secret, "metadata.resourceVersion");
       } else if (kube::isNotFound(secret.status())) {
         secret_missing = true;
+      } else if (kube::isForbidden(secret.status())) {
+        // Not a userData namespace: said on the object, and asked again now and then (the
+        // RoleBinding that grants it changes nothing this controller watches).
+        Status refusal(Code::kFailedPrecondition, capi::reasons::kUserDataNotAllowed,
+                       "the controller may not read the bootstrap data Secret " + secret_name +
+                           " in namespace " + ns +
+                           ": run `banlieue bootstrap operator --userdata-namespace " + ns +
+                           "` to let Machines there boot with their bootstrap data");
+        if (auto written = report(o, refusal); !written.isOk()) {
+          return runtime::Result::retry(written);
+        }
+        return runtime::Result::requeueAfter(kNotAllowedPoll);
       } else {
         return runtime::Result::retry(secret.status());
       }
@@ -224,7 +238,7 @@ std::unique_ptr<CapiAdoption> CapiAdoption::create(kube::KubeClient& client, con
 }
 
 CapiAdoption::CapiAdoption(kube::KubeClient& client, std::string ns, CapiAdoptionInputs inputs,
-                           kube::ResourceType machines, kube::ResourceType clusters)
+                           const kube::ResourceType& machines, const kube::ResourceType& clusters)
     : client_(client), ns_(std::move(ns)), inputs_(std::move(inputs)) {
   const runtime::InformerOptions scoped{.ns = ns_};
   machines_ = std::make_unique<runtime::Informer>(client_, machines, scoped);

@@ -48,7 +48,7 @@ class CapiAdoption {
  private:
   struct Kind;
   CapiAdoption(kube::KubeClient& client, std::string ns, CapiAdoptionInputs inputs,
-               kube::ResourceType machines, kube::ResourceType clusters);
+               const kube::ResourceType& machines, const kube::ResourceType& clusters);
   kube::KubeClient& client_;
   std::string ns_;
   CapiAdoptionInputs inputs_;
