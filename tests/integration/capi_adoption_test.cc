@@ -200,5 +200,13 @@ TEST_F(CapiAdoptionTest, WithoutTheRightToReadTheSecretTheMachineSaysHowToGrantI
   EXPECT_EQ(field("c1-md-0-e", "spec.providerRef.name"), "");
 }
 
+// RBAC older than the binary (no read on Cluster API's Machines): adoption stays off, said in the
+// log, and the rest of the controller still syncs and runs.
+TEST_F(CapiAdoptionTest, WithoutTheRightToListMachinesTheRestOfTheControllerStillRuns) {
+  counting_->deny("machines");
+  restartController();  // asserts that it syncs
+  EXPECT_EQ(manager_->capiAdoption(), nullptr);
+}
+
 }  // namespace
 }  // namespace banlieue::controller

@@ -229,6 +229,18 @@ std::unique_ptr<CapiAdoption> CapiAdoption::create(kube::KubeClient& client, con
         (!machines.ok() ? machines.status() : clusters.status()).message());
     return nullptr;
   }
+  // An informer this controller may not list never syncs, and the whole controller would wait
+  // on it (RBAC older than the binary): asked once, here.
+  for (const auto* type : {&*machines, &*clusters}) {
+    auto probe = client.list(*type, ns, kube::ListOptions{.limit = 1});
+    if (!probe.ok() && kube::isForbidden(probe.status())) {
+      log->warn(
+          "Cluster API's machines are not adopted: the controller may not list {}.{} ({}); "
+          "apply this version's RBAC (banlieue bootstrap operator)",
+          type->plural, type->group, probe.status().message());
+      return nullptr;
+    }
+  }
   std::unique_ptr<CapiAdoption> adoption(
       new CapiAdoption(client, ns, std::move(inputs), *machines, *clusters));
   if (adoption->kinds_.empty()) {

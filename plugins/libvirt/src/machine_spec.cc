@@ -185,7 +185,6 @@ MachineSpec parseMachine(const rapidjson::Value& object) {
     invalid("spec.domainName '" + m.domain_name + "' must be 1-160 characters of [A-Za-z0-9._-]");
   }
   m.domain_uuid = domainUuidFor(m.uid);
-  m.pool = sdk::requirePlace(spec, "pool", "LibvirtMachine");
   sdk::requireCloudConfig(spec, "LibvirtMachine");
 
   m.boot_kind = json::stringOr(spec, "bootSource.kind", "backingVolume");
@@ -308,6 +307,8 @@ MachineSpec parseMachine(const rapidjson::Value& object) {
       m.shutdown_timeout = std::chrono::seconds(seconds);
     }
   }
+  // The place last: a spec that is also invalid says InvalidSpec, which no placement cures.
+  m.pool = sdk::requirePlace(spec, "pool", "LibvirtMachine");
   return m;
 }
 

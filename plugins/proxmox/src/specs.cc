@@ -87,7 +87,6 @@ MachineSpec MachineSpec::parse(const rapidjson::Value* spec) {
   const std::string at = "spec.";
   MachineSpec m;
   m.failure_domain = json::stringOr(spec, "failureDomain");
-  m.node = sdk::requirePlace(spec, "node", "ProxmoxMachine");
   m.template_vmid = optionalInt(spec, "templateVmid", at, 100, 999999999).value_or(0);
   if (m.template_vmid == 0) throw std::invalid_argument("spec.templateVmid is required");
   const std::string clone_mode = json::stringOr(spec, "cloneMode", "Full");
@@ -95,7 +94,7 @@ MachineSpec MachineSpec::parse(const rapidjson::Value* spec) {
     throw std::invalid_argument("spec.cloneMode must be Full or Linked, not '" + clone_mode + "'");
   }
   m.linked_clone = clone_mode == "Linked";
-  m.storage = sdk::requirePlace(spec, "storage", "ProxmoxMachine");
+  m.storage = json::stringOr(spec, "storage");  // the disks' default; required below
   m.cores = optionalInt(spec, "cores", at, 1, 512).value_or(0);
   if (m.cores == 0) throw std::invalid_argument("spec.cores is required");
   m.memory_mib = optionalInt(spec, "memoryMiB", at, 16, 8 * 1024 * 1024).value_or(0);
@@ -158,6 +157,9 @@ MachineSpec MachineSpec::parse(const rapidjson::Value* spec) {
         "spec.desiredPowerState must be PoweredOn, PoweredOff or Suspended, not '" +
         m.desired_power_state + "'");
   }
+  // The place last: a spec that is also invalid says InvalidSpec, which no placement cures.
+  m.node = sdk::requirePlace(spec, "node", "ProxmoxMachine");
+  sdk::requirePlace(spec, "storage", "ProxmoxMachine");
   return m;
 }
 

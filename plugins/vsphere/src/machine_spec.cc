@@ -37,9 +37,6 @@ MachineSpec MachineSpec::parse(const rapidjson::Value* spec) {
   MachineSpec m;
   m.template_name = required(spec, "template");
   m.template_folder = json::stringOr(spec, "templateFolder");
-  m.datacenter = sdk::requirePlace(spec, "datacenter", "VSphereMachine");
-  m.cluster = sdk::requirePlace(spec, "cluster", "VSphereMachine");
-  m.datastore = sdk::requirePlace(spec, "datastore", "VSphereMachine");
   m.folder = json::stringOr(spec, "folder");
   m.resource_pool = json::stringOr(spec, "resourcePool");
   m.failure_domain = json::stringOr(spec, "failureDomain");
@@ -100,6 +97,10 @@ MachineSpec MachineSpec::parse(const rapidjson::Value* spec) {
       m.desired_power_state != "Suspended") {
     invalidMachineSpec("desiredPowerState", "must be PoweredOn, PoweredOff or Suspended");
   }
+  // The place last: a spec that is also invalid says InvalidSpec, which no placement cures.
+  m.datacenter = sdk::requirePlace(spec, "datacenter", "VSphereMachine");
+  m.cluster = sdk::requirePlace(spec, "cluster", "VSphereMachine");
+  m.datastore = sdk::requirePlace(spec, "datastore", "VSphereMachine");
   return m;
 }
 
