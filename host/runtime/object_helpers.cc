@@ -114,6 +114,15 @@ std::string label(const rapidjson::Value& object, const std::string& key) {
   return stringOf(metadataEntry(object, "labels", key));
 }
 
+const rapidjson::Value* condition(const rapidjson::Value& object, const std::string& type) {
+  const auto* conditions = json::find(&object, "status.conditions");
+  if (conditions == nullptr || !conditions->IsArray()) return nullptr;
+  for (const auto& c : conditions->GetArray()) {
+    if (json::stringOr(&c, "type") == type) return &c;
+  }
+  return nullptr;
+}
+
 bool hasFinalizer(const rapidjson::Value& object, const std::string& finalizer) {
   const auto* list = json::find(&object, "metadata.finalizers");
   if (list == nullptr || !list->IsArray()) return false;

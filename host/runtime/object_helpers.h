@@ -34,6 +34,8 @@ std::string annotation(const rapidjson::Value& object, const std::string& key);
 bool hasAnnotation(const rapidjson::Value& object, const std::string& key);
 // metadata.labels[key], or "" when absent; looked up as one member, as annotations are.
 std::string label(const rapidjson::Value& object, const std::string& key);
+// status.conditions[type == `type`], or null.
+const rapidjson::Value* condition(const rapidjson::Value& object, const std::string& type);
 
 // OK when the object carries (add) or no longer carries (remove) the finalizer afterwards.
 // Removing from an object that is already gone is OK. Adding to an object being deleted fails

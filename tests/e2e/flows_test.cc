@@ -1514,6 +1514,24 @@ struct ScratchDir {
   }
 };
 
+// The echo guest's disk as `volume` in `libvirtd`'s pool, readable by QEMU, and the pool
+// refreshed (listing it) so that libvirt sees the file written behind its back.
+::testing::AssertionResult putEchoGuest(const PrivateLibvirtd& libvirtd,
+                                        const std::string& volume) {
+  if (!writeEchoGuestDisk(libvirtd.poolPath() / volume, 1 << 20)) {
+    return ::testing::AssertionFailure() << "cannot write " << volume;
+  }
+  std::filesystem::permissions(
+      libvirtd.poolPath() / volume,
+      std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+          std::filesystem::perms::group_read | std::filesystem::perms::others_read);
+  if (libvirtd.volumes() != std::set<std::string>{volume}) {
+    return ::testing::AssertionFailure() << volume << " is not the pool's one volume\n"
+                                         << libvirtd.log();
+  }
+  return ::testing::AssertionSuccess();
+}
+
 // Runs `done` when it goes out of scope: what must happen before the backends declared
 // earlier go, however the test ends.
 struct AtExit {
@@ -1568,12 +1586,7 @@ TEST_F(DayTwoVerbsTest, EveryVerbReachesLibvirtVSphereAndProxmox) {
   ASSERT_EQ(virsh("net-create " + shellQuote(network_xml.string())).rfind("<virsh", 0),
             std::string::npos);
   const std::string base_volume = "echo-guest.raw";
-  ASSERT_TRUE(writeEchoGuestDisk(libvirtd.poolPath() / base_volume, 1 << 20));
-  std::filesystem::permissions(
-      libvirtd.poolPath() / base_volume,
-      std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
-          std::filesystem::perms::group_read | std::filesystem::perms::others_read);
-  ASSERT_EQ(libvirtd.volumes(), std::set<std::string>{base_volume}) << libvirtd.log();
+  ASSERT_TRUE(putEchoGuest(libvirtd, base_volume));
 
   vsphere::testing::Vcsim vcsim({}, address);
   vsphere::testing::Backend vcenter(vcsim);
@@ -2014,14 +2027,8 @@ class CapiTest : public FlowsTest {
   // CRDs before the suite's controller starts, which looks for them once.
   void SetUp() override {
     if (!attempted_) {
-      const std::string crds = std::string(BANLIEUE_SOURCE_DIR) +
-                               "/tests/integration/testdata/cluster-api-v1beta2-crds.yaml";
-      auto applied = cluster_.kubectl("apply --server-side --force-conflicts -f " + crds);
-      ASSERT_EQ(applied.exit_code, 0) << applied.output;
-      auto established = cluster_.kubectl(
-          "wait --for condition=Established --timeout=60s crd/clusters.cluster.x-k8s.io "
-          "crd/machines.cluster.x-k8s.io crd/machinedeployments.cluster.x-k8s.io");
-      ASSERT_EQ(established.exit_code, 0) << established.output;
+      auto installed = cluster_.installClusterApiCrds();
+      ASSERT_EQ(installed.exit_code, 0) << installed.output;
     }
     FlowsTest::SetUp();
   }
@@ -2286,13 +2293,7 @@ TEST_F(CapiTest, AMachineDeploymentLandsOnePerFailureDomainOnVcsimAndLibvirt) {
                                {.tls_address = address, .hostname = host + ".banlieue.test"}))
         << error;
     std::filesystem::permissions(libvirtd.poolPath(), traversable);
-    ASSERT_TRUE(writeEchoGuestDisk(libvirtd.poolPath() / base_volume, 1 << 20));
-    std::filesystem::permissions(
-        libvirtd.poolPath() / base_volume,
-        std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
-            std::filesystem::perms::group_read | std::filesystem::perms::others_read);
-    // Listing refreshes the pool: libvirt sees the file written behind its back.
-    ASSERT_EQ(libvirtd.volumes(), std::set<std::string>{base_volume}) << libvirtd.log();
+    ASSERT_TRUE(putEchoGuest(libvirtd, base_volume));
     providers += R"({"apiVersion":"v1","kind":"Secret","type":"kubernetes.io/tls",)"
                  R"("metadata":{"name":")" +
                  host + R"(-tls","namespace":")" + ns + R"("},"stringData":{"tls.crt":")" +

@@ -6,7 +6,6 @@
 // the place and names the bootstrap data, or says on the object why it waits.
 #include "host/kube/api_error.h"
 #include "tests/integration/controller_vm_fixture.h"
-#include "tests/support/build_paths.h"
 
 #include <gmock/gmock.h>
 
@@ -23,15 +22,8 @@ class CapiAdoptionTest : public ControllerVmTest {
  protected:
   // Before the fixture's controller starts: it looks for Cluster API's kinds once.
   static void SetUpTestSuite() {
-    auto& cluster = LocalCluster::shared();
-    const std::string crds = std::string(BANLIEUE_SOURCE_DIR) +
-                             "/tests/integration/testdata/cluster-api-v1beta2-crds.yaml";
-    auto applied = cluster.kubectl("apply --server-side --force-conflicts -f " + crds);
-    ASSERT_EQ(applied.exit_code, 0) << applied.output;
-    auto established = cluster.kubectl(
-        "wait --for condition=Established --timeout=60s crd/clusters.cluster.x-k8s.io "
-        "crd/machines.cluster.x-k8s.io crd/machinedeployments.cluster.x-k8s.io");
-    ASSERT_EQ(established.exit_code, 0) << established.output;
+    auto installed = LocalCluster::shared().installClusterApiCrds();
+    ASSERT_EQ(installed.exit_code, 0) << installed.output;
   }
 
   void SetUp() override {

@@ -187,6 +187,17 @@ CommandResult LocalCluster::installCrd(const std::string& file, const std::strin
   return kubectl("wait --for=condition=Established --timeout=60s crd/" + crd_name);
 }
 
+CommandResult LocalCluster::installClusterApiCrds() const {
+  // Server-side, forced: the tests that install them may run at once.
+  auto applied = kubectl("apply --server-side --force-conflicts -f " +
+                         shellQuote(std::string(build_paths::sourceDir()) +
+                                    "/tests/integration/testdata/cluster-api-v1beta2-crds.yaml"));
+  if (applied.exit_code != 0) return applied;
+  return kubectl(
+      "wait --for condition=Established --timeout=60s crd/clusters.cluster.x-k8s.io "
+      "crd/machines.cluster.x-k8s.io crd/machinedeployments.cluster.x-k8s.io");
+}
+
 CommandResult LocalCluster::kubectl(const std::string& args, std::chrono::seconds timeout) const {
   return runCommand(
       kubectlBinary() + " --kubeconfig " + shellQuote(kubeconfig_.string()) + " " + args, timeout);

@@ -71,6 +71,9 @@ class LocalCluster {
   // Applies the CRD file `file` (a plugin's own, as bootstrap would) and waits until the API
   // server serves `crd_name`; a non-zero exit code carries the failing step's output.
   CommandResult installCrd(const std::string& file, const std::string& crd_name) const;
+  // Cluster API core's v1beta2 Cluster, Machine and MachineDeployment CRDs
+  // (tests/integration/testdata), for the tests that play Cluster API core (issue #24).
+  CommandResult installClusterApiCrds() const;
 
   // Creates a fresh namespace named after the running test; deleted by ~TestNamespace.
   class TestNamespace {

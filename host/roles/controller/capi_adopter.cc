@@ -32,16 +32,6 @@ constexpr std::chrono::seconds kBootstrapDataPoll{10};
 // ... and while the controller may not read Secrets in the machine's namespace.
 constexpr std::chrono::seconds kNotAllowedPoll{60};
 
-// The condition of `object` of `type`, or null.
-const rapidjson::Value* typedCondition(const rapidjson::Value& object, const std::string& type) {
-  const auto* list = json::find(&object, "status.conditions");
-  if (list == nullptr || !list->IsArray()) return nullptr;
-  for (const auto& c : list->GetArray()) {
-    if (json::stringOr(&c, "type") == type) return &c;
-  }
-  return nullptr;
-}
-
 class AdoptionReconciler final : public runtime::Reconciler {
  public:
   AdoptionReconciler(kube::KubeClient& client, kube::ResourceType type, runtime::Informer& objects,
@@ -145,8 +135,8 @@ class AdoptionReconciler final : public runtime::Reconciler {
   // written only when it changes: what `kubectl describe` shows while the object waits.
   Status report(const rapidjson::Value& object, const Status& refusal) {
     const bool paused = refusal.reason() == capi::reasons::kPaused;
-    const auto* ready = typedCondition(object, "Ready");
-    const auto* paused_now = typedCondition(object, "Paused");
+    const auto* ready = runtime::condition(object, "Ready");
+    const auto* paused_now = runtime::condition(object, "Paused");
     if (ready != nullptr && json::stringOr(ready, "status") == "False" &&
         json::stringOr(ready, "reason") == refusal.reason() &&
         json::stringOr(ready, "message") == refusal.message() &&

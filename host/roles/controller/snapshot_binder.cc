@@ -24,15 +24,6 @@ bool isBinderReason(const std::string& reason) {
   return false;
 }
 
-const rapidjson::Value* condition(const rapidjson::Value& object, const std::string& type) {
-  const auto* conditions = json::find(&object, "status.conditions");
-  if (conditions == nullptr || !conditions->IsArray()) return nullptr;
-  for (const auto& c : conditions->GetArray()) {
-    if (json::stringOr(&c, "type") == type) return &c;
-  }
-  return nullptr;
-}
-
 // metadata.labels[key]: label keys hold dots and slashes, so not a json::find path.
 std::string label(const rapidjson::Value& object, const char* key) {
   const auto* labels = json::find(&object, "metadata.labels");
@@ -88,7 +79,7 @@ Result SnapshotBinder::reconcile(const runtime::Request& request) {
   auto binding = snapshot ? roles::bindSnapshot(*object, named.get())
                           : roles::bindRestore(*object, named.get());
   const std::string condition_type = snapshot ? "Ready" : "Complete";
-  const auto* current = condition(*object, condition_type);
+  const auto* current = runtime::condition(*object, condition_type);
 
   if (!binding.machine) {
     if (current != nullptr && json::stringOr(current, "reason") == binding.reason &&

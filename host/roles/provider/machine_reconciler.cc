@@ -12,8 +12,6 @@
 
 #include <banlieue/sdk/json.h>
 
-#include <algorithm>
-
 namespace banlieue::roles::provider {
 namespace {
 
@@ -42,13 +40,6 @@ void setMember(rapidjson::Document& doc, const char* name, rapidjson::Value valu
 // readiness on the VM itself (docs/adr/0047), so the provider's own "Provisioned" Event would be
 // the same news on an object its user does not look at. Infra objects made otherwise (Cluster
 // API, by hand) keep it.
-bool hasCondition(const rapidjson::Value& object, const char* type) {
-  const auto* conditions = json::find(&object, "status.conditions");
-  if (conditions == nullptr || !conditions->IsArray()) return false;
-  return std::any_of(conditions->Begin(), conditions->End(),
-                     [&](const auto& c) { return json::stringOr(&c, "type") == type; });
-}
-
 bool ownedByVirtualMachine(const rapidjson::Value& object) {
   const auto* owner = runtime::controllerReference(object);
   return owner != nullptr && json::stringOr(owner, "kind") == "VirtualMachine" &&
@@ -262,7 +253,7 @@ runtime::Result MachineReconciler::reconcile(const runtime::Request& request) {
   conditions.insert(conditions.begin(),
                     machineReady(in_progress, json::stringOr(&reply, "operation.description"),
                                  provisioned, conditions, generation));
-  if (hasCondition(o, "Paused")) {
+  if (runtime::condition(o, "Paused") != nullptr) {
     conditions.push_back({"Paused", "False", "NotPaused", "reconciling", generation});
   }
   setMember(status, "conditions",

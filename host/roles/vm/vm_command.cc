@@ -8,6 +8,8 @@
 #include "host/roles/controller/vm_reconciler.h"
 #include "host/roles/vm/console_command.h"
 
+#include "host/runtime/object_helpers.h"
+
 #include <banlieue/sdk/json.h>
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
@@ -84,17 +86,8 @@ std::string timeSuffix() {
   return text;
 }
 
-const rapidjson::Value* condition(const rapidjson::Value& object, const std::string& type) {
-  const auto* conditions = json::find(&object, "status.conditions");
-  if (conditions == nullptr || !conditions->IsArray()) return nullptr;
-  for (const auto& c : conditions->GetArray()) {
-    if (json::stringOr(&c, "type") == type) return &c;
-  }
-  return nullptr;
-}
-
 bool conditionIsTrue(const rapidjson::Value& object, const std::string& type) {
-  const auto* c = condition(object, type);
+  const auto* c = runtime::condition(object, type);
   return c != nullptr && json::stringOr(c, "status") == "True";
 }
 
@@ -277,7 +270,7 @@ int run(const Options& o, const Verb& verb) {
       // Progress: the condition's reason and message, when they change.
       std::string said;
       std::string reason;
-      if (const auto* c = condition(*object, target->condition)) {
+      if (const auto* c = runtime::condition(*object, target->condition)) {
         reason = json::stringOr(c, "reason");
         said = target->condition + "=" + json::stringOr(c, "status") + " " + reason + ": " +
                json::stringOr(c, "message");
