@@ -502,10 +502,26 @@ say "converged: $converge_json"
 scrape "$controller_url" "$logs/controller.1"
 scrape "$provider_url" "$logs/provider.1"
 
-say "steady state: counting writes for 60 s"
+# The file backend's own count of the calls that reached it (one line each in its directory's
+# `calls`), read through the provider's root in node mode: the backend's view, not the host's.
+if [ "$mode" = node ]; then
+  calls_file=/proc/$provider_pid/root$backend_dir/calls
+else
+  calls_file=$state/file-backend/calls
+fi
+backend_calls() { if [ -f "$calls_file" ]; then wc -l <"$calls_file"; else echo 0; fi; }
+calls_converged=$(backend_calls)
+cp "$calls_file" "$logs/backend-calls.1" 2>/dev/null || : >"$logs/backend-calls.1"
+
+say "steady state: counting writes and backend calls for 60 s"
 sleep 60
 scrape "$controller_url" "$logs/controller.2"
 scrape "$provider_url" "$logs/provider.2"
+calls_steady=$(($(backend_calls) - calls_converged))
+steady_calls_by_method=$(tail -n +$((calls_converged + 1)) "$calls_file" 2>/dev/null |
+  awk '{ n[$1]++ } END { for (m in n) print m, n[m] }' | counts_json)
+converge_calls_by_method=$(awk '{ n[$1]++ } END { for (m in n) print m, n[m] }' \
+  "$logs/backend-calls.1" | per_vm_json)
 
 # A role that restarted during the run would have reset its counters and its peak RSS.
 if [ "$mode" = node ]; then
@@ -604,6 +620,9 @@ cat <<JSON
   "steady_state_writes_60s": $(not_leases <<<"$steady_all" | total),
   "steady_state_lease_renewals_60s": $(grep '^leases ' <<<"$steady_all" | total),
   "steady_state_writes_by_resource": {"controller": $(counts_json <<<"$c_steady"), "provider": $(counts_json <<<"$p_steady")},
+  "backend_calls_per_vm": $converge_calls_by_method,
+  "steady_state_backend_calls_60s": $calls_steady,
+  "steady_state_backend_calls_by_method": $steady_calls_by_method,
   "controller_rss_mb": $controller_rss_mb,
   "provider_rss_mb": $provider_rss_mb,
   "startup_ms": {"controller": $controller_startup_ms, "provider": $provider_startup_ms},

@@ -5,6 +5,9 @@
 #include <vector>
 
 namespace banlieue::runtime {
+namespace {
+constexpr char kPhaseIndex[] = "readinessPhase";
+}  // namespace
 
 std::string readinessPhase(const rapidjson::Value& object) {
   namespace json = sdk::json;
@@ -22,21 +25,19 @@ std::string readinessPhase(const rapidjson::Value& object) {
 }
 
 MetricsCollector exportPhaseGauge(MetricsRegistry& registry, const std::string& name,
-                                  const std::string& help, const Informer& informer) {
+                                  const std::string& help, Informer& informer) {
+  informer.addIndexer(kPhaseIndex, [](const rapidjson::Value& object) {
+    return std::vector<std::string>{readinessPhase(object)};
+  });
   std::vector<Gauge*> gauges;
   gauges.reserve(kReadinessPhases.size());
   for (const char* phase : kReadinessPhases) {
     gauges.push_back(&registry.gauge(name, help, {{"phase", phase}}));
   }
   return registry.addCollector([gauges, &informer] {
-    std::vector<double> counts(kReadinessPhases.size(), 0);
-    for (const auto& object : informer.list()) {
-      std::string phase = readinessPhase(*object);
-      for (size_t i = 0; i < kReadinessPhases.size(); ++i) {
-        if (phase == kReadinessPhases[i]) ++counts[i];
-      }
+    for (size_t i = 0; i < gauges.size(); ++i) {
+      gauges[i]->set(static_cast<double>(informer.countByIndex(kPhaseIndex, kReadinessPhases[i])));
     }
-    for (size_t i = 0; i < gauges.size(); ++i) gauges[i]->set(counts[i]);
   });
 }
 

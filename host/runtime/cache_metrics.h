@@ -1,5 +1,6 @@
 // Gauges computed from an informer's cache when /metrics is scraped, so an object count never
-// drifts from the cache the way an increment per event could (a missed delete, a relist).
+// drifts from the cache the way an increment per event could (a missed delete, a relist). The
+// count comes from an index the informer keeps up to date: a scrape parses no object.
 #pragma once
 
 #include "host/common/metrics.h"
@@ -18,8 +19,9 @@ inline constexpr std::array<const char*, 4> kReadinessPhases{"Pending", "NotRead
 std::string readinessPhase(const rapidjson::Value& object);
 
 // <name>{phase} for each of kReadinessPhases (zero included), counting the informer's objects
-// at every scrape until the returned collector goes. The informer must outlive it.
+// at every scrape until the returned collector goes. Adds the index "readinessPhase", so it is
+// called before the informer runs. The informer must outlive the collector.
 MetricsCollector exportPhaseGauge(MetricsRegistry& registry, const std::string& name,
-                                  const std::string& help, const Informer& informer);
+                                  const std::string& help, Informer& informer);
 
 }  // namespace banlieue::runtime

@@ -5,6 +5,10 @@
 
 #include <banlieue/sdk/json.h>
 
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <algorithm>
 #include <random>
 #include <thread>
 
@@ -13,14 +17,28 @@ namespace {
 
 namespace json = sdk::json;
 
-// A cached object and the memory pool it lives in. RapidJSON's default pool starts with a
-// 64 KiB chunk, which made every small cached object cost ~6 KiB of RSS; small chunks bring a
-// ConfigMap down to its real size (bench/informer_bench.cc).
+// A parsed snapshot and the memory pool it lives in. RapidJSON's default pool starts with a
+// 64 KiB chunk; a chunk sized to the text (a parsed document takes 2-3 times its text) makes
+// one allocation of most objects.
 struct Snapshot {
-  static constexpr size_t kChunkBytes = 1024;
-  rapidjson::MemoryPoolAllocator<> pool{kChunkBytes};
+  explicit Snapshot(size_t text_bytes) : pool(std::max<size_t>(1024, 3 * text_bytes)) {}
+  rapidjson::MemoryPoolAllocator<> pool;
   rapidjson::Document document{&pool};
 };
+
+Object parseSnapshot(const std::string& text) {
+  auto owner = std::make_shared<Snapshot>(text.size());
+  // The text was written by this process from a parsed document: it parses.
+  owner->document.Parse(text.data(), text.size());
+  return Object(owner, &owner->document);  // shares ownership of the whole snapshot
+}
+
+std::string compactText(const rapidjson::Value& object) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
+  object.Accept(writer);
+  return {buffer.GetString(), buffer.GetSize()};  // exact size: the buffer's slack stays behind
+}
 
 constexpr char kLastAppliedAnnotation[] = "kubectl.kubernetes.io/last-applied-configuration";
 
@@ -51,11 +69,11 @@ std::vector<std::string> ownerIndex(const rapidjson::Value& object) {
 
 }  // namespace
 
-Object Informer::snapshot(rapidjson::Value& object) const {
+Informer::Received Informer::receive(rapidjson::Value& object) const {
   if (!options_.keep_write_bookkeeping) dropWriteBookkeeping(object);
-  auto owner = std::make_shared<Snapshot>();
-  owner->document.CopyFrom(object, owner->pool);
-  return Object(owner, &owner->document);  // shares ownership of the whole snapshot
+  return {.key = objectKey(object),
+          .resource_version = json::stringOr(&object, "metadata.resourceVersion"),
+          .text = compactText(object)};
 }
 
 std::string objectKey(const rapidjson::Value& object) {
@@ -86,30 +104,77 @@ void Informer::addIndexer(const std::string& name, IndexFunc index) {
 }
 
 Object Informer::get(const std::string& key) const {
-  std::shared_lock lock(mutex_);
-  auto it = items_.find(key);
-  return it == items_.end() ? nullptr : it->second;
+  std::string text;
+  {
+    std::shared_lock lock(mutex_);
+    auto it = items_.find(key);
+    if (it == items_.end()) return nullptr;
+    text = it->second;
+  }
+  return parseSnapshot(text);  // outside the lock: writers do not wait for readers' parses
 }
 
 std::vector<Object> Informer::list() const {
-  std::shared_lock lock(mutex_);
+  std::vector<std::string> texts;
+  {
+    std::shared_lock lock(mutex_);
+    texts.reserve(items_.size());
+    for (const auto& [key, text] : items_) texts.push_back(text);
+  }
   std::vector<Object> out;
-  out.reserve(items_.size());
-  for (const auto& [key, object] : items_) out.push_back(object);
+  out.reserve(texts.size());
+  for (const auto& text : texts) out.push_back(parseSnapshot(text));
   return out;
 }
 
 std::vector<Object> Informer::byIndex(const std::string& index, const std::string& value) const {
-  std::shared_lock lock(mutex_);
-  std::vector<Object> out;
-  auto idx = indexes_.find(index);
-  if (idx == indexes_.end()) return out;
-  auto keys = idx->second.find(value);
-  if (keys == idx->second.end()) return out;
-  for (const auto& key : keys->second) {
-    if (auto it = items_.find(key); it != items_.end()) out.push_back(it->second);
+  std::vector<std::string> texts;
+  {
+    std::shared_lock lock(mutex_);
+    auto idx = indexes_.find(index);
+    if (idx == indexes_.end()) return {};
+    auto keys = idx->second.find(value);
+    if (keys == idx->second.end()) return {};
+    texts.reserve(keys->second.size());
+    for (const auto& key : keys->second) {
+      if (auto it = items_.find(key); it != items_.end()) texts.push_back(it->second);
+    }
   }
+  std::vector<Object> out;
+  out.reserve(texts.size());
+  for (const auto& text : texts) out.push_back(parseSnapshot(text));
   return out;
+}
+
+std::vector<std::string> Informer::keys() const {
+  std::shared_lock lock(mutex_);
+  std::vector<std::string> out;
+  out.reserve(items_.size());
+  for (const auto& [key, text] : items_) out.push_back(key);
+  return out;
+}
+
+std::vector<std::string> Informer::keysByIndex(const std::string& index,
+                                               const std::string& value) const {
+  std::shared_lock lock(mutex_);
+  auto idx = indexes_.find(index);
+  if (idx == indexes_.end()) return {};
+  auto keys = idx->second.find(value);
+  if (keys == idx->second.end()) return {};
+  return {keys->second.begin(), keys->second.end()};
+}
+
+size_t Informer::countByIndex(const std::string& index, const std::string& value) const {
+  std::shared_lock lock(mutex_);
+  auto idx = indexes_.find(index);
+  if (idx == indexes_.end()) return 0;
+  auto keys = idx->second.find(value);
+  return keys == idx->second.end() ? 0 : keys->second.size();
+}
+
+size_t Informer::size() const {
+  std::shared_lock lock(mutex_);
+  return items_.size();
 }
 
 std::string Informer::lastResourceVersion() const {
@@ -136,22 +201,26 @@ void Informer::indexLocked(const std::string& key, const rapidjson::Value& objec
   }
 }
 
-void Informer::upsert(const Object& object) {
-  std::string key = objectKey(*object);
+void Informer::upsert(Received received) {
   Object old;
+  Object current;
   {
     std::unique_lock lock(mutex_);
-    auto it = items_.find(key);
+    auto it = items_.find(received.key);
     if (it != items_.end()) {
-      old = it->second;
-      indexLocked(key, *old, false);
+      old = parseSnapshot(it->second);
+      indexLocked(received.key, *old, false);
+      it->second = std::move(received.text);
+    } else {
+      it = items_.emplace(received.key, std::move(received.text)).first;
     }
-    items_[key] = object;
-    indexLocked(key, *object, true);
+    // What the indexers and the handlers see is what the cache holds, parsed back.
+    current = parseSnapshot(it->second);
+    indexLocked(received.key, *current, true);
   }
   for (const auto& h : handlers_) {
-    if (old && h.on_update) h.on_update(old, object);
-    if (!old && h.on_add) h.on_add(object);
+    if (old && h.on_update) h.on_update(old, current);
+    if (!old && h.on_add) h.on_add(current);
   }
 }
 
@@ -161,7 +230,7 @@ void Informer::erase(const std::string& key) {
     std::unique_lock lock(mutex_);
     auto it = items_.find(key);
     if (it == items_.end()) return;
-    old = it->second;
+    old = parseSnapshot(it->second);
     indexLocked(key, *old, false);
     items_.erase(it);
   }
@@ -171,7 +240,7 @@ void Informer::erase(const std::string& key) {
 }
 
 Status Informer::listAndReplace() {
-  std::map<std::string, Object> fresh;
+  std::map<std::string, Received> fresh;
   std::string continue_token;
   std::string version;
   do {
@@ -193,8 +262,9 @@ Status Informer::listAndReplace() {
           item.AddMember("apiVersion", json::stringValue(api_version, a), a);
         if (!item.HasMember("kind") && !kind.empty())
           item.AddMember("kind", json::stringValue(kind, a), a);
-        auto object = snapshot(item);
-        fresh[objectKey(*object)] = object;
+        auto received = receive(item);
+        std::string key = received.key;
+        fresh.insert_or_assign(std::move(key), std::move(received));
       }
     }
     continue_token = json::stringOr(&*page, "metadata.continue");
@@ -204,19 +274,25 @@ Status Informer::listAndReplace() {
   std::vector<std::string> vanished;
   {
     std::shared_lock lock(mutex_);
-    for (const auto& [key, object] : items_) {
+    for (const auto& [key, text] : items_) {
       if (fresh.count(key) == 0) vanished.push_back(key);
     }
   }
   for (const auto& key : vanished) erase(key);
-  for (auto& [key, object] : fresh) {
-    Object current = get(key);
-    // Unchanged objects (same resourceVersion) raise no update.
-    if (current && json::stringOr(current.get(), "metadata.resourceVersion") ==
-                       json::stringOr(object.get(), "metadata.resourceVersion")) {
-      continue;
+  for (auto& [key, received] : fresh) {
+    // Unchanged objects (the same resourceVersion) raise no update. A relist is rare: the
+    // parse of each cached object it costs is not worth a resourceVersion kept per object.
+    std::string cached_text;
+    {
+      std::shared_lock lock(mutex_);
+      if (auto it = items_.find(key); it != items_.end()) cached_text = it->second;
     }
-    upsert(object);
+    if (!cached_text.empty()) {
+      auto cached = parseSnapshot(cached_text);
+      if (json::stringOr(cached.get(), "metadata.resourceVersion") == received.resource_version)
+        continue;
+    }
+    upsert(std::move(received));
   }
   std::unique_lock lock(mutex_);
   resource_version_ = version;
@@ -238,7 +314,7 @@ Status Informer::watchOnce(const std::atomic<bool>& stop) {
       [&](kube::WatchEvent& event) {
         std::string version = json::stringOr(&event.object, "metadata.resourceVersion");
         if (event.type == "ADDED" || event.type == "MODIFIED") {
-          upsert(snapshot(event.object));
+          upsert(receive(event.object));
         } else if (event.type == "DELETED") {
           erase(objectKey(event.object));
         }

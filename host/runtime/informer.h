@@ -3,8 +3,12 @@
 //  - a watch that ends (server timeout) resumes from the last seen resourceVersion;
 //  - 410 Gone (history compacted) relists and reports objects that vanished as deletions;
 //  - other failures back off exponentially with jitter (0.8 s doubling to 30 s);
-//  - the cache holds immutable snapshots (shared_ptr<const Document>) indexed by key
-//    ("ns/name"), namespace, owner UID and any indexer added before run();
+//  - the cache keeps each object as its compact JSON text, indexed by key ("ns/name"),
+//    namespace, owner UID and any indexer added before run(); get(), list() and byIndex()
+//    parse the text into an immutable snapshot (shared_ptr<const Document>) owned by the
+//    caller. A parsed document takes 2-3 times its text, so parsing on read is what keeps a
+//    cache of 10,000 objects small (docs/adr/0051); the keys alone (keys(), keysByIndex(),
+//    countByIndex()) cost no parse;
 //  - unless told otherwise, snapshots leave out metadata.managedFields and kubectl's
 //    last-applied-configuration annotation (see InformerOptions::keep_write_bookkeeping);
 //  - handlers see add / update(old, new) / delete; has_synced() turns true after the first
@@ -78,17 +82,31 @@ class Informer {
   void run(const std::atomic<bool>& stop);
 
   bool hasSynced() const { return synced_.load(); }
+  // Each returned object is parsed for the caller: list() and byIndex() cost one parse per
+  // object, so a caller that needs only keys or a count asks for those.
   Object get(const std::string& key) const;
   std::vector<Object> list() const;
   std::vector<Object> byIndex(const std::string& index, const std::string& value) const;
+  std::vector<std::string> keys() const;
+  std::vector<std::string> keysByIndex(const std::string& index, const std::string& value) const;
+  size_t countByIndex(const std::string& index, const std::string& value) const;
+  size_t size() const;
   std::string lastResourceVersion() const;
   InformerStats stats() const;
 
  private:
-  Object snapshot(rapidjson::Value& object) const;
+  // What the cache stores of a received object: its key and its text, the bookkeeping
+  // dropped. A list keeps only these until it is complete, so a relist of N objects never
+  // holds N parsed documents.
+  struct Received {
+    std::string key;
+    std::string resource_version;
+    std::string text;
+  };
+  Received receive(rapidjson::Value& object) const;
   Status listAndReplace();
   Status watchOnce(const std::atomic<bool>& stop);
-  void upsert(const Object& object);
+  void upsert(Received received);
   void erase(const std::string& key);
   void indexLocked(const std::string& key, const rapidjson::Value& object, bool add);
   void backoff(const std::atomic<bool>& stop, int& failures);
@@ -101,7 +119,7 @@ class Informer {
   std::map<std::string, IndexFunc> indexers_;
 
   mutable std::shared_mutex mutex_;
-  std::map<std::string, Object> items_;
+  std::map<std::string, std::string> items_;  // key -> compact JSON text
   std::map<std::string, std::map<std::string, std::set<std::string>>>
       indexes_;  // index -> value -> keys
   std::string resource_version_;

@@ -172,6 +172,40 @@ TEST(InformerTest, IndexesByNamespaceOwnerAndCustomFunctions) {
   EXPECT_EQ(informer.byIndex("tier", "gold").size(), 1u)
       << "b moved to silver and left the gold index";
   EXPECT_EQ(informer.byIndex("tier", "silver").size(), 1u);
+  EXPECT_THAT(informer.keysByIndex("tier", "gold"), ElementsAre("ns/a"))
+      << "keys come from the index alone";
+  EXPECT_EQ(informer.countByIndex("namespace", "ns"), 3u);
+  EXPECT_EQ(informer.countByIndex("tier", "bronze"), 0u);
+  EXPECT_TRUE(informer.keysByIndex("no-such-index", "x").empty());
+  EXPECT_THAT(informer.keys(), ElementsAre("ns/a", "ns/b", "ns/c"));
+  EXPECT_EQ(informer.size(), 3u);
+}
+
+// The cache keeps compact text and parses it for each reader (ADR 0051): what a reader gets is
+// the whole object as received (its bookkeeping aside), and its own copy.
+TEST(InformerTest, EachReadIsACompleteParsedCopy) {
+  ScriptedClient client;
+  std::atomic<bool> stop{false};
+  client.stop = &stop;
+  const std::string spec =
+      R"(,"labels":{"a":"b"}},"spec":{"n":1.5,"list":[1,"two",null,true],"nested":{"s":"\u00e9\"q\""})";
+  client.list_pages = {page({cm("a", "1", spec)}, "1")};
+  client.watches.push_back({{}, Status::ok(), true});
+  Informer informer(client, kube::resources::kConfigMap, {});
+  informer.run(stop);
+  auto first = informer.get("ns/a");
+  auto second = informer.get("ns/a");
+  ASSERT_NE(first, nullptr);
+  ASSERT_NE(second, nullptr);
+  EXPECT_NE(first.get(), second.get()) << "each reader owns its parsed copy";
+  EXPECT_EQ(json::serialize(*first), json::serialize(*second));
+  EXPECT_EQ(json::stringOr(first.get(), "metadata.labels.a"), "b");
+  EXPECT_EQ(json::stringOr(first.get(), "spec.nested.s"), "\u00e9\"q\"");
+  const auto* list = json::find(first.get(), "spec.list");
+  ASSERT_NE(list, nullptr);
+  ASSERT_TRUE(list->IsArray());
+  EXPECT_EQ(list->Size(), 4u);
+  EXPECT_DOUBLE_EQ(json::find(first.get(), "spec.n")->GetDouble(), 1.5);
 }
 
 }  // namespace

@@ -273,15 +273,14 @@ CapiAdoption::CapiAdoption(kube::KubeClient& client, std::string ns, CapiAdoptio
     runtime::Informer* objects = k->informer.get();
     k->controller->watch(*objects);
     k->controller->watchMapped(*machines_, [objects](const runtime::Object& machine) {
-      return runtime::objectKeys(objects->byIndex("machine", runtime::objectKey(*machine)));
+      return objects->keysByIndex("machine", runtime::objectKey(*machine));
     });
     k->controller->watchMapped(*clusters_, [objects](const runtime::Object& cluster) {
-      return runtime::objectKeys(objects->byIndex("cluster", runtime::objectKey(*cluster)));
+      return objects->keysByIndex("cluster", runtime::objectKey(*cluster));
     });
     // A Provider's failure domains and an InfraCluster's selection decide the place.
     auto by_namespace = [objects](const runtime::Object& changed) {
-      return runtime::objectKeys(
-          objects->byIndex("namespace", json::stringOr(changed.get(), "metadata.namespace")));
+      return objects->keysByIndex("namespace", json::stringOr(changed.get(), "metadata.namespace"));
     };
     k->controller->watchMapped(*inputs_.providers, by_namespace);
     for (const auto& [cluster_kind, informer] : inputs_.infra_clusters) {

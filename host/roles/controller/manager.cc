@@ -32,6 +32,7 @@ Manager::Manager(kube::KubeClient& client, ManagerOptions options)
   vms_->addIndexer("providerClass", [](const rapidjson::Value& vm) {
     return std::vector<std::string>{json::stringOr(&vm, "status.scheduled.providerClass")};
   });
+  vms_->addIndexer(kPoolMemberIndex, poolOfMember);
   classes_ =
       std::make_unique<runtime::Informer>(client_, resources::kVMClass, runtime::InformerOptions{});
   images_ =
@@ -68,25 +69,22 @@ Manager::Manager(kube::KubeClient& client, ManagerOptions options)
 
   controller_->watch(*vms_);
   controller_->watchMapped(*classes_, [this](const runtime::Object& vm_class) {
-    return runtime::objectKeys(
-        vms_->byIndex("class", json::stringOr(vm_class.get(), "metadata.name")));
+    return vms_->keysByIndex("class", json::stringOr(vm_class.get(), "metadata.name"));
   });
   controller_->watchMapped(*images_, [this](const runtime::Object& image) {
-    return runtime::objectKeys(
-        vms_->byIndex("image", json::stringOr(image.get(), "metadata.name")));
+    return vms_->keysByIndex("image", json::stringOr(image.get(), "metadata.name"));
   });
   // Selectors match on Provider labels and capabilities come from its status: every VM of the
   // Provider's namespace may be affected.
   controller_->watchMapped(*providers_, [this](const runtime::Object& provider) {
-    return runtime::objectKeys(
-        vms_->byIndex("namespace", json::stringOr(provider.get(), "metadata.namespace")));
+    return vms_->keysByIndex("namespace", json::stringOr(provider.get(), "metadata.namespace"));
   });
   // A ProviderClass publishing its machineKind unblocks the VMs placed (or waiting) on it; VMs
   // not placed yet carry an empty providerClass index value.
   controller_->watchMapped(*provider_classes_, [this](const runtime::Object& provider_class) {
-    auto keys = runtime::objectKeys(
-        vms_->byIndex("providerClass", json::stringOr(provider_class.get(), "metadata.name")));
-    auto unplaced = runtime::objectKeys(vms_->byIndex("providerClass", ""));
+    auto keys =
+        vms_->keysByIndex("providerClass", json::stringOr(provider_class.get(), "metadata.name"));
+    auto unplaced = vms_->keysByIndex("providerClass", "");
     keys.insert(keys.end(), unplaced.begin(), unplaced.end());
     return keys;
   });
@@ -97,8 +95,8 @@ Manager::Manager(kube::KubeClient& client, ManagerOptions options)
       "vmimage", *image_reconciler_, runtime::ControllerOptions{.workers = 1});
   image_controller_->watch(*images_);
   // A Provider appearing or going changes which rows count.
-  image_controller_->watchMapped(
-      *providers_, [this](const runtime::Object&) { return runtime::objectKeys(images_->list()); });
+  image_controller_->watchMapped(*providers_,
+                                 [this](const runtime::Object&) { return images_->keys(); });
   if (options_.ns.empty()) {
     class_reconciler_ = std::make_unique<ClassStatusReconciler>(client_, *classes_, *providers_);
     class_controller_ = std::make_unique<runtime::Controller>(
@@ -106,9 +104,8 @@ Manager::Manager(kube::KubeClient& client, ManagerOptions options)
     class_controller_->watch(*classes_, runtime::Controller::Updates::kIgnoreStatusOnly);
     // A Provider's failure domains decide which classes it serves. Its own status changes
     // (conditions, heartbeats) map too; the reconciler writes only when a class's status moves.
-    class_controller_->watchMapped(*providers_, [this](const runtime::Object&) {
-      return runtime::objectKeys(classes_->list());
-    });
+    class_controller_->watchMapped(*providers_,
+                                   [this](const runtime::Object&) { return classes_->keys(); });
   }
   setUpClusters();
   setUpSnapshots();
@@ -119,15 +116,7 @@ Manager::Manager(kube::KubeClient& client, ManagerOptions options)
       "virtualmachinepool", *pool_reconciler_, runtime::ControllerOptions{.workers = 1});
   pool_controller_->watch(*pools_);
   // Members are found by label, not owner: a claim re-parents its member.
-  pool_controller_->watchMapped(*vms_, [](const runtime::Object& vm) {
-    const auto* labels = json::find(vm.get(), "metadata.labels");
-    std::vector<std::string> keys;
-    if (labels == nullptr || !labels->IsObject()) return keys;
-    auto it = labels->FindMember(kPoolLabel);
-    if (it != labels->MemberEnd() && it->value.IsString())
-      keys.push_back(json::stringOr(vm.get(), "metadata.namespace") + "/" + it->value.GetString());
-    return keys;
-  });
+  pool_controller_->watchMapped(*vms_, [](const runtime::Object& vm) { return poolOfMember(*vm); });
   // A new revision of a template's image recycles the pool's members.
   pool_controller_->watchMapped(*images_, [this](const runtime::Object& image) {
     const std::string name = json::stringOr(image.get(), "metadata.name");
@@ -183,8 +172,8 @@ void Manager::setUpClusters() {
     c.controller->watch(*c.clusters);
     runtime::Informer* clusters = c.clusters.get();
     c.controller->watchMapped(*providers_, [clusters](const runtime::Object& provider) {
-      return runtime::objectKeys(
-          clusters->byIndex("namespace", json::stringOr(provider.get(), "metadata.namespace")));
+      return clusters->keysByIndex("namespace",
+                                   json::stringOr(provider.get(), "metadata.namespace"));
     });
     clusters_.push_back(std::move(c));
   }

@@ -61,6 +61,14 @@ std::string imageRevision(const rapidjson::Value& image) {
   return fmt::format("{:016x}", common::fnv1a64(content)).substr(0, 10);
 }
 
+std::vector<std::string> poolOfMember(const rapidjson::Value& vm) {
+  const auto* labels = json::find(&vm, "metadata.labels");
+  if (labels == nullptr || !labels->IsObject()) return {};
+  auto it = labels->FindMember(kPoolLabel);
+  if (it == labels->MemberEnd() || !it->value.IsString()) return {};
+  return {json::stringOr(&vm, "metadata.namespace") + "/" + it->value.GetString()};
+}
+
 Result PoolReconciler::reconcile(const runtime::Request& request) {
   auto log = common::logger("controller.pool");
   std::string key = request.key();
@@ -84,13 +92,7 @@ Result PoolReconciler::reconcile(const runtime::Request& request) {
     }
   }
   std::vector<Member> members;
-  for (const auto& vm_object : vms_.byIndex("namespace", ns)) {
-    auto labels = json::find(vm_object.get(), "metadata.labels");
-    if (labels == nullptr || !labels->IsObject()) continue;
-    auto pool_label = labels->FindMember(kPoolLabel);
-    if (pool_label == labels->MemberEnd() || !pool_label->value.IsString() ||
-        pool.metadata.name != pool_label->value.GetString())
-      continue;
+  for (const auto& vm_object : vms_.byIndex(kPoolMemberIndex, key)) {
     auto vm = api::fromJson<api::VirtualMachine>(json::serialize(*vm_object));
     if (!vm.ok()) continue;
     Member member;

@@ -13,6 +13,7 @@
 #include "host/runtime/write_expectations.h"
 
 #include <string>
+#include <vector>
 
 namespace banlieue::controller {
 
@@ -31,6 +32,11 @@ std::string imageRevision(const rapidjson::Value& image);
 inline std::string unclaimedMemberSelector(const std::string& pool_name) {
   return std::string(kPoolLabel) + "=" + pool_name + ",!" + kClaimLabel;
 }
+
+// The VM informer's index of pool members: "<namespace>/<pool>" from the pool label. Added by
+// whoever builds the VM informer (addPoolMemberIndex), read by the reconciler and the watch.
+inline constexpr const char* kPoolMemberIndex = "poolMember";
+std::vector<std::string> poolOfMember(const rapidjson::Value& vm);
 
 class PoolReconciler final : public runtime::Reconciler {
  public:

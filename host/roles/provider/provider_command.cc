@@ -293,7 +293,7 @@ int runProvider(const Options& o) {
     image_controller.watchMapped(import_pods, image_of);
     image_controller.watchMapped(providers, [&images](const runtime::Object&) {
       std::vector<std::string> keys;
-      for (const auto& image : images.list()) keys.push_back(runtime::objectKey(*image));
+      for (auto& key : images.keys()) keys.push_back(std::move(key));
       return keys;
     });
 
@@ -394,16 +394,10 @@ int runProvider(const Options& o) {
     session.onConnected(
         [&machine_kinds, &snapshots, &restores, &snapshot_controller, &restore_controller] {
           for (auto& k : machine_kinds) {
-            for (const auto& object : k.informer->list()) {
-              k.controller->enqueue(runtime::objectKey(*object));
-            }
+            for (const auto& key : k.informer->keys()) k.controller->enqueue(key);
           }
-          for (const auto& object : snapshots.list()) {
-            snapshot_controller.enqueue(runtime::objectKey(*object));
-          }
-          for (const auto& object : restores.list()) {
-            restore_controller.enqueue(runtime::objectKey(*object));
-          }
+          for (const auto& key : snapshots.keys()) snapshot_controller.enqueue(key);
+          for (const auto& key : restores.keys()) restore_controller.enqueue(key);
         });
     // Consoles, for as long as this process leads (docs/adr/0040). One that cannot listen
     // leaves the reconcilers running: machines matter more than their consoles.
