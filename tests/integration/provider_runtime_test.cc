@@ -246,35 +246,6 @@ spec: {providerRef: {name: someone-else}, cpus: 1, memoryMiB: 128}
   EXPECT_FALSE(fs::exists(backend_dir_ / (ns_->name() + "_other.json")));
 }
 
-// Issue #23: a machine at rest costs its backend nothing. The passes the provider's own writes
-// cause (finalizer, providerID, status) make no plugin call; a change of its inputs makes one.
-// The file backend counts the calls that reach it (its `calls` file).
-TEST_F(ProviderRuntimeTest, AMachineAtRestGetsNoBackendCallUntilItsInputsChange) {
-  applyClassAndProvider();
-  startProvider();
-  applyMachine("vm1");
-  ASSERT_TRUE(waitFor("filemachine/vm1", "Ready")) << diagnostics();
-  const std::string call = "reconcile " + ns_->name() + "/vm1";
-  auto calls = [&] { return countLines(readFile(backend_dir_ / "calls"), call); };
-  std::this_thread::sleep_for(3s);  // every pass our own writes cause has run by now
-  EXPECT_EQ(calls(), 1) << "one call made the machine; our own writes call nothing\n"
-                        << readFile(backend_dir_ / "calls") << diagnostics();
-
-  auto annotated =
-      cluster_.kubectl("annotate filemachine vm1 banlieue.test/poke=1 -n " + ns_->name());
-  ASSERT_EQ(annotated.exit_code, 0) << annotated.output;
-  EXPECT_TRUE(LocalCluster::eventually([&] { return calls() == 2; }))
-      << "an annotation is an input: one call\n"
-      << readFile(backend_dir_ / "calls");
-  applyMachine("vm1", "PoweredOff");
-  EXPECT_TRUE(LocalCluster::eventually([&] {
-    return jsonpath("filemachine vm1", "{.status.observedPowerState}") == "PoweredOff";
-  })) << diagnostics();
-  std::this_thread::sleep_for(3s);
-  EXPECT_EQ(calls(), 3) << "a spec change: one call, and none for the writes it caused\n"
-                        << readFile(backend_dir_ / "calls");
-}
-
 // Cluster API's pause (issue #24, docs/adr/0050): with cluster.x-k8s.io/paused on it, a machine
 // gets no backend call, not even its deletion, and says Paused; the annotation's removal
 // resumes it.

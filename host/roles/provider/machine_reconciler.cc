@@ -2,7 +2,6 @@
 
 #include "host/api/capi_contract.h"
 #include "host/api/provider.h"
-#include "host/common/fnv_hash.h"
 #include "host/common/logging.h"
 #include "host/plugin/payload_schemas.h"
 #include "host/plugin/status_policy.h"
@@ -135,7 +134,6 @@ runtime::Result MachineReconciler::reconcile(const runtime::Request& request) {
   auto object = machines_.get(request.key());
   if (!object) {
     releaseCreateSlot(request.key());
-    forgetInSync(request.key());
     return runtime::Result::done();
   }
   const rapidjson::Value& o = *object;
@@ -149,7 +147,6 @@ runtime::Result MachineReconciler::reconcile(const runtime::Request& request) {
   if (runtime::hasAnnotation(o, api::kPausedAnnotation)) return paused(o);
   bool deleting = json::find(&o, "metadata.deletionTimestamp") != nullptr;
   if (deleting) {
-    forgetInSync(request.key());
     if (!runtime::hasFinalizer(o, context_.finalizer())) {
       releaseCreateSlot(request.key());
       return runtime::Result::done();
@@ -185,12 +182,6 @@ runtime::Result MachineReconciler::reconcile(const runtime::Request& request) {
     releaseCreateSlot(request.key());
     return failed(o, user_data.status(), false);
   }
-  const std::string provider_id_before = json::stringOr(&o, "spec.providerID");
-  if (json::stringOr(&o, "status.operationToken").empty()) {
-    if (auto wait = inSync(request.key(), inputsFingerprint(o, provider_id_before, *user_data)))
-      return *wait;
-  }
-  forgetInSync(request.key());
   auto machine_lock = context_.lockMachine(uid);  // a snapshot call on it waits
   auto result = instance->reconcile(kind_, callRequest(o, *user_data),
                                     context_.callOptions(uid, describe(o), generationOf(o)));
@@ -276,58 +267,7 @@ runtime::Result MachineReconciler::reconcile(const runtime::Request& request) {
                              ? runtime::Result::requeueAfter(plugin::clampRequeueHint(
                                    result.outcome.requeue_after_ms, options_.resync))
                              : runtime::Result::requeueAfter(options_.resync);
-  auto written = writeStatus(o, status, next);
-  if (!in_progress && !written.failed()) {
-    recordInSync(
-        request.key(),
-        inputsFingerprint(o, provider_id.empty() ? provider_id_before : provider_id, *user_data),
-        next);
-  }
-  return written;
-}
-
-uint64_t MachineReconciler::inputsFingerprint(const rapidjson::Value& object,
-                                              const std::string& provider_id,
-                                              const std::optional<UserData>& user_data) const {
-  rapidjson::Document spec(rapidjson::kObjectType);
-  auto& a = spec.GetAllocator();
-  if (const auto* s = json::member(&object, "spec"); s != nullptr && s->IsObject()) {
-    spec.CopyFrom(*s, a);
-  }
-  spec.RemoveMember("providerID");
-  spec.AddMember("providerID", json::stringValue(provider_id, a), a);
-  std::string inputs = json::serialize(spec);
-  for (const char* path : {"metadata.labels", "metadata.annotations"}) {
-    if (const auto* v = json::find(&object, path)) inputs += "\n" + json::serialize(*v);
-  }
-  if (auto provider = providers_.get(context_.provider_namespace + "/" + context_.provider_name)) {
-    inputs +=
-        "\n" + std::to_string(json::integer(provider.get(), "metadata.generation").value_or(0));
-  }
-  if (user_data) inputs += "\n" + user_data->format + "\n" + user_data->text;
-  return common::fnv1a64(inputs);
-}
-
-std::optional<runtime::Result> MachineReconciler::inSync(const std::string& key,
-                                                         uint64_t fingerprint) {
-  std::lock_guard lock(in_sync_mutex_);
-  auto it = in_sync_.find(key);
-  if (it == in_sync_.end() || it->second.fingerprint != fingerprint) return std::nullopt;
-  auto now = std::chrono::steady_clock::now();
-  if (now >= it->second.due) return std::nullopt;
-  return runtime::Result::requeueAfter(
-      std::chrono::ceil<std::chrono::milliseconds>(it->second.due - now));
-}
-
-void MachineReconciler::recordInSync(const std::string& key, uint64_t fingerprint,
-                                     const runtime::Result& next) {
-  std::lock_guard lock(in_sync_mutex_);
-  in_sync_[key] = {fingerprint, std::chrono::steady_clock::now() + next.requeueAfterDelay()};
-}
-
-void MachineReconciler::forgetInSync(const std::string& key) {
-  std::lock_guard lock(in_sync_mutex_);
-  in_sync_.erase(key);
+  return writeStatus(o, status, next);
 }
 
 runtime::Result MachineReconciler::finalize(const rapidjson::Value& object) {
@@ -527,7 +467,6 @@ runtime::Result MachineReconciler::paused(const rapidjson::Value& object) {
 
 runtime::Result MachineReconciler::failed(const rapidjson::Value& object, const Status& failure,
                                           bool deleting, bool* reported) {
-  forgetInSync(runtime::objectKey(object));  // the next pass calls the plugin again
   auto policy = plugin::policyFor(static_cast<banlieue_status>(failure.code()));
   auto status = currentStatus(object);
   auto& a = status.GetAllocator();

@@ -13,9 +13,7 @@
 #include "host/runtime/write_expectations.h"
 
 #include <chrono>
-#include <cstdint>
 #include <functional>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -66,17 +64,6 @@ class MachineReconciler final : public runtime::Reconciler {
                          bool* reported = nullptr);
   // Paused=True on an object Cluster API paused; nothing else happens to it.
   runtime::Result paused(const rapidjson::Value& object);
-  // What a reconcile call is given besides the status: the spec (with `provider_id` as its
-  // providerID), labels, annotations, the Provider's generation and the userData.
-  uint64_t inputsFingerprint(const rapidjson::Value& object, const std::string& provider_id,
-                             const std::optional<UserData>& user_data) const;
-  // While an object's inputs are those of its last completed call and that call's next pass
-  // (the resync, or the plugin's own hint) is not due, another call would only repeat it: the
-  // passes our own writes cause (finalizer, providerID, status) make no backend call
-  // (issue #23: no backend call at rest). Forgotten on any failure, deletion or restart.
-  std::optional<runtime::Result> inSync(const std::string& key, uint64_t fingerprint);
-  void recordInSync(const std::string& key, uint64_t fingerprint, const runtime::Result& next);
-  void forgetInSync(const std::string& key);
 
   RuntimeContext& context_;
   kube::ResourceType type_;
@@ -89,12 +76,6 @@ class MachineReconciler final : public runtime::Reconciler {
   // The creates running at the backend, counted once from the synced cache before any new
   // one starts (after a restart: every unprovisioned object with an operation token).
   std::once_flag running_creates_counted_;
-  struct InSync {
-    uint64_t fingerprint;
-    std::chrono::steady_clock::time_point due;  // the pass the last call asked for
-  };
-  std::mutex in_sync_mutex_;
-  std::map<std::string, InSync> in_sync_;  // by object key
 };
 
 }  // namespace banlieue::roles::provider
