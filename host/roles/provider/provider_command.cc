@@ -291,11 +291,8 @@ int runProvider(const Options& o) {
     };
     image_controller.watchMapped(import_jobs, image_of);
     image_controller.watchMapped(import_pods, image_of);
-    image_controller.watchMapped(providers, [&images](const runtime::Object&) {
-      std::vector<std::string> keys;
-      for (auto& key : images.keys()) keys.push_back(std::move(key));
-      return keys;
-    });
+    image_controller.watchMapped(providers,
+                                 [&images](const runtime::Object&) { return images.keys(); });
 
     kube::KindResolver kinds(client);
     struct KindRuntime {
