@@ -104,6 +104,16 @@ TEST_F(ImportPlanProgressTest, ARunningImportsZoneCarriesItsProgressAndIsLookedA
   EXPECT_EQ(with.zones[0].progress->bytes_total, int64_t{4} << 30);
   EXPECT_NE(with.zones[0].message.find("(Uploading 75% (3.0 GiB of 4.0 GiB))"), std::string::npos)
       << with.zones[0].message;
+  // ... and the row the provider applies carries it, as numbers a user (or kubectl wait
+  // --for=jsonpath) can read, not only inside the message.
+  auto row = json::parse(R"({"providerName":"fp1","zones":[]})", "row");
+  provider::applyImportPlan(row, with);
+  const auto* progress = json::find(&row["zones"][0], "progress");
+  ASSERT_NE(progress, nullptr) << json::serialize(row);
+  EXPECT_EQ(json::stringOr(progress, "phase"), "Uploading");
+  EXPECT_EQ(json::integer(progress, "percent"), 75);
+  EXPECT_EQ(json::integer(progress, "bytesDone"), int64_t{3} << 30);
+  EXPECT_EQ(json::integer(progress, "bytesTotal"), int64_t{4} << 30);
 
   // Done: no progress, no polling.
   auto complete = json::parse(

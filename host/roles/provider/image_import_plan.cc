@@ -266,6 +266,14 @@ void applyImportPlan(rapidjson::Document& row, const ImportPlan& plan) {
     }
     if (!z.reason.empty()) zone.AddMember("reason", json::stringValue(z.reason, a), a);
     if (!z.message.empty()) zone.AddMember("message", json::stringValue(z.message, a), a);
+    if (z.progress) {
+      rapidjson::Value progress(rapidjson::kObjectType);
+      progress.AddMember("phase", json::stringValue(z.progress->phase, a), a);
+      progress.AddMember("percent", z.progress->percent, a);
+      progress.AddMember("bytesDone", z.progress->bytes_done, a);
+      progress.AddMember("bytesTotal", z.progress->bytes_total, a);
+      zone.AddMember("progress", progress, a);
+    }
     zones.PushBack(zone, a);
   }
   set("zones", std::move(zones));
