@@ -95,6 +95,7 @@ Json stringValue(const std::string& s, Alloc& alloc) {
 }
 
 void applySpecToSchema(const FieldSpec& spec, Json& schema, Alloc& a) {
+  if (spec.nullable && !schema.HasMember("nullable")) schema.AddMember("nullable", true, a);
   // A field's own description wins over its type's.
   if (*spec.description != '\0') {
     schema.RemoveMember("description");

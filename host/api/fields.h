@@ -42,6 +42,10 @@ struct FieldSpec {
   // Required by the schema, yet decoded as empty when missing: for fields the schema began to
   // require after objects without them could be stored (readers must not refuse those).
   bool lenient_decode = false;
+  // Accepts null (read as absent): for an optional object of a status row that its writer drops
+  // again by server-side apply, which a kube-apiserver of 1.20 stores as null (then refuses as
+  // "must be of type object").
+  bool nullable = false;
 };
 
 template <class T>

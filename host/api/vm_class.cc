@@ -290,7 +290,8 @@ const Fields<ImageZone>& ImageZone::describe() {
           .field("reason", &T::reason, {.description = "CamelCase reason when not ready"})
           .field("message", &T::message, {.description = "Human-readable detail"})
           .field("progress", &T::progress,
-                 {.description = "While the import runs: its phase, percent and bytes"})
+                 {.description = "While the import runs: its phase, percent and bytes",
+                  .nullable = true})
           .field("operationToken", &T::operation_token,
                  {.description = "While the VMImage is being deleted: the backend task "
                                  "removing the image there"});

@@ -7,6 +7,7 @@
 #include "host/roles/bootstrap/bootstrap_role.h"
 #include "host/roles/controller/controller_role.h"
 #include "host/roles/crdgen/crdgen_role.h"
+#include "host/roles/images/image_checksum_command.h"
 #include "host/roles/images/image_import_command.h"
 #include "host/roles/images/imagebuilder_role.h"
 #include "host/roles/operator/operator_role.h"
@@ -56,11 +57,13 @@ void buildCli(CLI::App& app, GlobalFlags& flags, Action& action) {
   roles::provider::registerProviderCommand(app, action);
   roles::images::registerImageBuilderCommand(app, action);
   roles::images::registerImageImportCommand(app, action);
+  roles::images::registerImageChecksumCommand(app, action);
 
   for (const char* name : {"bootstrap", "crdgen", "plugin", "vm"}) {
     app.get_subcommand(name)->group(kUserCommandsGroup);
   }
-  for (const char* name : {"controller", "operator", "provider", "imagebuilder", "image-import"}) {
+  for (const char* name : {"controller", "operator", "provider", "imagebuilder", "image-import",
+                           "image-checksum"}) {
     app.get_subcommand(name)->group(kInClusterRolesGroup);
   }
   app.footer(

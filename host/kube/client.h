@@ -42,6 +42,7 @@ inline const ResourceType kLease{"coordination.k8s.io", "v1", "leases", true};
 inline const ResourceType kEvent{"events.k8s.io", "v1", "events", true};
 inline const ResourceType kDeployment{"apps", "v1", "deployments", true};
 inline const ResourceType kReplicaSet{"apps", "v1", "replicasets", true};
+inline const ResourceType kJob{"batch", "v1", "jobs", true};
 inline const ResourceType kCustomResourceDefinition{"apiextensions.k8s.io", "v1",
                                                     "customresourcedefinitions", false};
 }  // namespace resources

@@ -20,6 +20,18 @@ expect 1 "/nonexistent/kubeconfig" -- imagebuilder --kubeconfig /nonexistent/kub
 expect 2 "--backend is required" -- image-import
 # The checksum is refused before anything is read or connected (exit 11: ChecksumUnusable).
 expect 11 "checksum algorithm 'md5' is not supported" -- image-import --backend libvirt --provider ns/p --image i --failure-domain fd --artifact /nonexistent --checksum md5:00
+# image-checksum (the imagebuilder's checksum Job): the digest, or ArtifactMissing (exit 12).
+artifact=$(mktemp); printf 'abc' > "$artifact"; outcome=$(mktemp)
+expect 0 "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" -- image-checksum --file "$artifact" --termination-log "$outcome"
+if ! grep -q '{"checksum":"sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"}' "$outcome"; then
+  echo "FAIL image-checksum termination log: $(cat "$outcome")"; fail=1
+fi
+expect 12 "ArtifactMissing" -- image-checksum --file /nonexistent/artifact.raw --termination-log "$outcome"
+if ! grep -q '"reason":"ArtifactMissing"' "$outcome"; then
+  echo "FAIL image-checksum termination log on a missing file: $(cat "$outcome")"; fail=1
+fi
+expect 2 "not in {sha256,sha512}" -- image-checksum --file "$artifact" --algorithm md5
+rm -f "$artifact" "$outcome"
 expect 0 "name: virtualmachines.banlieue.io" -- crdgen
 expect 1 "plugin directory does not exist" -- crdgen --plugin-dir /nonexistent/banlieue-plugins
 expect 2 "--provider must be <namespace>/<name>" -- provider libvirt --provider just-a-name

@@ -4,6 +4,7 @@
 #include "host/api/codec.h"
 #include "host/common/base64.h"
 #include "host/roles/images/artifact_checksum.h"
+#include "host/roles/images/checksum_job.h"
 #include "host/roles/images/cloud_config_merge.h"
 #include "host/roles/images/import_exit.h"
 #include "host/roles/images/import_job.h"
@@ -283,6 +284,89 @@ TEST(BuildPlan, OsArtifactRequestsTheRightBuildAndIsOwnedByTheImage) {
   EXPECT_EQ(*data, "#cloud-config\na: 1\n");
 }
 
+// spec.isoOverlay: a Secret volume of the declared files, copied out of the Secret mount by an
+// importer (kairos does not follow a Secret mount's symlinks), the copy as overlayISOVolume.
+TEST(BuildPlan, IsoOverlayIsAVolumeOfTheDeclaredFilesGivenToTheIsoBuild) {
+  auto img = image(R"([{"providerClass":"vsphere","kind":"Url","ref":"","importFrom":"o"}])",
+                   R"(,"isoOverlay":{"secretRef":{"name":"extras"},"files":[)"
+                   R"({"key":"motd","path":"/etc/motd"},{"key":"ca.pem","path":"certs/ca.pem"}]})");
+  auto plan = planBuild(img);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(plan->kind, "iso");
+  EXPECT_EQ(plan->secret_keys_needed.at("extras"),
+            (std::vector<std::string>{"motd", "ca.pem"}));
+  auto doc = parse(osArtifactManifest(img, *plan, "banlieue-imagebuild"));
+  EXPECT_TRUE(json::boolean(&doc, "spec.artifacts.iso"));
+  EXPECT_EQ(json::stringOr(&doc, "spec.artifacts.overlayISOVolume"), "iso-overlay");
+  const auto& volumes = doc["spec"]["volumes"];
+  ASSERT_EQ(volumes.Size(), 2u) << json::serialize(doc);
+  EXPECT_EQ(json::stringOr(&volumes[0], "name"), "iso-overlay-source");
+  EXPECT_EQ(json::stringOr(&volumes[0], "secret.secretName"), "extras");
+  const auto& items = volumes[0]["secret"]["items"];
+  ASSERT_EQ(items.Size(), 2u);
+  EXPECT_EQ(json::stringOr(&items[0], "key"), "motd");
+  EXPECT_EQ(json::stringOr(&items[0], "path"), "etc/motd");  // relative to the ISO root
+  EXPECT_EQ(json::stringOr(&items[1], "path"), "certs/ca.pem");
+  EXPECT_EQ(json::stringOr(&volumes[1], "name"), "iso-overlay");
+  EXPECT_TRUE(json::find(&volumes[1], "emptyDir") != nullptr);
+  const auto& importer = doc["spec"]["importers"][0];
+  EXPECT_EQ(json::stringOr(&importer, "name"), "iso-overlay-materialize");
+  EXPECT_EQ(importer["volumeMounts"].Size(), 2u);
+  EXPECT_FALSE(json::boolean(&importer["volumeMounts"][0], "readOnly") &&
+               json::boolean(&importer["volumeMounts"][1], "readOnly"))
+      << "the copy must be writable";
+  // The overlay shapes the build: a different file list is a different build.
+  auto other = img;
+  other.spec.iso_overlay->files.pop_back();
+  EXPECT_NE(buildSpecHash(img, *plan), buildSpecHash(other, *planBuild(other)));
+
+  // A cloud-image build has no ISO to lay files on; a path leaving the ISO is refused.
+  auto disk = image(R"([{"providerClass":"libvirt","kind":"Url","ref":"","importFrom":"o"}])",
+                    R"(,"isoOverlay":{"secretRef":{"name":"extras"}})");
+  EXPECT_EQ(planBuild(disk).status().reason(), "IsoOverlayInvalid");
+  auto escape = image(R"([{"providerClass":"vsphere","kind":"Url","ref":"","importFrom":"o"}])",
+                      R"(,"isoOverlay":{"secretRef":{"name":"x"},"files":[)"
+                      R"({"key":"k","path":"../../etc/passwd"}]})");
+  EXPECT_EQ(planBuild(escape).status().reason(), "IsoOverlayInvalid");
+}
+
+// spec.trustedBoot: a signed UKI ISO instead of a plain one, keys from the named Secret's six
+// fixed files; never together with an overlay.
+TEST(BuildPlan, TrustedBootRequestsAUkiIsoWithTheKeysVolume) {
+  auto img = image(R"([{"providerClass":"vsphere","kind":"Url","ref":"","importFrom":"o"}])",
+                   R"(,"trustedBoot":{"secretRef":{"name":"sb-keys"}})");
+  auto plan = planBuild(img);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(plan->secret_keys_needed.at("sb-keys"),
+            (std::vector<std::string>{"PK.auth", "KEK.auth", "db.auth", "db.key", "db.pem",
+                                      "tpm2-pcr-private.pem"}));
+  auto doc = parse(osArtifactManifest(img, *plan, "banlieue-imagebuild"));
+  EXPECT_FALSE(json::boolean(&doc, "spec.artifacts.iso")) << "a UKI ISO, not a plain one";
+  EXPECT_TRUE(json::boolean(&doc, "spec.artifacts.uki.iso"));
+  EXPECT_EQ(json::stringOr(&doc, "spec.artifacts.uki.keysVolume"), "trusted-boot-keys");
+  EXPECT_EQ(json::stringOr(&doc["spec"]["volumes"][0], "name"), "trusted-boot-keys");
+  EXPECT_EQ(json::stringOr(&doc["spec"]["volumes"][0], "secret.secretName"), "sb-keys");
+  auto plain = image(R"([{"providerClass":"vsphere","kind":"Url","ref":"","importFrom":"o"}])");
+  EXPECT_NE(buildSpecHash(img, *plan), buildSpecHash(plain, *planBuild(plain)));
+
+  auto both = image(R"([{"providerClass":"vsphere","kind":"Url","ref":"","importFrom":"o"}])",
+                    R"(,"trustedBoot":{"secretRef":{"name":"sb-keys"}},)"
+                    R"("isoOverlay":{"secretRef":{"name":"extras"}})");
+  auto refused = planBuild(both);
+  EXPECT_EQ(refused.status().reason(), "TrustedBootWithIsoOverlay");
+  EXPECT_THAT(refused.status().message(), HasSubstr("isoOverlay"));
+}
+
+// What the imagebuilder may learn of a Secret it names in a build: which keys exist. The
+// values are never part of the answer.
+TEST(BuildPlan, MissingSecretKeysAreNamedWithoutTheirValues) {
+  auto secret = parse(R"({"metadata":{"name":"sb-keys"},"data":{"PK.auth":"c2VjcmV0",)"
+                      R"("db.key":"c2VjcmV0"}})");
+  auto missing = missingSecretKeys(secret, {"PK.auth", "KEK.auth", "db.key"});
+  EXPECT_EQ(missing, (std::vector<std::string>{"KEK.auth"}));
+  EXPECT_TRUE(missingSecretKeys(secret, {"PK.auth"}).empty());
+}
+
 TEST(BuildPlan, KairosPhasesMapOntoBuildArtifact) {
   BuildPlan plan;
   plan.kind = "cloudImage";
@@ -340,6 +424,97 @@ ImportJobParams params() {
   p.os_artifact_uid = "osa-1";
   p.image_uid = "img-1";
   return p;
+}
+
+// ---- the checksum Job (docs/adr/0052) -----------------------------------------------------
+
+ChecksumJobParams checksumParams() {
+  ChecksumJobParams p;
+  p.image_name = "kairos-ubuntu";
+  p.image_uid = "u-1";
+  p.os_artifact_name = "kairos-ubuntu-build";
+  p.os_artifact_uid = "osa-1";
+  p.pvc_name = "kairos-ubuntu-build-artifacts";
+  p.artifact_file = "kairos-ubuntu-build.iso";
+  p.job_namespace = "banlieue-imagebuild";
+  p.container_image = "localhost/banlieue:1.0";
+  return p;
+}
+
+TEST(ChecksumJob, HashesTheArtifactReadOnlyWithoutAnyApiAccess) {
+  auto manifest = checksumJob(checksumParams());
+  ASSERT_TRUE(manifest.ok()) << manifest.status().message();
+  auto doc = parse(*manifest);
+  EXPECT_EQ(json::stringOr(&doc, "metadata.namespace"), "banlieue-imagebuild");
+  EXPECT_EQ(json::stringOr(&doc, "metadata.name"), checksumJobName(checksumParams()));
+  EXPECT_EQ(doc["metadata"]["annotations"]["banlieue.io/vmimage"].GetString(),
+            std::string("kairos-ubuntu"));
+  EXPECT_EQ(doc["metadata"]["labels"]["app.kubernetes.io/component"].GetString(),
+            std::string("artifact-checksum"));
+  const auto& owners = doc["metadata"]["ownerReferences"];
+  ASSERT_EQ(owners.Size(), 2u);
+  EXPECT_EQ(json::stringOr(&owners[1], "kind"), "OSArtifact");
+  EXPECT_EQ(json::stringOr(&owners[1], "uid"), "osa-1");
+  const auto& pod = doc["spec"]["template"]["spec"];
+  EXPECT_FALSE(json::boolean(&pod, "automountServiceAccountToken", true));
+  EXPECT_TRUE(json::boolean(&pod, "securityContext.runAsNonRoot"));
+  const auto& c = pod["containers"][0];
+  EXPECT_TRUE(json::boolean(&c, "securityContext.readOnlyRootFilesystem"));
+  EXPECT_EQ(std::string(c["securityContext"]["capabilities"]["drop"][0].GetString()), "ALL");
+  std::vector<std::string> args;
+  for (const auto& a : c["args"].GetArray()) args.emplace_back(a.GetString());
+  EXPECT_THAT(args, ::testing::ElementsAre("--log-level", "info", "image-checksum", "--file",
+                                           "/artifacts/kairos-ubuntu-build.iso", "--algorithm",
+                                           "sha256"));
+  EXPECT_TRUE(json::boolean(&c["volumeMounts"][0], "readOnly"));
+  EXPECT_EQ(json::stringOr(&pod["volumes"][0], "persistentVolumeClaim.claimName"),
+            "kairos-ubuntu-build-artifacts");
+  EXPECT_TRUE(json::boolean(&pod["volumes"][0], "persistentVolumeClaim.readOnly"));
+
+  // One Job per build: another OSArtifact (a rebuild) is another Job.
+  auto rebuilt = checksumParams();
+  rebuilt.os_artifact_uid = "osa-2";
+  EXPECT_NE(checksumJobName(rebuilt), checksumJobName(checksumParams()));
+  EXPECT_LE(checksumJobName(rebuilt).size(), 63u);
+
+  auto escape = checksumParams();
+  escape.artifact_file = "../etc/shadow";
+  EXPECT_EQ(checksumJob(escape).status().reason(), "ChecksumJobInvalid");
+  auto md5 = checksumParams();
+  md5.algorithm = "md5";
+  EXPECT_EQ(checksumJob(md5).status().reason(), "ChecksumJobInvalid");
+}
+
+TEST(ChecksumJob, TheDigestOrTheReasonComesFromTheTerminationMessage) {
+  auto job = [](const std::string& status) { return parse(R"({"status":)" + status + "}"); };
+  auto pod = [](const std::string& message) {
+    return parse(R"({"status":{"containerStatuses":[{"name":"checksum","state":{"terminated":)"
+                 R"({"exitCode":0,"message":)" +
+                 json::serialize(parse("{\"m\":" + message + "}")["m"]) + "}}}]}}");
+  };
+  auto running = job(R"({"active":1})");
+  EXPECT_EQ(checksumOutcome(running, nullptr).state, ChecksumOutcome::State::kRunning);
+
+  auto complete = job(R"({"succeeded":1,"conditions":[{"type":"Complete","status":"True"}]})");
+  auto done_pod = pod(R"("{\"checksum\":\"sha256:abcd\"}")");
+  auto done = checksumOutcome(complete, &done_pod);
+  EXPECT_EQ(done.state, ChecksumOutcome::State::kSucceeded);
+  EXPECT_EQ(done.checksum, "sha256:abcd");
+  // Complete but silent is not a checksum: nothing is recorded, the row says why.
+  auto silent = checksumOutcome(complete, nullptr);
+  EXPECT_EQ(silent.state, ChecksumOutcome::State::kFailed);
+  EXPECT_EQ(silent.reason, "ChecksumJobFailed");
+
+  auto failed = job(R"({"failed":3,"conditions":[{"type":"Failed","status":"True",)"
+                    R"("message":"Job has reached the specified backoff limit"}]})");
+  auto missing_pod = pod(R"("{\"reason\":\"ArtifactMissing\",\"message\":\"no file\"}")");
+  auto missing = checksumOutcome(failed, &missing_pod);
+  EXPECT_EQ(missing.state, ChecksumOutcome::State::kFailed);
+  EXPECT_EQ(missing.reason, "ArtifactMissing");
+  EXPECT_EQ(missing.message, "no file");
+  auto unknown = checksumOutcome(failed, nullptr);
+  EXPECT_EQ(unknown.reason, "ChecksumJobFailed");
+  EXPECT_THAT(unknown.message, HasSubstr("backoff limit"));
 }
 
 TEST(ImportJob, RunsImageImportForOneZoneIsolatedAndReadOnly) {

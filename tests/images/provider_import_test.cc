@@ -41,6 +41,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -108,6 +109,7 @@ class ProviderImportTest : public ::testing::Test {
     provider_.reset();
     controller_.reset();
     libvirtd_.reset();  // after the provider, whose plugin holds a connection to it
+    for (const auto& pv : volumes_) cluster_.kubectl("delete pv " + pv + " --ignore-not-found");
     // No wait: an operator elsewhere in the cluster holds the class's in-use finalizer until
     // this test's namespace and its Provider are gone (ADR 0024).
     if (!class_.empty())
@@ -215,27 +217,90 @@ subjects:
     EXPECT_EQ(applied_import, 2);  // the Role and its RoleBinding
   }
 
-  // The imagebuilder, building into this test's namespace, with artifacts under dir_.
+  // The imagebuilder, building into this test's namespace, as bootstrap runs it: the digest of
+  // each build comes from its checksum Job, which runs banlieue's image on the node with the
+  // build's artifacts PVC mounted read-only (ADR 0052).
   void startImageBuilder() {
     builder_ = std::make_unique<BackgroundProcess>(std::vector<std::string>{
         BANLIEUE_BINARY, "--log-level", "debug", "imagebuilder", "--kubeconfig",
         cluster_.kubeconfig().string(), "--health-port", "-1", "--metrics-port", "-1",
         "--build-namespace", ns_->name(), "--leader-election-namespace", ns_->name(),
-        "--artifacts-root", (dir_ / "artifacts").string()});
+        "--job-image", "localhost/banlieue:" + std::string(kVersion)});
     ASSERT_TRUE(builder_->started());
   }
 
-  void startProvider() {
-    provider_ = std::make_unique<BackgroundProcess>(std::vector<std::string>{
+  // `pvc_artifacts`: the Jobs mount each build's artifacts PVC, as in a real cluster; else the
+  // PVC's directory under dir_ as a hostPath (a development node without PVCs).
+  void startProvider(bool pvc_artifacts = false) {
+    std::vector<std::string> argv{
         BANLIEUE_BINARY, "--log-level", "debug", "provider", backend_, "--provider",
         ns_->name() + "/" + provider_name_, "--plugin-dir", PLUGIN_DIR, "--kubeconfig",
         cluster_.kubeconfig().string(), "--health-port", "0", "--metrics-port", "-1",
         "--leader-election-namespace", ns_->name(), "--import-namespace", ns_->name(),
-        "--artifacts-host-root", (dir_ / "artifacts").string(),
         // The Jobs run the ProviderClass's image, whose plugins
         // are not where this process loads them from.
-        "--import-plugin-dir", plugin::kDefaultPluginRoot});
+        "--import-plugin-dir", plugin::kDefaultPluginRoot};
+    if (!pvc_artifacts) {
+      argv.insert(argv.end(), {"--artifacts-host-root", (dir_ / "artifacts").string()});
+    }
+    provider_ = std::make_unique<BackgroundProcess>(argv);
     ASSERT_TRUE(provider_->started());
+  }
+
+  // What kairos-operator does for a build's storage: PVC `pvc` in the build namespace, here
+  // bound to a PersistentVolume of the node's (a hostPath at dir_/artifacts/<pvc>, made now).
+  void provideArtifactsVolume(const std::string& pvc) {
+    fs::path where = dir_ / "artifacts" / pvc;
+    fs::create_directories(where);
+    fs::permissions(where, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+    std::string pv = ns_->name() + "-" + pvc;
+    volumes_.push_back(pv);
+    auto applied = cluster_.apply(R"(apiVersion: v1
+kind: PersistentVolume
+metadata: {name: )" + pv + R"(}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteOnce]
+  persistentVolumeReclaimPolicy: Retain
+  storageClassName: ""
+  hostPath: {path: )" + where.string() + R"(, type: Directory}
+  claimRef: {namespace: )" + ns_->name() + ", name: " + pvc + R"(}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: )" + pvc + ", namespace: " + ns_->name() + R"(}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: ""
+  volumeName: )" + pv + R"(
+  resources: {requests: {storage: 1Gi}}
+)");
+    ASSERT_EQ(applied.exit_code, 0) << applied.output;
+    ASSERT_TRUE(LocalCluster::eventually([&] {
+      return cluster_.kubectl("get pvc " + pvc + " -n " + ns_->name() +
+                              " -o jsonpath={.status.phase}")
+                 .output == "Bound";
+    })) << "PVC " << pvc << " was not bound: "
+        << cluster_.kubectl("describe pvc " + pvc + " -n " + ns_->name()).output;
+  }
+
+  // kairos-operator's part of a build: once the imagebuilder asked for OSArtifact `osa`, its
+  // artifacts PVC holding `file` (written by `write`), then the OSArtifact Ready.
+  void playKairos(const std::string& osa, const std::function<void(const fs::path&)>& write) {
+    ASSERT_TRUE(LocalCluster::eventually(
+        [&] { return client_->get(kOsArtifacts, ns_->name(), osa).ok(); }, 60s))
+        << diagnostics();
+    provideArtifactsVolume(osa + "-artifacts");
+    if (HasFatalFailure()) return;
+    write(dir_ / "artifacts" / (osa + "-artifacts"));
+    auto ready = client_->patch(kOsArtifacts, ns_->name(), osa, kube::PatchType::kMerge,
+                                R"({"status":{"phase":"Ready"}})", "status");
+    ASSERT_TRUE(ready.ok()) << ready.status().message();
+  }
+
+  std::string buildField(const std::string& image, const std::string& field) {
+    auto doc = client_->get(kVMImages, "", image);
+    return doc.ok() ? json::stringOr(&*doc, "status.buildArtifact." + field) : std::string();
   }
 
   // The controller owns the VMImage's top-level Ready (from the rows). Narrowed to this
@@ -364,6 +429,7 @@ spec:
   std::string class_;
   fs::path dir_;
   std::vector<std::string> images_;
+  std::vector<std::string> volumes_;  // PersistentVolumes (cluster-scoped) the test made
   std::unique_ptr<PrivateLibvirtd> libvirtd_;
 };
 
@@ -511,23 +577,28 @@ TEST_F(ProviderImportTest, LibvirtImportJobWritesTheArtifactIntoARealDirPool) {
                        {"tls.key", libvirtd_->clientKeyPem()},
                        {"ca.crt", libvirtd_->caPem()}}});
   if (HasFatalFailure()) return;
-  // The whole pipeline: the imagebuilder requests the build, the test plays kairos-operator.
+  // The whole pipeline as specified (issue #27): the imagebuilder requests the build, the test
+  // plays kairos-operator (an artifacts PVC holding the file), the imagebuilder's checksum Job
+  // records what was built, and the import Job mounts the same PVC and verifies against it. No
+  // checksum is pinned anywhere.
   startImageBuilder();
-  startProvider();
+  startProvider(/*pvc_artifacts=*/true);
   startController();
   std::string image = ns_->name() + "-lv";
   applyUrlImage(image);
   std::string osa = image + "-build";
-  ASSERT_TRUE(LocalCluster::eventually(
-      [&] { return client_->get(kOsArtifacts, ns_->name(), osa).ok(); }, 60s))
-      << diagnostics();
-  std::string bytes = writeArtifact(dir_, osa + "-artifacts", osa + ".raw", size_t{2} << 20);
+  std::string bytes;
+  playKairos(osa, [&](const fs::path&) {
+    bytes = writeArtifact(dir_, osa + "-artifacts", osa + ".raw", size_t{2} << 20);
+  });
+  if (HasFatalFailure()) return;
   auto sha = roles::images::fileDigest(dir_ / "artifacts" / (osa + "-artifacts") / (osa + ".raw"),
                                        "sha256");
   ASSERT_TRUE(sha.ok());
-  auto ready = client_->patch(kOsArtifacts, ns_->name(), osa, kube::PatchType::kMerge,
-                              R"({"status":{"phase":"Ready"}})", "status");
-  ASSERT_TRUE(ready.ok()) << ready.status().message();
+  ASSERT_TRUE(LocalCluster::eventually(
+      [&] { return buildField(image, "checksum") == "sha256:" + *sha; }, 180s))
+      << "the checksum Job did not record the artifact's digest" << diagnostics();
+  EXPECT_EQ(buildField(image, "phase"), "Ready");
 
   std::string last;
   ASSERT_TRUE(waitForRow(image, "Imported", &last))
@@ -555,6 +626,53 @@ TEST_F(ProviderImportTest, LibvirtImportJobWritesTheArtifactIntoARealDirPool) {
               ::testing::Contains(roles::imageFinalizer(ns_->name(), provider_name_)));
   ASSERT_TRUE(deleteImageAndWait(image)) << diagnostics();
   EXPECT_EQ(libvirtd_->volumes(), std::set<std::string>{}) << diagnostics();
+
+  // A source pin that is not what was built: the build fails closed, and says both digests.
+  std::string pinned = ns_->name() + "-pinned";
+  images_.push_back(pinned);
+  auto applied = cluster_.apply("apiVersion: banlieue.io/v1alpha1\nkind: VMImage\nmetadata: {name: " +
+                                pinned + "}\nspec:\n  sources:\n  - {providerClass: " + class_ +
+                                ", kind: Url, ref: unused, importFrom: quay.io/kairos/x:1, "
+                                "checksum: \"sha256:" +
+                                std::string(64, '0') + "\"}\n");
+  ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  playKairos(pinned + "-build", [&](const fs::path&) {
+    writeArtifact(dir_, pinned + "-build-artifacts", pinned + "-build.raw", size_t{1} << 20);
+  });
+  if (HasFatalFailure()) return;
+  ASSERT_TRUE(LocalCluster::eventually(
+      [&] { return buildField(pinned, "reason") == "ChecksumMismatch"; }, 180s))
+      << diagnostics();
+  EXPECT_EQ(buildField(pinned, "phase"), "Failed");
+  EXPECT_THAT(buildField(pinned, "message"), ::testing::HasSubstr(std::string(64, '0')));
+  ASSERT_TRUE(waitForRow(pinned, "BuildFailed", &last)) << last << diagnostics();
+  EXPECT_EQ(libvirtd_->volumes(), std::set<std::string>{}) << "nothing reached the pool";
+
+  // An artifact changed after its digest was recorded (the provider is stopped meanwhile, so
+  // no import starts before the change): the import Job refuses it, and the zone says so.
+  provider_.reset();
+  std::string corrupt = ns_->name() + "-corrupt";
+  applyUrlImage(corrupt);
+  fs::path corrupt_file =
+      dir_ / "artifacts" / (corrupt + "-build-artifacts") / (corrupt + "-build.raw");
+  playKairos(corrupt + "-build", [&](const fs::path&) {
+    writeArtifact(dir_, corrupt + "-build-artifacts", corrupt + "-build.raw", size_t{1} << 20);
+  });
+  if (HasFatalFailure()) return;
+  ASSERT_TRUE(LocalCluster::eventually(
+      [&] { return buildField(corrupt, "phase") == "Ready"; }, 180s))
+      << diagnostics();
+  {
+    std::fstream f(corrupt_file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(4242);
+    f.put('\x7f');
+  }
+  startProvider(/*pvc_artifacts=*/true);
+  ASSERT_TRUE(waitForRow(corrupt, "ChecksumMismatch", &last)) << last << diagnostics();
+  auto corrupt_row = row(corrupt);
+  ASSERT_TRUE(corrupt_row && (*corrupt_row)["zones"].Size() >= 1u);
+  EXPECT_EQ(json::stringOr(&(*corrupt_row)["zones"][0], "reason"), "ChecksumMismatch");
+  EXPECT_EQ(libvirtd_->volumes(), std::set<std::string>{}) << "nothing reached the pool";
 }
 
 // An ISO into vcsim through the vSphere plugin: a vSphere Provider with its credentials Secret

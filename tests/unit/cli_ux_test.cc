@@ -90,7 +90,7 @@ TEST(CliUxTest, EveryCommandIsInOneOfTheTwoHelpGroups) {
   }
   EXPECT_EQ(user, (std::set<std::string>{"bootstrap", "crdgen", "plugin", "vm"}));
   EXPECT_EQ(roles, (std::set<std::string>{"controller", "operator", "provider", "imagebuilder",
-                                          "image-import"}));
+                                          "image-import", "image-checksum"}));
 }
 
 TEST(CliUxTest, HelpListsTheUserCommandsFirstThenTheRoles) {

@@ -180,10 +180,13 @@ Strings imageBuilderRules() {
 }
 
 // The imagebuilder in the build namespace: its OSArtifacts (deleted on a rebuild), the
-// cloudConfigs Secrets it reads and the merged Secrets it applies.
+// cloudConfigs Secrets it reads, the merged Secrets it applies, and its checksum Jobs.
 Strings imageBuilderBuildRules() {
   return {rule({"build.kairos.io"}, {"osartifacts"}, kAll),
-          rule({""}, {"secrets"}, {"get", "create", "update", "patch"})};
+          rule({""}, {"secrets"}, {"get", "create", "update", "patch"}),
+          // The checksum Job per build (docs/adr/0052) and its pod's termination message.
+          rule({"batch"}, {"jobs"}, {"get", "list", "watch", "create"}),
+          rule({""}, {"pods"}, {"list"})};
 }
 
 // The controller's own rules (banlieue-controller-base); banlieue-controller aggregates them
@@ -463,7 +466,8 @@ std::vector<rapidjson::Document> buildBootstrapObjects(
       {kImageBuilderName,
        "imagebuilder",
        imageBuilderRules(),
-       {"imagebuilder", "--build-namespace", build_ns, "--leader-election-namespace", ns}}};
+       {"imagebuilder", "--build-namespace", build_ns, "--leader-election-namespace", ns,
+        "--job-image", options.image}}};
   for (const auto& r : roles) {
     out.push_back(parse(R"({"apiVersion":"v1","kind":"ServiceAccount","metadata":)" +
                         meta(r.name, ns, r.component) + "}"));

@@ -8,6 +8,7 @@
 #include "host/roles/common/leadership.h"
 #include "host/roles/common/role_process.h"
 #include "host/roles/images/artifact_checksum.h"
+#include "host/roles/images/checksum_job.h"
 #include "host/roles/images/cloud_config_merge.h"
 #include "host/roles/images/os_artifact.h"
 #include "host/runtime/health_server.h"
@@ -46,8 +47,8 @@ bool isHex64(const std::string& s) {
   return true;
 }
 
-// The artifact's sha256: kairos' "<file>.sha256" sidecar when present, else computed.
-StatusOr<std::string> artifactSha256(const fs::path& file) {
+// The artifact's digest: for sha256 kairos' "<file>.sha256" sidecar when present, else computed.
+StatusOr<std::string> artifactDigest(const fs::path& file, const std::string& algorithm) {
   std::error_code ec;
   if (!fs::is_regular_file(file, ec)) {
     return error(Code::kNotFound, "ArtifactMissing",
@@ -55,22 +56,153 @@ StatusOr<std::string> artifactSha256(const fs::path& file) {
   }
   fs::path sidecar = file;
   sidecar += ".sha256";
-  if (std::ifstream in(sidecar); in) {
+  if (std::ifstream in(sidecar); in && algorithm == "sha256") {
     std::string hex;
     in >> hex;
     if (isHex64(hex)) return "sha256:" + hex;
   }
-  auto digest = fileDigest(file, "sha256");
+  auto digest = fileDigest(file, algorithm);
   if (!digest.ok()) return digest.status();
-  return "sha256:" + *digest;
+  return algorithm + ":" + *digest;
+}
+
+// The algorithm a build's digest is taken in: the pin's, so the two compare; else sha256.
+std::string pinAlgorithm(const std::string& pin) {
+  auto parsed = parseChecksum(pin);
+  return parsed.ok() ? parsed->algorithm : "sha256";
+}
+
+// A pin on the source must name what was built. Unparsable pins fail closed too.
+Status pinMatches(const std::string& pin, const std::string& built) {
+  if (pin.empty()) return Status::ok();
+  auto want = parseChecksum(pin);
+  if (!want.ok()) {
+    return error(Code::kInvalidArgument, want.status().reason(),
+                 "spec.sources[].checksum '" + pin + "': " + want.status().message());
+  }
+  auto got = parseChecksum(built);
+  if (got.ok() && got->algorithm == want->algorithm && got->hex == want->hex) return Status::ok();
+  return error(Code::kFailedPrecondition, "ChecksumMismatch",
+               "the built artifact is " + built + " but spec.sources[].checksum pins " + pin +
+                   ": nothing is imported");
 }
 
 }  // namespace
 
 ImageBuilderReconciler::ImageBuilderReconciler(kube::KubeClient& client, runtime::Informer& images,
                                                runtime::Informer& artifacts,
+                                               runtime::Informer* jobs,
                                                ImageBuilderOptions options)
-    : client_(client), images_(images), artifacts_(artifacts), options_(std::move(options)) {}
+    : client_(client),
+      images_(images),
+      artifacts_(artifacts),
+      jobs_(jobs),
+      options_(std::move(options)) {}
+
+std::string checksumJobSelector() {
+  return std::string("app.kubernetes.io/component=") + kChecksumComponent;
+}
+
+ImageBuilderReconciler::Learned ImageBuilderReconciler::checksumFromJob(
+    const api::VMImage& image, const api::BuildArtifact& built, const std::string& algorithm) {
+  ChecksumJobParams p;
+  p.image_name = image.metadata.name;
+  p.image_uid = image.metadata.uid;
+  p.os_artifact_name = built.os_artifact_ref;
+  p.os_artifact_uid = built.os_artifact_uid;
+  p.pvc_name = built.pvc_ref;
+  p.artifact_file = built.file;
+  p.algorithm = algorithm;
+  p.job_namespace = options_.build_namespace;
+  p.container_image = options_.job_image;
+  std::string name = checksumJobName(p);
+  std::string where = options_.build_namespace + "/" + name;
+  Learned learned;
+  auto job = jobs_->get(where);
+  if (!job) {
+    auto manifest = checksumJob(p);
+    if (!manifest.ok()) {
+      learned.failure = manifest.status();
+      return learned;
+    }
+    auto created = client_.create(kube::resources::kJob, options_.build_namespace, *manifest);
+    if (!created.ok() && !kube::isAlreadyExists(created.status())) {
+      learned.failure = error(Code::kUnavailable, "ChecksumJobFailed",
+                              "cannot create the checksum Job " + where + ": " +
+                                  created.status().message());
+      return learned;
+    }
+    spdlog::info("vmimage {}: checksum Job {} created for {}", image.metadata.name, where,
+                 built.file);
+    learned.progress = "the artifact is built; Job " + where + " is computing its " + algorithm;
+    return learned;
+  }
+  // The pod is read only once the Job has ended: its termination message carries the result.
+  rapidjson::Document pod;
+  const rapidjson::Value* pod_ptr = nullptr;
+  if (const auto* conditions = json::find(job.get(), "status.conditions");
+      conditions != nullptr && conditions->IsArray() && !conditions->Empty()) {
+    auto pods = client_.list(kube::resources::kPod, options_.build_namespace,
+                             {.label_selector = "job-name=" + name});
+    if (pods.ok() && (*pods)["items"].IsArray()) {
+      std::string newest;
+      for (auto& item : (*pods)["items"].GetArray()) {
+        std::string created = json::stringOr(&item, "metadata.creationTimestamp");
+        if (pod_ptr == nullptr || created >= newest) {
+          newest = created;
+          pod.CopyFrom(item, pod.GetAllocator());
+          pod_ptr = &pod;
+        }
+      }
+    }
+  }
+  auto outcome = checksumOutcome(*job, pod_ptr);
+  switch (outcome.state) {
+    case ChecksumOutcome::State::kRunning:
+      learned.progress = "the artifact is built; Job " + where + " is computing its " + algorithm;
+      return learned;
+    case ChecksumOutcome::State::kFailed:
+      learned.failure = error(Code::kFailedPrecondition, outcome.reason,
+                              "checksum Job " + where + ": " + outcome.message);
+      return learned;
+    case ChecksumOutcome::State::kSucceeded:
+      break;
+  }
+  auto parsed = parseChecksum(outcome.checksum);
+  if (!parsed.ok() || parsed->algorithm != algorithm) {
+    learned.failure = error(Code::kFailedPrecondition, "ChecksumJobFailed",
+                            "checksum Job " + where + " reported '" + outcome.checksum +
+                                "', not a " + algorithm + " digest");
+    return learned;
+  }
+  learned.done = true;
+  learned.checksum = outcome.checksum;
+  return learned;
+}
+
+Status ImageBuilderReconciler::secretsHoldTheirKeys(
+    const std::map<std::string, std::vector<std::string>>& needed,
+    const std::string& overlay_secret) {
+  for (const auto& [secret_name, keys] : needed) {
+    bool overlay = secret_name == overlay_secret;
+    std::string reason = overlay ? "IsoOverlayUnavailable" : "TrustedBootKeysUnavailable";
+    std::string what = std::string(overlay ? "spec.isoOverlay" : "spec.trustedBoot") +
+                       " Secret " + options_.build_namespace + "/" + secret_name;
+    // Only the key names of the answer are looked at; the document goes out of scope here.
+    auto secret = client_.get(kube::resources::kSecret, options_.build_namespace, secret_name);
+    if (!secret.ok()) {
+      return error(Code::kFailedPrecondition, reason,
+                   what + " cannot be read: " + secret.status().message());
+    }
+    auto missing = missingSecretKeys(*secret, keys);
+    if (!missing.empty()) {
+      std::string list;
+      for (const auto& k : missing) list += (list.empty() ? "" : ", ") + k;
+      return error(Code::kFailedPrecondition, reason, what + " has no key " + list);
+    }
+  }
+  return Status::ok();
+}
 
 Result ImageBuilderReconciler::reconcile(const Request& request) {
   auto cached = images_.get(request.key());
@@ -112,6 +244,20 @@ Result ImageBuilderReconciler::reconcile(const Request& request) {
     waiting.message = kBuildUnavailableMessage;
     if (auto s = publish(waiting); !s.isOk()) return Result::retry(s);
     return Result::done();
+  }
+
+  // The Secrets the build mounts hold what it needs, before kairos is asked: a missing key
+  // would otherwise fail inside kairos' build pod, where nobody looks.
+  if (auto keys = secretsHoldTheirKeys(plan->secret_keys_needed, plan->overlay_secret);
+      !keys.isOk()) {
+    api::BuildArtifact failed;
+    failed.kind = plan->kind;
+    failed.phase = "Failed";
+    failed.reason = keys.reason();
+    failed.message = keys.message();
+    if (auto s = publish(failed); !s.isOk()) return Result::retry(s);
+    spdlog::warn("vmimage {}: {}", name, failed.message);
+    return Result::requeueAfter(kSecretRecheck);
   }
 
   // The merged cloud-config, layer by layer in list order.
@@ -223,7 +369,10 @@ Result ImageBuilderReconciler::reconcile(const Request& request) {
   const rapidjson::Value* os_artifact = existing.get();
   if (!existing) {
     auto applied = client_.apply(kOsArtifactType, options_.build_namespace, artifact_name,
-                                 osArtifactManifest(image, *plan, options_.build_namespace),
+                                 osArtifactManifest(image, *plan, options_.build_namespace,
+                                                    options_.job_image.empty()
+                                                        ? std::string(kDefaultOverlayCopyImage)
+                                                        : options_.job_image),
                                  {.field_manager = kImageBuilderManager, .force = true});
     if (!applied.ok()) return Result::retry(applied.status());
     applied_doc = std::move(*applied);
@@ -234,21 +383,50 @@ Result ImageBuilderReconciler::reconcile(const Request& request) {
 
   api::BuildArtifact desired = buildArtifactFrom(*os_artifact, *plan);
   if (desired.phase == "Ready") {
+    // What was built, in the pin's algorithm when there is a pin: learned once per build, from
+    // the artifacts volume itself (ADR 0052), never from the build's own say-so.
+    const std::string& pin = plan->source_checksum;
+    const std::string algorithm = pinAlgorithm(pin);
+    auto fail = [&](const Status& why) {
+      desired.phase = "Failed";
+      desired.reason = why.reason();
+      desired.message = why.message();
+      desired.checksum.clear();
+      return publish(desired);
+    };
     if (current && current->os_artifact_uid == desired.os_artifact_uid &&
         !current->checksum.empty() && current->phase == "Ready") {
       desired.checksum = current->checksum;  // hashed once per build
     } else if (!options_.artifacts_root.empty()) {
-      auto sum = artifactSha256(options_.artifacts_root / desired.pvc_ref / desired.file);
+      auto sum = artifactDigest(options_.artifacts_root / desired.pvc_ref / desired.file, algorithm);
       if (!sum.ok()) {
-        desired.phase = "Failed";
-        desired.reason = sum.status().reason();
-        desired.message = sum.status().message();
-        if (auto s = publish(desired); !s.isOk()) return Result::retry(s);
+        if (auto s = fail(sum.status()); !s.isOk()) return Result::retry(s);
         return Result::requeueAfter(kSecretRecheck);
       }
       desired.checksum = *sum;
+    } else if (jobs_ != nullptr && !options_.job_image.empty()) {
+      auto learned = checksumFromJob(image, desired, algorithm);
+      if (!learned.failure.isOk()) {
+        if (auto s = fail(learned.failure); !s.isOk()) return Result::retry(s);
+        return Result::done();  // a rebuild (a new OSArtifact) is a new Job
+      }
+      if (!learned.done) {
+        // Not Ready until the digest is known: imports start only from a verified artifact.
+        desired.phase = "Building";
+        desired.reason = "Checksumming";
+        desired.message = learned.progress;
+        desired.file.clear();
+        if (auto s = publish(desired); !s.isOk()) return Result::retry(s);
+        return Result::done();  // the Job's watch brings the image back
+      }
+      desired.checksum = learned.checksum;
     } else {
-      desired.checksum = plan->source_checksum;
+      desired.checksum = pin;
+    }
+    if (auto matches = pinMatches(pin, desired.checksum); !matches.isOk()) {
+      if (auto s = fail(matches); !s.isOk()) return Result::retry(s);
+      spdlog::warn("vmimage {}: {}", name, matches.message());
+      return Result::done();
     }
     if (desired.checksum.empty()) {
       desired.message += "; no checksum is known, so imports will refuse it (fail closed)";
@@ -259,12 +437,14 @@ Result ImageBuilderReconciler::reconcile(const Request& request) {
 }
 
 void wireImageBuilder(runtime::Controller& controller, runtime::Informer& images,
-                      runtime::Informer& artifacts) {
+                      runtime::Informer& artifacts, runtime::Informer* jobs) {
   controller.watch(images);
-  controller.watchMapped(artifacts, [](const runtime::Object& object) {
+  auto to_image = [](const runtime::Object& object) {
     std::string image = annotation(*object, kVMImageAnnotation);
     return image.empty() ? std::vector<std::string>{} : std::vector<std::string>{image};
-  });
+  };
+  controller.watchMapped(artifacts, to_image);
+  if (jobs != nullptr) controller.watchMapped(*jobs, to_image);
 }
 
 namespace {
@@ -308,15 +488,20 @@ int runImageBuilder(const CommandOptions& o) {
   struct Term {
     Term(kube::KubeClient& client, const ImageBuilderOptions& options, int workers)
         : build_api_served(options.build_api_served),
+          checksum_jobs(!options.job_image.empty()),
           images(client, kVMImageType, {}),
           artifacts(client, kOsArtifactType, {.ns = options.build_namespace}),
-          reconciler(client, images, artifacts, options),
+          jobs(client, kube::resources::kJob,
+               {.ns = options.build_namespace, .label_selector = checksumJobSelector()}),
+          reconciler(client, images, artifacts, checksum_jobs ? &jobs : nullptr, options),
           controller("imagebuilder", reconciler, {.workers = workers}) {
-      wireImageBuilder(controller, images, artifacts);
+      wireImageBuilder(controller, images, artifacts, checksum_jobs ? &jobs : nullptr);
     }
     bool build_api_served;
+    bool checksum_jobs;
     runtime::Informer images;
     runtime::Informer artifacts;  // not run while the API is not served
+    runtime::Informer jobs;       // run only with checksum Jobs (--job-image)
     ImageBuilderReconciler reconciler;
     runtime::Controller controller;
   };
@@ -338,7 +523,8 @@ int runImageBuilder(const CommandOptions& o) {
   health.addReadinessCheck("informers", [&](std::string& reason) {
     std::lock_guard lock(term_mutex);
     if (term != nullptr && term->images.hasSynced() &&
-        (!term->build_api_served || term->artifacts.hasSynced())) {
+        (!term->build_api_served ||
+         (term->artifacts.hasSynced() && (!term->checksum_jobs || term->jobs.hasSynced())))) {
       return true;  // without the OSArtifact API, the images say so: nothing to wait for here
     }
     reason = "VMImage/OSArtifact caches not synced";
@@ -398,11 +584,17 @@ int runImageBuilder(const CommandOptions& o) {
           std::thread artifacts_thread([&] {
             if (term_options.build_api_served) this_term.artifacts.run(term_stop);
           });
+          std::thread jobs_thread([&] {
+            if (term_options.build_api_served && this_term.checksum_jobs) {
+              this_term.jobs.run(term_stop);
+            }
+          });
           this_term.controller.run(term_stop);
           term_stop = true;
           watcher.join();
           images_thread.join();
           artifacts_thread.join();
+          jobs_thread.join();
           {
             std::lock_guard lock(term_mutex);
             term = nullptr;
@@ -431,6 +623,12 @@ void registerImageBuilderCommand(CLI::App& app, app::Action& action) {
   sub->add_option("--artifacts-root", o->artifacts_root,
                   "Directory where the artifacts PVCs are mounted read-only (one sub-directory\n"
                   "per PVC); lets the imagebuilder record each artifact's sha256");
+  sub->add_option("--job-image", o->builder.job_image,
+                  "banlieue's own image, for the Jobs run in the build namespace: a checksum\n"
+                  "Job per build mounts its artifacts PVC read-only and records the digest in\n"
+                  "status.buildArtifact.checksum (imports verify it), and the isoOverlay copy.\n"
+                  "Without it (and without --artifacts-root) only a source's checksum pin is\n"
+                  "recorded");
   sub->add_option("--leader-election-namespace", o->lease_namespace,
                   "Namespace of the banlieue-imagebuilder Lease (default $POD_NAMESPACE)")
       ->capture_default_str();

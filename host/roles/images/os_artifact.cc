@@ -88,7 +88,61 @@ StatusOr<BuildPlan> planBuild(const api::VMImage& image) {
                   ? "iso"
                   : "cloudImage";
   plan.merge_cloud_config = !image.spec.cloud_configs.empty();
+
+  const auto& overlay = image.spec.iso_overlay;
+  const auto& trusted = image.spec.trusted_boot;
+  if (overlay && trusted) {
+    return error(Code::kInvalidArgument, "TrustedBootWithIsoOverlay",
+                 "spec.isoOverlay and spec.trustedBoot are both set: a build lays an overlay on a "
+                 "plain ISO or signs a UKI ISO, not both; remove one");
+  }
+  if (trusted) {
+    if (trusted->secret_ref.name.empty()) {
+      return error(Code::kInvalidArgument, "TrustedBootInvalid",
+                   "spec.trustedBoot.secretRef.name is required");
+    }
+    plan.kind = "iso";  // a UKI is always an ISO here
+    plan.trusted_boot_secret = trusted->secret_ref.name;
+    plan.secret_keys_needed[plan.trusted_boot_secret] = trustedBootKeyNames();
+  }
+  if (overlay) {
+    auto invalid = [](const std::string& what) {
+      return error(Code::kInvalidArgument, "IsoOverlayInvalid", "spec.isoOverlay: " + what);
+    };
+    if (plan.kind != "iso") {
+      return invalid("provider class '" + plan.provider_class +
+                     "' gets a cloud image, which has no ISO to lay files on");
+    }
+    if (overlay->secret_ref.name.empty()) return invalid("secretRef.name is required");
+    plan.overlay_secret = overlay->secret_ref.name;
+    auto& keys = plan.secret_keys_needed[plan.overlay_secret];
+    for (const auto& f : overlay->files) {
+      std::string path = f.path;
+      while (!path.empty() && path.front() == '/') path.erase(0, 1);
+      bool escapes = path.empty() || path == ".." || path.rfind("../", 0) == 0 ||
+                     path.find("/../") != std::string::npos ||
+                     (path.size() >= 3 && path.compare(path.size() - 3, 3, "/..") == 0);
+      if (f.key.empty()) return invalid("a file has no key");
+      if (escapes) return invalid("path '" + f.path + "' of key " + f.key + " leaves the ISO");
+      plan.overlay_files.emplace_back(f.key, path);
+      keys.push_back(f.key);
+    }
+  }
   return plan;
+}
+
+std::vector<std::string> missingSecretKeys(const rapidjson::Value& secret,
+                                           const std::vector<std::string>& wanted) {
+  std::vector<std::string> missing;
+  for (const auto& key : wanted) {
+    bool found = false;
+    for (const char* field : {"data", "stringData"}) {
+      const auto* data = json::member(&secret, field);
+      if (data != nullptr && data->IsObject() && data->HasMember(key.c_str())) found = true;
+    }
+    if (!found) missing.push_back(key);
+  }
+  return missing;
 }
 
 std::string osArtifactName(const std::string& image_name) {
@@ -107,12 +161,20 @@ std::string artifactFileName(const std::string& os_artifact, const std::string& 
 std::string buildSpecHash(const api::VMImage& image, const BuildPlan& plan) {
   // Everything that changes what kairos builds; the merged cloud-config's content is not
   // included (kairos reads the Secret at build time) - edits to it need a force rebuild.
-  return fnvHex(plan.import_from + "\n" + plan.kind + "\n" + plan.arch + "\n" +
-                (plan.merge_cloud_config ? mergedSecretName(image.metadata.name) : ""));
+  std::string shape = plan.import_from + "\n" + plan.kind + "\n" + plan.arch + "\n" +
+                      (plan.merge_cloud_config ? mergedSecretName(image.metadata.name) : "");
+  // Added only when set, so images without them keep the hash (and the build) they had.
+  if (!plan.overlay_secret.empty()) {
+    shape += "\noverlay " + plan.overlay_secret;
+    for (const auto& [key, path] : plan.overlay_files) shape += "\n" + key + "=" + path;
+  }
+  if (!plan.trusted_boot_secret.empty()) shape += "\nuki " + plan.trusted_boot_secret;
+  return fnvHex(shape);
 }
 
 std::string osArtifactManifest(const api::VMImage& image, const BuildPlan& plan,
-                               const std::string& build_namespace) {
+                               const std::string& build_namespace,
+                               const std::string& overlay_copy_image) {
   rapidjson::Document doc(rapidjson::kObjectType);
   auto& a = doc.GetAllocator();
   add(doc, "apiVersion", std::string(kOsArtifactApiVersion), a);
@@ -127,7 +189,70 @@ std::string osArtifactManifest(const api::VMImage& image, const BuildPlan& plan,
   add(spec, "image", std::move(img), a);
   Value artifacts(rapidjson::kObjectType);
   add(artifacts, "arch", plan.arch, a);
-  add(artifacts, plan.kind == "iso" ? "iso" : "cloudImage", Value(true), a);
+  Value volumes(rapidjson::kArrayType);
+  auto secretVolume = [&](const char* name, const std::string& secret,
+                          const std::vector<std::pair<std::string, std::string>>& items) {
+    Value source(rapidjson::kObjectType);
+    add(source, "secretName", secret, a);
+    if (!items.empty()) {
+      Value list(rapidjson::kArrayType);
+      for (const auto& [key, path] : items) {
+        Value item(rapidjson::kObjectType);
+        add(item, "key", key, a);
+        add(item, "path", path, a);
+        list.PushBack(item, a);
+      }
+      add(source, "items", std::move(list), a);
+    }
+    Value volume(rapidjson::kObjectType);
+    add(volume, "name", std::string(name), a);
+    add(volume, "secret", std::move(source), a);
+    volumes.PushBack(volume, a);
+  };
+  if (!plan.trusted_boot_secret.empty()) {
+    Value uki(rapidjson::kObjectType);
+    add(uki, "iso", Value(true), a);
+    add(uki, "keysVolume", std::string(kTrustedBootKeysVolume), a);
+    add(artifacts, "uki", std::move(uki), a);
+    secretVolume(kTrustedBootKeysVolume, plan.trusted_boot_secret, {});
+  } else {
+    add(artifacts, plan.kind == "iso" ? "iso" : "cloudImage", Value(true), a);
+  }
+  if (!plan.overlay_secret.empty()) {
+    // A Secret volume's files are symlinks into a hidden directory, which the ISO build copies
+    // as links: an importer (an init container of kairos' build pod) copies them, dereferenced,
+    // into a plain volume, and that one is the overlay.
+    secretVolume(kOverlaySourceVolume, plan.overlay_secret, plan.overlay_files);
+    Value copy(rapidjson::kObjectType);
+    add(copy, "name", std::string(kOverlayVolume), a);
+    add(copy, "emptyDir", Value(rapidjson::kObjectType), a);
+    volumes.PushBack(copy, a);
+    add(artifacts, "overlayISOVolume", std::string(kOverlayVolume), a);
+
+    Value importer(rapidjson::kObjectType);
+    add(importer, "name", std::string("iso-overlay-materialize"), a);
+    add(importer, "image", overlay_copy_image, a);
+    Value command(rapidjson::kArrayType);
+    for (const char* word : {"cp", "-RL", "/overlay-source/.", "/overlay/"}) {
+      command.PushBack(Value(word, a), a);
+    }
+    add(importer, "command", std::move(command), a);
+    Value mounts(rapidjson::kArrayType);
+    auto mount = [&](const char* volume, const char* path, bool read_only) {
+      Value m(rapidjson::kObjectType);
+      add(m, "name", std::string(volume), a);
+      add(m, "mountPath", std::string(path), a);
+      add(m, "readOnly", Value(read_only), a);
+      mounts.PushBack(m, a);
+    };
+    mount(kOverlaySourceVolume, "/overlay-source", true);
+    mount(kOverlayVolume, "/overlay", false);
+    add(importer, "volumeMounts", std::move(mounts), a);
+    Value importers(rapidjson::kArrayType);
+    importers.PushBack(importer, a);
+    add(spec, "importers", std::move(importers), a);
+  }
+  if (!volumes.Empty()) add(spec, "volumes", std::move(volumes), a);
   if (plan.merge_cloud_config) {
     Value ref(rapidjson::kObjectType);
     add(ref, "name", mergedSecretName(image.metadata.name), a);
