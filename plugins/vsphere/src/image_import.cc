@@ -27,57 +27,6 @@ constexpr std::string_view kDeleteIsoPhase = "delete-iso";
 // template can remove the ISO too (the template itself no longer names it: its CD-ROM goes).
 constexpr char kIsoKey[] = "guestinfo.banlieue.import.iso";
 
-struct TemplateSettings {
-  std::string root_folder;
-  int64_t cpus = 2;
-  int64_t memory_mib = 4096;
-  int64_t disk_gib = 100;
-  std::string disk_type = "thin";
-  std::string firmware = "efi";
-  std::string guest_id;
-  std::vector<std::string> networks;
-  std::string install_mode = "immediate";
-  int64_t install_timeout_seconds = 1800;
-};
-
-TemplateSettings readSettings(const rapidjson::Value* image) {
-  TemplateSettings s;
-  const rapidjson::Value* t = json::find(image, "spec.template");
-  s.root_folder = json::stringOr(t, "rootFolder");
-  s.cpus = json::integer(t, "cpus").value_or(2);
-  s.memory_mib = json::integer(t, "memoryMib").value_or(4096);
-  s.disk_gib = json::integer(t, "disk.size").value_or(100);
-  s.disk_type = json::stringOr(t, "disk.type", "thin");
-  s.firmware = json::stringOr(t, "firmware", "efi");
-  s.install_mode = json::stringOr(t, "installMode", "immediate");
-  s.install_timeout_seconds = json::integer(t, "installTimeoutSeconds").value_or(1800);
-  if (const auto* nets = json::member(t, "network"); nets != nullptr && nets->IsArray()) {
-    for (const auto& n : nets->GetArray()) s.networks.push_back(json::stringOr(&n, "network"));
-  }
-  s.guest_id = json::stringOr(t, "guestId");
-  if (s.guest_id.empty()) {
-    std::string family = json::stringOr(image, "spec.osFamily", "linux");
-    s.guest_id = family == "windows" ? "windows9_64Guest"
-                 : family == "linux" ? "otherLinux64Guest"
-                                     : "other3xLinux64Guest";
-  }
-  auto bad = [](const std::string& field, const std::string& what) {
-    return sdk::Error(Code::kInvalidArgument, "InvalidSpec",
-                      "VMImage spec.template." + field + " " + what);
-  };
-  if (s.cpus < 1 || s.cpus > 256) throw bad("cpus", "must be 1..256");
-  if (s.memory_mib < 128) throw bad("memoryMib", "must be at least 128");
-  if (s.disk_gib < 1) throw bad("disk.size", "must be at least 1 GiB");
-  if (s.firmware != "efi" && s.firmware != "bios" && s.firmware != "efi-secure") {
-    throw bad("firmware", "must be bios, efi or efi-secure");
-  }
-  if (s.install_mode != "immediate" && s.install_mode != "deferred" && s.install_mode != "manual") {
-    throw bad("installMode", "must be immediate, deferred or manual");
-  }
-  if (s.install_timeout_seconds < 1) throw bad("installTimeoutSeconds", "must be positive");
-  return s;
-}
-
 int64_t nowSeconds() {
   return static_cast<int64_t>(std::time(nullptr));
 }
@@ -177,6 +126,109 @@ std::string datastoreFileTarget(const std::string& datastore_path, const std::st
          "&dsName=" + sdk::percentEncode(datastore);
 }
 
+TemplateSettings templateSettings(const rapidjson::Value* image) {
+  TemplateSettings s;
+  const rapidjson::Value* t = json::find(image, "spec.template");
+  s.root_folder = json::stringOr(t, "rootFolder");
+  s.cpus = json::integer(t, "cpus").value_or(2);
+  s.memory_mib = json::integer(t, "memoryMib").value_or(4096);
+  s.disk_gib = json::integer(t, "disk.size").value_or(100);
+  s.disk_type = json::stringOr(t, "disk.type", "thin");
+  s.firmware = json::stringOr(t, "firmware", "efi");
+  s.install_mode = json::stringOr(t, "installMode", "immediate");
+  s.install_timeout_seconds = json::integer(t, "installTimeoutSeconds").value_or(1800);
+  if (const auto* nets = json::member(t, "network"); nets != nullptr && nets->IsArray()) {
+    for (const auto& n : nets->GetArray()) {
+      TemplateNic nic;
+      nic.network = json::stringOr(&n, "network");
+      s.nics.push_back(std::move(nic));
+    }
+  }
+  s.guest_id = json::stringOr(t, "guestId");
+  if (s.guest_id.empty()) {
+    std::string family = json::stringOr(image, "spec.osFamily", "linux");
+    s.guest_id = family == "windows" ? "windows9_64Guest"
+                 : family == "linux" ? "otherLinux64Guest"
+                                     : "other3xLinux64Guest";
+  }
+  auto bad = [](const std::string& field, const std::string& what) {
+    return sdk::Error(Code::kInvalidArgument, "InvalidSpec",
+                      "VMImage spec.template." + field + " " + what);
+  };
+  if (s.cpus < 1 || s.cpus > 256) throw bad("cpus", "must be 1..256");
+  if (s.memory_mib < 128) throw bad("memoryMib", "must be at least 128");
+  if (s.disk_gib < 1) throw bad("disk.size", "must be at least 1 GiB");
+  if (s.firmware != "efi" && s.firmware != "bios" && s.firmware != "efi-secure") {
+    throw bad("firmware", "must be bios, efi or efi-secure");
+  }
+  if (s.install_mode != "immediate" && s.install_mode != "deferred" && s.install_mode != "manual") {
+    throw bad("installMode", "must be immediate, deferred or manual");
+  }
+  if (s.install_timeout_seconds < 1) throw bad("installTimeoutSeconds", "must be positive");
+  return s;
+}
+
+std::string installVmConfigXml(const TemplateSettings& settings, const InstallVm& vm) {
+  XmlWriter w;
+  w.open("config")
+      .text("name", vm.name)
+      .text("guestId", settings.guest_id)
+      .open("files")
+      .text("vmPathName", "[" + vm.datastore + "]")
+      .close("files")
+      .integer("numCPUs", settings.cpus)
+      .integer("memoryMB", settings.memory_mib);
+  // Controller, disk, NICs and CD-ROM with provisional negative keys.
+  w.open("deviceChange").text("operation", "add");
+  w.open("device", "ParaVirtualSCSIController")
+      .integer("key", -100)
+      .integer("busNumber", 0)
+      .text("sharedBus", "noSharing")
+      .close("device")
+      .close("deviceChange");
+  w.open("deviceChange").text("operation", "add").text("fileOperation", "create");
+  w.open("device", "VirtualDisk")
+      .integer("key", -101)
+      .open("backing", "VirtualDiskFlatVer2BackingInfo")
+      .text("fileName", "")
+      .text("diskMode", "persistent")
+      .boolean("thinProvisioned", settings.disk_type == "thin")
+      .boolean("eagerlyScrub", settings.disk_type == "eagerZeroed")
+      .close("backing")
+      .integer("controllerKey", -100)
+      .integer("unitNumber", 0)
+      .integer("capacityInKB", settings.disk_gib * 1024 * 1024)
+      .close("device")
+      .close("deviceChange");
+  int key = -102;
+  for (const auto& n : vm.networks) {
+    w.open("deviceChange").text("operation", "add");
+    w.open("device", "VirtualVmxnet3").integer("key", key--).raw(networkBackingXml(n));
+    w.close("device").close("deviceChange");
+  }
+  w.open("deviceChange").text("operation", "add");
+  w.open("device", "VirtualCdrom")
+      .integer("key", key)
+      .open("backing", "VirtualCdromIsoBackingInfo")
+      .text("fileName", vm.iso_file)
+      .close("backing")
+      .open("connectable")
+      .boolean("startConnected", true)
+      .boolean("allowGuestControl", true)
+      .boolean("connected", true)
+      .close("connectable")
+      .integer("controllerKey", 200)
+      .integer("unitNumber", 0)
+      .close("device")
+      .close("deviceChange");
+  // vim25 types are sequences: extraConfig precedes firmware in VirtualMachineConfigSpec.
+  w.raw(markerXml("created"));
+  w.raw(optionXml(kIsoKey, vm.iso_file));
+  w.text("firmware", settings.firmware == "bios" ? "bios" : "efi");
+  w.close("config");
+  return w.str();
+}
+
 Status ImageImporter::import(const sdk::Call& call, const sdk::ImportImageRequest& request,
                              const ProviderSpec& provider, sdk::Reply& reply) {
   if (request.artifact_format != "iso") {
@@ -191,7 +243,7 @@ Status ImageImporter::import(const sdk::Call& call, const sdk::ImportImageReques
     return {Code::kUnimplemented, "ContentLibraryNotImplemented",
             "spec.useContentLibrary is not implemented; unset it to import per zone"};
   }
-  const TemplateSettings settings = readSettings(request.image);
+  const TemplateSettings settings = templateSettings(request.image);
   const Deadline deadline = call.deadline();
   const std::string who = "import of " + request.image_name + " into " + request.failure_domain;
   return withVimErrors(who, [&]() -> Status {
@@ -240,11 +292,12 @@ Status ImageImporter::import(const sdk::Call& call, const sdk::ImportImageReques
                 "cluster " + cluster->name + " reaches no accessible datastore"};
       }
       std::vector<Inventory::Network> networks;
-      for (const auto& wanted : settings.networks) {
-        auto n = inventory.resolveNetwork(*cluster, wanted);
+      for (const auto& nic : settings.nics) {
+        auto n = inventory.resolveNetwork(*cluster, nic.network);
         if (!n) {
           return {Code::kFailedPrecondition, "NetworkNotFound",
-                  "spec.template.network '" + wanted + "' is not reachable from " + cluster->name};
+                  "spec.template.network '" + nic.network + "' is not reachable from " +
+                      cluster->name};
         }
         networks.push_back(*n);
       }
@@ -309,62 +362,7 @@ Status ImageImporter::import(const sdk::Call& call, const sdk::ImportImageReques
       }
       const std::string ds_file = "[" + datastore->name + "] " + iso;
       XmlWriter w;
-      w.open("config")
-          .text("name", name)
-          .text("guestId", settings.guest_id)
-          .open("files")
-          .text("vmPathName", "[" + datastore->name + "]")
-          .close("files")
-          .integer("numCPUs", settings.cpus)
-          .integer("memoryMB", settings.memory_mib);
-      // Controller, disk, NICs and CD-ROM with provisional negative keys.
-      w.open("deviceChange").text("operation", "add");
-      w.open("device", "ParaVirtualSCSIController")
-          .integer("key", -100)
-          .integer("busNumber", 0)
-          .text("sharedBus", "noSharing")
-          .close("device")
-          .close("deviceChange");
-      w.open("deviceChange").text("operation", "add").text("fileOperation", "create");
-      w.open("device", "VirtualDisk")
-          .integer("key", -101)
-          .open("backing", "VirtualDiskFlatVer2BackingInfo")
-          .text("fileName", "")
-          .text("diskMode", "persistent")
-          .boolean("thinProvisioned", settings.disk_type == "thin")
-          .boolean("eagerlyScrub", settings.disk_type == "eagerZeroed")
-          .close("backing")
-          .integer("controllerKey", -100)
-          .integer("unitNumber", 0)
-          .integer("capacityInKB", settings.disk_gib * 1024 * 1024)
-          .close("device")
-          .close("deviceChange");
-      int key = -102;
-      for (const auto& n : networks) {
-        w.open("deviceChange").text("operation", "add");
-        w.open("device", "VirtualVmxnet3").integer("key", key--).raw(networkBackingXml(n));
-        w.close("device").close("deviceChange");
-      }
-      w.open("deviceChange").text("operation", "add");
-      w.open("device", "VirtualCdrom")
-          .integer("key", key)
-          .open("backing", "VirtualCdromIsoBackingInfo")
-          .text("fileName", ds_file)
-          .close("backing")
-          .open("connectable")
-          .boolean("startConnected", true)
-          .boolean("allowGuestControl", true)
-          .boolean("connected", true)
-          .close("connectable")
-          .integer("controllerKey", 200)
-          .integer("unitNumber", 0)
-          .close("device")
-          .close("deviceChange");
-      // vim25 types are sequences: extraConfig precedes firmware in VirtualMachineConfigSpec.
-      w.raw(markerXml("created"));
-      w.raw(optionXml(kIsoKey, ds_file));
-      w.text("firmware", settings.firmware == "bios" ? "bios" : "efi");
-      w.close("config");
+      w.raw(installVmConfigXml(settings, {name, datastore->name, ds_file, networks}));
       w.moref("pool", cluster->resource_pool);
       MoRef task = vim_.startTask("CreateVM_Task", folder, w.str(), deadline);
       writeZoneRow(reply, fd->name, name, folder_path, false, "Importing", "creating the VM");
@@ -465,7 +463,7 @@ Status ImageImporter::remove(const sdk::Call& call, const sdk::DeleteImageReques
     return {Code::kInvalidArgument, "MissingField",
             "delete_image needs image.metadata.name and failureDomain"};
   }
-  const TemplateSettings settings = readSettings(request.image);
+  const TemplateSettings settings = templateSettings(request.image);
   const Deadline deadline = call.deadline();
   const std::string who =
       "deletion of template " + request.image_name + " in " + request.failure_domain;

@@ -7,10 +7,15 @@
 // guestinfo.banlieue.import marker), so every call re-derives where the import is.
 #pragma once
 
+#include "plugins/vsphere/src/inventory.h"
 #include "plugins/vsphere/src/provider_spec.h"
 #include "plugins/vsphere/src/vim.h"
 
 #include <banlieue/sdk/provider.h>
+
+#include <optional>
+#include <string>
+#include <vector>
 
 namespace banlieue::vsphere {
 
@@ -29,6 +34,43 @@ class ImageImporter {
  private:
   Vim& vim_;
 };
+
+// One network adapter of the install VM (spec.template.network[]).
+struct TemplateNic {
+  std::string network;  // empty: the zone's first standard port group
+};
+
+// spec.template of a VMImage as the import acts on it.
+struct TemplateSettings {
+  std::string root_folder;
+  int64_t cpus = 2;
+  int64_t memory_mib = 4096;
+  int64_t disk_gib = 100;
+  std::string disk_type = "thin";
+  std::string firmware = "efi";
+  std::string guest_id;
+  std::vector<TemplateNic> nics;
+  std::string install_mode = "immediate";
+  int64_t install_timeout_seconds = 1800;
+};
+
+// Reads spec.template (and spec.osFamily for the guest id) of the VMImage `image`. Throws
+// sdk::Error (INVALID_ARGUMENT, reason InvalidSpec) naming the field when a value is out of
+// range or not one the plugin can build.
+TemplateSettings templateSettings(const rapidjson::Value* image);
+
+// What the install VM is made of besides the settings: its name, the datastore of its files
+// and disk, the ISO's datastore path, and one resolved network per settings.nics entry.
+struct InstallVm {
+  std::string name;
+  std::string datastore;
+  std::string iso_file;  // "[ds] banlieue-images/….iso"
+  std::vector<Inventory::Network> networks;
+};
+
+// CreateVM_Task's <config>: an empty VM with the disk on its controller, the NICs, the ISO as
+// CD-ROM and the import's markers in extraConfig. Pure, for the unit tests.
+std::string installVmConfigXml(const TemplateSettings& settings, const InstallVm& vm);
 
 // Where an image's ISO lives on a datastore: named by checksum so an identical file is reused
 // and a rebuilt one never overwrites a file a template's CD-ROM still holds. Always one file in
