@@ -48,6 +48,25 @@ std::string markerXml(const std::string& value) {
   return optionXml(kMarker, value);
 }
 
+// The vim25 device type of spec.template.network[].adapter. vmxnet2 (VirtualVmxnet2) is left
+// out on purpose: it is deprecated and modern guests carry no driver for it.
+std::optional<std::string_view> adapterType(std::string_view adapter) {
+  if (adapter == "vmxnet3") return "VirtualVmxnet3";
+  if (adapter == "e1000e") return "VirtualE1000e";
+  if (adapter == "e1000") return "VirtualE1000";
+  return std::nullopt;
+}
+
+// The vim25 controller type of spec.template.disk.controller. BusLogic is left out: vSphere
+// supports it neither for 64-bit guests nor with EFI firmware, the import's default.
+std::optional<std::string_view> diskControllerType(std::string_view controller) {
+  if (controller == "pvscsi") return "ParaVirtualSCSIController";
+  if (controller == "lsiLogic") return "VirtualLsiLogicController";
+  if (controller == "lsiLogicSas") return "VirtualLsiLogicSASController";
+  if (controller == "nvme") return "VirtualNVMEController";
+  return std::nullopt;
+}
+
 void writeZoneRow(sdk::Reply& reply, const std::string& fd, const std::string& name,
                   const std::string& folder, bool ready, const std::string& reason,
                   const std::string& message) {
@@ -134,6 +153,7 @@ TemplateSettings templateSettings(const rapidjson::Value* image) {
   s.memory_mib = json::integer(t, "memoryMib").value_or(4096);
   s.disk_gib = json::integer(t, "disk.size").value_or(100);
   s.disk_type = json::stringOr(t, "disk.type", "thin");
+  s.disk_controller = json::stringOr(t, "disk.controller", "pvscsi");
   s.firmware = json::stringOr(t, "firmware", "efi");
   s.install_mode = json::stringOr(t, "installMode", "immediate");
   s.install_timeout_seconds = json::integer(t, "installTimeoutSeconds").value_or(1800);
@@ -141,6 +161,8 @@ TemplateSettings templateSettings(const rapidjson::Value* image) {
     for (const auto& n : nets->GetArray()) {
       TemplateNic nic;
       nic.network = json::stringOr(&n, "network");
+      nic.adapter = json::stringOr(&n, "adapter", "vmxnet3");
+      nic.pci_slot = json::integer(&n, "pciSlot");
       s.nics.push_back(std::move(nic));
     }
   }
@@ -165,6 +187,20 @@ TemplateSettings templateSettings(const rapidjson::Value* image) {
     throw bad("installMode", "must be immediate, deferred or manual");
   }
   if (s.install_timeout_seconds < 1) throw bad("installTimeoutSeconds", "must be positive");
+  if (!diskControllerType(s.disk_controller)) {
+    throw bad("disk.controller", "'" + s.disk_controller +
+                                     "' is not supported: pvscsi, lsiLogic, lsiLogicSas or nvme");
+  }
+  for (size_t i = 0; i < s.nics.size(); ++i) {
+    const std::string field = "network[" + std::to_string(i) + "].";
+    if (!adapterType(s.nics[i].adapter)) {
+      throw bad(field + "adapter",
+                "'" + s.nics[i].adapter + "' is not supported: vmxnet3, e1000 or e1000e");
+    }
+    if (s.nics[i].pci_slot && *s.nics[i].pci_slot < 0) {
+      throw bad(field + "pciSlot", "must not be negative");
+    }
+  }
   return s;
 }
 
@@ -180,12 +216,11 @@ std::string installVmConfigXml(const TemplateSettings& settings, const InstallVm
       .integer("memoryMB", settings.memory_mib);
   // Controller, disk, NICs and CD-ROM with provisional negative keys.
   w.open("deviceChange").text("operation", "add");
-  w.open("device", "ParaVirtualSCSIController")
-      .integer("key", -100)
-      .integer("busNumber", 0)
-      .text("sharedBus", "noSharing")
-      .close("device")
-      .close("deviceChange");
+  const std::string_view controller = *diskControllerType(settings.disk_controller);
+  w.open("device", controller).integer("key", -100).integer("busNumber", 0);
+  // VirtualSCSIController.sharedBus; an NVMe controller (VirtualController) has no such field.
+  if (settings.disk_controller != "nvme") w.text("sharedBus", "noSharing");
+  w.close("device").close("deviceChange");
   w.open("deviceChange").text("operation", "add").text("fileOperation", "create");
   w.open("device", "VirtualDisk")
       .integer("key", -101)
@@ -201,9 +236,18 @@ std::string installVmConfigXml(const TemplateSettings& settings, const InstallVm
       .close("device")
       .close("deviceChange");
   int key = -102;
-  for (const auto& n : vm.networks) {
+  for (size_t i = 0; i < vm.networks.size(); ++i) {
+    const TemplateNic nic = i < settings.nics.size() ? settings.nics[i] : TemplateNic{};
     w.open("deviceChange").text("operation", "add");
-    w.open("device", "VirtualVmxnet3").integer("key", key--).raw(networkBackingXml(n));
+    w.open("device", *adapterType(nic.adapter))
+        .integer("key", key--)
+        .raw(networkBackingXml(vm.networks[i]));
+    // VirtualDevice is a sequence: slotInfo comes after backing (and connectable).
+    if (nic.pci_slot) {
+      w.open("slotInfo", "VirtualDevicePciBusSlotInfo")
+          .integer("pciSlotNumber", *nic.pci_slot)
+          .close("slotInfo");
+    }
     w.close("device").close("deviceChange");
   }
   w.open("deviceChange").text("operation", "add");
@@ -291,25 +335,30 @@ Status ImageImporter::import(const sdk::Call& call, const sdk::ImportImageReques
         return {Code::kFailedPrecondition, "DatastoreNotFound",
                 "cluster " + cluster->name + " reaches no accessible datastore"};
       }
+      // The zone's port group: a standard network first (uplink port groups of a distributed
+      // switch carry no VMs).
+      std::optional<Inventory::Network> zone_network;
+      for (const MoRef& r : cluster->networks) {
+        if (const auto* n = inventory.network(r); n != nullptr && !n->distributed) {
+          zone_network = *n;
+          break;
+        }
+      }
       std::vector<Inventory::Network> networks;
       for (const auto& nic : settings.nics) {
-        auto n = inventory.resolveNetwork(*cluster, nic.network);
+        auto n =
+            nic.network.empty() ? zone_network : inventory.resolveNetwork(*cluster, nic.network);
         if (!n) {
           return {Code::kFailedPrecondition, "NetworkNotFound",
-                  "spec.template.network '" + nic.network + "' is not reachable from " +
-                      cluster->name};
+                  nic.network.empty() ? "cluster " + cluster->name +
+                                            " has no standard port group for an adapter "
+                                            "of spec.template.network without a network"
+                                      : "spec.template.network '" + nic.network +
+                                            "' is not reachable from " + cluster->name};
         }
         networks.push_back(*n);
       }
-      if (networks.empty()) {
-        for (const MoRef& r : cluster->networks) {
-          // A standard network first: uplink port groups of a distributed switch carry no VMs.
-          if (const auto* n = inventory.network(r); n != nullptr && !n->distributed) {
-            networks.push_back(*n);
-            break;
-          }
-        }
-      }
+      if (settings.nics.empty() && zone_network) networks.push_back(*zone_network);
 
       // Upload, unless a file with this checksum (and size) is already there.
       const std::string iso = isoDatastorePath(name, request.artifact_sha256);

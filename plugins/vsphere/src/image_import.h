@@ -37,7 +37,9 @@ class ImageImporter {
 
 // One network adapter of the install VM (spec.template.network[]).
 struct TemplateNic {
-  std::string network;  // empty: the zone's first standard port group
+  std::string network;              // empty: the zone's first standard port group
+  std::string adapter = "vmxnet3";  // vmxnet3, e1000 or e1000e
+  std::optional<int64_t> pci_slot;  // unset: vSphere places the adapter
 };
 
 // spec.template of a VMImage as the import acts on it.
@@ -47,6 +49,7 @@ struct TemplateSettings {
   int64_t memory_mib = 4096;
   int64_t disk_gib = 100;
   std::string disk_type = "thin";
+  std::string disk_controller = "pvscsi";  // pvscsi, lsiLogic, lsiLogicSas or nvme
   std::string firmware = "efi";
   std::string guest_id;
   std::vector<TemplateNic> nics;
