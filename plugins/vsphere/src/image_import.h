@@ -1,10 +1,14 @@
 // Per-zone template import from an ISO (VMImage.status.buildArtifact of kind iso): upload the
-// ISO to the zone's datastore (reused when a file with the same checksum is already there),
-// ensure <rootFolder>/<failure-domain>, create an empty EFI VM with a pvscsi disk, a vmxnet3
-// NIC and the ISO attached, let the installer run (power on, wait for the guest to power off,
-// bounded by installTimeoutSeconds) unless installMode defers it, remove the CD-ROM and mark
-// the VM as a template. The state lives in vCenter (the VM, its power state and a
-// guestinfo.banlieue.import marker), so every call re-derives where the import is.
+// ISO to the zone's datastore (the one of the zone's datastores already holding a file of the
+// same checksum and size, else the emptiest; spec.template.forceUpload uploads to the emptiest
+// regardless), ensure <rootFolder>/<failure-domain>, create an empty EFI VM on that datastore
+// with its disk on the controller asked for (pvscsi), the NICs asked for (vmxnet3 on the zone's
+// port group) and the ISO attached, let the installer run (power on, wait for the guest to
+// power off, bounded by installTimeoutSeconds) unless installMode defers it, remove the CD-ROM
+// and mark the VM as a template. The state lives in vCenter (the VM, its power state and
+// guestinfo.banlieue.import* markers), so every call re-derives where the import is; each
+// IN_PROGRESS reply carries status.progress.phase (Uploading, CreatingVM, PoweringOn,
+// Installing, RemovingCdrom, PoweringOff), which the VMImage's zone row shows.
 #pragma once
 
 #include "plugins/vsphere/src/inventory.h"
@@ -25,9 +29,9 @@ class ImageImporter {
 
   sdk::Status import(const sdk::Call& call, const sdk::ImportImageRequest& request,
                      const ProviderSpec& provider, sdk::Reply& reply);
-  // delete_image (ABI 1.1, ADR 0037): destroys the zone's template (Destroy_Task, polled by
-  // token) if the import made it (its guestinfo.banlieue.import marker); OK when there is none.
-  // The ISO on the datastore stays: a re-import of the same checksum reuses it.
+  // delete_image (ABI 1.1, ADR 0037): removes the ISO the import recorded on the template, then
+  // destroys the zone's template (each a task polled by token) if the import made it (its
+  // guestinfo.banlieue.import marker); OK when there is none.
   sdk::Status remove(const sdk::Call& call, const sdk::DeleteImageRequest& request,
                      const ProviderSpec& provider, sdk::Reply& reply);
 
@@ -55,6 +59,7 @@ struct TemplateSettings {
   std::vector<TemplateNic> nics;
   std::string install_mode = "immediate";
   int64_t install_timeout_seconds = 1800;
+  bool force_upload = false;  // upload even when a zone datastore holds the ISO already
 };
 
 // Reads spec.template (and spec.osFamily for the guest id) of the VMImage `image`. Throws
