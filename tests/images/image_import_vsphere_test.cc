@@ -4,7 +4,8 @@
 // lands as a template in the zone's folder; a flipped byte is refused with ChecksumMismatch
 // before the plugin is even loaded. The template knobs (issue #27) on their own vcsim each: a
 // zone reuses the ISO a datastore it reaches already holds (forceUpload uploads again), every
-// build step shows as a progress phase and a stuck installer times out with a reason. Labels:
+// build step shows as a progress phase and a stuck installer times out with a reason,
+// forceCreate replaces an earlier import's template, retainOnDelete keeps it. Labels:
 // integration;images.
 #include "host/roles/images/artifact_checksum.h"
 #include "host/roles/images/import_exit.h"
@@ -403,6 +404,69 @@ TEST(ImageImportVsphereTest, EveryBuildStepIsAPhaseAndAStuckInstallerTimesOut) {
   EXPECT_EQ(timed_out.code, BANLIEUE_FAILED_PRECONDITION) << timed_out.message;
   EXPECT_EQ(timed_out.reason, "InstallTimedOut");
   EXPECT_THAT(timed_out.message, HasSubstr("within 1 s"));
+}
+
+// forceCreate: the template an earlier import made (another artifact, or before another
+// banlieue.io/force-reimport value) is destroyed and made again; without it, or within the same
+// import, the template there is adopted.
+TEST(ImageImportVsphereTest, ForceCreateReplacesAnEarlierImportsTemplate) {
+  vsphere::testing::Vcsim vcsim;
+  PluginImport p(vcsim);
+  const std::string plain = R"({"rootFolder":"banlieue-templates","installMode":"deferred"})";
+  const std::string forced =
+      R"({"rootFolder":"banlieue-templates","installMode":"deferred","forceCreate":true})";
+  std::vector<std::string> phases;
+  ASSERT_TRUE(importUntil(p, p.request("kairos-fc", plain), phases).ok());
+  const vsphere::MoRef first = p.backend().find(p.templatePath("kairos-fc"));
+  ASSERT_FALSE(first.empty());
+  ASSERT_TRUE(importUntil(p, p.request("kairos-fc", plain), phases).ok());
+  EXPECT_EQ(p.backend().find(p.templatePath("kairos-fc")).value, first.value)
+      << "adopted without forceCreate";
+
+  const std::string again = p.request("kairos-fc", forced, R"({"banlieue.io/force-reimport":"1"})");
+  auto replaced = importUntil(p, again, phases);
+  ASSERT_TRUE(replaced.ok()) << replaced.reason << ": " << replaced.message;
+  const vsphere::MoRef second = p.backend().find(p.templatePath("kairos-fc"));
+  ASSERT_FALSE(second.empty());
+  EXPECT_NE(second.value, first.value) << "forceCreate adopted the earlier import's template";
+  auto live = p.backend().vm("kairos-fc", {"config.template"});
+  EXPECT_TRUE(live && live->boolean("config.template"));
+  // The same import asked again: its own template is the answer, not rebuilt for ever.
+  ASSERT_TRUE(importUntil(p, again, phases).ok());
+  EXPECT_EQ(p.backend().find(p.templatePath("kairos-fc")).value, second.value);
+}
+
+// retainOnDelete: delete_image leaves the template and its ISO and says OK.
+TEST(ImageImportVsphereTest, RetainOnDeleteKeepsTheTemplateAndItsIso) {
+  vsphere::testing::Vcsim vcsim;
+  PluginImport p(vcsim);
+  const std::string tmpl = R"({"rootFolder":"banlieue-templates","installMode":"deferred"})";
+  std::vector<std::string> phases;
+  ASSERT_TRUE(importUntil(p, p.request("kairos-keep", tmpl), phases).ok());
+  const std::string iso = vsphere::isoDatastorePath("kairos-keep", PluginImport::kSha);
+  auto iso_kept = [&] {
+    for (const auto& [name, ds] : datastores(p.backend())) {
+      if (fs::exists(fs::path(ds.url) / iso)) return true;
+    }
+    return false;
+  };
+  ASSERT_TRUE(iso_kept());
+
+  auto kept = p.driver().drive(
+      "delete_image", "", PluginImport::kUid,
+      PluginImport::removal(
+          "kairos-keep",
+          R"({"rootFolder":"banlieue-templates","installMode":"deferred","retainOnDelete":true})"));
+  EXPECT_TRUE(kept.ok()) << kept.reason << ": " << kept.message;
+  EXPECT_FALSE(p.backend().find(p.templatePath("kairos-keep")).empty());
+  EXPECT_TRUE(iso_kept());
+
+  // Without it the same call removes both: the test above would catch a no-op.
+  auto removed = p.driver().drive("delete_image", "", PluginImport::kUid,
+                                  PluginImport::removal("kairos-keep", tmpl));
+  EXPECT_TRUE(removed.ok()) << removed.reason << ": " << removed.message;
+  EXPECT_TRUE(p.backend().find(p.templatePath("kairos-keep")).empty());
+  EXPECT_FALSE(iso_kept());
 }
 
 }  // namespace

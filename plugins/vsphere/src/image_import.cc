@@ -26,6 +26,10 @@ constexpr std::string_view kDeleteIsoPhase = "delete-iso";
 // The datastore path of the ISO an import uploaded, kept on its VM so that a deletion of the
 // template can remove the ISO too (the template itself no longer names it: its CD-ROM goes).
 constexpr char kIsoKey[] = "guestinfo.banlieue.import.iso";
+// Which import made the VM: the artifact's checksum and the VMImage's force-reimport value.
+// spec.template.forceCreate replaces a template whose build differs (an earlier import's).
+constexpr char kBuildKey[] = "guestinfo.banlieue.import.build";
+constexpr char kForceReimportAnnotation[] = "banlieue.io/force-reimport";
 // The token of an upload announced to the host (the upload itself runs in the next call, so
 // the zone row shows Uploading while it does): "upload:<datastore name>". No Task carries it.
 constexpr std::string_view kUploadToken = "upload:";
@@ -38,6 +42,7 @@ constexpr std::string_view kPoweringOn = "PoweringOn";
 constexpr std::string_view kInstalling = "Installing";
 constexpr std::string_view kRemovingCdrom = "RemovingCdrom";
 constexpr std::string_view kPoweringOff = "PoweringOff";
+constexpr std::string_view kRecreating = "Recreating";
 
 // The phase a pending task of the import belongs to, by its token's phase.
 std::string_view phaseOfTask(std::string_view token_phase) {
@@ -46,6 +51,7 @@ std::string_view phaseOfTask(std::string_view token_phase) {
   if (token_phase == "mark") return kInstalling;
   if (token_phase == "finish") return kRemovingCdrom;
   if (token_phase == "poweroff") return kPoweringOff;
+  if (token_phase == "recreate" || token_phase == "recreate-off") return kRecreating;
   return "Importing";
 }
 
@@ -60,6 +66,16 @@ void writeProgress(sdk::Reply& reply, std::string_view phase, int64_t done = 0, 
   progress.AddMember("bytesDone", done, a);
   progress.AddMember("bytesTotal", total, a);
   status.AddMember("progress", progress, a);
+}
+
+std::string importBuild(const sdk::ImportImageRequest& request) {
+  std::string build = "sha256:" + request.artifact_sha256;
+  const rapidjson::Value* annotations = json::find(request.image, "metadata.annotations");
+  const rapidjson::Value* force = json::member(annotations, kForceReimportAnnotation);
+  if (force != nullptr && force->IsString() && force->GetStringLength() > 0) {
+    build += " force-reimport:" + std::string(force->GetString(), force->GetStringLength());
+  }
+  return build;
 }
 
 int64_t nowSeconds() {
@@ -122,6 +138,7 @@ struct ImportVm {
   std::string power_state;
   std::string marker;
   std::string iso;  // the uploaded ISO's datastore path ("[ds] banlieue-images/….iso"), if known
+  std::string build;  // kBuildKey: which import made it (empty before it was recorded)
   int cdrom_key = -1;
   std::string cdrom_xml;  // the live CD-ROM device re-encoded for a remove
 };
@@ -143,6 +160,8 @@ ImportVm readImportVm(Vim& vim, const MoRef& ref, Deadline deadline) {
       vm.marker = childText(option, "value").value_or("");  // the last one wins (vcsim appends)
     } else if (childText(option, "key").value_or("") == kIsoKey) {
       vm.iso = childText(option, "value").value_or("");
+    } else if (childText(option, "key").value_or("") == kBuildKey) {
+      vm.build = childText(option, "value").value_or("");
     }
   }
   for (pugi::xml_node device : children(o.node("config.hardware.device"), "VirtualDevice")) {
@@ -193,6 +212,8 @@ TemplateSettings templateSettings(const rapidjson::Value* image) {
   s.install_mode = json::stringOr(t, "installMode", "immediate");
   s.install_timeout_seconds = json::integer(t, "installTimeoutSeconds").value_or(1800);
   s.force_upload = json::boolean(t, "forceUpload");
+  s.force_create = json::boolean(t, "forceCreate");
+  s.retain_on_delete = json::boolean(t, "retainOnDelete");
   if (const auto* nets = json::member(t, "network"); nets != nullptr && nets->IsArray()) {
     for (const auto& n : nets->GetArray()) {
       TemplateNic nic;
@@ -304,6 +325,7 @@ std::string installVmConfigXml(const TemplateSettings& settings, const InstallVm
   // vim25 types are sequences: extraConfig precedes firmware in VirtualMachineConfigSpec.
   w.raw(markerXml("created"));
   w.raw(optionXml(kIsoKey, vm.iso_file));
+  if (!vm.build.empty()) w.raw(optionXml(kBuildKey, vm.build));
   w.text("firmware", settings.firmware == "bios" ? "bios" : "efi");
   w.close("config");
   return w.str();
@@ -324,6 +346,7 @@ Status ImageImporter::import(const sdk::Call& call, const sdk::ImportImageReques
             "spec.useContentLibrary is not implemented; unset it to import per zone"};
   }
   const TemplateSettings settings = templateSettings(request.image);
+  const std::string build = importBuild(request);
   const Deadline deadline = call.deadline();
   const std::string who = "import of " + request.image_name + " into " + request.failure_domain;
   return withVimErrors(who, [&]() -> Status {
@@ -369,6 +392,20 @@ Status ImageImporter::import(const sdk::Call& call, const sdk::ImportImageReques
 
     if (existing) {
       ImportVm vm = readImportVm(vim_, *existing, deadline);
+      if (settings.force_create && !vm.marker.empty() && vm.build != build) {
+        // An earlier import's template (or VM): made again rather than adopted. A VM without
+        // the marker is never banlieue's to destroy; it ends in ForeignVM below.
+        if (vm.power_state == "poweredOn") {
+          progress(kRecreating, "powering off the earlier import's VM");
+          return importStarted(reply, "recreate-off",
+                               vim_.startTask("PowerOffVM_Task", vm.ref, {}, deadline),
+                               who + ": powering off the earlier import's VM");
+        }
+        progress(kRecreating, "destroying the earlier import's template");
+        return importStarted(reply, "recreate",
+                             vim_.startTask("Destroy_Task", vm.ref, {}, deadline),
+                             who + ": destroying the earlier import's template");
+      }
       if (vm.is_template) {
         writeZoneRow(reply, fd->name, name, folder_path, true, "", "");
         settle(reply);
@@ -578,7 +615,7 @@ Status ImageImporter::import(const sdk::Call& call, const sdk::ImportImageReques
     }
     const std::string ds_file = "[" + datastore->name + "] " + iso;
     XmlWriter w;
-    w.raw(installVmConfigXml(settings, {name, datastore->name, ds_file, networks}));
+    w.raw(installVmConfigXml(settings, {name, datastore->name, ds_file, networks, build}));
     w.moref("pool", cluster->resource_pool);
     MoRef task = vim_.startTask("CreateVM_Task", folder, w.str(), deadline);
     progress(kCreatingVm, "creating the VM on " + datastore->name);
@@ -598,6 +635,13 @@ Status ImageImporter::remove(const sdk::Call& call, const sdk::DeleteImageReques
   const std::string root_folder = json::stringOr(spec_template, "rootFolder");
   const std::string who =
       "deletion of template " + request.image_name + " in " + request.failure_domain;
+  if (json::boolean(spec_template, "retainOnDelete")) {
+    // The host does not ask when the VMImage says so (ADR 0037); a caller that does anyway
+    // gets the same answer: the template and its ISO stay, and that is success.
+    BANLIEUE_LOG(kInfo, who + ": spec.template.retainOnDelete keeps the template and its ISO");
+    settle(reply);
+    return Status::ok();
+  }
   const Deadline deadline = call.deadline();
   return withVimErrors(who, [&]() -> Status {
     if (auto pending = parseTaskToken(request.operation_token, kDestroyPhase)) {

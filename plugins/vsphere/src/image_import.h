@@ -5,10 +5,11 @@
 // with its disk on the controller asked for (pvscsi), the NICs asked for (vmxnet3 on the zone's
 // port group) and the ISO attached, let the installer run (power on, wait for the guest to
 // power off, bounded by installTimeoutSeconds) unless installMode defers it, remove the CD-ROM
-// and mark the VM as a template. The state lives in vCenter (the VM, its power state and
+// and mark the VM as a template. spec.template.forceCreate replaces a template an earlier
+// import made instead of adopting it. The state lives in vCenter (the VM, its power state and
 // guestinfo.banlieue.import* markers), so every call re-derives where the import is; each
 // IN_PROGRESS reply carries status.progress.phase (Uploading, CreatingVM, PoweringOn,
-// Installing, RemovingCdrom, PoweringOff), which the VMImage's zone row shows.
+// Installing, RemovingCdrom, PoweringOff, Recreating), which the VMImage's zone row shows.
 #pragma once
 
 #include "plugins/vsphere/src/inventory.h"
@@ -31,7 +32,8 @@ class ImageImporter {
                      const ProviderSpec& provider, sdk::Reply& reply);
   // delete_image (ABI 1.1, ADR 0037): removes the ISO the import recorded on the template, then
   // destroys the zone's template (each a task polled by token) if the import made it (its
-  // guestinfo.banlieue.import marker); OK when there is none.
+  // guestinfo.banlieue.import marker); OK when there is none. With
+  // spec.template.retainOnDelete both stay and the answer is OK, without a vCenter call.
   sdk::Status remove(const sdk::Call& call, const sdk::DeleteImageRequest& request,
                      const ProviderSpec& provider, sdk::Reply& reply);
 
@@ -59,7 +61,9 @@ struct TemplateSettings {
   std::vector<TemplateNic> nics;
   std::string install_mode = "immediate";
   int64_t install_timeout_seconds = 1800;
-  bool force_upload = false;  // upload even when a zone datastore holds the ISO already
+  bool force_upload = false;      // upload even when a zone datastore holds the ISO already
+  bool force_create = false;      // replace a template an earlier import made
+  bool retain_on_delete = false;  // delete_image leaves the template and its ISO
 };
 
 // Reads spec.template (and spec.osFamily for the guest id) of the VMImage `image`. Throws
@@ -74,6 +78,7 @@ struct InstallVm {
   std::string datastore;
   std::string iso_file;  // "[ds] banlieue-images/….iso"
   std::vector<Inventory::Network> networks;
+  std::string build;  // which import makes it (artifact checksum, force-reimport value)
 };
 
 // CreateVM_Task's <config>: an empty VM with the disk on its controller, the NICs, the ISO as
