@@ -338,8 +338,10 @@ sdk::abi::CallOutcome importUntil(PluginImport& p, const std::string& request,
     auto reply = json::parse(outcome.body, "reply");
     std::string phase = json::stringOr(&reply, "status.progress.phase");
     if (phases.empty() || phases.back() != phase) phases.push_back(phase);
-    // As `banlieue image-import` does: a reply without a token keeps the previous one.
-    if (std::string next = json::stringOr(&reply, "operation.token"); !next.empty()) token = next;
+    // The ABI: an IN_PROGRESS reply carries an operation (sdk/schemas/reconcile.response.json).
+    std::string next = json::stringOr(&reply, "operation.token");
+    EXPECT_FALSE(next.empty()) << "IN_PROGRESS without an operation token in phase " << phase;
+    if (!next.empty()) token = next;
     if (outcome.reason == stop_at) return outcome;
   }
   return outcome;

@@ -33,6 +33,8 @@ constexpr char kForceReimportAnnotation[] = "banlieue.io/force-reimport";
 // The token of an upload announced to the host (the upload itself runs in the next call, so
 // the zone row shows Uploading while it does): "upload:<datastore name>". No Task carries it.
 constexpr std::string_view kUploadToken = "upload:";
+// The token of the wait for the installer: no Task, no colon (parseTaskToken ignores it).
+constexpr std::string_view kInstallingToken = "installing";
 
 // The phases an import goes through, as the zone row's progress.phase shows them (the import
 // Job logs them; the provider reads the log).
@@ -464,6 +466,9 @@ Status ImageImporter::import(const sdk::Call& call, const sdk::ImportImageReques
                         ") is kept for debugging: delete it to start the import over"};
           }
           progress(kInstalling, "installing");
+          // A token no task carries (IN_PROGRESS needs one): each call looks at the VM again.
+          reply.setOperation(std::string(kInstallingToken),
+                             who + ": waiting for the installer to power off");
           reply.requeueAfter(kInstallPoll);
           return Status::inProgress("Installing", who + ": waiting for the installer to power off");
         }
