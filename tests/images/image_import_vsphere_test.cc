@@ -243,6 +243,8 @@ TEST(ImageImportVsphereTest, AZoneReusesTheIsoADatastoreHoldsAndForceUploadUploa
   auto [first, first_term] = importer.run(deferredImage(), "vcsim-dc0-dc0-c0");
   ASSERT_EQ(first.exit_code, kImportOk) << first.output;
   EXPECT_THAT(first.output, HasSubstr("phase=Uploading"));
+  // Each step's phase is logged (what the zone row shows), however soon the next one comes.
+  EXPECT_THAT(first.output, HasSubstr("phase=CreatingVM"));
   ASSERT_EQ(holders().size(), 1u);
   const std::string holder = *holders().begin();
   auto state = datastores(backend);
