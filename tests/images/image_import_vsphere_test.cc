@@ -427,6 +427,15 @@ TEST(ImageImportVsphereTest, ForceCreateReplacesAnEarlierImportsTemplate) {
   EXPECT_EQ(p.backend().find(p.templatePath("kairos-fc")).value, first.value)
       << "adopted without forceCreate";
 
+  // forceCreate within the import that made the template (same artifact, the annotation's value
+  // unchanged: blanks are none, as for the provider runtime) adopts it.
+  ASSERT_TRUE(importUntil(p,
+                          p.request("kairos-fc", forced, R"({"banlieue.io/force-reimport":"  "})"),
+                          phases)
+                  .ok());
+  EXPECT_EQ(p.backend().find(p.templatePath("kairos-fc")).value, first.value)
+      << "forceCreate rebuilt the template of the same import";
+
   const std::string again = p.request("kairos-fc", forced, R"({"banlieue.io/force-reimport":"1"})");
   auto replaced = importUntil(p, again, phases);
   ASSERT_TRUE(replaced.ok()) << replaced.reason << ": " << replaced.message;

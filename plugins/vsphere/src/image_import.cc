@@ -29,6 +29,8 @@ constexpr char kIsoKey[] = "guestinfo.banlieue.import.iso";
 // Which import made the VM: the artifact's checksum and the VMImage's force-reimport value.
 // spec.template.forceCreate replaces a template whose build differs (an earlier import's).
 constexpr char kBuildKey[] = "guestinfo.banlieue.import.build";
+// The VMImage annotation whose new value makes the provider runtime run its imports again
+// (host/roles/images/import_job.h; a plugin never includes host code).
 constexpr char kForceReimportAnnotation[] = "banlieue.io/force-reimport";
 // The token of an upload announced to the host (the upload itself runs in the next call, so
 // the zone row shows Uploading while it does): "upload:<datastore name>". No Task carries it.
@@ -74,8 +76,14 @@ std::string importBuild(const sdk::ImportImageRequest& request) {
   std::string build = "sha256:" + request.artifact_sha256;
   const rapidjson::Value* annotations = json::find(request.image, "metadata.annotations");
   const rapidjson::Value* force = json::member(annotations, kForceReimportAnnotation);
-  if (force != nullptr && force->IsString() && force->GetStringLength() > 0) {
-    build += " force-reimport:" + std::string(force->GetString(), force->GetStringLength());
+  if (force != nullptr && force->IsString()) {
+    // Trimmed, as the provider runtime reads it: a value of blanks asks for no re-import.
+    std::string_view value(force->GetString(), force->GetStringLength());
+    const auto first = value.find_first_not_of(" \t\r\n");
+    if (first != std::string_view::npos) {
+      value = value.substr(first, value.find_last_not_of(" \t\r\n") - first + 1);
+      build += " force-reimport:" + std::string(value);
+    }
   }
   return build;
 }
