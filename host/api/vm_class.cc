@@ -119,13 +119,18 @@ const Fields<TemplateNetwork>& TemplateNetwork::describe() {
   using T = TemplateNetwork;
   static const Fields<T> f =
       Fields<T>("A network adapter of the template")
-          .field("network", &T::network, {.description = "vSphere network the adapter joins"})
+          .field("network", &T::network,
+                 {.description = "vSphere network the adapter joins; empty: the zone's first "
+                                 "standard port group"})
           .field("adapter", &T::adapter,
-                 {.description = "Adapter model (not acted on yet)",
-                  .enum_values = {"vmxnet3", "vmxnet2", "e1000", "e1000e"},
+                 {.description = "Adapter model",
+                  .enum_values = {"vmxnet3", "e1000", "e1000e"},
                   .default_json = "\"vmxnet3\""})
           .field("pciSlot", &T::pci_slot,
-                 {.description = "PCI slot; default 192 + index (not acted on yet)", .minimum = 0});
+                 {.description = "PCI slot number of the adapter (vSphere's pciSlotNumber, which "
+                                 "the guest's interface name follows, e.g. 192: ens192); unset: "
+                                 "vSphere chooses",
+                  .minimum = 0});
   return f;
 }
 
@@ -140,8 +145,8 @@ const Fields<TemplateDisk>& TemplateDisk::describe() {
                   .enum_values = enums::kDiskProvisioning,
                   .default_json = "\"thin\""})
           .field("controller", &T::controller,
-                 {.description = "SCSI controller model (not acted on yet)",
-                  .enum_values = {"pvscsi", "lsiLogic", "lsiLogicSas", "busLogic"},
+                 {.description = "Controller model the disk hangs off",
+                  .enum_values = {"pvscsi", "lsiLogic", "lsiLogicSas", "nvme"},
                   .default_json = "\"pvscsi\""});
   return f;
 }
@@ -153,7 +158,8 @@ const Fields<ImageTemplate>& ImageTemplate::describe() {
           .field("rootFolder", &T::root_folder,
                  {.description = "Templates land in <rootFolder>/<failure domain>"})
           .field("network", &T::network,
-                 {.description = "Network adapters of the install VM and its template"})
+                 {.description = "Network adapters of the install VM and its template; none: one "
+                                 "vmxnet3 adapter on the zone's first standard port group"})
           .field("disk", &T::disk, {.description = "Disk of the install VM and its template"})
           .field("cpus", &T::cpus,
                  {.description = "Virtual CPUs of the install VM",
@@ -171,13 +177,16 @@ const Fields<ImageTemplate>& ImageTemplate::describe() {
                   .default_json = "\"efi\""})
           .field("guestId", &T::guest_id,
                  {.description = "vSphere guest OS identifier; derived from osFamily when empty"})
-          .field(
-              "forceUpload", &T::force_upload,
-              {.description = "Upload the install ISO even when one is present (not acted on yet)"})
+          .field("forceUpload", &T::force_upload,
+                 {.description = "Upload the install ISO even when a datastore of the zone "
+                                 "already holds it (same checksum and size)"})
           .field("forceCreate", &T::force_create,
-                 {.description = "Build the template even when one is present (not acted on yet)"})
+                 {.description = "Replace a template an earlier import made (of another "
+                                 "artifact, or before another banlieue.io/force-reimport value) "
+                                 "instead of adopting it"})
           .field("installTimeoutSeconds", &T::install_timeout_seconds,
-                 {.description = "How long the unattended install may take",
+                 {.description = "How long the unattended install may take; past it the zone "
+                                 "reads InstallTimedOut and the install VM is kept",
                   .minimum = 1,
                   .default_json = "1800"})
           .field("installMode", &T::install_mode,

@@ -2,6 +2,7 @@
 // files without "vcenter") and vCenter-shaped ones written from the WSDL, the session logic
 // over a scripted transport, and the pure failure-domain rules. No network.
 #include "plugins/vsphere/src/console.h"
+#include "plugins/vsphere/src/image_import.h"
 #include "plugins/vsphere/src/inventory.h"
 #include "plugins/vsphere/src/machine_spec.h"
 #include "plugins/vsphere/src/naming.h"
@@ -16,6 +17,7 @@
 
 #include <deque>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 namespace banlieue::vsphere {
@@ -423,6 +425,114 @@ TEST(MachineSpecTest, RejectsOutOfRangeFieldsByName) {
   } catch (const sdk::Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("spec.numCpus"));
   }
+}
+
+// The install VM of an ISO import (spec.template): each NIC is the adapter model asked for
+// (vmxnet3 when unset) with the PCI slot asked for (vSphere's choice when unset), and the disk
+// hangs off the controller model asked for (pvscsi when unset).
+std::string installVmXml(const std::string& template_json,
+                         const std::vector<Inventory::Network>& networks) {
+  auto image = sdk::json::parse(R"({"spec":{"osFamily":"linux","template":)" + template_json + "}}",
+                                "image");
+  TemplateSettings settings = templateSettings(&image);
+  return installVmConfigXml(settings,
+                            {"kairos", "LocalDS_0", "[LocalDS_0] banlieue-images/k.iso", networks});
+}
+
+struct InstallDevices {
+  pugi::xml_document doc;
+  std::vector<pugi::xml_node> devices;  // in deviceChange order
+};
+
+std::unique_ptr<InstallDevices> devicesOf(const std::string& config_xml) {
+  auto out = std::make_unique<InstallDevices>();
+  std::string wrapped =
+      R"(<spec xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">)" + config_xml + "</spec>";
+  EXPECT_TRUE(out->doc.load_string(wrapped.c_str())) << config_xml;
+  for (pugi::xml_node change : children(child(out->doc.first_child(), "config"), "deviceChange")) {
+    out->devices.push_back(child(change, "device"));
+  }
+  return out;
+}
+
+TEST(TemplateImportSpec, NicsAreTheAdapterAndPciSlotAsked) {
+  const Inventory::Network vm_network{{"Network", "network-7"}, "VM Network", false, {}, {}};
+  auto xml = installVmXml(
+      R"({"network":[{"network":"VM Network","adapter":"e1000e","pciSlot":224},)"
+      R"({"network":"VM Network"},{"network":"VM Network","adapter":"e1000","pciSlot":192}]})",
+      {vm_network, vm_network, vm_network});
+  auto parsed = devicesOf(xml);
+  std::vector<pugi::xml_node> nics;
+  for (pugi::xml_node d : parsed->devices) {
+    if (child(d, "backing") && xsiType(child(d, "backing")).rfind("VirtualEthernetCard", 0) == 0) {
+      nics.push_back(d);
+    }
+  }
+  ASSERT_EQ(nics.size(), 3u) << xml;
+  EXPECT_EQ(xsiType(nics[0]), "VirtualE1000e");
+  EXPECT_EQ(xsiType(nics[1]), "VirtualVmxnet3");
+  EXPECT_EQ(xsiType(nics[2]), "VirtualE1000");
+  EXPECT_EQ(xsiType(child(nics[0], "slotInfo")), "VirtualDevicePciBusSlotInfo");
+  EXPECT_EQ(childText(child(nics[0], "slotInfo"), "pciSlotNumber"), "224");
+  EXPECT_FALSE(child(nics[1], "slotInfo")) << "no pciSlot: vSphere places the adapter";
+  EXPECT_EQ(childText(child(nics[2], "slotInfo"), "pciSlotNumber"), "192");
+  // vim25 sequences: slotInfo follows backing and precedes controllerKey/unitNumber.
+  pugi::xml_node slot = child(nics[0], "slotInfo");
+  EXPECT_EQ(localName(slot.previous_sibling().name()), "backing");
+}
+
+TEST(TemplateImportSpec, UnsupportedAdaptersAndControllersAreInvalidSpec) {
+  auto rejected = [](const std::string& template_json) -> std::string {
+    auto image = sdk::json::parse(R"({"spec":{"template":)" + template_json + "}}", "image");
+    try {
+      (void)templateSettings(&image);
+    } catch (const sdk::Error& e) {
+      EXPECT_EQ(e.code(), sdk::Code::kInvalidArgument);
+      EXPECT_EQ(e.reason(), "InvalidSpec");
+      return e.what();
+    }
+    return "accepted";
+  };
+  EXPECT_THAT(rejected(R"({"network":[{"network":"n"},{"network":"n","adapter":"vmxnet2"}]})"),
+              HasSubstr("spec.template.network[1].adapter"));
+  EXPECT_THAT(rejected(R"({"network":[{"network":"n","adapter":"rtl8139"}]})"),
+              HasSubstr("vmxnet3, e1000 or e1000e"));
+  EXPECT_THAT(rejected(R"({"network":[{"network":"n","pciSlot":-1}]})"),
+              HasSubstr("spec.template.network[0].pciSlot"));
+  EXPECT_THAT(rejected(R"({"disk":{"size":10,"controller":"busLogic"}})"),
+              HasSubstr("spec.template.disk.controller"));
+  EXPECT_THAT(rejected(R"({"disk":{"size":10,"controller":"ide"}})"),
+              HasSubstr("pvscsi, lsiLogic, lsiLogicSas or nvme"));
+  EXPECT_EQ(
+      rejected(R"({"network":[{"network":"n","adapter":"e1000e"}],"disk":{"controller":"nvme"}})"),
+      "accepted");
+}
+
+TEST(TemplateImportSpec, TheDiskHangsOffTheControllerAsked) {
+  auto controller_of = [](const std::string& template_json) {
+    auto parsed = devicesOf(installVmXml(template_json, {}));
+    std::string controller_type;
+    std::string controller_key;
+    std::string disk_controller_key;
+    for (pugi::xml_node d : parsed->devices) {
+      if (xsiType(d) == "VirtualDisk") {
+        disk_controller_key = childText(d, "controllerKey").value_or("");
+      } else if (xsiType(d) != "VirtualCdrom" && !child(d, "backing")) {
+        controller_type = xsiType(d);
+        controller_key = childText(d, "key").value_or("");
+      }
+    }
+    EXPECT_EQ(disk_controller_key, controller_key) << template_json;
+    return controller_type;
+  };
+  EXPECT_EQ(controller_of(R"({"disk":{"size":10}})"), "ParaVirtualSCSIController");
+  EXPECT_EQ(controller_of(R"({"disk":{"size":10,"controller":"pvscsi"}})"),
+            "ParaVirtualSCSIController");
+  EXPECT_EQ(controller_of(R"({"disk":{"size":10,"controller":"lsiLogic"}})"),
+            "VirtualLsiLogicController");
+  EXPECT_EQ(controller_of(R"({"disk":{"size":10,"controller":"lsiLogicSas"}})"),
+            "VirtualLsiLogicSASController");
+  EXPECT_EQ(controller_of(R"({"disk":{"size":10,"controller":"nvme"}})"), "VirtualNVMEController");
 }
 
 // AcquireTicket's VirtualMachineTicket: the URL is the ticket's own when vCenter gives one,

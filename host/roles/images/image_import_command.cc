@@ -278,6 +278,7 @@ Outcome runImport(const Options& o, const std::atomic<bool>& stop) {
   std::string token;
   auto deadline = Clock::now() + std::chrono::seconds(o.timeout_seconds);
   std::string last_progress;
+  std::string last_phase;
   auto last_log = Clock::time_point{};
   spdlog::info("importing {} into {} failure domain {} of Provider {}", image_name, o.backend,
                o.failure_domain, o.provider.empty() ? o.provider_file : o.provider);
@@ -342,9 +343,13 @@ Outcome runImport(const Options& o, const std::atomic<bool>& stop) {
       std::string progress = importProgressLine(
           importProgress(phase, static_cast<uint64_t>(std::max<int64_t>(0, done.value_or(0))),
                          static_cast<uint64_t>(std::max<int64_t>(0, total.value_or(0)))));
-      if (progress != last_progress && Clock::now() - last_log > std::chrono::seconds(2)) {
+      // A new phase at once (the zone row shows the last line: a short step must not be
+      // skipped), byte counts of the same phase at most every 2 s.
+      if (progress != last_progress &&
+          (phase != last_phase || Clock::now() - last_log > std::chrono::seconds(2))) {
         spdlog::info("{}", progress);
         last_progress = progress;
+        last_phase = phase;
         last_log = Clock::now();
       }
     }
