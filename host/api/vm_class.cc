@@ -214,10 +214,13 @@ const Fields<IsoOverlayFile>& IsoOverlayFile::describe() {
 const Fields<IsoOverlay>& IsoOverlay::describe() {
   using T = IsoOverlay;
   static const Fields<T> f =
-      Fields<T>("Files from a Secret added to the install ISO (not acted on yet)")
-          .field(
-              "secretRef", &T::secret_ref,
-              {.description = "Secret in banlieue's namespace holding the files", .required = true})
+      Fields<T>(
+          "Files from a Secret laid onto the built ISO (ISO builds only; the Secret lives in "
+          "the build namespace and only its key names are read by banlieue)")
+          .field("secretRef", &T::secret_ref,
+                 {.description =
+                      "Secret in the build namespace (banlieue-imagebuild) holding the files",
+                  .required = true})
           .field(
               "files", &T::files,
               {.description = "Which keys go where; every key when empty", .map_keys = {"path"}});
@@ -228,11 +231,13 @@ const Fields<TrustedBoot>& TrustedBoot::describe() {
   using T = TrustedBoot;
   static const Fields<T> f =
       Fields<T>(
-          "Secure-boot keys (not acted on yet): PK.auth KEK.auth db.auth db.key db.pem "
-          "tpm2-pcr-private.pem")
-          .field(
-              "secretRef", &T::secret_ref,
-              {.description = "Secret in banlieue's namespace holding the keys", .required = true});
+          "A signed UKI ISO instead of a plain one, signed with the Secret's keys PK.auth "
+          "KEK.auth db.auth db.key db.pem tpm2-pcr-private.pem (only their names are read by "
+          "banlieue); not with isoOverlay")
+          .field("secretRef", &T::secret_ref,
+                 {.description =
+                      "Secret in the build namespace (banlieue-imagebuild) holding the keys",
+                  .required = true});
   return f;
 }
 

@@ -62,8 +62,8 @@ void buildCli(CLI::App& app, GlobalFlags& flags, Action& action) {
   for (const char* name : {"bootstrap", "crdgen", "plugin", "vm"}) {
     app.get_subcommand(name)->group(kUserCommandsGroup);
   }
-  for (const char* name : {"controller", "operator", "provider", "imagebuilder", "image-import",
-                           "image-checksum"}) {
+  for (const char* name :
+       {"controller", "operator", "provider", "imagebuilder", "image-import", "image-checksum"}) {
     app.get_subcommand(name)->group(kInClusterRolesGroup);
   }
   app.footer(

@@ -293,8 +293,7 @@ TEST(BuildPlan, IsoOverlayIsAVolumeOfTheDeclaredFilesGivenToTheIsoBuild) {
   auto plan = planBuild(img);
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   EXPECT_EQ(plan->kind, "iso");
-  EXPECT_EQ(plan->secret_keys_needed.at("extras"),
-            (std::vector<std::string>{"motd", "ca.pem"}));
+  EXPECT_EQ(plan->secret_keys_needed.at("extras"), (std::vector<std::string>{"motd", "ca.pem"}));
   auto doc = parse(osArtifactManifest(img, *plan, "banlieue-imagebuild"));
   EXPECT_TRUE(json::boolean(&doc, "spec.artifacts.iso"));
   EXPECT_EQ(json::stringOr(&doc, "spec.artifacts.overlayISOVolume"), "iso-overlay");
@@ -463,9 +462,9 @@ TEST(ChecksumJob, HashesTheArtifactReadOnlyWithoutAnyApiAccess) {
   EXPECT_EQ(std::string(c["securityContext"]["capabilities"]["drop"][0].GetString()), "ALL");
   std::vector<std::string> args;
   for (const auto& a : c["args"].GetArray()) args.emplace_back(a.GetString());
-  EXPECT_THAT(args, ::testing::ElementsAre("--log-level", "info", "image-checksum", "--file",
-                                           "/artifacts/kairos-ubuntu-build.iso", "--algorithm",
-                                           "sha256"));
+  EXPECT_THAT(
+      args, ::testing::ElementsAre("--log-level", "info", "image-checksum", "--file",
+                                   "/artifacts/kairos-ubuntu-build.iso", "--algorithm", "sha256"));
   EXPECT_TRUE(json::boolean(&c["volumeMounts"][0], "readOnly"));
   EXPECT_EQ(json::stringOr(&pod["volumes"][0], "persistentVolumeClaim.claimName"),
             "kairos-ubuntu-build-artifacts");

@@ -224,8 +224,8 @@ subjects:
     builder_ = std::make_unique<BackgroundProcess>(std::vector<std::string>{
         BANLIEUE_BINARY, "--log-level", "debug", "imagebuilder", "--kubeconfig",
         cluster_.kubeconfig().string(), "--health-port", "-1", "--metrics-port", "-1",
-        "--build-namespace", ns_->name(), "--leader-election-namespace", ns_->name(),
-        "--job-image", "localhost/banlieue:" + std::string(kVersion)});
+        "--build-namespace", ns_->name(), "--leader-election-namespace", ns_->name(), "--job-image",
+        "localhost/banlieue:" + std::string(kVersion)});
     ASSERT_TRUE(builder_->started());
   }
 
@@ -263,12 +263,15 @@ spec:
   accessModes: [ReadWriteOnce]
   persistentVolumeReclaimPolicy: Retain
   storageClassName: ""
-  hostPath: {path: )" + where.string() + R"(, type: Directory}
-  claimRef: {namespace: )" + ns_->name() + ", name: " + pvc + R"(}
+  hostPath: {path: )" + where.string() +
+                                  R"(, type: Directory}
+  claimRef: {namespace: )" + ns_->name() +
+                                  ", name: " + pvc + R"(}
 ---
 apiVersion: v1
 kind: PersistentVolumeClaim
-metadata: {name: )" + pvc + ", namespace: " + ns_->name() + R"(}
+metadata: {name: )" + pvc +
+                                  ", namespace: " + ns_->name() + R"(}
 spec:
   accessModes: [ReadWriteOnce]
   storageClassName: ""
@@ -277,10 +280,11 @@ spec:
 )");
     ASSERT_EQ(applied.exit_code, 0) << applied.output;
     ASSERT_TRUE(LocalCluster::eventually([&] {
-      return cluster_.kubectl("get pvc " + pvc + " -n " + ns_->name() +
-                              " -o jsonpath={.status.phase}")
+      return cluster_
+                 .kubectl("get pvc " + pvc + " -n " + ns_->name() + " -o jsonpath={.status.phase}")
                  .output == "Bound";
-    })) << "PVC " << pvc << " was not bound: "
+    })) << "PVC "
+        << pvc << " was not bound: "
         << cluster_.kubectl("describe pvc " + pvc + " -n " + ns_->name()).output;
   }
 
@@ -630,11 +634,12 @@ TEST_F(ProviderImportTest, LibvirtImportJobWritesTheArtifactIntoARealDirPool) {
   // A source pin that is not what was built: the build fails closed, and says both digests.
   std::string pinned = ns_->name() + "-pinned";
   images_.push_back(pinned);
-  auto applied = cluster_.apply("apiVersion: banlieue.io/v1alpha1\nkind: VMImage\nmetadata: {name: " +
-                                pinned + "}\nspec:\n  sources:\n  - {providerClass: " + class_ +
-                                ", kind: Url, ref: unused, importFrom: quay.io/kairos/x:1, "
-                                "checksum: \"sha256:" +
-                                std::string(64, '0') + "\"}\n");
+  auto applied =
+      cluster_.apply("apiVersion: banlieue.io/v1alpha1\nkind: VMImage\nmetadata: {name: " + pinned +
+                     "}\nspec:\n  sources:\n  - {providerClass: " + class_ +
+                     ", kind: Url, ref: unused, importFrom: quay.io/kairos/x:1, "
+                     "checksum: \"sha256:" +
+                     std::string(64, '0') + "\"}\n");
   ASSERT_EQ(applied.exit_code, 0) << applied.output;
   playKairos(pinned + "-build", [&](const fs::path&) {
     writeArtifact(dir_, pinned + "-build-artifacts", pinned + "-build.raw", size_t{1} << 20);
@@ -659,8 +664,8 @@ TEST_F(ProviderImportTest, LibvirtImportJobWritesTheArtifactIntoARealDirPool) {
     writeArtifact(dir_, corrupt + "-build-artifacts", corrupt + "-build.raw", size_t{1} << 20);
   });
   if (HasFatalFailure()) return;
-  ASSERT_TRUE(LocalCluster::eventually(
-      [&] { return buildField(corrupt, "phase") == "Ready"; }, 180s))
+  ASSERT_TRUE(
+      LocalCluster::eventually([&] { return buildField(corrupt, "phase") == "Ready"; }, 180s))
       << diagnostics();
   {
     std::fstream f(corrupt_file, std::ios::in | std::ios::out | std::ios::binary);

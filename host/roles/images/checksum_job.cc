@@ -110,10 +110,10 @@ StatusOr<std::string> checksumJob(const ChecksumJobParams& p) {
                        std::string(kChecksumComponent) + R"("})";
   // The pod may not talk to the API (no token) and writes nothing but its termination message.
   std::string text =
-      R"({"apiVersion":"batch/v1","kind":"Job","metadata":{"name":)" +
-      quoted(checksumJobName(p)) + R"(,"namespace":)" + quoted(p.job_namespace) +
-      R"(,"labels":)" + labels + R"(,"annotations":{"banlieue.io/vmimage":)" +
-      quoted(p.image_name) + R"(},"ownerReferences":[)" +
+      R"({"apiVersion":"batch/v1","kind":"Job","metadata":{"name":)" + quoted(checksumJobName(p)) +
+      R"(,"namespace":)" + quoted(p.job_namespace) + R"(,"labels":)" + labels +
+      R"(,"annotations":{"banlieue.io/vmimage":)" + quoted(p.image_name) +
+      R"(},"ownerReferences":[)" +
       owner("banlieue.io/v1alpha1", "VMImage", p.image_name, p.image_uid) + "," +
       owner("build.kairos.io/v1alpha2", "OSArtifact", p.os_artifact_name, p.os_artifact_uid) +
       R"(]},"spec":{"backoffLimit":)" + std::to_string(p.backoff_limit) +

@@ -41,8 +41,8 @@ int run(const Options& o) {
     return static_cast<int>(kImportArtifactUnreadable);
   };
   if (!fs::is_regular_file(o.file, ec)) {
-    return fail("ArtifactMissing", "the build is Ready but " + o.file +
-                                       " is not a file on the artifacts volume");
+    return fail("ArtifactMissing",
+                "the build is Ready but " + o.file + " is not a file on the artifacts volume");
   }
   auto last = std::chrono::steady_clock::time_point{};
   auto digest = fileDigest(o.file, o.algorithm, [&](uint64_t done, uint64_t total) {

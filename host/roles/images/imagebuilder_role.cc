@@ -91,8 +91,7 @@ Status pinMatches(const std::string& pin, const std::string& built) {
 
 ImageBuilderReconciler::ImageBuilderReconciler(kube::KubeClient& client, runtime::Informer& images,
                                                runtime::Informer& artifacts,
-                                               runtime::Informer* jobs,
-                                               ImageBuilderOptions options)
+                                               runtime::Informer* jobs, ImageBuilderOptions options)
     : client_(client),
       images_(images),
       artifacts_(artifacts),
@@ -127,9 +126,9 @@ ImageBuilderReconciler::Learned ImageBuilderReconciler::checksumFromJob(
     }
     auto created = client_.create(kube::resources::kJob, options_.build_namespace, *manifest);
     if (!created.ok() && !kube::isAlreadyExists(created.status())) {
-      learned.failure = error(Code::kUnavailable, "ChecksumJobFailed",
-                              "cannot create the checksum Job " + where + ": " +
-                                  created.status().message());
+      learned.failure =
+          error(Code::kUnavailable, "ChecksumJobFailed",
+                "cannot create the checksum Job " + where + ": " + created.status().message());
       return learned;
     }
     spdlog::info("vmimage {}: checksum Job {} created for {}", image.metadata.name, where,
@@ -165,8 +164,7 @@ ImageBuilderReconciler::Learned ImageBuilderReconciler::checksumFromJob(
       learned.failure = error(Code::kFailedPrecondition, outcome.reason,
                               "checksum Job " + where + ": " + outcome.message);
       return learned;
-    case ChecksumOutcome::State::kSucceeded:
-      break;
+    case ChecksumOutcome::State::kSucceeded: break;
   }
   auto parsed = parseChecksum(outcome.checksum);
   if (!parsed.ok() || parsed->algorithm != algorithm) {
@@ -186,8 +184,8 @@ Status ImageBuilderReconciler::secretsHoldTheirKeys(
   for (const auto& [secret_name, keys] : needed) {
     bool overlay = secret_name == overlay_secret;
     std::string reason = overlay ? "IsoOverlayUnavailable" : "TrustedBootKeysUnavailable";
-    std::string what = std::string(overlay ? "spec.isoOverlay" : "spec.trustedBoot") +
-                       " Secret " + options_.build_namespace + "/" + secret_name;
+    std::string what = std::string(overlay ? "spec.isoOverlay" : "spec.trustedBoot") + " Secret " +
+                       options_.build_namespace + "/" + secret_name;
     // Only the key names of the answer are looked at; the document goes out of scope here.
     auto secret = client_.get(kube::resources::kSecret, options_.build_namespace, secret_name);
     if (!secret.ok()) {
@@ -368,12 +366,12 @@ Result ImageBuilderReconciler::reconcile(const Request& request) {
   rapidjson::Document applied_doc;
   const rapidjson::Value* os_artifact = existing.get();
   if (!existing) {
-    auto applied = client_.apply(kOsArtifactType, options_.build_namespace, artifact_name,
-                                 osArtifactManifest(image, *plan, options_.build_namespace,
-                                                    options_.job_image.empty()
-                                                        ? std::string(kDefaultOverlayCopyImage)
-                                                        : options_.job_image),
-                                 {.field_manager = kImageBuilderManager, .force = true});
+    auto applied = client_.apply(
+        kOsArtifactType, options_.build_namespace, artifact_name,
+        osArtifactManifest(image, *plan, options_.build_namespace,
+                           options_.job_image.empty() ? std::string(kDefaultOverlayCopyImage)
+                                                      : options_.job_image),
+        {.field_manager = kImageBuilderManager, .force = true});
     if (!applied.ok()) return Result::retry(applied.status());
     applied_doc = std::move(*applied);
     os_artifact = &applied_doc;
@@ -398,7 +396,8 @@ Result ImageBuilderReconciler::reconcile(const Request& request) {
         !current->checksum.empty() && current->phase == "Ready") {
       desired.checksum = current->checksum;  // hashed once per build
     } else if (!options_.artifacts_root.empty()) {
-      auto sum = artifactDigest(options_.artifacts_root / desired.pvc_ref / desired.file, algorithm);
+      auto sum =
+          artifactDigest(options_.artifacts_root / desired.pvc_ref / desired.file, algorithm);
       if (!sum.ok()) {
         if (auto s = fail(sum.status()); !s.isOk()) return Result::retry(s);
         return Result::requeueAfter(kSecretRecheck);
