@@ -372,5 +372,79 @@ spec:
   EXPECT_EQ(builder_->terminate(), 0) << builderLog();
 }
 
+// isoOverlay and trustedBoot reach kairos-operator as specified, and what cannot be built says
+// why on the image before anything is asked of kairos (issue #27): a Secret without a declared
+// key, and both set at once. The imagebuilder reads key names only.
+TEST_F(ImageBuilderTest, OverlayAndTrustedBootAreRequestedOrRefusedWithAReason) {
+  secret("extras", "motd", "welcome\n");
+  std::string keys_yaml;
+  for (const auto& key : trustedBootKeyNames()) {
+    keys_yaml += "  " + key + ": " + common::encodeBase64("not-a-real-key") + "\n";
+  }
+  ASSERT_EQ(cluster_
+                ->apply("apiVersion: v1\nkind: Secret\nmetadata: {name: sb-keys, namespace: " +
+                        ns_->name() + "}\ndata:\n" + keys_yaml)
+                .exit_code,
+            0);
+  auto vmimage = [&](const std::string& name, const std::string& extra) {
+    return cluster_->apply(R"(apiVersion: banlieue.io/v1alpha1
+kind: VMImage
+metadata: {name: )" + name + R"(}
+spec:
+  sources:
+  - {providerClass: vsphere, kind: Url, ref: unused, importFrom: quay.io/kairos/ubuntu:1}
+)" + extra);
+  };
+  std::string overlay = image("overlay");
+  std::string missing = image("missing-key");
+  std::string uki = image("uki");
+  std::string both = image("both");
+  ASSERT_EQ(vmimage(overlay, "  isoOverlay:\n    secretRef: {name: extras}\n"
+                             "    files: [{key: motd, path: /etc/motd}]\n")
+                .exit_code,
+            0);
+  ASSERT_EQ(vmimage(missing, "  isoOverlay:\n    secretRef: {name: extras}\n"
+                             "    files: [{key: motd, path: /etc/motd}, {key: ca.pem, path: "
+                             "/etc/ssl/ca.pem}]\n")
+                .exit_code,
+            0);
+  ASSERT_EQ(vmimage(uki, "  trustedBoot: {secretRef: {name: sb-keys}}\n").exit_code, 0);
+  ASSERT_EQ(vmimage(both, "  trustedBoot: {secretRef: {name: sb-keys}}\n"
+                          "  isoOverlay: {secretRef: {name: extras}}\n")
+                .exit_code,
+            0);
+  startBuilder();
+
+  auto osa = [&](const std::string& image_name) -> std::unique_ptr<rapidjson::Document> {
+    auto got = client_->get(kOsArtifacts, ns_->name(), image_name + "-build");
+    return got.ok() ? std::make_unique<rapidjson::Document>(std::move(*got)) : nullptr;
+  };
+  ASSERT_TRUE(LocalCluster::eventually([&] { return osa(overlay) && osa(uki); }))
+      << builderLog();
+  auto overlay_osa = osa(overlay);
+  EXPECT_EQ(json::stringOr(overlay_osa.get(), "spec.artifacts.overlayISOVolume"), "iso-overlay");
+  EXPECT_EQ(json::stringOr(&(*overlay_osa)["spec"]["volumes"][0], "secret.secretName"), "extras");
+  EXPECT_EQ(json::stringOr(&(*overlay_osa)["spec"]["importers"][0], "name"),
+            "iso-overlay-materialize");
+  auto uki_osa = osa(uki);
+  EXPECT_TRUE(json::boolean(uki_osa.get(), "spec.artifacts.uki.iso"));
+  EXPECT_EQ(json::stringOr(uki_osa.get(), "spec.artifacts.uki.keysVolume"), "trusted-boot-keys");
+  EXPECT_FALSE(json::boolean(uki_osa.get(), "spec.artifacts.iso"));
+
+  EXPECT_TRUE(LocalCluster::eventually(
+      [&] { return buildField(missing, "reason") == "IsoOverlayUnavailable"; }))
+      << builderLog();
+  EXPECT_THAT(buildField(missing, "message"), HasSubstr("has no key ca.pem"));
+  EXPECT_EQ(buildField(missing, "phase"), "Failed");
+  EXPECT_EQ(osa(missing), nullptr) << "nothing is asked of kairos for a build that cannot work";
+  EXPECT_TRUE(LocalCluster::eventually(
+      [&] { return buildField(both, "reason") == "TrustedBootWithIsoOverlay"; }))
+      << builderLog();
+  EXPECT_EQ(osa(both), nullptr);
+  // Key names only: no value of either Secret appears in what the imagebuilder says.
+  EXPECT_THAT(builderLog(), Not(HasSubstr("welcome")));
+  EXPECT_THAT(builderLog(), Not(HasSubstr(common::encodeBase64("not-a-real-key"))));
+}
+
 }  // namespace
 }  // namespace banlieue::roles::images

@@ -109,7 +109,10 @@ class ProviderImportTest : public ::testing::Test {
     provider_.reset();
     controller_.reset();
     libvirtd_.reset();  // after the provider, whose plugin holds a connection to it
-    for (const auto& pv : volumes_) cluster_.kubectl("delete pv " + pv + " --ignore-not-found");
+    // Not waited for: a PersistentVolume goes once its claim has (with the namespace).
+    for (const auto& pv : volumes_) {
+      cluster_.kubectl("delete pv " + pv + " --ignore-not-found --wait=false");
+    }
     // No wait: an operator elsewhere in the cluster holds the class's in-use finalizer until
     // this test's namespace and its Provider are gone (ADR 0024).
     if (!class_.empty())
