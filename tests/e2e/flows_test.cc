@@ -2367,5 +2367,188 @@ TEST_F(CapiTest, AMachineDeploymentLandsOnePerFailureDomainOnVcsimAndLibvirt) {
   expectNoCrash(ns);
 }
 
+// The image pipeline as specified, in the bootstrapped install (issue #27): a Url VMImage with
+// an isoOverlay for vSphere and libvirt, the test playing kairos-operator (its OSArtifact CRD,
+// the build's artifacts PVC holding the ISO, the OSArtifact Ready), the bootstrapped
+// imagebuilder's checksum Job recording the digest, and each Provider's import Jobs mounting
+// the same PVC read-only and verifying against it: vcsim and a real libvirtd's dir pool, both
+// where pods reach this machine. No checksum is pinned. An artifact changed afterwards fails
+// closed on a forced re-import, with the reason on the zone row. Its own CTest test (label
+// images), with its own bootstrap.
+class ImagePipelineTest : public FlowsTest {};
+
+TEST_F(ImagePipelineTest, AUrlImageIsBuiltVerifiedAndImportedIntoVSphereAndLibvirt) {
+  const std::string build_ns = "banlieue-imagebuild";
+  LocalCluster::TestNamespace scoped(cluster_);
+  const std::string ns = useNamespace(scoped);
+  ASSERT_TRUE(classServes("vsphere", "VSphereMachine"));
+  const std::string address = cluster_.podReachableAddress();
+  ASSERT_FALSE(address.empty());
+
+  // kairos-operator's API: the bootstrapped imagebuilder finds it without a restart.
+  auto crd = cluster_.kubectl(std::string("apply -f ") + IMAGES_TEST_DIR + "/osartifact-crd.yaml");
+  ASSERT_EQ(crd.exit_code, 0) << crd.output;
+
+  // --- the backends, where the provider pods and the import Jobs reach this machine --------
+  ASSERT_EQ(PrivateLibvirtd::unavailableReason(), "");
+  ScratchDir scratch;
+  ASSERT_FALSE(scratch.path.empty());
+  const auto traversable = std::filesystem::perms::owner_all | std::filesystem::perms::group_exec |
+                           std::filesystem::perms::others_exec;
+  std::filesystem::permissions(scratch.path, traversable);
+  PrivateLibvirtd libvirtd;
+  const std::string pool = "img-" + suffix_;
+  std::string error;
+  ASSERT_TRUE(libvirtd.start(scratch.path, pool, &error, {.tls_address = address})) << error;
+  vsphere::testing::Vcsim vcsim({}, address);
+  vsphere::testing::Backend vcenter(vcsim);
+  const std::string image = "e2e-img-" + suffix_;
+  // Before the backends go, however the test ends: the image (its Providers release it), then
+  // the Providers.
+  AtExit before_the_backends{[&] {
+    cluster_.kubectl("delete bvmimage " + image + " --ignore-not-found --timeout=120s",
+                     std::chrono::seconds(150));
+    removeWorkloads();
+  }};
+
+  auto applied = cluster_.apply(
+      R"({"apiVersion":"v1","kind":"List","items":[)"
+      R"({"apiVersion":"v1","kind":"Secret","type":"kubernetes.io/tls",)"
+      R"("metadata":{"name":"libvirt-tls","namespace":")" +
+      ns + R"("},"stringData":{"tls.crt":")" + jsonEscape(libvirtd.clientCertPem()) +
+      R"(","tls.key":")" + jsonEscape(libvirtd.clientKeyPem()) + R"(","ca.crt":")" +
+      jsonEscape(libvirtd.caPem()) +
+      R"("}},)"
+      R"({"apiVersion":"banlieue.io/v1alpha1","kind":"Provider","metadata":{"name":"kvm",)"
+      R"("namespace":")" +
+      ns + R"("},"spec":{"providerClassRef":{"name":"libvirt"},"connection":{"endpoint":")" +
+      libvirtd.tlsUri() +
+      R"(","credentialsRef":{"name":"libvirt-tls"}},)"
+      R"("capabilities":{"storageClasses":[{"name":"std","target":{"pool":")" +
+      pool +
+      R"("}}]}}},)"
+      R"({"apiVersion":"v1","kind":"Secret","metadata":{"name":"vc-creds","namespace":")" +
+      ns + R"("},"stringData":{"username":")" + vsphere::testing::Vcsim::kUser +
+      R"(","password":")" + vsphere::testing::Vcsim::kPassword +
+      R"("}},)"
+      R"({"apiVersion":"banlieue.io/v1alpha1","kind":"Provider","metadata":{"name":"vcenter",)"
+      R"("namespace":")" +
+      ns + R"("},"spec":{"providerClassRef":{"name":"vsphere"},"connection":)" +
+      vcsim.providerConnection("vc-creds") + R"(,"capabilities":{}}}]})");
+  ASSERT_EQ(applied.exit_code, 0) << applied.output;
+
+  // --- what a platform team writes: the overlay's Secret and one Url image for both ---------
+  const std::string overlay_secret = "e2e-overlay-" + suffix_;
+  cluster_objects_.push_back("vmimage/" + image);
+  cluster_objects_.push_back("secret/" + overlay_secret + " -n " + build_ns);
+  applied = cluster_.apply(
+      "apiVersion: v1\nkind: Secret\nmetadata: {name: " + overlay_secret +
+      ", namespace: " + build_ns + "}\nstringData: {motd: \"built by banlieue\\n\"}\n---\n" +
+      "apiVersion: banlieue.io/v1alpha1\nkind: VMImage\nmetadata: {name: " + image +
+      "}\nspec:\n  osFamily: linux\n  sources:\n"
+      "  - {providerClass: vsphere, kind: Url, ref: kairos, importFrom: quay.io/kairos/u:1}\n"
+      "  - {providerClass: libvirt, kind: Url, ref: kairos, importFrom: quay.io/kairos/u:1}\n"
+      "  template:\n    rootFolder: banlieue-templates\n    installMode: deferred\n"
+      "    cpus: 1\n    memoryMib: 512\n    disk: {size: 1}\n"
+      "    network: [{network: VM Network}]\n"
+      "  isoOverlay:\n    secretRef: {name: " +
+      overlay_secret + "}\n    files: [{key: motd, path: /etc/motd}]\n");
+  ASSERT_EQ(applied.exit_code, 0) << applied.output;
+
+  // --- the test as kairos-operator: the build requested as specified ---------------------
+  const std::string osa = image + "-build";
+  const std::string what_osa = "osartifact " + osa + " -n " + build_ns;
+  ASSERT_TRUE(LocalCluster::eventually([&] { return exists(what_osa); }, kConverge))
+      << "the imagebuilder asked for no build" << systemState();
+  EXPECT_EQ(get(what_osa, "{.spec.artifacts.iso}/{.spec.artifacts.overlayISOVolume}"),
+            "true/iso-overlay");
+  EXPECT_EQ(get(what_osa,
+                "{.spec.volumes[0].secret.secretName}/{.spec.volumes[0].secret.items[0]"
+                ".path}/{.spec.importers[0].name}"),
+            overlay_secret + "/etc/motd/iso-overlay-materialize");
+  // Its storage: PVC <osartifact>-artifacts, bound here to a hostPath volume of the node.
+  const std::string pvc = osa + "-artifacts";
+  const std::filesystem::path volume = scratch.path / "artifacts";
+  std::filesystem::create_directories(volume);
+  std::filesystem::permissions(volume, traversable);
+  const std::string pv = "e2e-artifacts-" + suffix_;
+  cluster_objects_.push_back("pv/" + pv);
+  applied = cluster_.apply(
+      "apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: " + pv +
+      "}\nspec:\n  capacity: {storage: 1Gi}\n  accessModes: [ReadWriteOnce]\n"
+      "  storageClassName: \"\"\n  hostPath: {path: " +
+      volume.string() + ", type: Directory}\n  claimRef: {namespace: " + build_ns + ", name: " +
+      pvc + "}\n---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: " + pvc +
+      ", namespace: " + build_ns +
+      "}\nspec:\n  accessModes: [ReadWriteOnce]\n  storageClassName: \"\"\n  volumeName: " + pv +
+      "\n  resources: {requests: {storage: 1Gi}}\n");
+  ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  // The ISO (any bytes do: vcsim and a dir pool store them as they are).
+  std::string iso(size_t{768} << 10, '\0');
+  for (size_t i = 0; i < iso.size(); i += 512) iso[i] = static_cast<char>(i / 512);
+  const std::filesystem::path iso_file = volume / (osa + ".iso");
+  std::ofstream(iso_file, std::ios::binary) << iso;
+  auto built = cluster_.kubectl("patch " + what_osa +
+                                " --subresource=status --type=merge -p "
+                                "'{\"status\":{\"phase\":\"Ready\"}}'");
+  ASSERT_EQ(built.exit_code, 0) << built.output;
+
+  // --- what banlieue does: the digest of what was built, then every zone imported ---------
+  const std::string digest = runCommand("sha256sum " + shellQuote(iso_file.string())).output;
+  ASSERT_GE(digest.size(), 64u);
+  EXPECT_TRUE(LocalCluster::eventually(
+      [&] {
+        return get("bvmimage " + image,
+                   "{.status.buildArtifact.phase}/{.status.buildArtifact"
+                   ".checksum}") == "Ready/sha256:" + digest.substr(0, 64);
+      },
+      std::chrono::seconds(180)))
+      << get("bvmimage " + image, "{.status.buildArtifact}") << systemState()
+      << cluster_.kubectl("get jobs,pods,pvc -o wide -n " + build_ns).output;
+  auto waited = cluster_.kubectl("wait --for=condition=Ready --timeout=240s bvmimage/" + image,
+                                 std::chrono::seconds(270));
+  ASSERT_EQ(waited.exit_code, 0) << waited.output << get("bvmimage " + image, "{.status}")
+                                 << cluster_.kubectl("get jobs,pods -o wide -n " + build_ns).output;
+  // Every zone of both Providers Ready with the backend's own name for the image.
+  const std::string rows = get("bvmimage " + image,
+                               "{range .status.perProvider[*]}{.providerName}:{range .zones[*]}"
+                               "{.ready}={.resolvedRef} {end}|{end}");
+  EXPECT_THAT(rows, ::testing::HasSubstr("kvm:true="));
+  EXPECT_THAT(rows, ::testing::HasSubstr("vcenter:true=" + image));
+  EXPECT_THAT(rows, ::testing::Not(::testing::HasSubstr("false"))) << rows;
+  // ... and in the backends' own state: the template in vCenter, the volume in the pool.
+  EXPECT_TRUE(vcenter.vmNames().count(image)) << ::testing::PrintToString(vcenter.vmNames());
+  const std::string kvm_ref =
+      get("bvmimage " + image, "{.status.perProvider[?(@.providerName==\"kvm\")].resolvedRef}");
+  EXPECT_EQ(libvirtd.volumes(), std::set<std::string>{kvm_ref});
+
+  // --- the artifact changed on its volume after the build: a forced re-import refuses it --
+  {
+    std::fstream f(iso_file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(4242);
+    f.put('\x7f');
+  }
+  ASSERT_EQ(
+      cluster_.kubectl("annotate bvmimage " + image + " banlieue.io/force-reimport=1").exit_code,
+      0);
+  EXPECT_TRUE(LocalCluster::eventually(
+      [&] {
+        return get("bvmimage " + image,
+                   "{.status.perProvider[?(@.providerName==\"kvm\")].zones[0].reason}") ==
+               "ChecksumMismatch";
+      },
+      std::chrono::seconds(180)))
+      << get("bvmimage " + image, "{.status.perProvider}");
+  EXPECT_EQ(libvirtd.volumes(), std::set<std::string>{kvm_ref}) << "nothing new reached the pool";
+
+  // Deleted while the backends run: the template and the volume go with the image.
+  auto deleted =
+      cluster_.kubectl("delete bvmimage " + image + " --timeout=120s", std::chrono::seconds(150));
+  EXPECT_EQ(deleted.exit_code, 0) << deleted.output;
+  EXPECT_FALSE(vcenter.vmNames().count(image));
+  EXPECT_EQ(libvirtd.volumes(), std::set<std::string>{});
+  cluster_.kubectl("delete pvc " + pvc + " -n " + build_ns + " --wait=false");
+}
+
 }  // namespace
 }  // namespace banlieue::testing

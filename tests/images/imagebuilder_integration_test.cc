@@ -389,7 +389,8 @@ TEST_F(ImageBuilderTest, OverlayAndTrustedBootAreRequestedOrRefusedWithAReason) 
   auto vmimage = [&](const std::string& name, const std::string& extra) {
     return cluster_->apply(R"(apiVersion: banlieue.io/v1alpha1
 kind: VMImage
-metadata: {name: )" + name + R"(}
+metadata: {name: )" + name +
+                           R"(}
 spec:
   sources:
   - {providerClass: vsphere, kind: Url, ref: unused, importFrom: quay.io/kairos/ubuntu:1}
@@ -399,18 +400,21 @@ spec:
   std::string missing = image("missing-key");
   std::string uki = image("uki");
   std::string both = image("both");
-  ASSERT_EQ(vmimage(overlay, "  isoOverlay:\n    secretRef: {name: extras}\n"
-                             "    files: [{key: motd, path: /etc/motd}]\n")
+  ASSERT_EQ(vmimage(overlay,
+                    "  isoOverlay:\n    secretRef: {name: extras}\n"
+                    "    files: [{key: motd, path: /etc/motd}]\n")
                 .exit_code,
             0);
-  ASSERT_EQ(vmimage(missing, "  isoOverlay:\n    secretRef: {name: extras}\n"
-                             "    files: [{key: motd, path: /etc/motd}, {key: ca.pem, path: "
-                             "/etc/ssl/ca.pem}]\n")
+  ASSERT_EQ(vmimage(missing,
+                    "  isoOverlay:\n    secretRef: {name: extras}\n"
+                    "    files: [{key: motd, path: /etc/motd}, {key: ca.pem, path: "
+                    "/etc/ssl/ca.pem}]\n")
                 .exit_code,
             0);
   ASSERT_EQ(vmimage(uki, "  trustedBoot: {secretRef: {name: sb-keys}}\n").exit_code, 0);
-  ASSERT_EQ(vmimage(both, "  trustedBoot: {secretRef: {name: sb-keys}}\n"
-                          "  isoOverlay: {secretRef: {name: extras}}\n")
+  ASSERT_EQ(vmimage(both,
+                    "  trustedBoot: {secretRef: {name: sb-keys}}\n"
+                    "  isoOverlay: {secretRef: {name: extras}}\n")
                 .exit_code,
             0);
   startBuilder();
@@ -419,8 +423,7 @@ spec:
     auto got = client_->get(kOsArtifacts, ns_->name(), image_name + "-build");
     return got.ok() ? std::make_unique<rapidjson::Document>(std::move(*got)) : nullptr;
   };
-  ASSERT_TRUE(LocalCluster::eventually([&] { return osa(overlay) && osa(uki); }))
-      << builderLog();
+  ASSERT_TRUE(LocalCluster::eventually([&] { return osa(overlay) && osa(uki); })) << builderLog();
   auto overlay_osa = osa(overlay);
   EXPECT_EQ(json::stringOr(overlay_osa.get(), "spec.artifacts.overlayISOVolume"), "iso-overlay");
   EXPECT_EQ(json::stringOr(&(*overlay_osa)["spec"]["volumes"][0], "secret.secretName"), "extras");
@@ -431,15 +434,15 @@ spec:
   EXPECT_EQ(json::stringOr(uki_osa.get(), "spec.artifacts.uki.keysVolume"), "trusted-boot-keys");
   EXPECT_FALSE(json::boolean(uki_osa.get(), "spec.artifacts.iso"));
 
-  EXPECT_TRUE(LocalCluster::eventually(
-      [&] { return buildField(missing, "reason") == "IsoOverlayUnavailable"; }))
-      << builderLog();
+  EXPECT_TRUE(LocalCluster::eventually([&] {
+    return buildField(missing, "reason") == "IsoOverlayUnavailable";
+  })) << builderLog();
   EXPECT_THAT(buildField(missing, "message"), HasSubstr("has no key ca.pem"));
   EXPECT_EQ(buildField(missing, "phase"), "Failed");
   EXPECT_EQ(osa(missing), nullptr) << "nothing is asked of kairos for a build that cannot work";
-  EXPECT_TRUE(LocalCluster::eventually(
-      [&] { return buildField(both, "reason") == "TrustedBootWithIsoOverlay"; }))
-      << builderLog();
+  EXPECT_TRUE(LocalCluster::eventually([&] {
+    return buildField(both, "reason") == "TrustedBootWithIsoOverlay";
+  })) << builderLog();
   EXPECT_EQ(osa(both), nullptr);
   // Key names only: no value of either Secret appears in what the imagebuilder says.
   EXPECT_THAT(builderLog(), Not(HasSubstr("welcome")));
