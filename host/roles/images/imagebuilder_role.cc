@@ -137,20 +137,22 @@ ImageBuilderReconciler::Learned ImageBuilderReconciler::checksumFromJob(
     return learned;
   }
   // The pod is read only once the Job has ended: its termination message carries the result.
-  rapidjson::Document pod;
+  // `pods` owns what pod_ptr points into (the newest of the Job's pods).
+  rapidjson::Document pods;
   const rapidjson::Value* pod_ptr = nullptr;
   if (const auto* conditions = json::find(job.get(), "status.conditions");
       conditions != nullptr && conditions->IsArray() && !conditions->Empty()) {
-    auto pods = client_.list(kube::resources::kPod, options_.build_namespace,
-                             {.label_selector = "job-name=" + name});
-    if (pods.ok() && (*pods)["items"].IsArray()) {
+    auto listed = client_.list(kube::resources::kPod, options_.build_namespace,
+                               {.label_selector = "job-name=" + name});
+    if (listed.ok()) pods = std::move(*listed);
+    const auto* items = json::member(&pods, "items");
+    if (items != nullptr && items->IsArray()) {
       std::string newest;
-      for (auto& item : (*pods)["items"].GetArray()) {
+      for (const auto& item : items->GetArray()) {
         std::string created = json::stringOr(&item, "metadata.creationTimestamp");
         if (pod_ptr == nullptr || created >= newest) {
           newest = created;
-          pod.CopyFrom(item, pod.GetAllocator());
-          pod_ptr = &pod;
+          pod_ptr = &item;
         }
       }
     }
@@ -194,9 +196,10 @@ Status ImageBuilderReconciler::secretsHoldTheirKeys(
     }
     auto missing = missingSecretKeys(*secret, keys);
     if (!missing.empty()) {
-      std::string list;
-      for (const auto& k : missing) list += (list.empty() ? "" : ", ") + k;
-      return error(Code::kFailedPrecondition, reason, what + " has no key " + list);
+      std::string message = what + " has no key ";
+      for (size_t i = 0; i < missing.size(); ++i)
+        message.append(i == 0 ? "" : ", ").append(missing[i]);
+      return error(Code::kFailedPrecondition, reason, message);
     }
   }
   return Status::ok();

@@ -165,10 +165,12 @@ std::string buildSpecHash(const api::VMImage& image, const BuildPlan& plan) {
                       (plan.merge_cloud_config ? mergedSecretName(image.metadata.name) : "");
   // Added only when set, so images without them keep the hash (and the build) they had.
   if (!plan.overlay_secret.empty()) {
-    shape += "\noverlay " + plan.overlay_secret;
-    for (const auto& [key, path] : plan.overlay_files) shape += "\n" + key + "=" + path;
+    shape.append("\noverlay ").append(plan.overlay_secret);
+    for (const auto& [key, path] : plan.overlay_files) {
+      shape.append("\n").append(key).append("=").append(path);
+    }
   }
-  if (!plan.trusted_boot_secret.empty()) shape += "\nuki " + plan.trusted_boot_secret;
+  if (!plan.trusted_boot_secret.empty()) shape.append("\nuki ").append(plan.trusted_boot_secret);
   return fnvHex(shape);
 }
 
