@@ -410,7 +410,11 @@ Result ImageBuilderReconciler::reconcile(const Request& request) {
       auto learned = checksumFromJob(image, desired, algorithm);
       if (!learned.failure.isOk()) {
         if (auto s = fail(learned.failure); !s.isOk()) return Result::retry(s);
-        return Result::done();  // a rebuild (a new OSArtifact) is a new Job
+        // The Job could not be made (the API server, RBAC): tried again, without a hot loop.
+        if (learned.failure.code() == Code::kUnavailable) {
+          return Result::requeueAfter(kSecretRecheck);
+        }
+        return Result::done();  // what the Job said holds for this build; a rebuild is a new Job
       }
       if (!learned.done) {
         // Not Ready until the digest is known: imports start only from a verified artifact.
