@@ -124,7 +124,7 @@ const Fields<TemplateNetwork>& TemplateNetwork::describe() {
                                  "standard port group"})
           .field("adapter", &T::adapter,
                  {.description = "Adapter model",
-                  .enum_values = {"vmxnet3", "e1000", "e1000e"},
+                  .enum_values = {"vmxnet3", "vmxnet2", "e1000", "e1000e"},
                   .default_json = "\"vmxnet3\""})
           .field("pciSlot", &T::pci_slot,
                  {.description = "PCI slot number of the adapter (vSphere's pciSlotNumber, which "
@@ -146,7 +146,7 @@ const Fields<TemplateDisk>& TemplateDisk::describe() {
                   .default_json = "\"thin\""})
           .field("controller", &T::controller,
                  {.description = "Controller model the disk hangs off",
-                  .enum_values = {"pvscsi", "lsiLogic", "lsiLogicSas", "nvme"},
+                  .enum_values = {"pvscsi", "lsiLogic", "lsiLogicSas", "busLogic", "nvme"},
                   .default_json = "\"pvscsi\""});
   return f;
 }

@@ -493,16 +493,20 @@ TEST(TemplateImportSpec, UnsupportedAdaptersAndControllersAreInvalidSpec) {
     }
     return "accepted";
   };
-  EXPECT_THAT(rejected(R"({"network":[{"network":"n"},{"network":"n","adapter":"vmxnet2"}]})"),
+  EXPECT_THAT(rejected(R"({"network":[{"network":"n"},{"network":"n","adapter":"rtl8139"}]})"),
               HasSubstr("spec.template.network[1].adapter"));
   EXPECT_THAT(rejected(R"({"network":[{"network":"n","adapter":"rtl8139"}]})"),
-              HasSubstr("vmxnet3, e1000 or e1000e"));
+              HasSubstr("vmxnet3, vmxnet2, e1000 or e1000e"));
   EXPECT_THAT(rejected(R"({"network":[{"network":"n","pciSlot":-1}]})"),
               HasSubstr("spec.template.network[0].pciSlot"));
+  // The CRD's values are all accepted where vSphere can run them: busLogic only with BIOS.
   EXPECT_THAT(rejected(R"({"disk":{"size":10,"controller":"busLogic"}})"),
-              HasSubstr("spec.template.disk.controller"));
+              HasSubstr("busLogic needs firmware bios"));
+  EXPECT_EQ(rejected(R"({"firmware":"bios","disk":{"size":10,"controller":"busLogic"},)"
+                     R"("network":[{"network":"n","adapter":"vmxnet2"}]})"),
+            "accepted");
   EXPECT_THAT(rejected(R"({"disk":{"size":10,"controller":"ide"}})"),
-              HasSubstr("pvscsi, lsiLogic, lsiLogicSas or nvme"));
+              HasSubstr("pvscsi, lsiLogic, lsiLogicSas, busLogic or nvme"));
   EXPECT_EQ(
       rejected(R"({"network":[{"network":"n","adapter":"e1000e"}],"disk":{"controller":"nvme"}})"),
       "accepted");

@@ -109,19 +109,21 @@ std::string markerXml(const std::string& value) {
   return optionXml(kMarker, value);
 }
 
-// The vim25 device type of spec.template.network[].adapter. vmxnet2 (VirtualVmxnet2) is left
-// out on purpose: it is deprecated and modern guests carry no driver for it.
+// The vim25 device type of spec.template.network[].adapter (the CRD's values). vmxnet2 is
+// deprecated and modern guests carry no driver for it, but the contract offers it.
 std::optional<std::string_view> adapterType(std::string_view adapter) {
   if (adapter == "vmxnet3") return "VirtualVmxnet3";
+  if (adapter == "vmxnet2") return "VirtualVmxnet2";
   if (adapter == "e1000e") return "VirtualE1000e";
   if (adapter == "e1000") return "VirtualE1000";
   return std::nullopt;
 }
 
-// The vim25 controller type of spec.template.disk.controller. BusLogic is left out: vSphere
-// supports it neither for 64-bit guests nor with EFI firmware, the import's default.
+// The vim25 controller type of spec.template.disk.controller (the CRD's values). BusLogic works
+// only with BIOS firmware (vSphere refuses it with EFI, the import's default): checked below.
 std::optional<std::string_view> diskControllerType(std::string_view controller) {
   if (controller == "pvscsi") return "ParaVirtualSCSIController";
+  if (controller == "busLogic") return "VirtualBusLogicController";
   if (controller == "lsiLogic") return "VirtualLsiLogicController";
   if (controller == "lsiLogicSas") return "VirtualLsiLogicSASController";
   if (controller == "nvme") return "VirtualNVMEController";
@@ -256,13 +258,18 @@ TemplateSettings templateSettings(const rapidjson::Value* image) {
   if (s.install_timeout_seconds < 1) throw bad("installTimeoutSeconds", "must be positive");
   if (!diskControllerType(s.disk_controller)) {
     throw bad("disk.controller", "'" + s.disk_controller +
-                                     "' is not supported: pvscsi, lsiLogic, lsiLogicSas or nvme");
+                                     "' is not supported: pvscsi, lsiLogic, lsiLogicSas, "
+                                     "busLogic or nvme");
+  }
+  if (s.disk_controller == "busLogic" && s.firmware != "bios") {
+    throw bad("disk.controller",
+              "busLogic needs firmware bios (vSphere refuses it with " + s.firmware + ")");
   }
   for (size_t i = 0; i < s.nics.size(); ++i) {
     const std::string field = "network[" + std::to_string(i) + "].";
     if (!adapterType(s.nics[i].adapter)) {
       throw bad(field + "adapter",
-                "'" + s.nics[i].adapter + "' is not supported: vmxnet3, e1000 or e1000e");
+                "'" + s.nics[i].adapter + "' is not supported: vmxnet3, vmxnet2, e1000 or e1000e");
     }
     if (s.nics[i].pci_slot && *s.nics[i].pci_slot < 0) {
       throw bad(field + "pciSlot", "must not be negative");
