@@ -131,18 +131,28 @@ ProcessResult runProcess(const std::vector<std::string>& argv, Deadline deadline
 
 namespace {
 
+// A /proc file's text, empty when it cannot be read. A process may exit between the listing
+// of /proc and the read: the read then fails with ESRCH, which libstdc++'s filebuf reports by
+// throwing from underflow (seen in a clean-clone run of qemu_lifecycle_test).
+std::string procText(const std::filesystem::path& file) {
+  try {
+    std::ifstream in(file);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
 // The state letter of /proc/.../stat, which follows the command name's closing parenthesis.
 char taskState(const std::filesystem::path& stat_file) {
-  std::ifstream stat(stat_file);
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const std::string text = procText(stat_file);
   auto paren = text.rfind(')');
   if (paren == std::string::npos || paren + 2 >= text.size()) return 'X';
   return text[paren + 2];
 }
 
 std::string commandLineOf(const std::filesystem::path& task) {
-  std::ifstream in(task / "cmdline");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text = procText(task / "cmdline");
   std::replace(text.begin(), text.end(), '\0', ' ');
   return text;
 }
