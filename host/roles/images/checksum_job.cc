@@ -1,13 +1,10 @@
 #include "host/roles/images/checksum_job.h"
 
-#include "host/common/fnv_hash.h"
 #include "host/common/logging.h"
+#include "host/roles/images/import_job.h"
 
 #include <banlieue/sdk/json.h>
 #include <rapidjson/document.h>
-
-#include <cctype>
-#include <cstdio>
 
 namespace banlieue::roles::images {
 namespace {
@@ -16,28 +13,6 @@ namespace json = sdk::json;
 
 std::string quoted(const std::string& text) {
   return "\"" + common::jsonEscape(text) + "\"";
-}
-
-std::string hashOf(const std::string& text) {
-  const uint64_t h = common::fnv1a64(text, common::kFnv1a64TruncatedBasis);
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(h));
-  return std::string(buf, 10);
-}
-
-std::string namePrefix(const std::string& image) {
-  std::string out;
-  for (char c : image) {
-    if (out.size() >= 40) break;
-    auto u = static_cast<unsigned char>(c);
-    if (std::isalnum(u) != 0) {
-      out.push_back(static_cast<char>(std::tolower(u)));
-    } else if (!out.empty() && out.back() != '-') {
-      out.push_back('-');
-    }
-  }
-  while (!out.empty() && out.back() == '-') out.pop_back();
-  return out;
 }
 
 bool jobCondition(const rapidjson::Value& job, const char* type, std::string* message) {
@@ -74,10 +49,10 @@ rapidjson::Document terminationMessage(const rapidjson::Value* pod) {
 }  // namespace
 
 std::string checksumJobName(const ChecksumJobParams& p) {
-  std::string prefix = namePrefix(p.image_name);
+  std::string prefix = jobNamePart(p.image_name, 40);
   return "checksum-" + (prefix.empty() ? std::string() : prefix + "-") +
-         hashOf(p.image_name + "\n" + p.os_artifact_uid + "\n" + p.artifact_file + "\n" +
-                p.algorithm);
+         jobNameHash(p.image_name + "\n" + p.os_artifact_uid + "\n" + p.artifact_file + "\n" +
+                     p.algorithm);
 }
 
 StatusOr<std::string> checksumJob(const ChecksumJobParams& p) {

@@ -15,15 +15,16 @@ namespace {
 namespace json = sdk::json;
 using rapidjson::Value;
 
-std::string shortHash(const std::string& text) {
+}  // namespace
+
+std::string jobNameHash(const std::string& text) {
   const uint64_t h = common::fnv1a64(text, common::kFnv1a64TruncatedBasis);
   char buf[17];
   std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(h));
   return std::string(buf, 10);
 }
 
-// Lowercase alphanumerics and '-', no leading/trailing '-', at most `max` characters.
-std::string dnsLabelPart(const std::string& text, size_t max) {
+std::string jobNamePart(const std::string& text, size_t max) {
   std::string out;
   for (char c : text) {
     if (out.size() >= max) break;
@@ -37,6 +38,8 @@ std::string dnsLabelPart(const std::string& text, size_t max) {
   while (!out.empty() && out.back() == '-') out.pop_back();
   return out;
 }
+
+namespace {
 
 class Builder {
  public:
@@ -107,15 +110,15 @@ std::string importLabelValue(const std::string& text) {
     auto u = static_cast<unsigned char>(c);
     if (std::isalnum(u) == 0 && c != '-' && c != '_' && c != '.') valid = false;
   }
-  return valid ? text : "h-" + shortHash(text);
+  return valid ? text : "h-" + jobNameHash(text);
 }
 
 std::string importJobName(const ImportJobParams& p) {
   std::string identity = p.image_name + "\n" + p.provider_namespace + "\n" + p.provider_name +
                          "\n" + p.failure_domain + "\n" + p.os_artifact_uid + "\n" +
                          p.artifact_file + "\n" + p.checksum + "\n" + p.generation_suffix;
-  std::string prefix = dnsLabelPart(p.image_name, 40);
-  return "import-" + (prefix.empty() ? std::string() : prefix + "-") + shortHash(identity);
+  std::string prefix = jobNamePart(p.image_name, 40);
+  return "import-" + (prefix.empty() ? std::string() : prefix + "-") + jobNameHash(identity);
 }
 
 StatusOr<std::string> importJob(const ImportJobParams& p) {

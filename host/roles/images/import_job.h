@@ -63,6 +63,12 @@ struct ImportJobParams {
   std::string generation_suffix;
 };
 
+// Pieces of the names of the Jobs banlieue makes (import and checksum Jobs): a stable
+// 10-hex-digit hash of `text`, and `text` as lowercase alphanumerics and '-' (no leading or
+// trailing '-') of at most `max` characters.
+std::string jobNameHash(const std::string& text);
+std::string jobNamePart(const std::string& text, size_t max);
+
 // A label value for a name: the name itself when it is a valid label value, else a stable hash
 // of it (the Job's labels select; its annotations carry the exact names).
 std::string importLabelValue(const std::string& text);
