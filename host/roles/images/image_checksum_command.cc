@@ -4,40 +4,35 @@
 #include "host/roles/images/artifact_checksum.h"
 #include "host/roles/images/import_exit.h"
 #include "host/roles/images/import_progress.h"
+#include "host/roles/images/termination_log.h"
 
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 
 namespace banlieue::roles::images {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Options {
+// Named apart from image-import's options: the sanitizer presets are unity builds, where the
+// two commands' anonymous namespaces share one translation unit.
+struct ChecksumOptions {
   std::string file;
   std::string algorithm = "sha256";
-  std::string termination_log = "/dev/termination-log";
+  std::string termination_log = kDefaultTerminationLog;
 };
 
-void writeTerminationLog(const std::string& path, const std::string& text) {
-  // Only where the kubelet made the file (or a caller named one): never a stray file in /dev.
-  std::error_code ec;
-  if (path.empty() || !fs::exists(fs::path(path).parent_path(), ec)) return;
-  if (path == "/dev/termination-log" && !fs::exists(path, ec)) return;
-  std::ofstream(path, std::ios::trunc) << text;
-}
-
-int run(const Options& o) {
+int runChecksum(const ChecksumOptions& o) {
   std::error_code ec;
   auto fail = [&](const std::string& reason, const std::string& message) {
     spdlog::error("image-checksum failed ({}): {}", reason, message);
-    writeTerminationLog(o.termination_log, R"({"reason":")" + common::jsonEscape(reason) +
-                                               R"(","message":")" +
-                                               common::jsonEscape(message.substr(0, 3000)) + "\"}");
+    writeTerminationLog(o.termination_log,
+                        R"({"reason":")" + common::jsonEscape(reason) + R"(","message":")" +
+                            common::jsonEscape(message.substr(0, kTerminationMessageTextLimit)) +
+                            "\"}");
     return static_cast<int>(kImportArtifactUnreadable);
   };
   if (!fs::is_regular_file(o.file, ec)) {
@@ -61,7 +56,7 @@ int run(const Options& o) {
 }  // namespace
 
 void registerImageChecksumCommand(CLI::App& app, app::Action& action) {
-  auto o = std::make_shared<Options>();
+  auto o = std::make_shared<ChecksumOptions>();
   auto* sub = app.add_subcommand(
       "image-checksum",
       "The digest of a built artifact, for the imagebuilder's checksum Job: printed, and written\n"
@@ -73,7 +68,7 @@ void registerImageChecksumCommand(CLI::App& app, app::Action& action) {
   sub->add_option("--termination-log", o->termination_log,
                   "Where the outcome is written as JSON for the Job's watcher")
       ->capture_default_str();
-  sub->callback([&action, o] { action = [o] { return run(*o); }; });
+  sub->callback([&action, o] { action = [o] { return runChecksum(*o); }; });
 }
 
 }  // namespace banlieue::roles::images

@@ -8,6 +8,7 @@
 #include "host/roles/images/artifact_checksum.h"
 #include "host/roles/images/import_exit.h"
 #include "host/roles/images/import_progress.h"
+#include "host/roles/images/termination_log.h"
 #include "host/roles/provider/connection_inputs.h"
 
 #include <banlieue/sdk/json.h>
@@ -32,8 +33,6 @@ using Clock = std::chrono::steady_clock;
 
 const kube::ResourceType kVMImages{"banlieue.io", "v1alpha1", "vmimages", false};
 const kube::ResourceType kProviders{"banlieue.io", "v1alpha1", "providers", true};
-
-constexpr const char* kDefaultTerminationLog = "/dev/termination-log";
 
 struct Options {
   RoleProcessOptions kube;
@@ -73,21 +72,14 @@ Outcome fail(int exit_code, std::string message) {
   return {exit_code, reasonForImportExit(exit_code), std::move(message), {}};
 }
 
-void writeTerminationLog(const std::string& path, const Outcome& outcome) {
-  // The kubelet creates the default file per container; where nobody did (a shell, a node
-  // agent without termination messages) it is not created, so no stray file lands in /dev.
-  if (path.empty() || (path == kDefaultTerminationLog && !fs::exists(path))) return;
-  if (!fs::exists(fs::path(path).parent_path())) return;
-  std::ofstream out(path, std::ios::trunc);
-  if (!out) return;  // not in a pod, or no termination log mounted: logs carry it
-  // The kubelet keeps at most 4 KiB of a termination message.
-  std::string message = outcome.message.substr(0, 3000);
-  out << R"({"reason":")" << common::jsonEscape(outcome.reason) << R"(","message":")"
-      << common::jsonEscape(message) << R"(","exitCode":)" << outcome.exit_code;
+void writeOutcome(const std::string& path, const Outcome& outcome) {
+  std::string json = R"({"reason":")" + common::jsonEscape(outcome.reason) + R"(","message":")" +
+                     common::jsonEscape(outcome.message.substr(0, kTerminationMessageTextLimit)) +
+                     R"(","exitCode":)" + std::to_string(outcome.exit_code);
   if (!outcome.resolved_ref.empty()) {
-    out << R"(,"resolvedRef":")" << common::jsonEscape(outcome.resolved_ref) << '"';
+    json += R"(,"resolvedRef":")" + common::jsonEscape(outcome.resolved_ref) + '"';
   }
-  out << "}";
+  writeTerminationLog(path, json + "}");
 }
 
 StatusOr<std::string> readText(const fs::path& file) {
@@ -434,7 +426,7 @@ void registerImageImportCommand(CLI::App& app, app::Action& action) {
       } else {
         spdlog::error("image-import failed ({}): {}", outcome.reason, outcome.message);
       }
-      writeTerminationLog(o->termination_log, outcome);
+      writeOutcome(o->termination_log, outcome);
       return outcome.exit_code;
     };
   });
