@@ -123,6 +123,11 @@ const rapidjson::Value* condition(const rapidjson::Value& object, const std::str
   return nullptr;
 }
 
+const rapidjson::Value* trueCondition(const rapidjson::Value& object, const std::string& type) {
+  const auto* c = condition(object, type);
+  return c != nullptr && json::stringOr(c, "status") == "True" ? c : nullptr;
+}
+
 bool hasFinalizer(const rapidjson::Value& object, const std::string& finalizer) {
   const auto* list = json::find(&object, "metadata.finalizers");
   if (list == nullptr || !list->IsArray()) return false;

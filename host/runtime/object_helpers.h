@@ -36,6 +36,8 @@ bool hasAnnotation(const rapidjson::Value& object, const std::string& key);
 std::string label(const rapidjson::Value& object, const std::string& key);
 // status.conditions[type == `type`], or null.
 const rapidjson::Value* condition(const rapidjson::Value& object, const std::string& type);
+// The same condition only when its status is "True" (a finished Job's Complete or Failed).
+const rapidjson::Value* trueCondition(const rapidjson::Value& object, const std::string& type);
 
 // OK when the object carries (add) or no longer carries (remove) the finalizer afterwards.
 // Removing from an object that is already gone is OK. Adding to an object being deleted fails

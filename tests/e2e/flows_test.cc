@@ -1502,12 +1502,20 @@ class DayTwoVerbsTest : public FlowsTest {
   }
 };
 
-// A directory of the test's own, removed with everything in it.
+// Directories QEMU (user libvirt-qemu) and the kubelet's hostPath volumes traverse.
+constexpr auto kTraversable = std::filesystem::perms::owner_all |
+                              std::filesystem::perms::group_exec |
+                              std::filesystem::perms::others_exec;
+
+// A directory of the test's own, traversable by QEMU, removed with everything in it.
 struct ScratchDir {
   std::filesystem::path path;
   ScratchDir() {
-    char name[] = "/tmp/banlieue-e2e-day2-XXXXXX";
-    if (::mkdtemp(name) != nullptr) path = name;
+    char name[] = "/tmp/banlieue-e2e-XXXXXX";
+    if (::mkdtemp(name) != nullptr) {
+      path = name;
+      std::filesystem::permissions(path, kTraversable);
+    }
   }
   ~ScratchDir() {
     std::error_code ignored;
@@ -1540,6 +1548,27 @@ struct AtExit {
   ~AtExit() { done(); }
 };
 
+// The List item of the Secret a libvirt Provider names as its credentials: `libvirtd`'s client
+// certificate and key, and its CA.
+std::string libvirtTlsSecret(const std::string& ns, const std::string& name,
+                             const PrivateLibvirtd& libvirtd) {
+  using proxmox::testing::jsonEscape;
+  return R"({"apiVersion":"v1","kind":"Secret","type":"kubernetes.io/tls",)"
+         R"("metadata":{"name":")" +
+         name + R"(","namespace":")" + ns + R"("},"stringData":{"tls.crt":")" +
+         jsonEscape(libvirtd.clientCertPem()) + R"(","tls.key":")" +
+         jsonEscape(libvirtd.clientKeyPem()) + R"(","ca.crt":")" + jsonEscape(libvirtd.caPem()) +
+         R"("}})";
+}
+
+// The List item of the Secret a vSphere Provider names for vcsim: its login.
+std::string vcsimCredentialsSecret(const std::string& ns, const std::string& name) {
+  return R"({"apiVersion":"v1","kind":"Secret","metadata":{"name":")" + name +
+         R"(","namespace":")" + ns + R"("},"stringData":{"username":")" +
+         vsphere::testing::Vcsim::kUser + R"(","password":")" + vsphere::testing::Vcsim::kPassword +
+         R"("}})";
+}
+
 // One VM on each backend, created from one manifest but for its selector, then every verb in
 // turn, each checked in the VM's status and in the backend's own state; deleting the VM leaves
 // nothing on its backend.
@@ -1565,15 +1594,11 @@ TEST_F(DayTwoVerbsTest, EveryVerbReachesLibvirtVSphereAndProxmox) {
   ASSERT_EQ(PrivateLibvirtd::unavailableReason(), "");
   ScratchDir scratch;
   ASSERT_FALSE(scratch.path.empty());
-  // QEMU (user libvirt-qemu) traverses into the pool.
-  const auto traversable = std::filesystem::perms::owner_all | std::filesystem::perms::group_exec |
-                           std::filesystem::perms::others_exec;
-  std::filesystem::permissions(scratch.path, traversable);
   PrivateLibvirtd libvirtd;
   const std::string pool = "day2-" + suffix_;
   std::string error;
   ASSERT_TRUE(libvirtd.start(scratch.path, pool, &error, {.tls_address = address})) << error;
-  std::filesystem::permissions(libvirtd.poolPath(), traversable);
+  std::filesystem::permissions(libvirtd.poolPath(), kTraversable);
   auto virsh = [&](const std::string& args) {
     auto r = runCommand("virsh -q -c " + shellQuote(libvirtd.uri()) + " " + args);
     std::string out = r.output;
@@ -1607,14 +1632,9 @@ TEST_F(DayTwoVerbsTest, EveryVerbReachesLibvirtVSphereAndProxmox) {
 
   // --- what a platform team writes: a Provider per backend, one image for all three -------
   auto applied = cluster_.apply(
-      R"({"apiVersion":"v1","kind":"List","items":[)"
+      R"({"apiVersion":"v1","kind":"List","items":[)" +
       // libvirt: TLS both ways, the client certificate and the CA in the credentials Secret.
-      R"({"apiVersion":"v1","kind":"Secret","type":"kubernetes.io/tls",)"
-      R"("metadata":{"name":"libvirt-tls","namespace":")" +
-      ns + R"("},"stringData":{"tls.crt":")" + jsonEscape(libvirtd.clientCertPem()) +
-      R"(","tls.key":")" + jsonEscape(libvirtd.clientKeyPem()) + R"(","ca.crt":")" +
-      jsonEscape(libvirtd.caPem()) +
-      R"("}},)"
+      libvirtTlsSecret(ns, "libvirt-tls", libvirtd) + "," +
       R"({"apiVersion":"banlieue.io/v1alpha1","kind":"Provider","metadata":{"name":"kvm",)"
       R"("namespace":")" +
       ns +
@@ -1625,12 +1645,9 @@ TEST_F(DayTwoVerbsTest, EveryVerbReachesLibvirtVSphereAndProxmox) {
       R"(","credentialsRef":{"name":"libvirt-tls"}},)"
       R"("capabilities":{"storageClasses":[{"name":"std","target":{"pool":")" +
       pool + R"("}}],"networkClasses":[{"name":"lan","target":{"network":")" + network +
-      R"("}}]}}},)"
+      R"("}}]}}},)" +
       // vSphere: vcsim's login, its CA inline.
-      R"({"apiVersion":"v1","kind":"Secret","metadata":{"name":"vc-creds","namespace":")" +
-      ns + R"("},"stringData":{"username":")" + vsphere::testing::Vcsim::kUser +
-      R"(","password":")" + vsphere::testing::Vcsim::kPassword +
-      R"("}},)"
+      vcsimCredentialsSecret(ns, "vc-creds") + "," +
       R"({"apiVersion":"banlieue.io/v1alpha1","kind":"Provider","metadata":{"name":"vcenter",)"
       R"("namespace":")" +
       ns +
@@ -2273,35 +2290,25 @@ TEST_F(CapiTest, AMachineDeploymentLandsOnePerFailureDomainOnVcsimAndLibvirt) {
   // (the test driver cannot upload a seed ISO). QEMU under TCG boots the echo guest's boot
   // sector from each pool; the seed ISO the bootstrap data became is a file in the pool.
   ASSERT_EQ(PrivateLibvirtd::unavailableReason(), "");
-  const auto traversable = std::filesystem::perms::owner_all | std::filesystem::perms::group_exec |
-                           std::filesystem::perms::others_exec;
   const std::string pool = "capi-" + suffix_;
   const std::string base_volume = "echo-guest.raw";
   const std::vector<std::string> hosts = {"kvm-a", "kvm-b", "kvm-c"};
   std::vector<std::unique_ptr<ScratchDir>> scratch;
   std::vector<std::unique_ptr<PrivateLibvirtd>> daemons;
   AtExit before_the_daemons{[&] { removeWorkloads(); }};
-  using proxmox::testing::jsonEscape;
   std::string providers = R"({"apiVersion":"v1","kind":"List","items":[)";
   for (const auto& host : hosts) {
     scratch.push_back(std::make_unique<ScratchDir>());
     ASSERT_FALSE(scratch.back()->path.empty());
-    std::filesystem::permissions(scratch.back()->path, traversable);
     daemons.push_back(std::make_unique<PrivateLibvirtd>());
     auto& libvirtd = *daemons.back();
     std::string error;
     ASSERT_TRUE(libvirtd.start(scratch.back()->path, pool, &error,
                                {.tls_address = address, .hostname = host + ".banlieue.test"}))
         << error;
-    std::filesystem::permissions(libvirtd.poolPath(), traversable);
+    std::filesystem::permissions(libvirtd.poolPath(), kTraversable);
     ASSERT_TRUE(putEchoGuest(libvirtd, base_volume));
-    providers += R"({"apiVersion":"v1","kind":"Secret","type":"kubernetes.io/tls",)"
-                 R"("metadata":{"name":")" +
-                 host + R"(-tls","namespace":")" + ns + R"("},"stringData":{"tls.crt":")" +
-                 jsonEscape(libvirtd.clientCertPem()) + R"(","tls.key":")" +
-                 jsonEscape(libvirtd.clientKeyPem()) + R"(","ca.crt":")" +
-                 jsonEscape(libvirtd.caPem()) +
-                 R"("}},)"
+    providers += libvirtTlsSecret(ns, host + "-tls", libvirtd) + "," +
                  R"({"apiVersion":"banlieue.io/v1alpha1","kind":"Provider","metadata":{"name":")" +
                  host + R"(","namespace":")" + ns +
                  R"(","labels":{"capi":"libvirt"},)"
@@ -2393,9 +2400,6 @@ TEST_F(ImagePipelineTest, AUrlImageIsBuiltVerifiedAndImportedIntoVSphereAndLibvi
   ASSERT_EQ(PrivateLibvirtd::unavailableReason(), "");
   ScratchDir scratch;
   ASSERT_FALSE(scratch.path.empty());
-  const auto traversable = std::filesystem::perms::owner_all | std::filesystem::perms::group_exec |
-                           std::filesystem::perms::others_exec;
-  std::filesystem::permissions(scratch.path, traversable);
   PrivateLibvirtd libvirtd;
   const std::string pool = "img-" + suffix_;
   std::string error;
@@ -2412,25 +2416,15 @@ TEST_F(ImagePipelineTest, AUrlImageIsBuiltVerifiedAndImportedIntoVSphereAndLibvi
   }};
 
   auto applied = cluster_.apply(
-      R"({"apiVersion":"v1","kind":"List","items":[)"
-      R"({"apiVersion":"v1","kind":"Secret","type":"kubernetes.io/tls",)"
-      R"("metadata":{"name":"libvirt-tls","namespace":")" +
-      ns + R"("},"stringData":{"tls.crt":")" + jsonEscape(libvirtd.clientCertPem()) +
-      R"(","tls.key":")" + jsonEscape(libvirtd.clientKeyPem()) + R"(","ca.crt":")" +
-      jsonEscape(libvirtd.caPem()) +
-      R"("}},)"
+      R"({"apiVersion":"v1","kind":"List","items":[)" +
+      libvirtTlsSecret(ns, "libvirt-tls", libvirtd) + "," +
       R"({"apiVersion":"banlieue.io/v1alpha1","kind":"Provider","metadata":{"name":"kvm",)"
       R"("namespace":")" +
       ns + R"("},"spec":{"providerClassRef":{"name":"libvirt"},"connection":{"endpoint":")" +
       libvirtd.tlsUri() +
       R"(","credentialsRef":{"name":"libvirt-tls"}},)"
       R"("capabilities":{"storageClasses":[{"name":"std","target":{"pool":")" +
-      pool +
-      R"("}}]}}},)"
-      R"({"apiVersion":"v1","kind":"Secret","metadata":{"name":"vc-creds","namespace":")" +
-      ns + R"("},"stringData":{"username":")" + vsphere::testing::Vcsim::kUser +
-      R"(","password":")" + vsphere::testing::Vcsim::kPassword +
-      R"("}},)"
+      pool + R"("}}]}}},)" + vcsimCredentialsSecret(ns, "vc-creds") + "," +
       R"({"apiVersion":"banlieue.io/v1alpha1","kind":"Provider","metadata":{"name":"vcenter",)"
       R"("namespace":")" +
       ns + R"("},"spec":{"providerClassRef":{"name":"vsphere"},"connection":)" +
@@ -2470,7 +2464,7 @@ TEST_F(ImagePipelineTest, AUrlImageIsBuiltVerifiedAndImportedIntoVSphereAndLibvi
   const std::string pvc = osa + "-artifacts";
   const std::filesystem::path volume = scratch.path / "artifacts";
   std::filesystem::create_directories(volume);
-  std::filesystem::permissions(volume, traversable);
+  std::filesystem::permissions(volume, kTraversable);
   const std::string pv = "e2e-artifacts-" + suffix_;
   cluster_objects_.push_back("pv/" + pv);
   applied = cluster_.apply(

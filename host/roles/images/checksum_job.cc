@@ -2,6 +2,7 @@
 
 #include "host/common/logging.h"
 #include "host/roles/images/import_job.h"
+#include "host/runtime/object_helpers.h"
 
 #include <banlieue/sdk/json.h>
 #include <rapidjson/document.h>
@@ -13,18 +14,6 @@ namespace json = sdk::json;
 
 std::string quoted(const std::string& text) {
   return "\"" + common::jsonEscape(text) + "\"";
-}
-
-bool jobCondition(const rapidjson::Value& job, const char* type, std::string* message) {
-  const auto* conditions = json::find(&job, "status.conditions");
-  if (conditions == nullptr || !conditions->IsArray()) return false;
-  for (const auto& c : conditions->GetArray()) {
-    if (json::stringOr(&c, "type") == type && json::stringOr(&c, "status") == "True") {
-      if (message != nullptr) *message = json::stringOr(&c, "message");
-      return true;
-    }
-  }
-  return false;
 }
 
 // The checksum container's termination message, parsed; null document when there is none.
@@ -120,8 +109,7 @@ StatusOr<std::string> checksumJob(const ChecksumJobParams& p) {
 ChecksumOutcome checksumOutcome(const rapidjson::Value& job, const rapidjson::Value* pod) {
   ChecksumOutcome out;
   auto message = terminationMessage(pod);
-  std::string job_message;
-  if (jobCondition(job, "Complete", nullptr)) {
+  if (runtime::trueCondition(job, "Complete") != nullptr) {
     std::string checksum = message.IsObject() ? json::stringOr(&message, "checksum") : "";
     if (checksum.empty()) {
       out.state = ChecksumOutcome::State::kFailed;
@@ -133,7 +121,8 @@ ChecksumOutcome checksumOutcome(const rapidjson::Value& job, const rapidjson::Va
     out.checksum = checksum;
     return out;
   }
-  if (jobCondition(job, "Failed", &job_message)) {
+  if (const auto* failed = runtime::trueCondition(job, "Failed")) {
+    std::string job_message = json::stringOr(failed, "message");
     out.state = ChecksumOutcome::State::kFailed;
     out.reason = message.IsObject() ? json::stringOr(&message, "reason") : "";
     out.message = message.IsObject() ? json::stringOr(&message, "message") : "";

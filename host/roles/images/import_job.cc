@@ -2,6 +2,7 @@
 
 #include "host/common/fnv_hash.h"
 #include "host/roles/images/import_exit.h"
+#include "host/runtime/object_helpers.h"
 
 #include <banlieue/sdk/json.h>
 #include <rapidjson/document.h>
@@ -59,19 +60,6 @@ class Builder {
  private:
   rapidjson::Document doc_;
 };
-
-bool conditionTrue(const Value& job, const char* type, std::string* reason, std::string* message) {
-  const auto* conditions = json::find(&job, "status.conditions");
-  if (conditions == nullptr || !conditions->IsArray()) return false;
-  for (const auto& c : conditions->GetArray()) {
-    if (json::stringOr(&c, "type") == type && json::stringOr(&c, "status") == "True") {
-      if (reason != nullptr) *reason = json::stringOr(&c, "reason");
-      if (message != nullptr) *message = json::stringOr(&c, "message");
-      return true;
-    }
-  }
-  return false;
-}
 
 bool isCamelCase(const std::string& s) {
   if (s.empty() || s.size() > 128 || std::isupper(static_cast<unsigned char>(s.front())) == 0) {
@@ -349,8 +337,7 @@ ImportOutcome importOutcome(const rapidjson::Value& job, const rapidjson::Value*
       term_message = text;
     }
   }
-  std::string cond_reason, cond_message;
-  if (conditionTrue(job, "Complete", nullptr, nullptr)) {
+  if (runtime::trueCondition(job, "Complete") != nullptr) {
     out.state = ImportOutcome::State::kSucceeded;
     out.reason = "Imported";
     out.message = term_message.empty() ? "imported" : term_message;
@@ -359,8 +346,13 @@ ImportOutcome importOutcome(const rapidjson::Value& job, const rapidjson::Value*
   }
   // A pod that failed for good decides at once: the Job's further attempts, after its back-off
   // (10 s, then 20 s), would only say it again.
-  if (conditionTrue(job, "Failed", &cond_reason, &cond_message) ||
-      (pod != nullptr && importPodFailedForGood(*pod))) {
+  const auto* failed_condition = runtime::trueCondition(job, "Failed");
+  std::string cond_reason, cond_message;
+  if (failed_condition != nullptr) {
+    cond_reason = json::stringOr(failed_condition, "reason");
+    cond_message = json::stringOr(failed_condition, "message");
+  }
+  if (failed_condition != nullptr || (pod != nullptr && importPodFailedForGood(*pod))) {
     out.state = ImportOutcome::State::kFailed;
     if (out.exit_code >= 0) {
       out.reason = reasonForImportExit(out.exit_code);
