@@ -181,7 +181,12 @@ const Fields<FailureDomainAttributes>& FailureDomainAttributes::describe() {
                  {.description = "Network classes whose target exists there"})
           .field("features", &T::features, {.description = "Features offered there"})
           .field("raw", &T::raw,
-                 {.description = "Backend facts, e.g. datacenter, cluster, host, node"});
+                 {.description = "Backend facts, e.g. datacenter, cluster, host, node"})
+          .field("importTargets", &T::import_targets,
+                 {.description = "Targets a built image is imported into one by one there "
+                                 "(libvirt: the pools of the storage classes), each with its "
+                                 "own import Job and VMImage zone row; unset: one import for "
+                                 "the whole failure domain"});
   return f;
 }
 

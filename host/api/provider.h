@@ -95,6 +95,9 @@ struct FailureDomainAttributes {
   std::vector<std::string> available_network_classes;
   std::vector<std::string> features;
   StringMap raw;
+  // Targets an image is imported into one by one (libvirt: its storage pools); empty: one
+  // import per failure domain.
+  std::vector<std::string> import_targets;
   static const Fields<FailureDomainAttributes>& describe();
 };
 

@@ -294,7 +294,16 @@ const Fields<ImageZone>& ImageZone::describe() {
   using T = ImageZone;
   static const Fields<T> f =
       Fields<T>("The image in one failure domain of the Provider")
-          .field("name", &T::name, {.description = "Failure domain name", .required = true})
+          .field("name", &T::name,
+                 {.description = "Failure domain name, or <failureDomain>/<target> for an "
+                                 "import into one target of the failure domain",
+                  .required = true})
+          .field("failureDomain", &T::failure_domain,
+                 {.description = "The failure domain of a per-target row; unset: name is the "
+                                 "failure domain"})
+          .field("target", &T::target,
+                 {.description = "The import target of the row (libvirt: the storage pool), "
+                                 "from the failure domain's attributes.importTargets"})
           .field("ready", &T::ready,
                  {.description = "VMs can be made from the image there", .required = true})
           .field("resolvedRef", &T::resolved_ref,
@@ -321,7 +330,8 @@ const Fields<ImageProviderStatus>& ImageProviderStatus::describe() {
           .field("providerNamespace", &T::provider_namespace,
                  {.description = "Namespace of the Provider", .required = true})
           .field("ready", &T::ready,
-                 {.description = "Ready in at least one of the Provider's failure domains",
+                 {.description = "Ready in every zone row of the Provider (each failure "
+                                 "domain, and each import target of one)",
                   .required = true})
           .field("resolvedRef", &T::resolved_ref,
                  {.description = "The backend's name for the image, when the same in every zone"})

@@ -142,8 +142,13 @@ struct ImageImportProgress {
   static const Fields<ImageImportProgress>& describe();
 };
 
+// One row of a Provider's image status: the image in one failure domain, or, for a backend
+// that imports into several targets of one failure domain (libvirt: one per storage pool), in
+// one target there. A per-target row is named <failureDomain>/<target> and carries both.
 struct ImageZone {
   std::string name;
+  std::string failure_domain;  // set on per-target rows; empty: `name` is the failure domain
+  std::string target;          // the import target (libvirt: the pool); empty: none
   bool ready = false;
   std::string resolved_ref;
   std::string template_folder;
@@ -151,6 +156,10 @@ struct ImageZone {
   std::string message;
   std::optional<ImageImportProgress> progress;
   std::string operation_token;  // a delete_image task in flight (the VMImage is being deleted)
+  // The failure domain the row is about: failure_domain when set, else name.
+  const std::string& failureDomainName() const {
+    return failure_domain.empty() ? name : failure_domain;
+  }
   static const Fields<ImageZone>& describe();
 };
 

@@ -255,15 +255,27 @@ TEST(ApiCodecTest, ProviderAndImageRoundTrip) {
       "features": ["vtpm"]},
     "failureDomainNameOverrides": [{"datacenter": "DC1", "cluster": "A", "name": "a"}]},
     "status": {"failureDomains": [{"name": "a", "labels": {"datacenter": "DC1"},
-      "attributes": {"availableStorageClasses": ["gold"], "raw": {"cluster": "A"}}}],
+      "attributes": {"availableStorageClasses": ["gold"], "raw": {"cluster": "A"},
+                     "importTargets": ["pool-a", "pool-b"]}}],
       "workload": {"mode": "External", "namespace": "ns", "readyReplicas": 0}}})");
   expectRoundTrip<VMImage>(R"({"spec": {"osDistribution": "ubuntu", "osVersion": "22.04",
     "sources": [{"providerClass": "libvirt", "kind": "BackingFile", "ref": "/i.qcow2"}],
     "template": {"disk": {"size": 50}, "installMode": "deferred"}},
     "status": {"perProvider": [{"providerName": "h1", "providerNamespace": "ns",
-      "ready": false, "zones": [{"name": "h1", "ready": false, "reason": "Importing"}]}],
+      "ready": false, "zones": [{"name": "h1", "ready": false, "reason": "Importing"},
+        {"name": "h2/pool-a", "failureDomain": "h2", "target": "pool-a", "ready": true,
+         "resolvedRef": "u-0123456789ab.raw"}]}],
       "buildArtifact": {"kind": "iso", "phase": "Building",
                         "ociArtifact": {"phase": "Pushing"}}}})");
+}
+
+// A per-target row (<failureDomain>/<target>) names its failure domain in failureDomain; a row
+// of one import per failure domain is named after it.
+TEST(ApiCodecTest, AZoneRowsFailureDomainIsItsFieldElseItsName) {
+  ImageZone per_domain{.name = "h1"};
+  EXPECT_EQ(per_domain.failureDomainName(), "h1");
+  ImageZone per_target{.name = "h1/pool-a", .failure_domain = "h1", .target = "pool-a"};
+  EXPECT_EQ(per_target.failureDomainName(), "h1");
 }
 
 // Every banlieue object in examples/ decodes and round-trips through its C++ type.

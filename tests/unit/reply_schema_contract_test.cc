@@ -100,6 +100,9 @@ const HostRead kHostReads[] = {
      R"(.field("raw", &T::raw)"},
     {"introspect.response", "failureDomains[].attributes.raw", "host/roles/controller/scheduler.cc",
      "placement.failure_domain_raw = fd.attributes.raw;"},
+    // The provider runtime's import plan: one import Job and zone row per target.
+    {"introspect.response", "failureDomains[].attributes.importTargets", "host/api/provider.cc",
+     R"(.field("importTargets", &T::import_targets)"},
 
     // reconcile and finalize: the provider runtime.
     {"reconcile.response", "status", "host/roles/provider/machine_reconciler.cc",

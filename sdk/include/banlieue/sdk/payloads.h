@@ -188,7 +188,8 @@ struct IntrospectRequest {
   }
 };
 
-// import_image request: {"image": <VMImage>, "artifact": {...}, "failureDomain": "..."}.
+// import_image request: {"image": <VMImage>, "artifact": {...}, "failureDomain": "...",
+// "target"?: one of the failure domain's attributes.importTargets, "operation"?: {"token"}}.
 struct ImportImageRequest {
   rapidjson::Document document;
   const rapidjson::Value* image = nullptr;
@@ -198,6 +199,9 @@ struct ImportImageRequest {
   std::string artifact_sha256;
   int64_t artifact_size_bytes = 0;
   std::string failure_domain;
+  // The one target to import into (libvirt: a storage pool); empty: every target the plugin
+  // knows (a host from before per-target imports sends none).
+  std::string target;
   std::optional<std::string> operation_token;
 
   static ImportImageRequest parse(std::string_view text) {
@@ -213,6 +217,7 @@ struct ImportImageRequest {
     request.artifact_size_bytes =
         json::integer(&request.document, "artifact.sizeBytes").value_or(0);
     request.failure_domain = json::stringOr(&request.document, "failureDomain");
+    request.target = json::stringOr(&request.document, "target");
     if (auto token = json::string(&request.document, "operation.token"); token && !token->empty()) {
       request.operation_token = std::string(*token);
     }
@@ -220,14 +225,16 @@ struct ImportImageRequest {
   }
 };
 
-// delete_image request (SINCE 1.1): {"image": <VMImage>, "failureDomain": "...",
-// "resolvedRef"?: what import_image reported for that failure domain, "operation"?: {"token"}}.
+// delete_image request (SINCE 1.1): {"image": <VMImage>, "failureDomain": "...", "target"?: the
+// import target of that zone row, "resolvedRef"?: what import_image reported for that failure
+// domain, "operation"?: {"token"}}.
 struct DeleteImageRequest {
   rapidjson::Document document;
   const rapidjson::Value* image = nullptr;
   std::string image_name;
   std::string failure_domain;
   std::string resolved_ref;  // empty when the import never reported one
+  std::string target;        // the one target to delete from; empty: every target
   std::optional<std::string> operation_token;
 
   static DeleteImageRequest parse(std::string_view text) {
@@ -238,6 +245,7 @@ struct DeleteImageRequest {
     request.failure_domain = std::string(
         json::requireString(&request.document, "failureDomain", "delete_image request"));
     request.resolved_ref = json::stringOr(&request.document, "resolvedRef");
+    request.target = json::stringOr(&request.document, "target");
     if (auto token = json::string(&request.document, "operation.token"); token && !token->empty()) {
       request.operation_token = std::string(*token);
     }
