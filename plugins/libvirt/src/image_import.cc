@@ -131,10 +131,20 @@ Status ImageImporter::importImage(const sdk::Call& call, const sdk::ImportImageR
                 "import_image: artifact.sha256 is required (imports fail closed)");
   }
   ExpectedChecksum artifact_checksum = parseChecksum("sha256:" + request.artifact_sha256);
+  // With a target (one of the importTargets introspection publishes), that pool only; without
+  // one (a host from before per-pool imports), every declared pool.
+  if (!request.target.empty() && !declaresPool(request.target)) {
+    throw Error(Code::kFailedPrecondition, "PoolNotDeclared",
+                "import target '" + request.target +
+                    "' is not a pool of the Provider's storage classes (" + declaredPoolList() +
+                    ")");
+  }
   if (pools_.empty()) {
     throw Error(Code::kFailedPrecondition, "NoPoolDeclared",
                 "the Provider declares no storage class with a pool target to import into");
   }
+  const std::vector<std::string> pools =
+      request.target.empty() ? pools_ : std::vector<std::string>{request.target};
   std::string volume = request.image_name + "-" + artifact_checksum.hex.substr(0, 12) + "." +
                        (request.artifact_format == "iso" ? "iso" : request.artifact_format);
   if (!isSafeVolumeName(volume)) {
@@ -143,7 +153,7 @@ Status ImageImporter::importImage(const sdk::Call& call, const sdk::ImportImageR
   }
 
   auto conn = std::make_shared<ConnRef>(connection_.acquire(call));
-  for (const auto& name : pools_) {
+  for (const auto& name : pools) {
     auto pool = findPool(conn->get(), name);
     if (!pool) {
       throw Error(Code::kFailedPrecondition, "PoolNotFound",
@@ -161,7 +171,6 @@ Status ImageImporter::importImage(const sdk::Call& call, const sdk::ImportImageR
   std::string token = jobs_.add(job, "import");
   std::string path = request.artifact_path;
   int64_t declared_size = request.artifact_size_bytes;
-  std::vector<std::string> pools = pools_;
   job->thread = std::thread(
       [job, conn, path, declared_size, pools, format, source_checksum, artifact_checksum] {
         std::vector<std::pair<std::string, std::string>> touched;  // pool, volume
@@ -243,7 +252,8 @@ Status ImageImporter::importImage(const sdk::Call& call, const sdk::ImportImageR
         }
       });
   BANLIEUE_LOG(kInfo, "importing image " + request.image_name + " as " + volume + " into " +
-                          std::to_string(pools_.size()) + " pool(s)");
+                          (request.target.empty() ? std::to_string(pools.size()) + " pool(s)"
+                                                  : "pool " + request.target));
   return report(call, token, *job, reply);
 }
 
@@ -323,6 +333,19 @@ Status ImageImporter::deleteImage(const sdk::Call& call, const sdk::DeleteImageR
     throw Error(Code::kInvalidArgument, "MissingField",
                 "delete_image: image.metadata.name is required");
   }
+  // With a target, that pool only. A pool the Provider no longer declares is not ours to
+  // touch any more: nothing is removed there, and the deletion goes on without it.
+  if (!request.target.empty() && !declaresPool(request.target)) {
+    std::string message =
+        "pool '" + request.target +
+        "' is no longer a pool of the Provider's storage classes: " + request.image_name +
+        "'s volume there, if any, stays";
+    BANLIEUE_LOG(kWarn, message);
+    call.event(BANLIEUE_EVENT_WARNING, "PoolNotDeclared", message);
+    return Status::ok();
+  }
+  const std::vector<std::string> pools =
+      request.target.empty() ? pools_ : std::vector<std::string>{request.target};
   ConnRef conn(connection_.acquire(call));
   struct Target {
     std::string pool;
@@ -331,7 +354,7 @@ Status ImageImporter::deleteImage(const sdk::Call& call, const sdk::DeleteImageR
     std::string path;
   };
   std::vector<Target> targets;
-  for (const auto& pool_name : pools_) {
+  for (const auto& pool_name : pools) {
     auto pool = findPool(conn.get(), pool_name);
     if (!pool) continue;  // a pool that is gone holds nothing of ours any more
     if (virStoragePoolIsActive(pool->get()) != 1) {
@@ -374,6 +397,17 @@ Status ImageImporter::deleteImage(const sdk::Call& call, const sdk::DeleteImageR
                "deleted " + std::to_string(targets.size()) + " volume(s) of " + request.image_name);
   }
   return Status::ok();
+}
+
+bool ImageImporter::declaresPool(const std::string& pool) const {
+  return std::find(pools_.begin(), pools_.end(), pool) != pools_.end();
+}
+
+std::string ImageImporter::declaredPoolList() const {
+  if (pools_.empty()) return "none";
+  std::string out;
+  for (const auto& pool : pools_) out += (out.empty() ? "" : ", ") + pool;
+  return out;
 }
 
 Status ImageImporter::report(const sdk::Call& call, const std::string& token, Job& job,

@@ -1,7 +1,9 @@
-// import_image: verifies the artifact's checksum (fail closed), creates one volume per storage
-// pool the Provider declares and streams the bytes into it with libvirt's stream API. The work
-// runs on a thread the instance owns; calls start it and then poll it by operation token,
-// reporting progress, so no call blocks past its deadline however large the image.
+// import_image: verifies the artifact's checksum (fail closed), creates the volume in the pool
+// the request's target names (one of the importTargets introspection publishes: the Provider's
+// declared pools, docs/adr/0053), or without a target in every declared pool, and streams the
+// bytes into it with libvirt's stream API. The work runs on a thread the instance owns; calls
+// start it and then poll it by operation token, reporting progress, so no call blocks past its
+// deadline however large the image.
 #pragma once
 
 #include "plugins/libvirt/src/connection.h"
@@ -30,8 +32,10 @@ class ImageImporter {
                           sdk::Reply& reply);
 
   // delete_image (ABI 1.1): removes every volume an import of this VMImage made in the
-  // declared pools ("<image>-<12 hex>.<format>": the current build's and older builds'), once
-  // nothing uses it; synchronous, so OK or an error, never IN_PROGRESS.
+  // request's target pool, or without a target in every declared pool ("<image>-<12
+  // hex>.<format>": the current build's and older builds'), once nothing uses it; synchronous,
+  // so OK or an error, never IN_PROGRESS. A target the Provider no longer declares is OK with a
+  // Warning event (PoolNotDeclared) and nothing removed.
   sdk::Status deleteImage(const sdk::Call& call, const sdk::DeleteImageRequest& request);
 
   // Cancels running uploads (their partial volumes are deleted) and joins their threads.
@@ -40,6 +44,8 @@ class ImageImporter {
  private:
   struct Job;
   sdk::Status report(const sdk::Call& call, const std::string& token, Job& job, sdk::Reply& reply);
+  bool declaresPool(const std::string& pool) const;
+  std::string declaredPoolList() const;  // "a, b", or "none"
 
   Connection& connection_;
   std::string provider_class_;

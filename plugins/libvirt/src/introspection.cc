@@ -1,6 +1,7 @@
 #include "plugins/libvirt/src/introspection.h"
 
 #include "plugins/libvirt/src/domain_xml.h"
+#include "plugins/libvirt/src/image_import.h"
 #include "plugins/libvirt/src/libvirt_handles.h"
 
 #include <cctype>
@@ -140,6 +141,11 @@ Status introspectHost(Connection& connection, const sdk::Call& call,
   attributes.AddMember("availableNetworkClasses", networks, a);
   attributes.AddMember("features", json::stringArray(features, a), a);
   attributes.AddMember("raw", raw, a);
+  // One import per pool (docs/adr/0053): the host runs a Job per pool and keeps a row per pool.
+  // Every declared pool, usable or not: an import into a missing one fails on its own row.
+  if (auto pools = declaredPools(provider); !pools.empty()) {
+    attributes.AddMember("importTargets", json::stringArray(pools, a), a);
+  }
   rapidjson::Value labels(rapidjson::kObjectType);
   labels.AddMember("host", json::stringValue(hostname.get(), a), a);
   labels.AddMember("name", json::stringValue(fd_name, a), a);

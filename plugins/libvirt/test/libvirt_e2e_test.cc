@@ -506,5 +506,134 @@ TEST_F(LibvirtDaemonE2E, TheSerialConsoleStreamsTheGuestsSerialPort) {
   EXPECT_TRUE(harness_.finalize(m).ok());
 }
 
+// Per-pool imports (docs/adr/0053): the plugin publishes the Provider's pools as the failure
+// domain's importTargets; import_image and delete_image with a target work on that pool only
+// and refuse (import) or skip with a warning (delete) a pool the Provider does not declare;
+// without a target both work on every declared pool, as for a host from before.
+TEST_F(LibvirtDaemonE2E, ImportsAndDeletesWithATargetTouchThatPoolOnly) {
+  const std::string second = "bnl-e2e2-" + suffix_;
+  const std::string missing = "bnl-e2e-missing-" + suffix_;
+  fs::path second_path = dir_ / "pool2";
+  fs::create_directories(second_path);
+  std::string pool_xml = "<pool type='dir'><name>" + second + "</name><target><path>" +
+                         second_path.string() + "</path></target></pool>";
+  virStoragePoolPtr created_pool =
+      virStoragePoolCreateXML(daemon_.connection(), pool_xml.c_str(), 0);
+  ASSERT_NE(created_pool, nullptr) << virGetLastErrorMessage();
+  virStoragePoolFree(created_pool);
+  ProviderSpec spec = provider();
+  spec.storage_classes = R"([{"name":"local","target":{"pool":")" + pool_ +
+                         R"("}},{"name":"second","target":{"pool":")" + second +
+                         R"("}},{"name":"again","target":{"pool":")" + pool_ +
+                         R"("}},{"name":"gone","target":{"pool":")" + missing + R"("}}])";
+  auto created = harness_.create(spec);
+  ASSERT_TRUE(created.ok()) << describeOutcome(created) << "\n" << daemon_.log();
+
+  // The distinct pools of the storage classes, in order, whether or not they exist (an import
+  // into a missing one says so on its own row).
+  auto fd = harness_.introspect(spec);
+  ASSERT_TRUE(fd.ok()) << describeOutcome(fd);
+  auto fd_doc = json::parse(fd.body, "introspect");
+  const auto* targets = json::find(&fd_doc["failureDomains"][0], "attributes.importTargets");
+  ASSERT_NE(targets, nullptr) << fd.body;
+  std::vector<std::string> published;
+  for (const auto& t : targets->GetArray()) published.emplace_back(t.GetString());
+  EXPECT_EQ(published, (std::vector<std::string>{pool_, second, missing}));
+
+  fs::path artifact = dir_ / "tiny.raw";
+  {
+    std::string bytes(size_t{1} << 20, '\0');
+    for (size_t i = 0; i < bytes.size(); i += 4096) bytes[i] = static_cast<char>(i / 4096 + 1);
+    std::ofstream(artifact, std::ios::binary) << bytes;
+  }
+  std::string sha = run("sha256sum " + artifact.string() + " | cut -c1-64").output.substr(0, 64);
+  const std::string image =
+      R"({"apiVersion":"banlieue.io/v1alpha1","kind":"VMImage","metadata":{"name":"tiny","uid":"img"},
+        "spec":{"sources":[{"providerClass":"libvirt","kind":"Url","ref":""}]},
+        "status":{"buildArtifact":{"kind":"cloudImage","phase":"Ready"}}})";
+  auto import_request = [&](const std::string& target) {
+    std::string r = R"({"image":)" + image + R"(,"artifact":{"path":)" + quote(artifact.string()) +
+                    R"(,"format":"raw","sha256":")" + sha +
+                    R"(","sizeBytes":1048576},"failureDomain":"host")";
+    if (!target.empty()) r += R"(,"target":)" + quote(target);
+    return r;
+  };
+  auto delete_request = [&](const std::string& target) {
+    std::string r = R"({"image":)" + image + R"(,"failureDomain":"host")";
+    if (!target.empty()) r += R"(,"target":)" + quote(target);
+    return r + "}";
+  };
+  const std::string volume = "tiny-" + sha.substr(0, 12) + ".raw";
+  auto has = [&](const std::string& pool) {
+    return virsh("vol-list " + pool).find(volume) != std::string::npos;
+  };
+
+  // Into the second pool only.
+  auto imported = harness_.importUntilDone(import_request(second), "img");
+  ASSERT_TRUE(imported.ok()) << describeOutcome(imported);
+  auto doc = json::parse(imported.body, "import");
+  EXPECT_EQ(json::stringOr(&doc, "status.resolvedRef"), volume);
+  const auto* volumes = json::find(&doc, "status.volumes");
+  ASSERT_NE(volumes, nullptr) << imported.body;
+  ASSERT_EQ(volumes->Size(), 1u) << imported.body;
+  EXPECT_EQ(json::stringOr(&(*volumes)[0], "pool"), second);
+  EXPECT_TRUE(has(second));
+  EXPECT_FALSE(has(pool_)) << virsh("vol-list " + pool_);
+  fs::path back = dir_ / "back.raw";
+  virsh("vol-download --pool " + second + " " + volume + " " + back.string());
+  EXPECT_EQ(run("sha256sum " + back.string() + " | cut -c1-64").output.substr(0, 64), sha);
+
+  // A pool the Provider does not declare, or one it declares that is not there: refused, and
+  // nothing is written anywhere.
+  auto undeclared = harness_.importUntilDone(import_request("default"), "img");
+  EXPECT_EQ(undeclared.code, BANLIEUE_FAILED_PRECONDITION) << describeOutcome(undeclared);
+  EXPECT_EQ(undeclared.reason, "PoolNotDeclared");
+  EXPECT_NE(undeclared.message.find("'default'"), std::string::npos) << undeclared.message;
+  EXPECT_NE(undeclared.message.find(second), std::string::npos) << undeclared.message;
+  auto absent = harness_.importUntilDone(import_request(missing), "img");
+  EXPECT_EQ(absent.code, BANLIEUE_FAILED_PRECONDITION) << describeOutcome(absent);
+  EXPECT_EQ(absent.reason, "PoolNotFound");
+  EXPECT_FALSE(has(pool_));
+
+  // Into the first pool too; then deleting from the second leaves the first's.
+  ASSERT_TRUE(harness_.importUntilDone(import_request(pool_), "img").ok());
+  EXPECT_TRUE(has(pool_));
+  auto deleted = harness_.deleteImage(delete_request(second), "img");
+  ASSERT_TRUE(deleted.ok()) << describeOutcome(deleted);
+  EXPECT_FALSE(has(second)) << virsh("vol-list " + second);
+  EXPECT_TRUE(has(pool_)) << virsh("vol-list " + pool_);
+
+  // A pool no longer declared: OK with a Warning, so a VMImage's deletion never waits on it,
+  // and nothing is touched.
+  harness_.host().clearRecords();
+  auto stale = harness_.deleteImage(delete_request("old-pool"), "img");
+  EXPECT_TRUE(stale.ok()) << describeOutcome(stale);
+  bool warned = false;
+  for (const auto& e : harness_.host().events()) {
+    if (e.type == BANLIEUE_EVENT_WARNING && e.reason == "PoolNotDeclared" &&
+        e.message.find("old-pool") != std::string::npos) {
+      warned = true;
+    }
+  }
+  EXPECT_TRUE(warned) << "no PoolNotDeclared Warning event";
+  EXPECT_TRUE(has(pool_));
+
+  // Without a target, as a host from before per-target imports asks: every declared pool.
+  harness_.host().clearRecords();
+  auto everywhere = harness_.importUntilDone(import_request(""), "img");
+  EXPECT_EQ(everywhere.code, BANLIEUE_FAILED_PRECONDITION) << "the missing pool is declared too";
+  EXPECT_EQ(everywhere.reason, "PoolNotFound");
+  spec.storage_classes = R"([{"name":"local","target":{"pool":")" + pool_ +
+                         R"("}},{"name":"second","target":{"pool":")" + second + R"("}}])";
+  ASSERT_TRUE(harness_.create(spec).ok());
+  auto both = harness_.importUntilDone(import_request(""), "img");
+  ASSERT_TRUE(both.ok()) << describeOutcome(both);
+  EXPECT_TRUE(has(pool_));
+  EXPECT_TRUE(has(second));
+  ASSERT_TRUE(harness_.deleteImage(delete_request(""), "img").ok());
+  EXPECT_FALSE(has(pool_));
+  EXPECT_FALSE(has(second));
+}
+
 }  // namespace
 }  // namespace banlieue::libvirt::testing
