@@ -27,6 +27,7 @@
 #include <banlieue/sdk/json.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <libvirt/virterror.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -104,7 +105,7 @@ status:
   };
 
   Run import(const fs::path& artifact, const std::string& checksum,
-             const std::string& backend = "libvirt") {
+             const std::string& backend = "libvirt", const std::string& extra = "") {
     fs::path term = dir_ / "termination-log";
     fs::remove(term);
     std::string command = std::string(BANLIEUE_BINARY) + " image-import --plugin-dir " +
@@ -113,7 +114,7 @@ status:
                           " --image-file " + shellQuote((dir_ / "image.yaml").string()) +
                           " --failure-domain host --artifact " + shellQuote(artifact.string()) +
                           " --format raw --checksum " + shellQuote(checksum) +
-                          " --termination-log " + shellQuote(term.string());
+                          " --termination-log " + shellQuote(term.string()) + extra;
     auto r = runCommand(command, std::chrono::seconds(120));
     return {r.exit_code, r.output, readFile(term)};
   }
@@ -174,6 +175,40 @@ TEST_F(ImageImportLibvirtTest, VerifiedArtifactLandsAndCorruptOnesWriteNothing) 
   auto back_sha = fileDigest(back, "sha256");
   ASSERT_TRUE(back_sha.ok());
   EXPECT_EQ(*back_sha, sha256_);
+}
+
+// `--target` (a per-pool import Job, docs/adr/0053) reaches the plugin: the volume lands in
+// that pool only, and a pool the Provider does not declare is refused.
+TEST_F(ImageImportLibvirtTest, ATargetImportsIntoThatPoolOnly) {
+  startLibvirtd({});
+  if (HasFatalFailure()) return;
+  const std::string second = pool_ + "-2";
+  fs::create_directories(dir_ / "pool2");
+  std::string xml = "<pool type='dir'><name>" + second + "</name><target><path>" +
+                    (dir_ / "pool2").string() + "</path></target></pool>";
+  virStoragePoolPtr created = virStoragePoolCreateXML(libvirtd_.connection(), xml.c_str(), 0);
+  ASSERT_NE(created, nullptr) << virGetLastErrorMessage();
+  virStoragePoolFree(created);
+  std::ofstream(dir_ / "provider.json")
+      << R"({"apiVersion":"banlieue.io/v1alpha1","kind":"Provider",
+          "metadata":{"name":"lv1","namespace":"infra","uid":"p-1"},
+          "spec":{"providerClassRef":{"name":"libvirt"},"connection":{"endpoint":")"
+      << uri_ << R"("},
+          "capabilities":{"storageClasses":[{"name":"local","target":{"pool":")"
+      << pool_ << R"("}},{"name":"second","target":{"pool":")" << second << R"("}}]}}})";
+
+  auto ok = import(artifact_, "sha256:" + sha256_, "libvirt", " --target " + shellQuote(second));
+  ASSERT_EQ(ok.exit_code, kImportOk) << ok.output << "\n" << libvirtd_.log();
+  EXPECT_THAT(ok.termination, HasSubstr("target " + second));
+  std::string volume = "kairos-tiny-" + sha256_.substr(0, 12) + ".raw";
+  EXPECT_TRUE(volumes().empty()) << "the first pool is not this Job's";
+  EXPECT_TRUE(fs::exists(dir_ / "pool2" / volume));
+
+  auto refused =
+      import(artifact_, "sha256:" + sha256_, "libvirt", " --target " + shellQuote("default"));
+  EXPECT_EQ(refused.exit_code, kImportRejected) << refused.output;
+  EXPECT_THAT(refused.termination, HasSubstr(R"("reason":"PoolNotDeclared")"));
+  EXPECT_TRUE(volumes().empty());
 }
 
 const kube::ResourceType kJobs{"batch", "v1", "jobs", true};

@@ -3,9 +3,11 @@
 // and the Job -> zone row mapping with its exit-status table. Labels: unit;images.
 #include "host/api/codec.h"
 #include "host/common/base64.h"
+#include "host/plugin/payload_schemas.h"
 #include "host/roles/images/artifact_checksum.h"
 #include "host/roles/images/checksum_job.h"
 #include "host/roles/images/cloud_config_merge.h"
+#include "host/roles/images/image_import_command.h"
 #include "host/roles/images/import_exit.h"
 #include "host/roles/images/import_job.h"
 #include "host/roles/images/os_artifact.h"
@@ -635,6 +637,54 @@ TEST(ImportJob, NamesDifferPerZoneAndRebuildAndAreDnsSafe) {
   EXPECT_LE(label.size(), 63u);
 }
 
+// Per-target imports (libvirt's pools): one Job per (failure domain, target), each passing its
+// target to image-import and saying it in an annotation; two targets are two Jobs.
+TEST(ImportJob, OneJobPerTargetPassesTheTarget) {
+  auto a = params();
+  a.target = "pool-a";
+  auto b = params();
+  b.target = "pool-b";
+  EXPECT_NE(importJobName(a), importJobName(b));
+  EXPECT_NE(importJobName(a), importJobName(params()));
+  for (const auto& p : {a, b}) {
+    auto manifest = importJob(p);
+    ASSERT_TRUE(manifest.ok()) << manifest.status().message();
+    auto job = parse(*manifest);
+    EXPECT_EQ(json::stringOr(&job, "metadata.name"), importJobName(p));
+    const auto& annotations = job["metadata"]["annotations"];
+    ASSERT_TRUE(annotations.HasMember("banlieue.io/import-target"));
+    EXPECT_EQ(annotations["banlieue.io/import-target"].GetString(), p.target);
+    EXPECT_EQ(annotations["banlieue.io/import-base"].GetString(), importJobName(p));
+    EXPECT_EQ(annotations["banlieue.io/failure-domain"].GetString(), std::string("host-a"));
+    std::vector<std::string> args;
+    for (const auto& arg : job["spec"]["template"]["spec"]["containers"][0]["args"].GetArray()) {
+      args.emplace_back(arg.GetString());
+    }
+    auto at = std::find(args.begin(), args.end(), "--target");
+    ASSERT_NE(at, args.end()) << ::testing::PrintToString(args);
+    ASSERT_NE(at + 1, args.end());
+    EXPECT_EQ(*(at + 1), p.target);
+  }
+}
+
+// Without a target the Job is the one made before per-target imports, name included: an
+// upgrade does not replace the Jobs of vSphere, Proxmox or third-party backends.
+TEST(ImportJob, WithoutATargetTheJobIsUnchanged) {
+  EXPECT_EQ(importJobName(params()), "import-kairos-ubuntu-90fbbe6664");
+  auto job = parse(*importJob(params()));
+  EXPECT_FALSE(job["metadata"]["annotations"].HasMember("banlieue.io/import-target"));
+  std::vector<std::string> args;
+  for (const auto& arg : job["spec"]["template"]["spec"]["containers"][0]["args"].GetArray()) {
+    args.emplace_back(arg.GetString());
+  }
+  EXPECT_THAT(args, ::testing::ElementsAre("--log-level", "info", "image-import", "--plugin-dir",
+                                           "/usr/lib/banlieue/plugins", "--backend", "libvirt",
+                                           "--provider", "infra/lv1", "--image", "kairos-ubuntu",
+                                           "--failure-domain", "host-a", "--artifact",
+                                           "/artifacts/kairos-ubuntu-build.raw", "--format", "raw",
+                                           "--checksum", params().checksum));
+}
+
 TEST(ImportJob, RefusesIncompleteParameters) {
   auto p = params();
   p.checksum.clear();
@@ -673,8 +723,21 @@ TEST(ImportOutcome, JobResultsBecomeZoneRows) {
   auto row = zoneRow("host-a", ok);
   EXPECT_TRUE(row.ready);
   EXPECT_EQ(row.name, "host-a");
+  EXPECT_EQ(row.failure_domain, "");
+  EXPECT_EQ(row.target, "");
+  EXPECT_EQ(row.failureDomainName(), "host-a");
   EXPECT_EQ(row.reason, "Imported");
   EXPECT_EQ(row.resolved_ref, "img-ab.raw");
+  // A per-target row is named <failureDomain>/<target> and carries both.
+  auto pool_row = zoneRow("host-a", ok, "pool-b");
+  EXPECT_TRUE(pool_row.ready);
+  EXPECT_EQ(pool_row.name, "host-a/pool-b");
+  EXPECT_EQ(pool_row.failure_domain, "host-a");
+  EXPECT_EQ(pool_row.target, "pool-b");
+  EXPECT_EQ(pool_row.failureDomainName(), "host-a");
+  EXPECT_EQ(pool_row.resolved_ref, "img-ab.raw");
+  EXPECT_EQ(zoneRowName("host-a", ""), "host-a");
+  EXPECT_EQ(zoneRowName("host-a", "pool-b"), "host-a/pool-b");
 
   auto bad_pod = parse(podExited(10, R"({\"reason\":\"ChecksumMismatch\",\"message\":\"x\"})"));
   auto bad = importOutcome(
@@ -713,6 +776,32 @@ TEST(ImportOutcome, JobResultsBecomeZoneRows) {
 // A failure no retry can mend (the artifact does not match its checksum) is the outcome as soon
 // as the first pod says so: the user does not wait out the Job's back-off (10 s, then 20 s)
 // for the same answer.
+// The import_image request image-import sends: the target only when the Job has one, so a
+// plugin from before per-target imports reads the request it always read.
+TEST(ImportRequest, CarriesTheTargetOnlyWhenThereIsOne) {
+  ImportRequestFields f{.image_json = R"({"metadata":{"name":"kairos-ubuntu"}})",
+                        .artifact_path = "/artifacts/a \"b\".raw",
+                        .format = "raw",
+                        .sha256 = kAbcSha256,
+                        .size_bytes = 3,
+                        .failure_domain = "host-a"};
+  auto plain = parse(importImageRequest(f));
+  EXPECT_TRUE(plugin::validatePayload("import_image.request", importImageRequest(f)).isOk());
+  EXPECT_FALSE(plain.HasMember("target"));
+  EXPECT_FALSE(plain.HasMember("operation"));
+  EXPECT_EQ(json::stringOr(&plain, "artifact.path"), "/artifacts/a \"b\".raw");
+  EXPECT_EQ(json::stringOr(&plain, "failureDomain"), "host-a");
+  EXPECT_EQ(json::stringOr(&plain, "image.metadata.name"), "kairos-ubuntu");
+  EXPECT_EQ(json::integer(&plain, "artifact.sizeBytes"), 3);
+
+  f.target = "pool-b";
+  f.token = "import-1";
+  auto targeted = parse(importImageRequest(f));
+  EXPECT_TRUE(plugin::validatePayload("import_image.request", importImageRequest(f)).isOk());
+  EXPECT_EQ(json::stringOr(&targeted, "target"), "pool-b");
+  EXPECT_EQ(json::stringOr(&targeted, "operation.token"), "import-1");
+}
+
 TEST(ImportOutcome, AFailureNoRetryMendsIsFinalAtTheFirstPod) {
   auto bad_pod = parse(podExited(10, R"({\"reason\":\"ChecksumMismatch\",\"message\":\"x\"})"));
   auto bad = importOutcome(parse(jobWith("[]", 1)), &bad_pod);

@@ -44,6 +44,7 @@ struct Options {
   std::string image;
   std::string image_file;
   std::string failure_domain;
+  std::string target;
   std::string artifact;
   std::string format = "raw";
   std::string checksum;
@@ -272,8 +273,10 @@ Outcome runImport(const Options& o, const std::atomic<bool>& stop) {
   std::string last_progress;
   std::string last_phase;
   auto last_log = Clock::time_point{};
-  spdlog::info("importing {} into {} failure domain {} of Provider {}", image_name, o.backend,
-               o.failure_domain, o.provider.empty() ? o.provider_file : o.provider);
+  const std::string where =
+      "failure domain " + o.failure_domain + (o.target.empty() ? "" : " target " + o.target);
+  spdlog::info("importing {} into {} {} of Provider {}", image_name, o.backend, where,
+               o.provider.empty() ? o.provider_file : o.provider);
   for (;;) {
     if (stop) return fail(kImportCancelled, "stopped before the import finished");
     if (Clock::now() > deadline) {
@@ -281,25 +284,14 @@ Outcome runImport(const Options& o, const std::atomic<bool>& stop) {
                                           "the import did not finish within " +
                                               std::to_string(o.timeout_seconds) + " s"));
     }
-    std::string request = R"({"image":)";
-    request += image_json;
-    request += R"(,"artifact":{"path":")";
-    request += common::jsonEscape(o.artifact);
-    request += R"(","format":")";
-    request += common::jsonEscape(o.format);
-    request += R"(","sha256":")";
-    request += sha256;
-    request += R"(","sizeBytes":)";
-    request += std::to_string(size);
-    request += R"(},"failureDomain":")";
-    request += common::jsonEscape(o.failure_domain);
-    request += '"';
-    if (!token.empty()) {
-      request += R"(,"operation":{"token":")";
-      request += common::jsonEscape(token);
-      request += "\"}";
-    }
-    request += '}';
+    std::string request = importImageRequest({.image_json = image_json,
+                                              .artifact_path = o.artifact,
+                                              .format = o.format,
+                                              .sha256 = sha256,
+                                              .size_bytes = size,
+                                              .failure_domain = o.failure_domain,
+                                              .target = o.target,
+                                              .token = token});
     auto result = instance->importImage(request, call);
     for (const auto& v : result.violations) spdlog::warn("plugin contract: {}", v);
     rapidjson::Document body;
@@ -312,8 +304,9 @@ Outcome runImport(const Options& o, const std::atomic<bool>& stop) {
         ok.resolved_ref = json::stringOr(&body, "status.resolvedRef");
       }
       if (ok.message.empty()) {
-        ok.message = "imported " + image_name + " into failure domain " + o.failure_domain +
-                     (ok.resolved_ref.empty() ? "" : " as " + ok.resolved_ref);
+        ok.message = "imported " + image_name;
+        ok.message += " into " + where;
+        if (!ok.resolved_ref.empty()) ok.message += " as " + ok.resolved_ref;
       }
       return ok;
     }
@@ -356,6 +349,34 @@ Outcome runImport(const Options& o, const std::atomic<bool>& stop) {
 
 }  // namespace
 
+std::string importImageRequest(const ImportRequestFields& f) {
+  std::string request = R"({"image":)";
+  request += f.image_json;
+  request += R"(,"artifact":{"path":")";
+  request += common::jsonEscape(f.artifact_path);
+  request += R"(","format":")";
+  request += common::jsonEscape(f.format);
+  request += R"(","sha256":")";
+  request += common::jsonEscape(f.sha256);
+  request += R"(","sizeBytes":)";
+  request += std::to_string(f.size_bytes);
+  request += R"(},"failureDomain":")";
+  request += common::jsonEscape(f.failure_domain);
+  request += '"';
+  if (!f.target.empty()) {
+    request += R"(,"target":")";
+    request += common::jsonEscape(f.target);
+    request += '"';
+  }
+  if (!f.token.empty()) {
+    request += R"(,"operation":{"token":")";
+    request += common::jsonEscape(f.token);
+    request += "\"}";
+  }
+  request += '}';
+  return request;
+}
+
 void registerImageImportCommand(CLI::App& app, app::Action& action) {
   auto o = std::make_shared<Options>();
   auto* sub = app.add_subcommand(
@@ -384,6 +405,9 @@ void registerImageImportCommand(CLI::App& app, app::Action& action) {
           ->check(CLI::ExistingFile);
   image->excludes(image_file);
   sub->add_option("--failure-domain", o->failure_domain, "The zone to import into")->required();
+  sub->add_option("--target", o->target,
+                  "One import target of the zone (its attributes.importTargets; libvirt: a\n"
+                  "storage pool): the plugin imports there only. Default: every target");
   sub->add_option("--artifact", o->artifact, "The artifact file (read-only)")->required();
   sub->add_option("--format", o->format, "raw, qcow2, iso, ova or vmdk")
       ->check(CLI::IsMember({"raw", "qcow2", "iso", "ova", "vmdk"}))

@@ -105,6 +105,8 @@ std::string importJobName(const ImportJobParams& p) {
   std::string identity = p.image_name + "\n" + p.provider_namespace + "\n" + p.provider_name +
                          "\n" + p.failure_domain + "\n" + p.os_artifact_uid + "\n" +
                          p.artifact_file + "\n" + p.checksum + "\n" + p.generation_suffix;
+  // Only a target extends the identity: a Job without one keeps the name it always had.
+  if (!p.target.empty()) identity += "\ntarget:" + p.target;
   std::string prefix = jobNamePart(p.image_name, 40);
   return "import-" + (prefix.empty() ? std::string() : prefix + "-") + jobNameHash(identity);
 }
@@ -147,6 +149,7 @@ StatusOr<std::string> importJob(const ImportJobParams& p) {
   b.add(annotations, "banlieue.io/vmimage", p.image_name);
   b.add(annotations, "banlieue.io/provider", p.provider_namespace + "/" + p.provider_name);
   b.add(annotations, "banlieue.io/failure-domain", p.failure_domain);
+  if (!p.target.empty()) b.add(annotations, kImportTargetAnnotation, p.target);
   ImportJobParams base = p;
   base.generation_suffix.clear();
   b.add(annotations, kImportBaseAnnotation, importJobName(base));
@@ -194,6 +197,10 @@ StatusOr<std::string> importJob(const ImportJobParams& p) {
       p.failure_domain, "--artifact",      artifact_path,
       "--format",       p.artifact_format, "--checksum",
       p.checksum};
+  if (!p.target.empty()) {
+    args.emplace_back("--target");
+    args.push_back(p.target);
+  }
   // The plugin is loaded under the class's pin here too (docs/adr/0025).
   if (!p.plugin_sha256.empty()) {
     args.emplace_back("--plugin-sha256");
@@ -381,9 +388,18 @@ ImportOutcome importOutcome(const rapidjson::Value& job, const rapidjson::Value*
   return out;
 }
 
-api::ImageZone zoneRow(const std::string& failure_domain, const ImportOutcome& outcome) {
+std::string zoneRowName(const std::string& failure_domain, const std::string& target) {
+  return target.empty() ? failure_domain : failure_domain + "/" + target;
+}
+
+api::ImageZone zoneRow(const std::string& failure_domain, const ImportOutcome& outcome,
+                       const std::string& target) {
   api::ImageZone zone;
-  zone.name = failure_domain;
+  zone.name = zoneRowName(failure_domain, target);
+  if (!target.empty()) {
+    zone.failure_domain = failure_domain;
+    zone.target = target;
+  }
   zone.ready = outcome.state == ImportOutcome::State::kSucceeded;
   zone.resolved_ref = outcome.resolved_ref;
   zone.reason = outcome.reason;

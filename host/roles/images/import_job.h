@@ -2,14 +2,16 @@
 // Ready, and how a finished Job becomes a perProvider zone row (docs/adr/0013). Pure functions:
 // no I/O, so the runtime decides when to create, adopt or replace a Job.
 //
-// The Job runs `banlieue image-import` for one (VMImage, Provider, failure domain) in the
-// isolated build namespace under a dedicated ServiceAccount that may only read VMImages, the
-// Provider and that Provider's credentials Secret (read through the API: no Secret copies,
-// docs/adr/0015); the artifacts volume is mounted read-only; the root filesystem is read-only
-// and privilege escalation is off. The one writable place is /tmp, a memory-backed emptyDir:
-// what a plugin writes for the backend's client library (libvirt's client certificate and key
-// for qemu+tls) stays in the pod's memory and goes with it. Its owners are the VMImage and the
-// OSArtifact that built the artifact, so deleting the image collects its Jobs.
+// The Job runs `banlieue image-import` for one (VMImage, Provider, failure domain), or for one
+// import target of that failure domain when its backend publishes importTargets (libvirt: one
+// Job per storage pool, docs/adr/0053), in the isolated build namespace under a dedicated
+// ServiceAccount that may only read VMImages, the Provider and that Provider's credentials
+// Secret (read through the API: no Secret copies, docs/adr/0015); the artifacts volume is
+// mounted read-only; the root filesystem is read-only and privilege escalation is off. The one
+// writable place is /tmp, a memory-backed emptyDir: what a plugin writes for the backend's client
+// library (libvirt's client certificate and key for qemu+tls) stays in the pod's memory and goes
+// with it. Its owners are the VMImage and the OSArtifact that built the artifact, so deleting the
+// image collects its Jobs.
 #pragma once
 
 #include "host/api/vm_class.h"
@@ -31,6 +33,8 @@ inline constexpr const char* kImportContainerName = "import";
 // one artifact and zone are found whatever token made them) and the token itself.
 inline constexpr const char* kImportBaseAnnotation = "banlieue.io/import-base";
 inline constexpr const char* kForceReimportAnnotation = "banlieue.io/force-reimport";
+// On a per-target import Job: its target (libvirt: the storage pool).
+inline constexpr const char* kImportTargetAnnotation = "banlieue.io/import-target";
 
 struct ImportJobParams {
   // What to import and where.
@@ -39,6 +43,9 @@ struct ImportJobParams {
   std::string provider_name;
   std::string backend;  // plugin directory name under plugin_dir, e.g. "libvirt"
   std::string failure_domain;
+  // One of the failure domain's attributes.importTargets (libvirt: a storage pool); empty: the
+  // whole failure domain, as for every backend that publishes no import targets.
+  std::string target;
   // From status.buildArtifact.
   std::string artifact_file;        // file name inside the artifacts volume
   std::string artifact_format;      // raw, qcow2 or iso
@@ -74,8 +81,9 @@ std::string jobNamePart(const std::string& text, size_t max);
 std::string importLabelValue(const std::string& text);
 
 // DNS-1123 name <= 63 characters: import-<image prefix>-<hash of every identifying field>
-// (image, Provider, zone, OSArtifact uid, artifact file and checksum, generation suffix): a
-// different artifact is a different Job, never a clash with the previous one.
+// (image, Provider, zone, OSArtifact uid, artifact file and checksum, generation suffix, and the
+// target when there is one): a different artifact or target is a different Job, never a clash
+// with the previous one.
 std::string importJobName(const ImportJobParams& params);
 
 // The batch/v1 Job manifest (JSON). Errors (reason ImportJobInvalid) name a missing field.
@@ -101,7 +109,12 @@ bool importPodFailedForGood(const rapidjson::Value& pod);
 // before the Job gives up; the reason from the pod's exit status and termination message.
 ImportOutcome importOutcome(const rapidjson::Value& job, const rapidjson::Value* pod);
 
-// The zone row for a failure domain (VMImage.status.perProvider[].zones[]).
-api::ImageZone zoneRow(const std::string& failure_domain, const ImportOutcome& outcome);
+// The name of the zone row of an import: the failure domain, or <failure domain>/<target>.
+std::string zoneRowName(const std::string& failure_domain, const std::string& target);
+
+// The zone row for a failure domain, or for one import target of it
+// (VMImage.status.perProvider[].zones[]).
+api::ImageZone zoneRow(const std::string& failure_domain, const ImportOutcome& outcome,
+                       const std::string& target = "");
 
 }  // namespace banlieue::roles::images
