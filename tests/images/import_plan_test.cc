@@ -8,6 +8,7 @@
 #include <banlieue/sdk/json.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <memory>
 #include <set>
 
@@ -240,6 +241,121 @@ TEST_F(ImportPlanTest, WhatCannotBeImportedSaysWhyOnEveryZone) {
   auto missing = planImports(unpinned, context(), settings_, {}, kNow);
   EXPECT_EQ(missing.reason, "ChecksumMissing");
   EXPECT_TRUE(missing.create.empty());
+}
+
+// A failure domain that publishes importTargets (libvirt: its pools) gets one Job and one row
+// per target, named <failureDomain>/<target>; one without keeps one Job and one row. The
+// Provider's row is Ready only once every row is.
+TEST_F(ImportPlanTest, ImportTargetsGetAJobAndARowEach) {
+  domains_ = parse(R"([{"name":"host-a","attributes":{"importTargets":["pool-a","pool-b"]}},)"
+                   R"({"name":"host-b"}])");
+  auto img = image();
+  auto plan = planImports(img, context(), settings_, {}, kNow);
+  ASSERT_EQ(plan.create.size(), 3u);
+  std::set<std::string> names;
+  std::map<std::string, std::string> target_of;  // Job name -> its import-target annotation
+  for (const auto& m : plan.create) {
+    auto doc = parse(m);
+    names.insert(nameOf(m));
+    const auto& annotations = doc["metadata"]["annotations"];
+    target_of[nameOf(m)] = annotations.HasMember(images::kImportTargetAnnotation)
+                               ? annotations[images::kImportTargetAnnotation].GetString()
+                               : "";
+  }
+  EXPECT_EQ(names.size(), 3u);
+  std::multiset<std::string> targets;
+  for (const auto& [name, target] : target_of) targets.insert(target);
+  EXPECT_EQ(targets, (std::multiset<std::string>{"", "pool-a", "pool-b"}));
+  ASSERT_EQ(plan.zones.size(), 3u);
+  EXPECT_EQ(plan.zones[0].name, "host-a/pool-a");
+  EXPECT_EQ(plan.zones[0].failure_domain, "host-a");
+  EXPECT_EQ(plan.zones[0].target, "pool-a");
+  EXPECT_EQ(plan.zones[1].name, "host-a/pool-b");
+  EXPECT_EQ(plan.zones[1].target, "pool-b");
+  EXPECT_EQ(plan.zones[2].name, "host-b");
+  EXPECT_EQ(plan.zones[2].failure_domain, "");
+  EXPECT_EQ(plan.zones[2].target, "");
+
+  // Two of three done: not ready, and the message counts rows.
+  auto a = job(plan.create[0], "2027-01-15T07:00:00Z", kComplete);
+  auto b = job(plan.create[1], "2027-01-15T07:00:00Z");
+  auto c = job(plan.create[2], "2027-01-15T07:00:00Z", kComplete);
+  auto partial = planImports(img, context(), settings_,
+                             {{a.get(), nullptr}, {b.get(), nullptr}, {c.get(), nullptr}}, kNow);
+  EXPECT_TRUE(partial.create.empty());
+  EXPECT_TRUE(partial.remove.empty());
+  EXPECT_FALSE(partial.ready);
+  EXPECT_EQ(partial.reason, "Importing");
+  EXPECT_TRUE(partial.zones[0].ready);
+  EXPECT_FALSE(partial.zones[1].ready);
+  EXPECT_TRUE(partial.zones[2].ready);
+
+  // A failed target says which target it is.
+  auto b_failed = job(plan.create[1], "2027-01-15T07:00:00Z", failedAt("2027-01-15T07:01:00Z"));
+  auto b_pod = pod(images::kImportRejected);
+  auto failed =
+      planImports(img, context(), settings_,
+                  {{a.get(), nullptr}, {b_failed.get(), b_pod.get()}, {c.get(), nullptr}}, kNow);
+  EXPECT_FALSE(failed.ready);
+  EXPECT_NE(failed.message.find("host-a"), std::string::npos) << failed.message;
+  EXPECT_NE(failed.message.find("pool-b"), std::string::npos) << failed.message;
+
+  auto b_done = job(plan.create[1], "2027-01-15T07:00:00Z", kComplete);
+  auto done = planImports(img, context(), settings_,
+                          {{a.get(), nullptr}, {b_done.get(), nullptr}, {c.get(), nullptr}}, kNow);
+  EXPECT_TRUE(done.ready);
+  EXPECT_EQ(done.reason, "Imported");
+
+  auto row = parse(R"({"providerName":"fp1","providerNamespace":"infra","ready":false,)"
+                   R"("reason":"ImportPending","message":"m","zones":[]})");
+  applyImportPlan(row, done);
+  ASSERT_EQ(row["zones"].Size(), 3u);
+  EXPECT_EQ(json::stringOr(&row["zones"][1], "name"), "host-a/pool-b");
+  EXPECT_EQ(json::stringOr(&row["zones"][1], "failureDomain"), "host-a");
+  EXPECT_EQ(json::stringOr(&row["zones"][1], "target"), "pool-b");
+  EXPECT_FALSE(row["zones"][2].HasMember("failureDomain"));
+  EXPECT_FALSE(row["zones"][2].HasMember("target"));
+}
+
+// A failure domain that starts publishing importTargets (an upgrade of its plugin) swaps its
+// one Job for one per target; a target no longer published loses its Job.
+TEST_F(ImportPlanTest, JobsFollowTheImportTargets) {
+  auto img = image();
+  domains_ = parse(R"([{"name":"host-a"}])");
+  auto before = planImports(img, context(), settings_, {}, kNow);
+  ASSERT_EQ(before.create.size(), 1u);
+  auto whole = job(before.create[0], "2027-01-15T07:00:00Z", kComplete);
+
+  domains_ = parse(R"([{"name":"host-a","attributes":{"importTargets":["pool-a","pool-b"]}}])");
+  auto after = planImports(img, context(), settings_, {{whole.get(), nullptr}}, kNow);
+  EXPECT_EQ(after.create.size(), 2u);
+  EXPECT_EQ(after.remove, std::vector<std::string>{nameOf(before.create[0])});
+  ASSERT_EQ(after.zones.size(), 2u);
+  EXPECT_EQ(after.zones[0].reason, "Importing");
+
+  auto a = job(after.create[0], "2027-01-15T07:00:00Z", kComplete);
+  auto b = job(after.create[1], "2027-01-15T07:00:00Z", kComplete);
+  domains_ = parse(R"([{"name":"host-a","attributes":{"importTargets":["pool-a"]}}])");
+  auto fewer =
+      planImports(img, context(), settings_, {{a.get(), nullptr}, {b.get(), nullptr}}, kNow);
+  EXPECT_TRUE(fewer.create.empty());
+  EXPECT_EQ(fewer.remove, std::vector<std::string>{nameOf(after.create[1])});
+  ASSERT_EQ(fewer.zones.size(), 1u);
+  EXPECT_EQ(fewer.zones[0].name, "host-a/pool-a");
+  EXPECT_TRUE(fewer.ready);
+}
+
+TEST_F(ImportPlanTest, WhatCannotBeImportedSaysWhyOnEveryTarget) {
+  domains_ = parse(R"([{"name":"host-a","attributes":{"importTargets":["pool-a","pool-b"]}}])");
+  auto no_slot = settings_;
+  no_slot.plugin_imports = false;
+  auto plan = planImports(image(), context(), no_slot, {}, kNow);
+  EXPECT_TRUE(plan.create.empty());
+  ASSERT_EQ(plan.zones.size(), 2u);
+  EXPECT_EQ(plan.zones[1].name, "host-a/pool-b");
+  EXPECT_EQ(plan.zones[1].failure_domain, "host-a");
+  EXPECT_EQ(plan.zones[1].target, "pool-b");
+  EXPECT_EQ(plan.zones[1].reason, "ImportUnsupported");
 }
 
 TEST(ImportPlanHelpers, FormatsAndTimes) {

@@ -89,6 +89,51 @@ TEST(ImageDeletionTest, TheRequestFollowsTheSchema) {
   EXPECT_EQ(json::find(&doc2, "resolvedRef"), nullptr);
 }
 
+// A per-target row (<failureDomain>/<target>, docs/adr/0053) is deleted from its target only:
+// the request names the row's failure domain and its target; a row without a target sends
+// none, as before per-target imports.
+TEST(ImageDeletionTest, APerTargetRowIsDeletedFromItsTarget) {
+  auto row = parse(R"({"zones":[
+      {"name":"host-a/pool-a","failureDomain":"host-a","target":"pool-a","ready":true,
+       "resolvedRef":"ubuntu-0123456789ab.raw"},
+      {"name":"host-a/pool-b","failureDomain":"host-a","target":"pool-b","ready":false,
+       "reason":"Deleted"},
+      {"name":"host-b","ready":true,"resolvedRef":"ubuntu-0123456789ab.raw"}]})");
+  auto zones = zonesToDelete(&row);
+  ASSERT_EQ(zones.size(), 2u);
+  EXPECT_EQ(zones[0].name, "host-a/pool-a");
+  EXPECT_EQ(zones[0].failure_domain, "host-a");
+  EXPECT_EQ(zones[0].target, "pool-a");
+  EXPECT_EQ(zones[1].failure_domain, "");
+  EXPECT_EQ(zones[1].target, "");
+
+  auto image = parse(R"({"metadata":{"name":"ubuntu","uid":"u1"},"spec":{}})");
+  auto targeted = deleteImageRequest(image, zones[0]);
+  EXPECT_TRUE(plugin::validatePayload("delete_image.request", targeted).isOk()) << targeted;
+  auto doc = parse(targeted);
+  EXPECT_EQ(json::stringOr(&doc, "failureDomain"), "host-a");
+  EXPECT_EQ(json::stringOr(&doc, "target"), "pool-a");
+  EXPECT_EQ(json::stringOr(&doc, "resolvedRef"), "ubuntu-0123456789ab.raw");
+  auto whole = parse(deleteImageRequest(image, zones[1]));
+  EXPECT_EQ(json::stringOr(&whole, "failureDomain"), "host-b");
+  EXPECT_EQ(json::find(&whole, "target"), nullptr);
+
+  // The rows keep naming their failure domain and target while they are deleted.
+  ZoneDeletion gone{.done = true, .reason = "Deleted", .message = "removed"};
+  auto deleting = deletionRow(&row, "ns", "p", {{zones[0], gone}});
+  const auto& out = *json::find(&deleting, "zones");
+  ASSERT_EQ(out.Size(), 3u);
+  EXPECT_EQ(json::stringOr(&out[0], "name"), "host-a/pool-a");
+  EXPECT_EQ(json::stringOr(&out[0], "failureDomain"), "host-a");
+  EXPECT_EQ(json::stringOr(&out[0], "target"), "pool-a");
+  EXPECT_EQ(json::stringOr(&out[0], "reason"), "Deleted");
+  EXPECT_EQ(json::stringOr(&out[1], "target"), "pool-b");
+  EXPECT_EQ(json::find(&out[2], "target"), nullptr);
+  EXPECT_EQ(json::find(&out[2], "failureDomain"), nullptr);
+  EXPECT_EQ(json::stringOr(&deleting, "reason"), "Deleting");
+  EXPECT_THAT(json::stringOr(&deleting, "message"), HasSubstr("host-b: "));
+}
+
 TEST(ImageDeletionTest, EachAnswerBecomesTheZonesReasonAndWhatToDoNext) {
   auto ok = zoneDeletion(answer(BANLIEUE_OK));
   EXPECT_TRUE(ok.done);

@@ -103,6 +103,8 @@ const HostRead kHostReads[] = {
     // The provider runtime's import plan: one import Job and zone row per target.
     {"introspect.response", "failureDomains[].attributes.importTargets", "host/api/provider.cc",
      R"(.field("importTargets", &T::import_targets)"},
+    {"introspect.response", "failureDomains[].attributes.importTargets",
+     "host/roles/provider/image_import_plan.cc", R"(json::find(&fd, "attributes.importTargets"))"},
 
     // reconcile and finalize: the provider runtime.
     {"reconcile.response", "status", "host/roles/provider/machine_reconciler.cc",

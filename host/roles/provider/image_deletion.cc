@@ -38,7 +38,8 @@ std::vector<ZoneToDelete> zonesToDelete(const rapidjson::Value* row) {
   for (const auto& z : zones->GetArray()) {
     if (zoneDone(json::stringOr(&z, "reason"))) continue;
     out.push_back({json::stringOr(&z, "name"), json::stringOr(&z, "resolvedRef"),
-                   json::stringOr(&z, "operationToken")});
+                   json::stringOr(&z, "operationToken"), json::stringOr(&z, "failureDomain"),
+                   json::stringOr(&z, "target")});
   }
   return out;
 }
@@ -47,7 +48,11 @@ std::string deleteImageRequest(const rapidjson::Value& image, const ZoneToDelete
   rapidjson::Document request(rapidjson::kObjectType);
   auto& a = request.GetAllocator();
   request.AddMember("image", rapidjson::Value(image, a), a);
-  request.AddMember("failureDomain", json::stringValue(zone.name, a), a);
+  // A per-target row names its failure domain; an older row is named after it.
+  request.AddMember(
+      "failureDomain",
+      json::stringValue(zone.failure_domain.empty() ? zone.name : zone.failure_domain, a), a);
+  if (!zone.target.empty()) request.AddMember("target", json::stringValue(zone.target, a), a);
   if (!zone.resolved_ref.empty()) {
     request.AddMember("resolvedRef", json::stringValue(zone.resolved_ref, a), a);
   }
@@ -110,10 +115,17 @@ rapidjson::Document deletionRow(
   rapidjson::Value zones(rapidjson::kArrayType);
   size_t done = 0, total = 0;
   std::string first_open;
-  auto add = [&](const std::string& name, const std::string& resolved_ref,
+  auto add = [&](const rapidjson::Value& current_zone, const std::string& resolved_ref,
                  const std::string& reason, const std::string& message, const std::string& token) {
+    std::string name = json::stringOr(&current_zone, "name");
     rapidjson::Value zone(rapidjson::kObjectType);
     zone.AddMember("name", json::stringValue(name, a), a);
+    // Which failure domain and target the row is about stays as long as the row.
+    for (const char* key : {"failureDomain", "target"}) {
+      if (std::string value = json::stringOr(&current_zone, key); !value.empty()) {
+        zone.AddMember(rapidjson::StringRef(key), json::stringValue(value, a), a);
+      }
+    }
     zone.AddMember("ready", false, a);
     if (!resolved_ref.empty()) zone.AddMember("resolvedRef", json::stringValue(resolved_ref, a), a);
     if (!reason.empty()) zone.AddMember("reason", json::stringValue(reason, a), a);
@@ -137,10 +149,10 @@ rapidjson::Document deletionRow(
       }
       std::string resolved_ref = json::stringOr(&z, "resolvedRef");
       if (outcome == nullptr) {
-        add(name, resolved_ref, json::stringOr(&z, "reason"), json::stringOr(&z, "message"),
+        add(z, resolved_ref, json::stringOr(&z, "reason"), json::stringOr(&z, "message"),
             json::stringOr(&z, "operationToken"));
       } else {
-        add(name, outcome->done ? std::string() : resolved_ref, outcome->reason, outcome->message,
+        add(z, outcome->done ? std::string() : resolved_ref, outcome->reason, outcome->message,
             outcome->token);
       }
     }

@@ -5,10 +5,11 @@
 // A Provider that imports an image (a Url source for its class) first puts its own finalizer on
 // the VMImage, before any import Job can write to the backend. When the VMImage is deleted it
 // stops its import Jobs, then asks the plugin's delete_image for every failure domain of its
-// row, keeping each zone's progress in that zone's row, and drops its finalizer once every zone
-// is done. spec.template.retainOnDelete keeps the copies; so does a plugin without
-// delete_image (NotSupportedByBackend), and a source that is no longer Url (what the row names
-// then is the user's own template, never banlieue's to remove).
+// row (for a per-target row, in that target only), keeping each zone's progress in that zone's
+// row, and drops its finalizer once every zone is done. spec.template.retainOnDelete keeps the
+// copies; so does a plugin without delete_image (NotSupportedByBackend), and a source that is
+// no longer Url (what the row names then is the user's own template, never banlieue's to
+// remove).
 #pragma once
 
 #include "host/plugin/plugin.h"
@@ -31,17 +32,21 @@ bool retainOnDelete(const rapidjson::Value& image);
 // The kind of the image's source for a ProviderClass ("Url", "Template", ...), or "".
 std::string sourceKindFor(const rapidjson::Value& image, const std::string& class_name);
 
-// One failure domain of this Provider's row still to be cleaned.
+// One zone row of this Provider's row still to be cleaned: a failure domain, or one import
+// target of one (docs/adr/0053).
 struct ZoneToDelete {
   std::string name;
-  std::string resolved_ref;  // what the import reported there, may be empty
-  std::string token;         // a delete_image task in flight
+  std::string resolved_ref;    // what the import reported there, may be empty
+  std::string token;           // a delete_image task in flight
+  std::string failure_domain;  // the row's failureDomain; empty: `name` is the failure domain
+  std::string target;          // the row's import target; empty: none
 };
 
 // Every zone of the row not yet done (reason Deleted or Retained); the row may be null.
 std::vector<ZoneToDelete> zonesToDelete(const rapidjson::Value* row);
 
-// The delete_image request for one zone (sdk/schemas/delete_image.request.json).
+// The delete_image request for one zone (sdk/schemas/delete_image.request.json): its failure
+// domain, and its target when the row has one.
 std::string deleteImageRequest(const rapidjson::Value& image, const ZoneToDelete& zone);
 
 // One zone's delete_image answer, as its row shows it and what the reconciler does next.

@@ -45,20 +45,74 @@ bool newer(const ExistingImportJob& a, const ExistingImportJob& b) {
   return json::stringOr(a.job, "metadata.name") > json::stringOr(b.job, "metadata.name");
 }
 
+// One import: a failure domain, or one of its attributes.importTargets.
+struct ImportUnit {
+  std::string failure_domain;
+  std::string target;  // empty: the whole failure domain
+};
+
+// Every import the Provider's failure domains ask for, in their order: one per import target
+// of a domain that publishes them, else one per domain.
+std::vector<ImportUnit> importUnits(const rapidjson::Value& failure_domains) {
+  std::vector<ImportUnit> units;
+  for (const auto& fd : failure_domains.GetArray()) {
+    std::string name = json::stringOr(&fd, "name");
+    std::vector<std::string> targets;
+    if (const auto* published = json::find(&fd, "attributes.importTargets");
+        published != nullptr && published->IsArray()) {
+      for (const auto& t : published->GetArray()) {
+        if (!t.IsString() || t.GetStringLength() == 0) continue;
+        std::string target = t.GetString();
+        if (std::find(targets.begin(), targets.end(), target) == targets.end()) {
+          targets.push_back(std::move(target));
+        }
+      }
+    }
+    if (targets.empty()) units.push_back({name, {}});
+    for (auto& target : targets) units.push_back({name, std::move(target)});
+  }
+  return units;
+}
+
+// The row of an import that no Job has reported on.
+api::ImageZone unitZone(const ImportUnit& unit) {
+  api::ImageZone zone;
+  zone.name = images::zoneRowName(unit.failure_domain, unit.target);
+  if (!unit.target.empty()) {
+    zone.failure_domain = unit.failure_domain;
+    zone.target = unit.target;
+  }
+  return zone;
+}
+
 // Every zone gets the same not-ready reason (nothing can be imported).
 ImportPlan blocked(const ImageRowContext& context, const std::string& reason,
                    const std::string& message) {
   ImportPlan plan;
   plan.reason = reason;
   plan.message = message;
-  for (const auto& fd : context.failure_domains->GetArray()) {
-    api::ImageZone zone;
-    zone.name = json::stringOr(&fd, "name");
+  for (const auto& unit : importUnits(*context.failure_domains)) {
+    api::ImageZone zone = unitZone(unit);
     zone.reason = reason;
     zone.message = message;
     plan.zones.push_back(std::move(zone));
   }
   return plan;
+}
+
+// "N failure domain(s)", or with import targets "N import target(s) in M failure domain(s)".
+std::string importsCounted(const std::vector<api::ImageZone>& zones, size_t count) {
+  std::vector<std::string> domains;
+  bool targets = false;
+  for (const auto& z : zones) {
+    targets = targets || !z.target.empty();
+    if (std::find(domains.begin(), domains.end(), z.failureDomainName()) == domains.end()) {
+      domains.push_back(z.failureDomainName());
+    }
+  }
+  if (!targets) return std::to_string(count) + " failure domain(s)";
+  return std::to_string(count) + " import target(s) in " + std::to_string(domains.size()) +
+         " failure domain(s)";
 }
 
 void summarize(ImportPlan& plan) {
@@ -71,10 +125,11 @@ void summarize(ImportPlan& plan) {
       failed = &z;
     }
   }
+  // Ready only when every row is: a VM may land in any failure domain, on any target.
   if (!plan.zones.empty() && ready == plan.zones.size()) {
     plan.ready = true;
     plan.reason = "Imported";
-    plan.message = "imported into " + std::to_string(ready) + " failure domain(s)";
+    plan.message = "imported into " + importsCounted(plan.zones, ready);
     plan.resolved_ref = plan.zones.front().resolved_ref;
     for (const auto& z : plan.zones) {
       if (z.resolved_ref != plan.resolved_ref) plan.resolved_ref.clear();
@@ -83,12 +138,14 @@ void summarize(ImportPlan& plan) {
   }
   if (failed != nullptr) {
     plan.reason = failed->reason;
-    plan.message = "failure domain " + failed->name + ": " + failed->message;
+    plan.message = "failure domain " + failed->failureDomainName() +
+                   (failed->target.empty() ? "" : " target " + failed->target) + ": " +
+                   failed->message;
     return;
   }
   plan.reason = "Importing";
   plan.message = "importing into " + std::to_string(plan.zones.size() - ready) + " of " +
-                 std::to_string(plan.zones.size()) + " failure domain(s)";
+                 importsCounted(plan.zones, plan.zones.size());
 }
 
 }  // namespace
@@ -148,15 +205,15 @@ ImportPlan planImports(const rapidjson::Value& image, const ImageRowContext& con
   ImportPlan plan;
   std::map<std::string, bool> wanted_bases;  // base name -> a chosen Job exists
   std::vector<std::string> chosen_names;
-  for (const auto& fd : context.failure_domains->GetArray()) {
-    std::string zone_name = json::stringOr(&fd, "name");
+  for (const auto& unit : importUnits(*context.failure_domains)) {
     images::ImportJobParams p;
     p.image_name = image_name;
     p.image_uid = json::stringOr(&image, "metadata.uid");
     p.provider_namespace = context.provider_namespace;
     p.provider_name = context.provider_name;
     p.backend = settings.backend;
-    p.failure_domain = zone_name;
+    p.failure_domain = unit.failure_domain;
+    p.target = unit.target;
     p.artifact_file = file;
     p.artifact_format = format;
     p.checksum = checksum;
@@ -186,8 +243,7 @@ ImportPlan planImports(const rapidjson::Value& image, const ImageRowContext& con
     wanted_bases[base] = chosen != nullptr;
     if (chosen == nullptr) {
       auto manifest = images::importJob(p);
-      api::ImageZone zone;
-      zone.name = zone_name;
+      api::ImageZone zone = unitZone(unit);
       if (!manifest.ok()) {
         zone.reason = manifest.status().reason();
         zone.message = manifest.status().message();
@@ -202,7 +258,7 @@ ImportPlan planImports(const rapidjson::Value& image, const ImageRowContext& con
     std::string chosen_name = json::stringOr(chosen->job, "metadata.name");
     chosen_names.push_back(chosen_name);
     auto outcome = images::importOutcome(*chosen->job, chosen->pod);
-    auto zone = images::zoneRow(zone_name, outcome);
+    auto zone = images::zoneRow(unit.failure_domain, outcome, unit.target);
     if (outcome.state == State::kRunning) {
       if (chosen->progress) {
         const auto& p = *chosen->progress;
@@ -233,8 +289,8 @@ ImportPlan planImports(const rapidjson::Value& image, const ImageRowContext& con
     plan.zones.push_back(std::move(zone));
   }
 
-  // Jobs of another artifact or zone go at once; a superseded Job of a wanted zone goes once
-  // the Job replacing it exists.
+  // Jobs of another artifact, zone or target go at once; a superseded Job of a wanted zone goes
+  // once the Job replacing it exists.
   for (const auto& j : jobs) {
     std::string name = json::stringOr(j.job, "metadata.name");
     if (std::find(chosen_names.begin(), chosen_names.end(), name) != chosen_names.end()) continue;
@@ -260,6 +316,10 @@ void applyImportPlan(rapidjson::Document& row, const ImportPlan& plan) {
   for (const auto& z : plan.zones) {
     rapidjson::Value zone(rapidjson::kObjectType);
     zone.AddMember("name", json::stringValue(z.name, a), a);
+    if (!z.failure_domain.empty()) {
+      zone.AddMember("failureDomain", json::stringValue(z.failure_domain, a), a);
+    }
+    if (!z.target.empty()) zone.AddMember("target", json::stringValue(z.target, a), a);
     zone.AddMember("ready", z.ready, a);
     if (!z.resolved_ref.empty()) {
       zone.AddMember("resolvedRef", json::stringValue(z.resolved_ref, a), a);

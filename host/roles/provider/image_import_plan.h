@@ -2,7 +2,9 @@
 // about them (docs/adr/0015). Pure: the image reconciler lists the Jobs and pods, calls
 // planImports, then creates and deletes what the plan says and applies its row.
 //
-// One Job per failure domain (roles::images::importJob), found again by its annotations:
+// One Job per failure domain (roles::images::importJob), or, for a failure domain that publishes
+// attributes.importTargets (libvirt: its storage pools), one per target with a row of its own
+// named <failureDomain>/<target> (docs/adr/0053). Jobs are found again by their annotations:
 //   - without a force-reimport token, any Job of the same artifact and zone is kept (the newest
 //     when several), so a Job made for a token that was later removed is not redone;
 //   - a new value of the VMImage annotation banlieue.io/force-reimport is a one-shot: each
@@ -62,7 +64,8 @@ inline constexpr std::chrono::seconds kImportProgressPoll{5};
 struct ImportPlan {
   std::vector<std::string> create;  // Job manifests
   std::vector<std::string> remove;  // Job names (in the job namespace)
-  // The row: zones, readiness and why.
+  // The row: zones (one per failure domain, or per import target of one), readiness (every
+  // zone Ready) and why.
   std::vector<api::ImageZone> zones;
   bool ready = false;
   std::string reason;
