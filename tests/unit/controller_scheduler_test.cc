@@ -174,6 +174,57 @@ TEST_F(SchedulerTest, ImageReadinessIsPerZoneWhenTheRowHasZones) {
   EXPECT_THAT(result.message, HasSubstr("p1/a: image debian not ready in this failure domain"));
 }
 
+// Per-target rows (docs/adr/0053): a failure domain's readiness is that of the row for the pool
+// the VM's root disk lands on there; without such a row, any Ready row of the failure domain.
+TEST_F(SchedulerTest, ImageReadinessIsThatOfTheRowForTheVmsPool) {
+  auto p = provider("p1", {fd("a"), fd("b")});
+  p.spec.capabilities = api::ProviderCapabilities{};
+  p.spec.capabilities->storage_classes = {{.name = "fast", .target = {{"pool", "pool-a"}}}};
+  providers_ = {p};
+  auto row = [](const std::string& domain, const std::string& pool, bool ready) {
+    return api::ImageZone{
+        .name = domain + "/" + pool, .failure_domain = domain, .target = pool, .ready = ready};
+  };
+  imageReady("p1", {row("a", "pool-a", false), row("a", "pool-b", true), row("b", "pool-a", true),
+                    row("b", "pool-b", false)});
+  auto result = run();
+  ASSERT_TRUE(result.scheduled) << result.message;
+  EXPECT_EQ(result.placement.failure_domain, "b");
+
+  auto& zones = image_.status.per_provider[0].zones;
+  zones[2].ready = false;
+  result = run();
+  EXPECT_EQ(result.reason, "ImageNotReady")
+      << "pool-b is Ready in a, but the VM's disk is on pool-a";
+  EXPECT_THAT(result.message, HasSubstr("p1/a: image debian not ready in this failure domain"));
+  EXPECT_THAT(result.message, HasSubstr("p1/b: image debian not ready in this failure domain"));
+
+  zones[0].ready = true;
+  result = run();
+  ASSERT_TRUE(result.scheduled) << result.message;
+  EXPECT_EQ(result.placement.failure_domain, "a");
+
+  // A class whose pool has no row of its own: any Ready row of the failure domain.
+  providers_[0].spec.capabilities->storage_classes[0].target = {{"pool", "pool-x"}};
+  zones = {row("a", "pool-a", false), row("b", "pool-b", true)};
+  result = run();
+  ASSERT_TRUE(result.scheduled) << result.message;
+  EXPECT_EQ(result.placement.failure_domain, "b");
+}
+
+TEST(ImageZoneForTest, TheRowOfTheTargetElseAReadyRowOfTheFailureDomain) {
+  api::ImageProviderStatus row;
+  row.zones = {{.name = "a/pool-a", .failure_domain = "a", .target = "pool-a", .ready = false},
+               {.name = "a/pool-b", .failure_domain = "a", .target = "pool-b", .ready = true},
+               {.name = "b", .ready = false}};
+  EXPECT_EQ(imageZoneFor(row, "a", "pool-a"), &row.zones[0]);
+  EXPECT_EQ(imageZoneFor(row, "a", "pool-b"), &row.zones[1]);
+  EXPECT_EQ(imageZoneFor(row, "a", "pool-x"), &row.zones[1]) << "a Ready row of a";
+  EXPECT_EQ(imageZoneFor(row, "a", ""), &row.zones[1]);
+  EXPECT_EQ(imageZoneFor(row, "b", "pool-a"), &row.zones[2]) << "a row named after the domain";
+  EXPECT_EQ(imageZoneFor(row, "c", ""), nullptr);
+}
+
 TEST_F(SchedulerTest, StorageNetworkAndFeatureFiltersNameTheFirstMissingItem) {
   providers_ = {provider("p1", {fd("a")})};
   imageReady("p1");

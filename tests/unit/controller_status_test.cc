@@ -273,6 +273,41 @@ TEST_F(InfraBuilderTest, LibvirtSpec) {
   EXPECT_STREQ(nic["ipam"]["static"]["gateway"].GetString(), "10.0.0.1");  // from the subnet
 }
 
+// A VM placed on host-a with its root disk on pool-a boots from the image's row for host-a's
+// pool-a (docs/adr/0053); without such a row, from a Ready row of host-a.
+TEST_F(InfraBuilderTest, TheImageRefComesFromTheRowOfTheVmsFailureDomainAndPool) {
+  auto& row = image_.status.per_provider[0];
+  row.resolved_ref.clear();
+  row.zones = {{.name = "host-b/pool-a",
+                .failure_domain = "host-b",
+                .target = "pool-a",
+                .ready = true,
+                .resolved_ref = "ref-b-a"},
+               {.name = "host-a/pool-b",
+                .failure_domain = "host-a",
+                .target = "pool-b",
+                .ready = true,
+                .resolved_ref = "ref-a-b"},
+               {.name = "host-a/pool-a",
+                .failure_domain = "host-a",
+                .target = "pool-a",
+                .ready = true,
+                .resolved_ref = "ref-a-a"}};
+  auto doc = build("LibvirtMachine");
+  ASSERT_TRUE(doc.ok()) << doc.status().message();
+  EXPECT_EQ(json::stringOr(&*doc, "spec.pool"), "pool-a");
+  EXPECT_EQ(json::stringOr(&*doc, "spec.bootSource.volume"), "ref-a-a");
+
+  row.zones.pop_back();  // no row for host-a's pool-a: a Ready row of host-a
+  doc = build("LibvirtMachine");
+  ASSERT_TRUE(doc.ok()) << doc.status().message();
+  EXPECT_EQ(json::stringOr(&*doc, "spec.bootSource.volume"), "ref-a-b");
+
+  row.zones.pop_back();  // nothing for host-a
+  EXPECT_THAT(build("LibvirtMachine").status().message(),
+              HasSubstr("VMImage debian has no resolvedRef for provider p1 (zone host-a)"));
+}
+
 TEST_F(InfraBuilderTest, ProxmoxAndVSphereNeedTheirZoneAttributes) {
   auto proxmox = build("ProxmoxMachine");
   ASSERT_TRUE(proxmox.ok()) << proxmox.status().message();

@@ -118,16 +118,16 @@ const api::ImageProviderStatus* imageRow(const InfraBuildInput& in) {
   return nullptr;
 }
 
+// The zone row the VM boots from: its failure domain's row for the pool of its first disk
+// (per-target imports, docs/adr/0053), else a Ready row of its failure domain.
 const api::ImageZone* imageZone(const InfraBuildInput& in) {
   const auto* row = imageRow(in);
   if (row == nullptr) return nullptr;
-  for (const auto& zone : row->zones)
-    if (zone.name == in.placement->failure_domain) return &zone;
-  return nullptr;
+  return imageZoneFor(*row, in.placement->failure_domain, resolvedStorage(in, 0));
 }
 
 // The backend reference of the image for this Provider and zone: the zone's entry (per-zone
-// imports) wins over the row's (a template the backend resolves everywhere).
+// and per-target imports) wins over the row's (a template the backend resolves everywhere).
 StatusOr<std::string> imageRef(const InfraBuildInput& in) {
   if (const auto* zone = imageZone(in); zone != nullptr && !zone->resolved_ref.empty())
     return zone->resolved_ref;

@@ -24,12 +24,14 @@ const api::ImageProviderStatus* imageRow(const api::VMImage& image, const api::P
   return nullptr;
 }
 
-// An image row with zones is ready where its zone says so; a row without zones (a template
-// the backend resolves cluster-wide) is ready everywhere the row is.
-bool imageReadyIn(const api::ImageProviderStatus& row, const std::string& failure_domain) {
+// An image row with zones is ready where the zone the VM would use says so (imageZoneFor); a
+// row without zones (a template the backend resolves cluster-wide) is ready everywhere the row
+// is.
+bool imageReadyIn(const api::ImageProviderStatus& row, const std::string& failure_domain,
+                  const std::string& target) {
   if (row.zones.empty()) return row.ready;
-  return std::any_of(row.zones.begin(), row.zones.end(),
-                     [&](const auto& zone) { return zone.name == failure_domain && zone.ready; });
+  const auto* zone = imageZoneFor(row, failure_domain, target);
+  return zone != nullptr && zone->ready;
 }
 
 std::vector<std::string> requiredFeatures(const api::VMClass& vm_class) {
@@ -69,6 +71,21 @@ Check classCheck(const api::VMClass& vm_class, const api::ProviderFailureDomain&
   return {};
 }
 
+std::string rawAttribute(const api::ProviderFailureDomain& fd, const char* key) {
+  auto it = fd.attributes.raw.find(key);
+  return it == fd.attributes.raw.end() ? std::string() : it->second;
+}
+
+// The backend id of the VM's first disk in the failure domain (libvirt: its pool), which the
+// image's per-target rows are keyed by; empty for a class without disks.
+std::string rootDiskTarget(const api::VMClass& vm_class, const api::Provider& provider,
+                           const api::ProviderFailureDomain& fd) {
+  const auto& disks = vm_class.spec.hardware.disks;
+  if (disks.empty()) return {};
+  return storageBackendId(provider, disks.front().storage_class, rawAttribute(fd, "datacenter"),
+                          rawAttribute(fd, "cluster"));
+}
+
 // Filters 2-7 for one failure domain.
 Check checkFailureDomain(const SchedulingInput& input, const api::Provider& provider,
                          const api::ProviderFailureDomain& fd) {
@@ -77,7 +94,7 @@ Check checkFailureDomain(const SchedulingInput& input, const api::Provider& prov
       !selectorMatches(*vm.spec.placement.failure_domain_selector, fd.labels))
     return {Rejection::kSelector, "failureDomainSelector did not match"};
   const auto* row = imageRow(*input.image, provider);
-  if (row == nullptr || !imageReadyIn(*row, fd.name))
+  if (row == nullptr || !imageReadyIn(*row, fd.name, rootDiskTarget(*input.vm_class, provider, fd)))
     return {Rejection::kImage,
             "image " + input.image->metadata.name + " not ready" +
                 (row != nullptr && !row->zones.empty() ? " in this failure domain"
@@ -345,6 +362,19 @@ std::string storageBackendId(const api::Provider& provider, const std::string& s
   if (!provider.spec.capabilities) return storage_class;
   return backendIdFor(provider.spec.capabilities->storage_classes, storage_class, datacenter,
                       cluster);
+}
+
+const api::ImageZone* imageZoneFor(const api::ImageProviderStatus& row,
+                                   const std::string& failure_domain, const std::string& target) {
+  const api::ImageZone* ready = nullptr;
+  const api::ImageZone* any = nullptr;
+  for (const auto& zone : row.zones) {
+    if (zone.failureDomainName() != failure_domain) continue;
+    if (!target.empty() && zone.target == target) return &zone;
+    if (ready == nullptr && zone.ready) ready = &zone;
+    if (any == nullptr) any = &zone;
+  }
+  return ready != nullptr ? ready : any;
 }
 
 std::string classUnsatisfiedBy(const api::VMClass& vm_class, const api::ProviderFailureDomain& fd) {

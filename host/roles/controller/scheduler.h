@@ -81,6 +81,14 @@ std::string storageBackendId(const api::Provider& provider, const std::string& s
 // not part of it.
 std::string classUnsatisfiedBy(const api::VMClass& vm_class, const api::ProviderFailureDomain& fd);
 
+// The zone row of an image's Provider row that a VM placed in `failure_domain` uses, its root
+// disk on `target` (the backend id of its first disk's storage class there; libvirt: the pool):
+// the row of that failure domain and target when there is one, else a Ready row of the failure
+// domain, else any row of it; null when the failure domain has none. Rows of per-target imports
+// name their failure domain in failureDomain (docs/adr/0053).
+const api::ImageZone* imageZoneFor(const api::ImageProviderStatus& row,
+                                   const std::string& failure_domain, const std::string& target);
+
 // "a; b; c; … and M more" with at most `limit` entries.
 std::string joinCapped(const std::vector<std::string>& reasons,
                        size_t limit = kMaxRejectionReasons);
