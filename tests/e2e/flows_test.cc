@@ -2404,6 +2404,9 @@ TEST_F(ImagePipelineTest, AUrlImageIsBuiltVerifiedAndImportedIntoVSphereAndLibvi
   const std::string pool = "img-" + suffix_;
   std::string error;
   ASSERT_TRUE(libvirtd.start(scratch.path, pool, &error, {.tls_address = address})) << error;
+  // The host's second pool: the image is imported into each, by a Job of its own.
+  const std::string second_pool = pool + "-b";
+  ASSERT_TRUE(libvirtd.addPool(second_pool, &error)) << error;
   vsphere::testing::Vcsim vcsim({}, address);
   vsphere::testing::Backend vcenter(vcsim);
   const std::string image = "e2e-img-" + suffix_;
@@ -2424,7 +2427,8 @@ TEST_F(ImagePipelineTest, AUrlImageIsBuiltVerifiedAndImportedIntoVSphereAndLibvi
       libvirtd.tlsUri() +
       R"(","credentialsRef":{"name":"libvirt-tls"}},)"
       R"("capabilities":{"storageClasses":[{"name":"std","target":{"pool":")" +
-      pool + R"("}}]}}},)" + vcsimCredentialsSecret(ns, "vc-creds") + "," +
+      pool + R"("}},{"name":"fast","target":{"pool":")" + second_pool + R"("}}]}}},)" +
+      vcsimCredentialsSecret(ns, "vc-creds") + "," +
       R"({"apiVersion":"banlieue.io/v1alpha1","kind":"Provider","metadata":{"name":"vcenter",)"
       R"("namespace":")" +
       ns + R"("},"spec":{"providerClassRef":{"name":"vsphere"},"connection":)" +
@@ -2515,6 +2519,12 @@ TEST_F(ImagePipelineTest, AUrlImageIsBuiltVerifiedAndImportedIntoVSphereAndLibvi
   const std::string kvm_ref =
       get("bvmimage " + image, "{.status.perProvider[?(@.providerName==\"kvm\")].resolvedRef}");
   EXPECT_EQ(libvirtd.volumes(), std::set<std::string>{kvm_ref});
+  EXPECT_EQ(libvirtd.volumes(second_pool), std::set<std::string>{kvm_ref});
+  // libvirt's rows are per pool: <failure domain>/<pool>, each with its target.
+  EXPECT_EQ(get("bvmimage " + image,
+                "{range .status.perProvider[?(@.providerName==\"kvm\")].zones[*]}{.target}="
+                "{.ready} {end}"),
+            pool + "=true " + second_pool + "=true ");
 
   // --- the artifact changed on its volume after the build: a forced re-import refuses it --
   {
@@ -2534,6 +2544,7 @@ TEST_F(ImagePipelineTest, AUrlImageIsBuiltVerifiedAndImportedIntoVSphereAndLibvi
       std::chrono::seconds(180)))
       << get("bvmimage " + image, "{.status.perProvider}");
   EXPECT_EQ(libvirtd.volumes(), std::set<std::string>{kvm_ref}) << "nothing new reached the pool";
+  EXPECT_EQ(libvirtd.volumes(second_pool), std::set<std::string>{kvm_ref});
 
   // Deleted while the backends run: the template and the volume go with the image.
   auto deleted =
@@ -2541,6 +2552,7 @@ TEST_F(ImagePipelineTest, AUrlImageIsBuiltVerifiedAndImportedIntoVSphereAndLibvi
   EXPECT_EQ(deleted.exit_code, 0) << deleted.output;
   EXPECT_FALSE(vcenter.vmNames().count(image));
   EXPECT_EQ(libvirtd.volumes(), std::set<std::string>{});
+  EXPECT_EQ(libvirtd.volumes(second_pool), std::set<std::string>{});
   cluster_.kubectl("delete pvc " + pvc + " -n " + build_ns + " --wait=false");
 }
 

@@ -565,6 +565,9 @@ TEST_F(ProviderImportTest, LibvirtImportJobWritesTheArtifactIntoARealDirPool) {
   std::string error;
   std::string pool = "bnl-pi-" + std::to_string(::getpid());
   ASSERT_TRUE(libvirtd_->start(lv_dir, pool, &error, {.tls_address = address})) << error;
+  // Two pools (docs/adr/0053): an import Job and a zone row each.
+  const std::string second_pool = pool + "-b";
+  ASSERT_TRUE(libvirtd_->addPool(second_pool, &error)) << error;
   struct RemoveDir {
     fs::path dir;
     ~RemoveDir() {
@@ -577,8 +580,8 @@ TEST_F(ProviderImportTest, LibvirtImportJobWritesTheArtifactIntoARealDirPool) {
       {.name = "libvirt",
        .connection = R"({"endpoint":")" + libvirtd_->tlsUri() +
                      R"(","credentialsRef":{"name":"libvirt-tls"}})",
-       .capabilities =
-           R"({"storageClasses":[{"name":"local","target":{"pool":")" + pool + R"("}}]})",
+       .capabilities = R"({"storageClasses":[{"name":"local","target":{"pool":")" + pool +
+                       R"("}},{"name":"second","target":{"pool":")" + second_pool + R"("}}]})",
        .credentials_secret = "libvirt-tls",
        .credentials = {{"tls.crt", libvirtd_->clientCertPem()},
                        {"tls.key", libvirtd_->clientKeyPem()},
@@ -613,16 +616,32 @@ TEST_F(ProviderImportTest, LibvirtImportJobWritesTheArtifactIntoARealDirPool) {
       << libvirtd_->log();
   auto r = row(image);
   EXPECT_TRUE(json::boolean(r.get(), "ready"));
-  ASSERT_GE((*r)["zones"].Size(), 1u);
+  // A row per pool of the host, <failure domain>/<pool>, each Ready.
+  std::set<std::string> targets;
+  ASSERT_EQ((*r)["zones"].Size(), 2u) << json::serialize(*r);
   for (const auto& zone : (*r)["zones"].GetArray()) {
     EXPECT_TRUE(json::boolean(&zone, "ready")) << json::serialize(zone);
+    const std::string fd = json::stringOr(&zone, "failureDomain");
+    const std::string target = json::stringOr(&zone, "target");
+    EXPECT_FALSE(fd.empty()) << json::serialize(zone);
+    EXPECT_EQ(json::stringOr(&zone, "name"), fd + "/" + target);
+    targets.insert(target);
   }
-  // One volume, named after the image and the artifact's digest, holding exactly its bytes:
-  // read from the pool's directory, not through the plugin.
+  EXPECT_EQ(targets, (std::set<std::string>{pool, second_pool}));
+  auto jobs = cluster_.kubectl("get jobs -n " + ns_->name() +
+                               " -o jsonpath='{range .items[*]}{.metadata.annotations"
+                               ".banlieue\\.io/import-target}{\" \"}{end}'");
+  for (const auto& target : {pool, second_pool}) {
+    EXPECT_THAT(jobs.output, ::testing::HasSubstr(target + " ")) << "an import Job per pool";
+  }
+  // One volume in each pool, named after the image and the artifact's digest, holding exactly
+  // its bytes: read from the pools' directories, not through the plugin.
   std::string volume = image + "-" + sha->substr(0, 12) + ".raw";
   EXPECT_EQ(json::stringOr(r.get(), "resolvedRef"), volume);
   EXPECT_EQ(libvirtd_->volumes(), std::set<std::string>{volume});
+  EXPECT_EQ(libvirtd_->volumes(second_pool), std::set<std::string>{volume});
   EXPECT_EQ(readFile(libvirtd_->poolPath() / volume), bytes);
+  EXPECT_EQ(readFile(libvirtd_->poolPath(second_pool) / volume), bytes);
   auto waited =
       cluster_.kubectl("wait --for=condition=Ready --timeout=90s bvmimage/" + image, 120s);
   EXPECT_EQ(waited.exit_code, 0) << waited.output << diagnostics();
@@ -633,6 +652,7 @@ TEST_F(ProviderImportTest, LibvirtImportJobWritesTheArtifactIntoARealDirPool) {
               ::testing::Contains(roles::imageFinalizer(ns_->name(), provider_name_)));
   ASSERT_TRUE(deleteImageAndWait(image)) << diagnostics();
   EXPECT_EQ(libvirtd_->volumes(), std::set<std::string>{}) << diagnostics();
+  EXPECT_EQ(libvirtd_->volumes(second_pool), std::set<std::string>{}) << diagnostics();
 
   // A source pin that is not what was built: the build fails closed, and says both digests.
   std::string pinned = ns_->name() + "-pinned";

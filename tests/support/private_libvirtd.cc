@@ -414,9 +414,34 @@ std::string PrivateLibvirtd::exitDescription() const {
 }
 
 std::set<std::string> PrivateLibvirtd::volumes() const {
+  return volumes(pool_);
+}
+
+bool PrivateLibvirtd::addPool(const std::string& name, std::string* error) {
+  if (conn_ == nullptr) {
+    *error = "the daemon is not running";
+    return false;
+  }
+  std::error_code ec;
+  fs::create_directories(poolPath(name), ec);
+  // QEMU (user libvirt-qemu) traverses into a pool, as into the first.
+  fs::permissions(poolPath(name),
+                  fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec, ec);
+  std::string xml = "<pool type='dir'><name>" + name + "</name><target><path>" +
+                    poolPath(name).string() + "</path></target></pool>";
+  virStoragePoolPtr p = virStoragePoolCreateXML(conn_, xml.c_str(), 0);
+  if (p == nullptr) {
+    *error = "cannot create the dir pool " + name + ": " + virGetLastErrorMessage();
+    return false;
+  }
+  virStoragePoolFree(p);
+  return true;
+}
+
+std::set<std::string> PrivateLibvirtd::volumes(const std::string& name) const {
   std::set<std::string> names;
   if (conn_ == nullptr) return names;
-  virStoragePoolPtr p = virStoragePoolLookupByName(conn_, pool_.c_str());
+  virStoragePoolPtr p = virStoragePoolLookupByName(conn_, name.c_str());
   if (p == nullptr) return names;
   virStoragePoolRefresh(p, 0);
   virStorageVolPtr* vols = nullptr;

@@ -79,6 +79,12 @@ class PrivateLibvirtd {
   virConnectPtr connection() const { return conn_; }
   // The pool's volumes after a refresh.
   std::set<std::string> volumes() const;
+  // Another transient dir pool, `name`, in <dir>/pools/<name> (tests of more than one pool).
+  // Not made again by restart().
+  bool addPool(const std::string& name, std::string* error);
+  std::filesystem::path poolPath(const std::string& name) const { return dir_ / "pools" / name; }
+  // The volumes of pool `name` after a refresh (empty when there is no such pool).
+  std::set<std::string> volumes(const std::string& name) const;
   // The daemon's log (for failure messages).
   std::string log() const;
   // Destroys the pool and stops the daemon (idempotent; the destructor does it too).
