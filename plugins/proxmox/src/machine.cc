@@ -500,7 +500,7 @@ Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileR
         return *stop;
       }
     } else {
-      settleTask(reply);
+      endTask(reply);
     }
     if (call.cancelled()) {
       return {Code::kCancelled, "Cancelled", "reconcile of " + name + " was cancelled"};
@@ -645,11 +645,11 @@ Status MachineReconciler::finalize(const sdk::Call& call, const sdk::ReconcileRe
         if (stop->code() == Code::kInProgress || pending->phase == "destroy") return *stop;
       }
     } else {
-      settleTask(reply);
+      endTask(reply);
     }
     std::optional<Guest> guest = findGuest(client_, request, deadline);
     if (!guest) {
-      settleTask(reply);
+      endTask(reply);
       return Status::ok();  // never created or gone: deletion is confirmed by PVE's own list
     }
     if (!guest->lock.empty() && guest->lock != "destroyed") {

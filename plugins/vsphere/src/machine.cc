@@ -546,7 +546,7 @@ Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileR
       reply.setCondition("HardwareApplied", "True", "Applied",
                          "the VM has the spec's CPUs, memory, disks and NICs");
     }
-    settle(reply);
+    endTask(reply);
     return Status::ok();
   });
 }
@@ -648,7 +648,7 @@ Status MachineReconciler::finalize(const sdk::Call& call, const sdk::ReconcileRe
         return started(reply, "clone", *task,
                        "clone of " + who + " (in flight; deleted once it completes)");
       }
-      settle(reply);
+      endTask(reply);
       return Status::ok();  // never created, or already gone: both mean done
     }
     LiveVm live = readVm(vim_, *vm, deadline);
