@@ -43,6 +43,11 @@
  *  - "status": fields of the object's status the plugin owns; applied when present.
  *  - "operation": {"token": ...} with IN_PROGRESS stores a token the next call gets back in
  *    its request; OK clears the stored token; "operation": null says there is no task.
+ *  - "settled": true with OK (reconcile only) says the machine is at rest: until its inputs
+ *    change a call would change nothing, so the host may leave out the passes that change none
+ *    of them. Optional JSON, not a slot or field of this header: absent (what a plugin built
+ *    before it sends) means not at rest, and a host built before it ignores it
+ *    (docs/provider-contract.md, "Settled replies").
  *  - A token the plugin does not recognise (minted before a restart) is treated as absent:
  *    the plugin re-derives the state from the backend and answers as for a first call. So is
  *    a missing token: the host may not have stored it (after a failure, or a terminal code).

@@ -100,8 +100,11 @@ class FileConsole final : public banlieue::sdk::Console {
 
 class FileInstance final : public banlieue::sdk::Instance {
  public:
-  FileInstance(fs::path root, int create_seconds, std::vector<std::string> zones)
-      : root_(std::move(root)), create_seconds_(create_seconds), zones_(std::move(zones)) {}
+  FileInstance(fs::path root, int create_seconds, std::vector<std::string> zones, bool settles)
+      : root_(std::move(root)),
+        create_seconds_(create_seconds),
+        zones_(std::move(zones)),
+        settles_(settles) {}
 
   // One failure domain per zone of the endpoint (`local` when it names none). A directory
   // stores any disk and attaches no network, so every storage and network class the Provider
@@ -216,6 +219,11 @@ class FileInstance final : public banlieue::sdk::Instance {
     status.AddMember("addresses", addresses, a);
     if (!restart.empty()) banlieue::sdk::answerRestart(reply, restart, restarting);
     reply.clearOperation();
+    // The file now is what the spec asks, and nothing runs behind it: until the spec changes,
+    // another call would write the same file and report the same status. Saying so spares the
+    // backend the calls of passes that change nothing (the host's own writes); a restart was
+    // answered above, so a repeat call finds it answered and restarts nothing.
+    if (settles_) reply.settle();
     BANLIEUE_LOG(kInfo, "wrote " + file.string());
     return Status::ok();
   }
@@ -408,6 +416,7 @@ class FileInstance final : public banlieue::sdk::Instance {
   fs::path root_;
   int create_seconds_ = 0;
   std::vector<std::string> zones_;  // never empty
+  bool settles_ = true;  // false: replies never say settled, as from a plugin built before it
 };
 
 // Splits `text` at every `separator`.
@@ -459,8 +468,9 @@ class FileProvider final : public banlieue::sdk::Provider {
   }
 
   // The Provider's endpoint is file:///absolute/directory (made when missing), optionally
-  // followed by options: ?createSeconds=N (a create takes N seconds) and/or zones=a,b (one
-  // failure domain each), joined with '&'.
+  // followed by options: ?createSeconds=N (a create takes N seconds), zones=a,b (one failure
+  // domain each) and settle=false (no reply says settled, so every pass calls the backend, as
+  // for a plugin built before the flag), joined with '&'.
   std::unique_ptr<banlieue::sdk::Instance> createInstance(
       const Call&, banlieue::sdk::InstanceConfig config) override {
     const std::string prefix = "file://";
@@ -471,6 +481,7 @@ class FileProvider final : public banlieue::sdk::Provider {
     std::string rest = config.endpoint.substr(prefix.size());
     int create_seconds = 0;
     std::vector<std::string> zones = {"local"};
+    bool settles = true;
     if (auto q = rest.find('?'); q != std::string::npos) {
       std::string query = rest.substr(q + 1);
       rest.resize(q);
@@ -493,10 +504,15 @@ class FileProvider final : public banlieue::sdk::Provider {
                   "zones must be a comma-separated list of lower-case names, got '" + value + "'");
             }
           }
+        } else if (key == "settle") {
+          if (value != "true" && value != "false") {
+            throw invalidEndpoint("settle must be true or false, got '" + value + "'");
+          }
+          settles = value == "true";
         } else {
           throw invalidEndpoint(
-              "the endpoint options are createSeconds=<seconds> and "
-              "zones=<a,b,...>, got '" +
+              "the endpoint options are createSeconds=<seconds>, zones=<a,b,...> and "
+              "settle=<true|false>, got '" +
               option + "'");
         }
       }
@@ -510,7 +526,7 @@ class FileProvider final : public banlieue::sdk::Provider {
       throw Error(Code::kUnavailable, "BackendUnreachable",
                   root.string() + " is not a writable directory");
     }
-    return std::make_unique<FileInstance>(root, create_seconds, std::move(zones));
+    return std::make_unique<FileInstance>(root, create_seconds, std::move(zones), settles);
   }
 };
 

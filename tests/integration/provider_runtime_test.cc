@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 
@@ -34,6 +35,21 @@ int countLines(const std::string& text, const std::string& prefix) {
   for (std::string line; std::getline(in, line);) n += line.rfind(prefix, 0) == 0;
   return n;
 }
+
+size_t occurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Runs `done` when it goes out of scope, however the test ends.
+struct AtExit {
+  explicit AtExit(std::function<void()> f) : done(std::move(f)) {}
+  std::function<void()> done;
+  AtExit(const AtExit&) = delete;
+  AtExit& operator=(const AtExit&) = delete;
+  ~AtExit() { done(); }
+};
 
 class ProviderRuntimeTest : public ::testing::Test {
  protected:
@@ -127,6 +143,33 @@ spec:
   memoryMiB: 256
   desiredPowerState: )" + power + "\n");
     ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  }
+
+  // The reconcile calls that reached the file backend for `name` (its own `calls` count).
+  int backendCalls(const std::string& name) {
+    return countLines(readFile(backend_dir_ / "calls"), "reconcile " + ns_->name() + "/" + name);
+  }
+
+  // The passes over FileMachine `name` that made no plugin call because its last reply said it
+  // was settled and its inputs had not changed since (the provider logs each at debug level).
+  size_t skippedPasses(const std::string& name) {
+    return occurrences(
+        provider_ ? provider_->output() : "",
+        "FileMachine " + ns_->name() + "/" + name + ": settled, inputs unchanged: no plugin call");
+  }
+
+  // A finalizer of someone else's on FileMachine `name`, after the provider's, added or removed
+  // (false when it was not there): a change of the object that is none of a reconcile call's
+  // inputs (metadata.finalizers), so a pass without a reason to call the backend.
+  bool foreignFinalizer(const std::string& name, bool hold) {
+    const std::string patch =
+        hold ? R"([{"op":"add","path":"/metadata/finalizers/-","value":"banlieue.test/hold"}])"
+             : R"([{"op":"test","path":"/metadata/finalizers/1","value":"banlieue.test/hold"},)"
+               R"({"op":"remove","path":"/metadata/finalizers/1"}])";
+    return cluster_
+               .kubectl("patch filemachine " + name + " -n " + ns_->name() + " --type=json -p '" +
+                        patch + "'")
+               .exit_code == 0;
   }
 
   std::string diagnostics() {
@@ -244,6 +287,72 @@ spec: {providerRef: {name: someone-else}, cpus: 1, memoryMiB: 128}
   EXPECT_FALSE(fs::exists(vm_file));
   EXPECT_EQ(jsonpath("filemachine other", "{.metadata.finalizers}"), "");
   EXPECT_FALSE(fs::exists(backend_dir_ / (ns_->name() + "_other.json")));
+}
+
+// Issue #23 (docs/adr/0054): a machine at rest costs its backend nothing. The file plugin says
+// its machine is settled once its file is as the spec asks; the passes that change none of a
+// call's inputs (the provider's own finalizer and providerID writes, a finalizer of someone
+// else's) then make no plugin call, and a change of an input makes one. The file backend
+// counts the calls that reach it (its `calls` file); each skipped pass is a line of the
+// provider's debug log, the sign that the pass was made.
+TEST_F(ProviderRuntimeTest, AMachineAtRestGetsNoBackendCallUntilItsInputsChange) {
+  applyClassAndProvider();
+  startProvider();
+  applyMachine("vm1");
+  ASSERT_TRUE(waitFor("filemachine/vm1", "Ready")) << diagnostics();
+  AtExit released([&] { foreignFinalizer("vm1", false); });  // the namespace can go
+  // Our finalizer and providerID writes each bring the machine back after its call.
+  ASSERT_TRUE(LocalCluster::eventually([&] { return skippedPasses("vm1") >= 1; }))
+      << "no pass after the create was skipped\n"
+      << readFile(backend_dir_ / "calls") << diagnostics();
+  EXPECT_EQ(backendCalls("vm1"), 1) << "one call made the machine; our own writes call nothing\n"
+                                    << readFile(backend_dir_ / "calls") << diagnostics();
+
+  size_t skipped = skippedPasses("vm1");
+  ASSERT_TRUE(foreignFinalizer("vm1", true));
+  ASSERT_TRUE(LocalCluster::eventually([&] { return skippedPasses("vm1") > skipped; }))
+      << diagnostics();
+  EXPECT_EQ(backendCalls("vm1"), 1) << "a finalizer is no input: no call\n"
+                                    << readFile(backend_dir_ / "calls");
+
+  auto annotated =
+      cluster_.kubectl("annotate filemachine vm1 banlieue.test/poke=1 -n " + ns_->name());
+  ASSERT_EQ(annotated.exit_code, 0) << annotated.output;
+  EXPECT_TRUE(LocalCluster::eventually([&] { return backendCalls("vm1") == 2; }))
+      << "an annotation is an input: one call\n"
+      << readFile(backend_dir_ / "calls");
+  applyMachine("vm1", "PoweredOff");
+  EXPECT_TRUE(LocalCluster::eventually([&] {
+    return jsonpath("filemachine vm1", "{.status.observedPowerState}") == "PoweredOff";
+  })) << diagnostics();
+  EXPECT_THAT(readFile(backend_dir_ / (ns_->name() + "_vm1.json")), HasSubstr("\"stopped\""));
+
+  skipped = skippedPasses("vm1");
+  ASSERT_TRUE(foreignFinalizer("vm1", false));
+  ASSERT_TRUE(LocalCluster::eventually([&] { return skippedPasses("vm1") > skipped; }))
+      << diagnostics();
+  EXPECT_EQ(backendCalls("vm1"), 3) << "a spec change: one call, and none since\n"
+                                    << readFile(backend_dir_ / "calls");
+}
+
+// The other side of the same contract: a plugin whose replies do not say "settled" (one built
+// before the flag; here the file plugin with settle=false) is called on every pass, as before:
+// the pass its own finalizer and providerID writes cause calls it again, and so does a change
+// that is no input. Some plugins need those passes (docs/adr/0054).
+TEST_F(ProviderRuntimeTest, APluginThatNeverSaysSettledIsCalledOnEveryPass) {
+  applyClassAndProvider("?settle=false");
+  startProvider();
+  applyMachine("vm1");
+  ASSERT_TRUE(waitFor("filemachine/vm1", "Ready")) << diagnostics();
+  AtExit released([&] { foreignFinalizer("vm1", false); });  // the namespace can go
+  EXPECT_TRUE(LocalCluster::eventually([&] { return backendCalls("vm1") >= 2; }))
+      << "the pass our own writes cause calls an unsettled plugin again\n"
+      << readFile(backend_dir_ / "calls") << diagnostics();
+  const int before = backendCalls("vm1");
+  ASSERT_TRUE(foreignFinalizer("vm1", true));
+  EXPECT_TRUE(LocalCluster::eventually([&] { return backendCalls("vm1") > before; }))
+      << readFile(backend_dir_ / "calls") << diagnostics();
+  EXPECT_EQ(skippedPasses("vm1"), 0u) << diagnostics();
 }
 
 // Cluster API's pause (issue #24, docs/adr/0050): with cluster.x-k8s.io/paused on it, a machine

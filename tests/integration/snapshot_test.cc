@@ -305,6 +305,34 @@ TEST_F(SnapshotTest, TheVmVerbsSnapshotAndRestoreAndWait) {
   EXPECT_EQ(deleted.exit_code, 0) << deleted.output;
 }
 
+// A revert leaves the machine as its snapshot had it; the restore then wakes the machine, whose
+// next pass calls the plugin even though its last reply said it was settled and its inputs
+// have not changed (docs/adr/0054), so it returns to its spec. Here: snapshot taken running,
+// machine powered off since, restored: the file backend writes it stopped again.
+TEST_F(SnapshotTest, ARestoredMachineReturnsToItsSpecThoughItWasSettled) {
+  placedVm("vm5");
+  const fs::path vm_file = backend_dir_ / (ns_->name() + "_vm5.json");
+  snapshot("while-running", "vm5");
+  ASSERT_TRUE(waitFor("virtualmachinesnapshot/while-running", "condition=Ready")) << diagnostics();
+  auto patched =
+      cluster_.kubectl("patch filemachine vm5 -n " + ns_->name() +
+                       R"( --type=merge -p '{"spec":{"desiredPowerState":"PoweredOff"}}')");
+  ASSERT_EQ(patched.exit_code, 0) << patched.output;
+  ASSERT_TRUE(LocalCluster::eventually([&] {
+    return jsonpath("filemachine vm5", "{.status.observedPowerState}") == "PoweredOff";
+  })) << diagnostics();
+  ASSERT_THAT(readFile(vm_file), HasSubstr("\"stopped\""));
+
+  restore("back", "vm5", "while-running");
+  ASSERT_TRUE(waitFor("virtualmachinerestore/back", "condition=Complete")) << diagnostics();
+  EXPECT_EQ(reason("virtualmachinerestore back", "Complete"), "Restored");
+  EXPECT_EQ(countLines(journal(), "reverted "), 1) << journal();
+  EXPECT_TRUE(LocalCluster::eventually([&] {
+    return readFile(vm_file).find("\"stopped\"") != std::string::npos;
+  })) << "the reverted machine kept the snapshot's power state: "
+      << readFile(vm_file) << diagnostics();
+}
+
 TEST_F(SnapshotTest, WhatCannotBeDoneSaysWhy) {
   placedVm("vm2");
   // The file backend keeps no memory: the plugin's reason, not a retry loop.

@@ -163,6 +163,61 @@ TEST_F(ProxmoxTest, GuestReadyIsTheGuestAgentAnswering) {
   remove(object);
 }
 
+// Whether the reply says "settled" (docs/adr/0054), which lets the host skip the passes that
+// change none of the machine's inputs: Proxmox carries every change over several calls in the
+// operation token or in PVE's pending config, so never in the pass that saw a task end or
+// changed the config, never while changes wait for a boot, never while a running guest's agent
+// does not answer; yes once a pass finds the guest as its spec asks.
+TEST_F(ProxmoxTest, AReplySaysSettledOnlyWhenTheGuestIsAtRest) {
+  const std::string uid = "a1b2c3d4-0000-4000-8000-0000000000f5";
+  auto settled = [](const CallOutcome& out) {
+    auto reply = json::parse(out.body, "reply");
+    return json::boolean(&reply, "settled");
+  };
+  CallOutcome out = driver_->drive("reconcile", machine("rest", uid, ""));
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  EXPECT_FALSE(settled(out)) << "the pass that saw the start task end: " << out.body;
+  const int vmid = json::parse(out.body, "reply")["status"]["vmid"].GetInt();
+  const std::string object = provisioned(machine("rest", uid, ""), vmid);
+  out = driver_->once("reconcile", object);
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  EXPECT_TRUE(settled(out)) << "running as asked, its agent answering: " << out.body;
+
+  fake_->fake("agent?vmid=" + std::to_string(vmid) + "&state=down");
+  out = driver_->once("reconcile", object);
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  EXPECT_FALSE(settled(out)) << "the agent does not answer: " << out.body;
+  fake_->fake("agent?vmid=" + std::to_string(vmid) + "&state=up");
+
+  // A resize that waits for the user's restart: the pass that changes the config does not
+  // settle, nor the next, while PVE holds the change for the next boot.
+  const std::string policy = R"(,"resizePolicy":"WaitForRestart")";
+  const std::string bigger =
+      provisioned(resized(machine("rest", uid, policy), R"("cores":4,"memoryMiB":2048)"), vmid);
+  out = driver_->once("reconcile", bigger);
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  EXPECT_FALSE(settled(out)) << "the pass that changed the config: " << out.body;
+  out = driver_->once("reconcile", bigger);
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  EXPECT_FALSE(settled(out)) << "changes pending for the next boot: " << out.body;
+
+  // Off as asked, its pending changes applied by the stop or waiting for the next start: the
+  // pass that saw the shutdown end does not settle; a pass that finds it off settles only when
+  // PVE holds nothing for the next boot.
+  const std::string off = provisioned(
+      resized(machine("rest", uid, policy, "PoweredOff"), R"("cores":4,"memoryMiB":2048)"), vmid);
+  out = driver_->drive("reconcile", off);
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  EXPECT_FALSE(settled(out)) << "the pass that saw the shutdown end: " << out.body;
+  out = driver_->once("reconcile", off);
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  auto reply = json::parse(out.body, "reply");
+  const auto* hardware = hardwareApplied(reply);
+  ASSERT_NE(hardware, nullptr) << out.body;
+  EXPECT_EQ(settled(out), json::stringOr(hardware, "reason") == "Applied") << out.body;
+  remove(off);
+}
+
 TEST_F(ProxmoxTest, AResizeThatWaitsForRestartIsAppliedByTheUsersRestart) {
   const std::string uid = "a1b2c3d4-0000-4000-8000-0000000000f3";
   const std::string policy = R"(,"resizePolicy":"WaitForRestart")";

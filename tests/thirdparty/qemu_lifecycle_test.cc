@@ -146,6 +146,7 @@ TEST_F(QemuLifecycle, ReconcileStartsOneRunningQemuAndReportsIt) {
   EXPECT_EQ(json::stringOr(&reply, "status.observedPowerState"), "PoweredOn");
   EXPECT_EQ(json::stringOr(&reply, "status.accel"), expectedAccel());
   EXPECT_EQ(condition(reply, "HardwareApplied"), "True/Applied");
+  EXPECT_FALSE(json::boolean(&reply, "settled")) << "the pass that made and started it";
 
   auto qemus = qemusOf(uid);
   ASSERT_EQ(qemus.size(), 1u);
@@ -161,10 +162,13 @@ TEST_F(QemuLifecycle, ReconcileStartsOneRunningQemuAndReportsIt) {
   EXPECT_EQ(cpus(uid), 1);
   EXPECT_EQ(memoryMiB(uid), 128);
 
-  // Idempotent: the same machine, not a second QEMU.
+  // Idempotent: the same machine, not a second QEMU; found as the spec asks, the reply says it
+  // is settled (docs/adr/0054).
   auto again = driver_.drive("reconcile", machine(uid, {}), uid);
   ASSERT_TRUE(again.ok()) << again.message;
   EXPECT_EQ(qemusOf(uid), qemus);
+  auto settled = parsed(again.body);
+  EXPECT_TRUE(json::boolean(&settled, "settled")) << again.body;
 }
 
 TEST_F(QemuLifecycle, PowerOffQuitsQemuAndKeepsTheDiskPowerOnStartsItAgain) {
@@ -186,9 +190,13 @@ TEST_F(QemuLifecycle, PowerOffQuitsQemuAndKeepsTheDiskPowerOnStartsItAgain) {
   EXPECT_FALSE(fs::exists(dirOf(uid) / "qmp.sock"));
   EXPECT_FALSE(fs::exists(dirOf(uid) / "qemu.pid"));
   EXPECT_TRUE(fs::exists(dirOf(uid) / "root.qcow2"));
-  // Off stays off.
-  ASSERT_TRUE(driver_.drive("reconcile", machine(uid, off), uid).ok());
+  EXPECT_FALSE(json::boolean(&reply, "settled")) << "the pass that ended the stop";
+  // Off stays off, and the pass that finds it so is settled.
+  auto still = driver_.drive("reconcile", machine(uid, off), uid);
+  ASSERT_TRUE(still.ok()) << still.message;
   EXPECT_TRUE(qemusOf(uid).empty());
+  auto still_reply = parsed(still.body);
+  EXPECT_TRUE(json::boolean(&still_reply, "settled")) << still.body;
 
   auto on = driver_.drive("reconcile", machine(uid, {}), uid);
   ASSERT_TRUE(on.ok()) << on.message;
@@ -247,6 +255,8 @@ TEST_F(QemuLifecycle, WaitForRestartKeepsTheShapeUntilARestartRequest) {
   auto out = driver_.drive("reconcile", machine(uid, waiting), uid);
   ASSERT_TRUE(out.ok()) << out.message;
   EXPECT_EQ(condition(parsed(out.body), "HardwareApplied"), "False/RestartRequired");
+  auto held = parsed(out.body);
+  EXPECT_FALSE(json::boolean(&held, "settled")) << "a shape that waits for a restart";
   EXPECT_EQ(qemusOf(uid), before);
   EXPECT_EQ(cpus(uid), 1);
 

@@ -1,5 +1,7 @@
 #include "host/plugin/payload_schemas.h"
 
+#include <banlieue/sdk/provider.h>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -40,6 +42,25 @@ TEST(PayloadSchemasTest, InProgressReplyNeedsAToken) {
   EXPECT_TRUE(validatePayload("reconcile.response", R"({"operation":{"token":"task-42"}})").isOk());
   EXPECT_TRUE(validatePayload("reconcile.response", R"({"operation":null})").isOk())
       << "null clears the stored token (provider_v1.h), what Reply::clearOperation() sends";
+}
+
+// A reconcile reply may say the machine is at rest (docs/provider-contract.md, "Settled
+// replies"): a boolean, which is what the SDK's Reply::settle() writes; any other value is
+// refused naming it. Absent is what a plugin built before the field sends.
+TEST(PayloadSchemasTest, SettledIsABoolean) {
+  EXPECT_TRUE(validatePayload("reconcile.response", R"({"settled":true})").isOk());
+  EXPECT_TRUE(validatePayload("reconcile.response", R"({"settled":false,"status":{}})").isOk());
+  EXPECT_TRUE(validatePayload("reconcile.response", R"({"status":{}})").isOk());
+  auto st = validatePayload("reconcile.response", R"({"settled":"yes"})");
+  EXPECT_EQ(st.reason(), "SchemaViolation");
+  EXPECT_THAT(st.message(), HasSubstr("#/settled"));
+
+  sdk::Reply reply;
+  reply.status().AddMember("observedPowerState", "PoweredOn", reply.allocator());
+  reply.clearOperation();
+  reply.settle();
+  EXPECT_TRUE(validatePayload("reconcile.response", sdk::json::serialize(reply.body())).isOk())
+      << sdk::json::serialize(reply.body());
 }
 
 TEST(PayloadSchemasTest, ImportRequestRequiresAChecksum) {

@@ -128,6 +128,8 @@ const HostRead kHostReads[] = {
      R"(json::stringOr(&reply, "operation.token"))"},
     {"reconcile.response", "operation.description", "host/roles/provider/machine_reconciler.cc",
      R"(json::stringOr(&reply, "operation.description"))"},
+    {"reconcile.response", "settled", "host/roles/provider/machine_reconciler.cc",
+     R"(json::boolean(&reply, "settled"))"},
     // reconcile: what the controller mirrors onto the VirtualMachine.
     {"reconcile.response", "status.initialization.provisioned",
      "host/roles/controller/status_mirror.cc",

@@ -1,4 +1,5 @@
 // The SDK's trampolines and the fake host, exercised with the test plugin linked statically.
+#include <banlieue/sdk/provider.h>
 #include <banlieue/sdk/testing/fake_host.h>
 
 #include <gmock/gmock.h>
@@ -139,6 +140,24 @@ TEST_F(SdkPluginTest, NullInstanceIsAFailedPreconditionNotACrash) {
   auto call = host_.call();
   auto result = client_.introspect(nullptr, call, "{}");
   EXPECT_EQ(result.code, BANLIEUE_FAILED_PRECONDITION);
+}
+
+// Reply::settle() says the machine is at rest: one top-level "settled": true beside status
+// and operation, however often it is said; a reply that does not say it has no such member
+// (what the host reads as "not settled", as from a plugin built before the field).
+TEST(SdkReplyTest, SettleWritesOneTopLevelFlag) {
+  Reply reply;
+  EXPECT_EQ(json::serialize(reply.body()), "{}");
+  reply.status().AddMember("observedPowerState", "PoweredOff", reply.allocator());
+  reply.settle();
+  reply.settle();
+  reply.clearOperation();
+  EXPECT_EQ(json::serialize(reply.body()),
+            R"({"status":{"observedPowerState":"PoweredOff"},"settled":true,"operation":null})");
+
+  Reply unsettled;
+  unsettled.setOperation("task-1");
+  EXPECT_EQ(json::serialize(unsettled.body()).find("settled"), std::string::npos);
 }
 
 TEST(SdkInitTest, RefusesAForeignHostTable) {

@@ -175,6 +175,46 @@ TEST_F(VsphereDay2Test, AResizeThatWaitsForRestartIsAppliedByTheUsersRestart) {
       driver_.drive("finalize", "VSphereMachine", uid, objectJson(uid, machineSpec())).ok());
 }
 
+// Whether the reply says "settled" (docs/adr/0054), which lets the host skip the passes that
+// change none of the machine's inputs: not in the pass that saw a task end (the next one
+// confirms), not for a running VM whose VMware Tools do not run (vcsim runs none, so another
+// call could report them), not while a resize waits for a restart; yes for a VM found off as
+// its spec asks.
+TEST_F(VsphereDay2Test, AReplySaysSettledOnlyWhenTheVmIsAtRest) {
+  const std::string uid = "1a2b3c4d-0000-4000-8000-0000000000a3";
+  auto settled = [](const sdk::abi::CallOutcome& out) {
+    auto reply = json::parse(out.body, "reply");
+    return json::boolean(&reply, "settled");
+  };
+  const std::string policy = R"(,"resizePolicy":"WaitForRestart")";
+  auto out =
+      driver_.drive("reconcile", "VSphereMachine", uid, objectJson(uid, machineSpec(policy)));
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  EXPECT_FALSE(settled(out)) << "the pass that saw the clone's last task end: " << out.body;
+  out = driver_.once("reconcile", "VSphereMachine", uid, objectJson(uid, machineSpec(policy)));
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  EXPECT_FALSE(settled(out)) << "running without VMware Tools: " << out.body;
+
+  std::string bigger = machineSpec(policy);
+  bigger.replace(bigger.find(R"("numCpus":1)"), 11, R"("numCpus":2)");
+  out = driver_.once("reconcile", "VSphereMachine", uid, objectJson(uid, bigger));
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  EXPECT_FALSE(settled(out)) << "a resize that waits for a restart: " << out.body;
+
+  std::string off = bigger;
+  off.insert(off.size() - 1, R"(,"desiredPowerState":"PoweredOff")");
+  out = driver_.drive("reconcile", "VSphereMachine", uid, objectJson(uid, off));
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  EXPECT_FALSE(settled(out)) << "the pass that saw the power-off or reconfiguration end";
+  out = driver_.once("reconcile", "VSphereMachine", uid, objectJson(uid, off));
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  EXPECT_EQ(power("vm-1a2b3c4d"), "poweredOff");
+  EXPECT_TRUE(settled(out)) << "off as asked, with the spec's shape: " << out.body;
+
+  ASSERT_TRUE(
+      driver_.drive("finalize", "VSphereMachine", uid, objectJson(uid, machineSpec())).ok());
+}
+
 // A VSphereMachine as the host sends it in a snapshot request: spec.providerID names the
 // backend VM (empty: not provisioned yet).
 std::string machineJson(const std::string& uid, const std::string& provider_id) {

@@ -4,6 +4,7 @@
 #include "plugins/vsphere/src/console.h"
 #include "plugins/vsphere/src/image_import.h"
 #include "plugins/vsphere/src/inventory.h"
+#include "plugins/vsphere/src/machine.h"
 #include "plugins/vsphere/src/machine_spec.h"
 #include "plugins/vsphere/src/naming.h"
 #include "plugins/vsphere/src/snapshots.h"
@@ -84,6 +85,39 @@ TEST(VimTasks, OperationTokensNameAPhaseAndATask) {
     EXPECT_FALSE(parseTaskToken(std::string(garbage))) << garbage;
   }
   EXPECT_FALSE(parseTaskToken(std::nullopt));
+}
+
+// When a VSphereMachine reply says the machine is settled (docs/provider-contract.md,
+// "Settled replies"): a reply that settles too early leaves a change unfinished until the
+// resync, since the host skips the passes that change none of the machine's inputs.
+TEST(VSphereMachineAtRest, OnlyAPassThatFoundTheVmAsTheSpecAsksSettles) {
+  const PassSummary running{.carried_token = false,
+                            .power_as_desired = true,
+                            .hardware_held = false,
+                            .powered_on = true,
+                            .tools_running = true,
+                            .has_addresses = true};
+  EXPECT_TRUE(atRest(running));
+  PassSummary off = running;
+  off.powered_on = off.tools_running = off.has_addresses = false;
+  EXPECT_TRUE(atRest(off)) << "off as asked: no guest to wait for";
+
+  struct Case {
+    const char* why;
+    void (*change)(PassSummary&);
+  };
+  const Case cases[] = {
+      {"the pass that saw a task end", [](PassSummary& p) { p.carried_token = true; }},
+      {"a power state not yet the desired one", [](PassSummary& p) { p.power_as_desired = false; }},
+      {"a resize that waits for a restart", [](PassSummary& p) { p.hardware_held = true; }},
+      {"a running guest without VMware Tools", [](PassSummary& p) { p.tools_running = false; }},
+      {"a running guest without a known address", [](PassSummary& p) { p.has_addresses = false; }},
+  };
+  for (const auto& c : cases) {
+    PassSummary pass = running;
+    c.change(pass);
+    EXPECT_FALSE(atRest(pass)) << c.why;
+  }
 }
 
 TEST(VimXml, WriterEscapesValuesAndTypesElements) {

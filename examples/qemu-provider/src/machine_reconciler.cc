@@ -103,13 +103,20 @@ Status MachineReconciler::reconcile(const Call& call, const ReconcileRequest& re
     return Status::ok();
   };
   const std::string off_message = "the machine is off; it starts with the spec's shape";
+  // Whether the reply may say the machine is settled (docs/provider-contract.md, "Settled
+  // replies"): only when this pass found it as the spec asks and did nothing. A pass that
+  // created, started, stopped or resumed it, or ended a stop it carried in its token, leaves
+  // the confirmation to the next one.
+  bool acted = request.operation_token.has_value();
 
   if (!machine.exists()) {
     machine.create(spec, who, deadline);
+    acted = true;
     BANLIEUE_LOG(kInfo, "created the disks of " + who + " in " + machine.dir().string());
   }
 
   if (machine.runningPid()) {
+    acted = acted || spec.power == "PoweredOff";  // the stop below ends or begins now
     std::string qmp_status;
     std::string difference;
     {
@@ -124,15 +131,18 @@ Status MachineReconciler::reconcile(const Call& call, const ReconcileRequest& re
         if (spec.power == "Suspended" && qmp_status == "running") {
           qmp.execute("stop");
           qmp_status = qmp.status();
+          acted = true;
         } else if (spec.power == "PoweredOn" && qmp_status == "paused") {
           qmp.execute("cont");
           qmp_status = qmp.status();
+          acted = true;
         }
         if (observedPower(qmp_status) != wanted_power) {
           return {Code::kUnavailable, "GuestNotRunning",
                   "QEMU of " + who + " reports '" + qmp_status + "'"};
         }
         if (difference.empty()) {
+          if (!acted) reply.settle();
           return done(wanted_power, "True", "Applied", "the guest runs the spec");
         }
         return done(wanted_power, "False", "RestartRequired",
@@ -155,8 +165,10 @@ Status MachineReconciler::reconcile(const Call& call, const ReconcileRequest& re
     BANLIEUE_LOG(kInfo, "stopped QEMU of " + who);
   }
 
-  if (spec.power == "PoweredOff")
+  if (spec.power == "PoweredOff") {
+    if (!acted) reply.settle();
     return done("PoweredOff", "True", "AppliedAtNextStart", off_message);
+  }
   machine.createMissingDisks(spec, deadline);
   machine.start(spec, config_.accel, who, deadline);
   BANLIEUE_LOG(kInfo, "started QEMU of " + who + " (" + describe(spec.cpus, spec.memory_mib) +

@@ -2,6 +2,7 @@
 
 #include "host/api/capi_contract.h"
 #include "host/api/provider.h"
+#include "host/common/fnv_hash.h"
 #include "host/common/logging.h"
 #include "host/plugin/payload_schemas.h"
 #include "host/plugin/status_policy.h"
@@ -134,6 +135,7 @@ runtime::Result MachineReconciler::reconcile(const runtime::Request& request) {
   auto object = machines_.get(request.key());
   if (!object) {
     releaseCreateSlot(request.key());
+    forgetInSync(request.key());
     return runtime::Result::done();
   }
   const rapidjson::Value& o = *object;
@@ -144,9 +146,13 @@ runtime::Result MachineReconciler::reconcile(const runtime::Request& request) {
   }
   // Cluster API's pause (clusterctl move, an operator's hold): no backend call, not even a
   // deletion, until the annotation goes; its removal is an update that brings the key back.
-  if (runtime::hasAnnotation(o, api::kPausedAnnotation)) return paused(o);
+  if (runtime::hasAnnotation(o, api::kPausedAnnotation)) {
+    forgetInSync(request.key());  // resumed, it is called again
+    return paused(o);
+  }
   bool deleting = json::find(&o, "metadata.deletionTimestamp") != nullptr;
   if (deleting) {
+    forgetInSync(request.key());
     if (!runtime::hasFinalizer(o, context_.finalizer())) {
       releaseCreateSlot(request.key());
       return runtime::Result::done();
@@ -161,6 +167,9 @@ runtime::Result MachineReconciler::reconcile(const runtime::Request& request) {
     }
   }
 
+  // Read before the instance: a replacement between the two can only make a record of this
+  // call useless (a call to the new instance), never keep one of the old instance's.
+  const int connection = context_.session.generation();
   auto instance = context_.session.instance();
   if (!instance) {
     // Waiting on the Provider, not failing: a steady poll rather than the error back-off, which
@@ -182,6 +191,20 @@ runtime::Result MachineReconciler::reconcile(const runtime::Request& request) {
     releaseCreateSlot(request.key());
     return failed(o, user_data.status(), false);
   }
+  const std::string provider_id_before = json::stringOr(&o, "spec.providerID");
+  if (json::stringOr(&o, "status.operationToken").empty()) {
+    if (auto wait = inSync(request.key(),
+                           inputsFingerprint(o, provider_id_before, *user_data, connection))) {
+      releaseCreateSlot(request.key());  // the settled call released it: nothing runs
+      common::logger("provider")
+          ->debug("{} {}: settled, inputs unchanged: no plugin call (next in {} ms)", kind_,
+                  request.key(),
+                  std::chrono::duration_cast<std::chrono::milliseconds>(wait->requeueAfterDelay())
+                      .count());
+      return *wait;
+    }
+  }
+  forgetInSync(request.key());
   auto machine_lock = context_.lockMachine(uid);  // a snapshot call on it waits
   auto result = instance->reconcile(kind_, callRequest(o, *user_data),
                                     context_.callOptions(uid, describe(o), generationOf(o)));
@@ -267,7 +290,64 @@ runtime::Result MachineReconciler::reconcile(const runtime::Request& request) {
                              ? runtime::Result::requeueAfter(plugin::clampRequeueHint(
                                    result.outcome.requeue_after_ms, options_.resync))
                              : runtime::Result::requeueAfter(options_.resync);
-  return writeStatus(o, status, next);
+  // At rest by the plugin's word, and the status it reported written: until the inputs change
+  // or `next` is due, a pass makes no call.
+  const bool settled = !in_progress && json::boolean(&reply, "settled");
+  bool applied = false;
+  auto written = writeStatus(o, status, next, &applied);
+  if (settled && applied) {
+    recordInSync(request.key(),
+                 inputsFingerprint(o, provider_id.empty() ? provider_id_before : provider_id,
+                                   *user_data, connection),
+                 next);
+  }
+  return written;
+}
+
+uint64_t MachineReconciler::inputsFingerprint(const rapidjson::Value& object,
+                                              const std::string& provider_id,
+                                              const std::optional<UserData>& user_data,
+                                              int connection) const {
+  rapidjson::Document spec(rapidjson::kObjectType);
+  auto& a = spec.GetAllocator();
+  if (const auto* s = json::member(&object, "spec"); s != nullptr && s->IsObject()) {
+    spec.CopyFrom(*s, a);
+  }
+  spec.RemoveMember("providerID");
+  spec.AddMember("providerID", json::stringValue(provider_id, a), a);
+  std::string inputs = json::serialize(spec);
+  for (const char* path : {"metadata.uid", "metadata.labels", "metadata.annotations"}) {
+    if (const auto* v = json::find(&object, path)) inputs += "\n" + json::serialize(*v);
+  }
+  if (auto provider = providers_.get(context_.provider_namespace + "/" + context_.provider_name)) {
+    inputs +=
+        "\n" + std::to_string(json::integer(provider.get(), "metadata.generation").value_or(0));
+  }
+  inputs += "\n" + std::to_string(connection);
+  if (user_data) inputs += "\n" + user_data->format + "\n" + user_data->text;
+  return common::fnv1a64(inputs);
+}
+
+std::optional<runtime::Result> MachineReconciler::inSync(const std::string& key,
+                                                         uint64_t fingerprint) {
+  std::lock_guard lock(in_sync_mutex_);
+  auto it = in_sync_.find(key);
+  if (it == in_sync_.end() || it->second.fingerprint != fingerprint) return std::nullopt;
+  auto now = std::chrono::steady_clock::now();
+  if (now >= it->second.due) return std::nullopt;
+  return runtime::Result::requeueAfter(
+      std::chrono::ceil<std::chrono::milliseconds>(it->second.due - now));
+}
+
+void MachineReconciler::recordInSync(const std::string& key, uint64_t fingerprint,
+                                     const runtime::Result& next) {
+  std::lock_guard lock(in_sync_mutex_);
+  in_sync_[key] = {fingerprint, std::chrono::steady_clock::now() + next.requeueAfterDelay()};
+}
+
+void MachineReconciler::forgetInSync(const std::string& key) {
+  std::lock_guard lock(in_sync_mutex_);
+  in_sync_.erase(key);
 }
 
 runtime::Result MachineReconciler::finalize(const rapidjson::Value& object) {
@@ -408,7 +488,8 @@ std::optional<runtime::Result> MachineReconciler::crashHold(const rapidjson::Val
 }
 
 runtime::Result MachineReconciler::writeStatus(const rapidjson::Value& object,
-                                               rapidjson::Document& status, runtime::Result next) {
+                                               rapidjson::Document& status, runtime::Result next,
+                                               bool* applied) {
   bool was_ready = false;
   if (const auto* conditions = json::find(&object, "status.conditions");
       conditions != nullptr && conditions->IsArray()) {
@@ -434,6 +515,7 @@ runtime::Result MachineReconciler::writeStatus(const rapidjson::Value& object,
     if (reported) return runtime::Result::requeueAfter(kProtocolErrorRetry);
   }
   if (!written.ok()) return runtime::Result::retry(written.status());
+  if (applied != nullptr) *applied = true;
   if (*written) {
     std::string key = runtime::objectKey(object);
     expectations_.expect(key, &machines_, key, version);
@@ -467,6 +549,7 @@ runtime::Result MachineReconciler::paused(const rapidjson::Value& object) {
 
 runtime::Result MachineReconciler::failed(const rapidjson::Value& object, const Status& failure,
                                           bool deleting, bool* reported) {
+  forgetInSync(runtime::objectKey(object));  // the next pass calls the plugin again
   auto policy = plugin::policyFor(static_cast<banlieue_status>(failure.code()));
   auto status = currentStatus(object);
   auto& a = status.GetAllocator();

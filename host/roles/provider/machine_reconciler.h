@@ -13,7 +13,9 @@
 #include "host/runtime/write_expectations.h"
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -36,6 +38,9 @@ class MachineReconciler final : public runtime::Reconciler {
   runtime::Result reconcile(const runtime::Request& request) override;
   // How an object waiting for a create slot is brought back (its controller's enqueue).
   void setWake(std::function<void(const std::string& key)> wake) { wake_ = std::move(wake); }
+  // The next pass of `key` calls the plugin whatever its inputs: another slot changed the
+  // backend machine (a snapshot revert leaves it as the snapshot had it).
+  void forgetInSync(const std::string& key);
 
  private:
   // {"object", "references": {"provider"}, "operation"?}; with `user_data`, the object's copy
@@ -53,8 +58,10 @@ class MachineReconciler final : public runtime::Reconciler {
   // Set while the object is held back after the process died during its plugin call.
   std::optional<runtime::Result> crashHold(const rapidjson::Value& object, const std::string& uid,
                                            bool deleting);
+  // `applied`, when given, tells whether the status is now the one given (written, or
+  // already so).
   runtime::Result writeStatus(const rapidjson::Value& object, rapidjson::Document& status,
-                              runtime::Result next);
+                              runtime::Result next, bool* applied = nullptr);
   // Our last write of `object` is not in the cache yet when false: acting on the older copy
   // would write the same status again.
   bool cacheHasOurWrites(const std::string& key);
@@ -64,6 +71,20 @@ class MachineReconciler final : public runtime::Reconciler {
                          bool* reported = nullptr);
   // Paused=True on an object Cluster API paused; nothing else happens to it.
   runtime::Result paused(const rapidjson::Value& object);
+  // What a reconcile call is given besides the status: the spec (with `provider_id` as its
+  // providerID), the uid (an object made again under its name is another), labels,
+  // annotations, the Provider's generation and the userData; and the plugin instance it goes
+  // to (`connection`, the session's generation).
+  uint64_t inputsFingerprint(const rapidjson::Value& object, const std::string& provider_id,
+                             const std::optional<UserData>& user_data, int connection) const;
+  // After a reply that said "settled" (docs/provider-contract.md, "Settled replies"), while
+  // the object's inputs are those of that call and its next pass (the resync, or the plugin's
+  // own hint) is not due, another call would change nothing: the passes our own writes cause
+  // (finalizer, providerID) make no backend call (issue #23: no backend call at rest). Any
+  // other reply, a failure, a deletion, a pause, a new plugin instance or a restart forgets
+  // it, and so does forgetInSync.
+  std::optional<runtime::Result> inSync(const std::string& key, uint64_t fingerprint);
+  void recordInSync(const std::string& key, uint64_t fingerprint, const runtime::Result& next);
 
   RuntimeContext& context_;
   kube::ResourceType type_;
@@ -76,6 +97,12 @@ class MachineReconciler final : public runtime::Reconciler {
   // The creates running at the backend, counted once from the synced cache before any new
   // one starts (after a restart: every unprovisioned object with an operation token).
   std::once_flag running_creates_counted_;
+  struct InSync {
+    uint64_t fingerprint;
+    std::chrono::steady_clock::time_point due;  // the pass the settled reply asked for
+  };
+  std::mutex in_sync_mutex_;
+  std::map<std::string, InSync> in_sync_;  // by object key
 };
 
 }  // namespace banlieue::roles::provider

@@ -344,9 +344,13 @@ int runProvider(const Options& o) {
           }
           return nullptr;
         },
+        // A wake follows a change another slot made on the backend (a snapshot revert): the
+        // machine's next pass calls the plugin even when its last reply said it was settled.
         [&machine_kinds](const std::string& kind, const std::string& key) {
           for (auto& k : machine_kinds) {
-            if (k.kind == kind) k.controller->enqueue(key);
+            if (k.kind != kind) continue;
+            k.reconciler->forgetInSync(key);
+            k.controller->enqueue(key);
           }
         }};
     SnapshotReconciler snapshot_reconciler(context, snapshots, machine_directory);

@@ -21,7 +21,8 @@
 
 namespace banlieue::roles::provider {
 
-// The machines this Provider serves, by kind and "namespace/name"; and a way to wake one.
+// The machines this Provider serves, by kind and "namespace/name"; and a way to wake one, whose
+// next pass then calls the plugin even if its last reply said it was settled.
 struct MachineDirectory {
   std::function<runtime::Object(const std::string& kind, const std::string& key)> find;
   std::function<void(const std::string& kind, const std::string& key)> wake;

@@ -554,8 +554,8 @@ Status reconcileMachine(MachineContext& ctx, const sdk::Call& call,
   if (power.isOk()) power = drivePower(dom->get(), m, request, reply, observed);
   Addresses addresses;
   if (observed == Observed::kRunning) addresses = readAddresses(dom->get());
-  bool settled = power.isOk() && observedName(observed) == powerStateName(m.desired_power);
-  writeStatus(reply, ctx, m.domain_uuid, observed, settled, addresses);
+  const bool in_desired_power = observedName(observed) == powerStateName(m.desired_power);
+  writeStatus(reply, ctx, m.domain_uuid, observed, power.isOk() && in_desired_power, addresses);
   if (!restart_request.empty()) sdk::answerRestart(reply, restart_request, restart_requested);
   if (held && observed == Observed::kRunning) {
     reply.setCondition("HardwareApplied", "False", "RestartRequired",
@@ -575,7 +575,24 @@ Status reconcileMachine(MachineContext& ctx, const sdk::Call& call,
     // Leases and agent answers are not events libvirt pushes: look again shortly.
     reply.requeueAfter(std::chrono::seconds(10));
   }
+  if (atRest({.ok = power.isOk(),
+              .carried_token = request.operation_token.has_value(),
+              .defined_now = defined_now,
+              .power_as_desired = in_desired_power,
+              .hardware_pending = !restart_for.empty(),
+              .restarted = restart_requested,
+              .running = observed == Observed::kRunning,
+              .agent_answered = addresses.agent_answered,
+              .has_addresses = !addresses.ips.empty()})) {
+    reply.settle();
+  }
   return power;
+}
+
+bool atRest(const PassSummary& pass) {
+  return pass.ok && !pass.carried_token && !pass.defined_now && pass.power_as_desired &&
+         !pass.hardware_pending && !pass.restarted &&
+         (!pass.running || (pass.agent_answered && pass.has_addresses));
 }
 
 Status finalizeMachine(MachineContext& ctx, const sdk::Call& call,

@@ -174,6 +174,53 @@ TEST_F(LibvirtPluginTest, AResizeThatWaitsForRestartIsAppliedByTheUsersRestart) 
   EXPECT_EQ(json::stringOr(hardware, "status"), "True") << r.body;
 }
 
+// Whether the reply says "settled" (docs/adr/0054): the host skips the passes that change none
+// of a settled machine's inputs, so a reply says it only when a repeat call would change
+// nothing. The test driver's guest agent answers at once with an address, so a running domain
+// settles as soon as a pass finds it as its spec asks.
+TEST_F(LibvirtPluginTest, AReplySaysSettledOnlyWhenTheDomainIsAsItsSpecAsks) {
+  auto settled = [](const sdk::abi::CallOutcome& r) {
+    auto doc = json::parse(r.body, "reply");
+    return json::boolean(&doc, "settled");
+  };
+  auto r = harness_.reconcile(opts_);
+  ASSERT_TRUE(r.ok()) << describeOutcome(r);
+  EXPECT_FALSE(settled(r)) << "the pass that defined and started the domain: " << r.body;
+  r = harness_.reconcile(opts_);
+  ASSERT_TRUE(r.ok()) << describeOutcome(r);
+  EXPECT_TRUE(settled(r)) << "running as asked, its agent answering: " << r.body;
+
+  // A pass that carries a task's token looks again next time.
+  r = harness_.reconcile(opts_, "shutdown:1");
+  ASSERT_TRUE(r.ok()) << describeOutcome(r);
+  EXPECT_FALSE(settled(r)) << r.body;
+
+  // A restart request: the pass that restarts does not settle; the next, answered, does.
+  opts_.restart_requested_at = "2026-12-03T08:00:00Z";
+  r = harness_.reconcile(opts_);
+  ASSERT_TRUE(r.ok()) << describeOutcome(r);
+  EXPECT_FALSE(settled(r)) << "the pass that restarted the guest: " << r.body;
+  opts_.status = R"({"lastRestart":{"requestedAt":"2026-12-03T08:00:00Z","outcome":"Restarted"}})";
+  r = harness_.reconcile(opts_);
+  ASSERT_TRUE(r.ok()) << describeOutcome(r);
+  EXPECT_TRUE(settled(r)) << r.body;
+
+  // A resize the running guest waits for (WaitForRestart) is not at rest: it needs a restart.
+  opts_.resize_policy = "WaitForRestart";
+  opts_.vcpus = 2;
+  r = harness_.reconcile(opts_);
+  ASSERT_TRUE(r.ok()) << describeOutcome(r);
+  EXPECT_FALSE(settled(r)) << "the running guest lacks a vCPU: " << r.body;
+
+  // Off as asked settles (no agent to wait for).
+  opts_.power = "PoweredOff";
+  ASSERT_TRUE(harness_.reconcile(opts_).ok());
+  r = harness_.reconcile(opts_);
+  ASSERT_TRUE(r.ok()) << describeOutcome(r);
+  EXPECT_EQ(inspector_.domainState(domain()), VIR_DOMAIN_SHUTOFF);
+  EXPECT_TRUE(settled(r)) << r.body;
+}
+
 // Issue #20, ADR 0037: delete_image removes every volume an import of the VMImage made (this
 // build's and an older one's), never another image's or a user's volume, and nothing while a
 // machine's disk is backed by one of them (ImageInUse); it answers OK again once they are gone.

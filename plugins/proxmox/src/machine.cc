@@ -500,7 +500,7 @@ Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileR
         return *stop;
       }
     } else {
-      settleTask(reply);
+      endTask(reply);
     }
     if (call.cancelled()) {
       return {Code::kCancelled, "Cancelled", "reconcile of " + name + " was cancelled"};
@@ -527,6 +527,7 @@ Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileR
     GuestConfig read = readConfig(client_, *guest, deadline);
     const rapidjson::Document& config = read.effective;
     Form changes = configChanges(spec, request, config);
+    bool changed = !changes.empty();  // by this pass: the next one confirms it took
     if (!changes.empty()) {
       client_.put(vmPath(*guest) + "/config", changes, deadline);
       if (power != "PoweredOff") read = readConfig(client_, *guest, deadline);  // what went pending
@@ -546,6 +547,7 @@ Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileR
     if (spec.os_disk_size_gib) {
       int64_t current = diskGiB(configString(config, "scsi0"));
       if (current > 0 && current < *spec.os_disk_size_gib) {
+        changed = true;
         client_.put(vmPath(*guest) + "/resize",
                     {{"disk", "scsi0"}, {"size", std::to_string(*spec.os_disk_size_gib) + "G"}},
                     deadline);
@@ -553,8 +555,9 @@ Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileR
     }
     if (!spec.user_data.empty()) {
       // Before the first start: cloud-init reads the drive once, at first boot.
-      deliverUserData(client_, files_, {guest->node, vmPath(*guest), request.uid}, spec.user_data,
-                      {spec.seed_iso_storage, spec.storage}, config, deadline);
+      changed |=
+          deliverUserData(client_, files_, {guest->node, vmPath(*guest), request.uid},
+                          spec.user_data, {spec.seed_iso_storage, spec.storage}, config, deadline);
     }
     const std::string& desired = spec.desired_power_state;
     const std::string restart = sdk::unansweredRestart(request);
@@ -628,8 +631,22 @@ Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileR
                          "the VM is not running; PVE applies the pending " +
                              joined(read.pending_keys) + " when it starts");
     }
+    if (atRest({.carried_token = request.operation_token.has_value(),
+                .changed_config = changed,
+                .pending_config = !read.pending_keys.empty(),
+                .power_as_desired = power == desired,
+                .powered_on = power == "PoweredOn",
+                .agent_answered = agent && agent->answered,
+                .has_addresses = agent && !agent->addresses.empty()})) {
+      reply.settle();
+    }
     return Status::ok();
   });
+}
+
+bool atRest(const PassSummary& pass) {
+  return !pass.carried_token && !pass.changed_config && !pass.pending_config &&
+         pass.power_as_desired && (!pass.powered_on || (pass.agent_answered && pass.has_addresses));
 }
 
 Status MachineReconciler::finalize(const sdk::Call& call, const sdk::ReconcileRequest& request,
@@ -645,11 +662,11 @@ Status MachineReconciler::finalize(const sdk::Call& call, const sdk::ReconcileRe
         if (stop->code() == Code::kInProgress || pending->phase == "destroy") return *stop;
       }
     } else {
-      settleTask(reply);
+      endTask(reply);
     }
     std::optional<Guest> guest = findGuest(client_, request, deadline);
     if (!guest) {
-      settleTask(reply);
+      endTask(reply);
       return Status::ok();  // never created or gone: deletion is confirmed by PVE's own list
     }
     if (!guest->lock.empty() && guest->lock != "destroyed") {

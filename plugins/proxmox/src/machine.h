@@ -33,6 +33,23 @@ class MachineReconciler {
   const NodeFiles& files_;
 };
 
+// What one reconcile pass that answers OK found and did, as far as its reply's "settled" goes.
+struct PassSummary {
+  bool carried_token = false;     // the request carried an operation token (a task it ended)
+  bool changed_config = false;    // this pass changed the guest's config, disk or userData
+  bool pending_config = false;    // PVE holds config changes for the next boot
+  bool power_as_desired = false;  // the guest is in the spec's power state
+  bool powered_on = false;
+  bool agent_answered = false;  // the QEMU guest agent answered through PVE
+  bool has_addresses = false;
+};
+// Whether the reply may say the machine is settled (docs/provider-contract.md, "Settled
+// replies"). Proxmox carries every multi-pass change (clone, power, reboot, resize at boot) in
+// the operation token or in PVE's pending config, so: not in the pass that saw a task end or
+// changed anything (the next one confirms), not while changes wait for a boot (whatever the
+// resizePolicy), and not while a running guest's agent and addresses are unknown.
+bool atRest(const PassSummary& pass);
+
 // The tag that ties a guest to its object (PVE tags allow [a-z0-9_+.-]).
 std::string ownerTag(const std::string& uid);
 // Whether a guest's `tags` (PVE's list, ';' or ',' separated) carry ownerTag(uid).

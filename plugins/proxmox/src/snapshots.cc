@@ -253,11 +253,11 @@ class SnapshotCall {
       // below answers it. Any other failure is PVE's refusal.
       if (polled.state == TaskPoll::State::kFailed &&
           !mentions(polled.exit_status, "already used")) {
-        settleFailedTask(reply_);
+        endFailedTask(reply_);
         return taskFailed(*token, what(), polled.exit_status);
       }
     }
-    settleTask(reply_);
+    endTask(reply_);
     std::optional<LiveGuest> guest = locate();
     if (!guest) return vmGone();
     std::optional<GuestSnapshots> snapshots = read(*guest);
@@ -300,15 +300,15 @@ class SnapshotCall {
         case TaskPoll::State::kRunning:
           return taskInProgress(reply_, *token, what(), kSnapshotReason);
         case TaskPoll::State::kFailed:
-          settleFailedTask(reply_);
+          endFailedTask(reply_);
           // The snapshot was deleted while the rollback waited for its turn.
           if (mentions(polled.exit_status, "does not exist")) return snapshotGone();
           return taskFailed(*token, what(), polled.exit_status);
-        case TaskPoll::State::kSucceeded: settleTask(reply_); return Status::ok();
+        case TaskPoll::State::kSucceeded: endTask(reply_); return Status::ok();
         case TaskPoll::State::kForgotten: forgotten = true; break;
       }
     }
-    settleTask(reply_);
+    endTask(reply_);
     std::optional<LiveGuest> guest = locate();
     if (!guest) return vmGone();
     std::optional<GuestSnapshots> snapshots = read(*guest);
@@ -334,11 +334,11 @@ class SnapshotCall {
       // "does not exist": already gone, which the list below confirms.
       if (polled.state == TaskPoll::State::kFailed &&
           !mentions(polled.exit_status, "does not exist")) {
-        settleFailedTask(reply_);
+        endFailedTask(reply_);
         return taskFailed(*token, what(), polled.exit_status);
       }
     }
-    settleTask(reply_);
+    endTask(reply_);
     // A guest that is gone took its snapshots with it: nothing is left to delete.
     std::optional<LiveGuest> guest = locate();
     if (!guest) return Status::ok();

@@ -34,11 +34,11 @@ sdk::Status taskInProgress(sdk::Reply& reply, const TaskToken& token, const std:
   return sdk::Status::inProgress(std::string(reason), what);
 }
 
-void settleTask(sdk::Reply& reply) {
+void endTask(sdk::Reply& reply) {
   reply.body().RemoveMember("operation");
 }
 
-void settleFailedTask(sdk::Reply& reply) {
+void endFailedTask(sdk::Reply& reply) {
   reply.setOperation("settled", "the previous task failed");
 }
 
@@ -55,12 +55,12 @@ std::optional<sdk::Status> awaitTask(const PveClient& client, const TaskToken& t
   switch (polled.state) {
     case TaskPoll::State::kRunning: return taskInProgress(reply, token, what, reason);
     case TaskPoll::State::kFailed:
-      settleFailedTask(reply);
+      endFailedTask(reply);
       return taskFailed(token, what, polled.exit_status);
     case TaskPoll::State::kSucceeded:
     case TaskPoll::State::kForgotten: break;
   }
-  settleTask(reply);
+  endTask(reply);
   return std::nullopt;
 }
 

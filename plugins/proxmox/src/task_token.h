@@ -46,14 +46,14 @@ sdk::Status taskInProgress(sdk::Reply& reply, const TaskToken& token, const std:
                            std::string_view reason = "TaskRunning");
 
 // No task runs any more: without "operation" an OK reply clears the stored token.
-void settleTask(sdk::Reply& reply);
+void endTask(sdk::Reply& reply);
 // A failed task's token is replaced by one no task carries, so the next call derives the state
 // afresh instead of reading the same failed task again.
-void settleFailedTask(sdk::Reply& reply);
+void endFailedTask(sdk::Reply& reply);
 
 // The common policy for a pending task: still running -> IN_PROGRESS; failed -> ABORTED
-// TaskFailed with PVE's exit status, the token settled; succeeded, or forgotten by PVE ->
-// nullopt (the token settled, the caller goes on from the live state).
+// TaskFailed with PVE's exit status, the token ended; succeeded, or forgotten by PVE ->
+// nullopt (the token ended, the caller goes on from the live state).
 std::optional<sdk::Status> awaitTask(const PveClient& client, const TaskToken& token,
                                      const std::string& what, Deadline deadline, sdk::Reply& reply,
                                      std::string_view reason = "TaskRunning");

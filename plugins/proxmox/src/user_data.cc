@@ -43,12 +43,12 @@ void removeOurs(const NodeFiles& files, const SnippetTarget& target, const std::
 
 }  // namespace
 
-void deliverUserData(const PveClient& client, const NodeFiles& files, const SnippetTarget& target,
+bool deliverUserData(const PveClient& client, const NodeFiles& files, const SnippetTarget& target,
                      const std::string& user_data, const std::vector<std::string>& preferred,
                      const rapidjson::Value& config, Deadline deadline) {
   const std::string file = filePrefix(target.uid) + sha256Hex(user_data).substr(0, 16) + ".yaml";
   const std::string current = userVolume(config);
-  if (parseVolid(current).file == file) return;  // already delivered, content unchanged
+  if (parseVolid(current).file == file) return false;  // already delivered, content unchanged
   NodeVolume volume = files.place(target.node, "snippets", file, preferred, deadline);
   {
     auto sftp = files.open(target.node, deadline);
@@ -58,6 +58,7 @@ void deliverUserData(const PveClient& client, const NodeFiles& files, const Snip
   client.put(target.vm_path + "/config", {{"cicustom", "user=" + volume.volid()}}, deadline);
   BANLIEUE_LOG(kInfo, "userData of " + target.vm_path + " delivered as " + volume.volid());
   if (!current.empty()) removeOurs(files, target, current, deadline);
+  return true;
 }
 
 void removeUserData(const NodeFiles& files, const SnippetTarget& target,

@@ -21,9 +21,10 @@ struct SnippetTarget {
 };
 
 // Makes the guest's cicustom name a snippet holding `user_data`, uploading it when the config
-// does not already point at it. `preferred`: storages to try first (the seed-iso storage).
-// Throws sdk::Error (SshNotConfigured, NoStorageForContent, Ssh*, HostKey*) or PveError.
-void deliverUserData(const PveClient& client, const NodeFiles& files, const SnippetTarget& target,
+// does not already point at it; true when it did (the config changed). `preferred`: storages
+// to try first (the seed-iso storage). Throws sdk::Error (SshNotConfigured,
+// NoStorageForContent, Ssh*, HostKey*) or PveError.
+bool deliverUserData(const PveClient& client, const NodeFiles& files, const SnippetTarget& target,
                      const std::string& user_data, const std::vector<std::string>& preferred,
                      const rapidjson::Value& config, Deadline deadline);
 

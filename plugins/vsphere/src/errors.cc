@@ -20,12 +20,12 @@ sdk::Status transportStatus(const TransportError& error) {
   return {sdk::Code::kUnavailable, "ConnectFailed", error.what()};
 }
 
-void settle(sdk::Reply& reply) {
+void endTask(sdk::Reply& reply) {
   reply.body().RemoveMember("operation");
 }
 
-void settleFailed(sdk::Reply& reply) {
-  reply.setOperation(kSettledToken, "the previous task finished");
+void endFailedTask(sdk::Reply& reply) {
+  reply.setOperation(kEndedTaskToken, "the previous task finished");
 }
 
 }  // namespace banlieue::vsphere

@@ -17,11 +17,13 @@ sdk::Status transportStatus(const TransportError& error);
 // The pending task is finished. Without an "operation" member an OK reply clears the host's
 // token (ABI reply rules); "operation": null would too, but sdk/schemas/reconcile.response.json
 // does not admit null, so the member is removed instead.
-void settle(sdk::Reply& reply);
+void endTask(sdk::Reply& reply);
 // The pending task failed and the call fails: a token no task carries replaces it, so the
 // next call re-derives the state from vCenter instead of re-reading the same failed task.
-void settleFailed(sdk::Reply& reply);
-inline constexpr std::string_view kSettledToken = "settled";
+void endFailedTask(sdk::Reply& reply);
+// That token. Its text predates the reply's "settled" flag and names no task; objects may
+// still store it, and any token without a phase reads as absent.
+inline constexpr std::string_view kEndedTaskToken = "settled";
 
 template <class Fn>
 sdk::Status withVimErrors(const std::string& context, Fn&& fn) {

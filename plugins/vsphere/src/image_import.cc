@@ -425,7 +425,7 @@ Status ImageImporter::import(const sdk::Call& call, const sdk::ImportImageReques
       }
       if (vm.is_template) {
         writeZoneRow(reply, fd->name, name, folder_path, true, "", "");
-        settle(reply);
+        endTask(reply);
         return Status::ok();
       }
       const bool deferred = settings.install_mode != "immediate";
@@ -440,7 +440,7 @@ Status ImageImporter::import(const sdk::Call& call, const sdk::ImportImageReques
         }
         vim_.markAsTemplate(vm.ref, deadline);
         writeZoneRow(reply, fd->name, name, folder_path, true, "", "");
-        settle(reply);
+        endTask(reply);
         return Status::ok();
       }
       if (vm.marker == "created") {
@@ -659,7 +659,7 @@ Status ImageImporter::remove(const sdk::Call& call, const sdk::DeleteImageReques
     // The host does not ask when the VMImage says so (ADR 0037); a caller that does anyway
     // gets the same answer: the template and its ISO stay, and that is success.
     BANLIEUE_LOG(kInfo, who + ": spec.template.retainOnDelete keeps the template and its ISO");
-    settle(reply);
+    endTask(reply);
     return Status::ok();
   }
   const Deadline deadline = call.deadline();

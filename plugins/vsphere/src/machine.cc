@@ -546,9 +546,22 @@ Status MachineReconciler::reconcile(const sdk::Call& call, const sdk::ReconcileR
       reply.setCondition("HardwareApplied", "True", "Applied",
                          "the VM has the spec's CPUs, memory, disks and NICs");
     }
-    settle(reply);
+    endTask(reply);
+    if (atRest({.carried_token = request.operation_token.has_value(),
+                .power_as_desired = observed == spec.desired_power_state,
+                .hardware_held = held,
+                .powered_on = live.power_state == "poweredOn",
+                .tools_running = live.tools_running_status == "guestToolsRunning",
+                .has_addresses = !live.addresses.empty()})) {
+      reply.settle();
+    }
     return Status::ok();
   });
+}
+
+bool atRest(const PassSummary& pass) {
+  return !pass.carried_token && pass.power_as_desired && !pass.hardware_held &&
+         (!pass.powered_on || (pass.tools_running && pass.has_addresses));
 }
 
 Status MachineReconciler::clone(const MachineSpec& spec, const sdk::ReconcileRequest& request,
@@ -648,7 +661,7 @@ Status MachineReconciler::finalize(const sdk::Call& call, const sdk::ReconcileRe
         return started(reply, "clone", *task,
                        "clone of " + who + " (in flight; deleted once it completes)");
       }
-      settle(reply);
+      endTask(reply);
       return Status::ok();  // never created, or already gone: both mean done
     }
     LiveVm live = readVm(vim_, *vm, deadline);

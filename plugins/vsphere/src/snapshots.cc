@@ -194,7 +194,7 @@ class SnapshotCall {
     std::optional<VmSnapshots> vm = readSnapshots(vim_, uuid_, deadline_);
     if (!vm) return vmGone();
     if (const SnapshotNode* existing = vm->byName(request_.name)) {
-      settle(reply_);
+      endTask(reply_);
       writeSnapshot(reply_, *existing);
       return Status::ok();
     }
@@ -222,13 +222,13 @@ class SnapshotCall {
         case TaskPoll::State::kRunning:
           return taskInProgress(reply_, *token, kSnapshotReason, what(), kSnapshotPoll);
         case TaskPoll::State::kFailed:
-          settleFailed(reply_);
+          endFailedTask(reply_);
           // The snapshot was removed while the revert waited for its turn.
           if (polled.info.error->kind() == FaultKind::kManagedObjectNotFound) {
             return snapshotGone(request_.snapshot_ref);
           }
           return polled.info.error->toError(what()).toStatus();
-        case TaskPoll::State::kSucceeded: settle(reply_); return Status::ok();
+        case TaskPoll::State::kSucceeded: endTask(reply_); return Status::ok();
         case TaskPoll::State::kForgotten: forgotten = true; break;
       }
     }
@@ -236,7 +236,7 @@ class SnapshotCall {
     if (!vm) return vmGone();
     const SnapshotNode* snapshot = target(*vm);
     if (snapshot == nullptr) return snapshotGone(request_.snapshot_ref);
-    settle(reply_);
+    endTask(reply_);
     // A revert whose task vCenter forgot (a vCenter restart) is done when the VM runs from the
     // snapshot; reverting again would throw away what the VM did since.
     if (forgotten && snapshot->current) return Status::ok();
@@ -257,7 +257,7 @@ class SnapshotCall {
           return taskInProgress(reply_, *token, kSnapshotReason, what(), kSnapshotPoll);
         case TaskPoll::State::kFailed:
           if (polled.info.error->kind() != FaultKind::kManagedObjectNotFound) {
-            settleFailed(reply_);
+            endFailedTask(reply_);
             return polled.info.error->toError(what()).toStatus();
           }
           break;  // already gone: the tree below confirms it
@@ -265,7 +265,7 @@ class SnapshotCall {
         case TaskPoll::State::kForgotten: break;
       }
     }
-    settle(reply_);
+    endTask(reply_);
     // A VM that is gone took its snapshots with it: nothing is left to delete.
     std::optional<VmSnapshots> vm = readSnapshots(vim_, uuid_, deadline_);
     if (!vm) return Status::ok();

@@ -49,14 +49,14 @@ std::optional<sdk::Status> awaitTask(Vim& vim, const TaskToken& token, std::stri
       return taskInProgress(reply, token, reason, what, poll,
                             what + " (" + std::to_string(polled.info.progress) + "%)");
     case TaskPoll::State::kFailed:
-      settleFailed(reply);
+      endFailedTask(reply);
       return polled.info.error->toError(what).toStatus();
     case TaskPoll::State::kSucceeded:
       if (result != nullptr) *result = polled.info.result;
       break;
     case TaskPoll::State::kForgotten: break;
   }
-  settle(reply);
+  endTask(reply);
   return std::nullopt;
 }
 

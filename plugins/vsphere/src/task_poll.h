@@ -44,8 +44,8 @@ sdk::Status taskInProgress(sdk::Reply& reply, const TaskToken& token, std::strin
                            const std::string& message = {});
 
 // The common policy for a pending task: still running -> IN_PROGRESS (with its progress);
-// failed -> the task's fault, the token settled so the next call derives the state afresh;
-// succeeded, or forgotten by vCenter -> nullopt (the token settled, the caller goes on; the
+// failed -> the task's fault, the token ended so the next call derives the state afresh;
+// succeeded, or forgotten by vCenter -> nullopt (the token ended, the caller goes on; the
 // task's result in *result when it succeeded).
 std::optional<sdk::Status> awaitTask(Vim& vim, const TaskToken& token, std::string_view reason,
                                      const std::string& what, std::chrono::milliseconds poll,

@@ -82,6 +82,21 @@ class Reply {
     }
   }
 
+  // Says the machine is at rest ("settled": true; reconcile, with OK): it is as its inputs ask
+  // and no backend task is pending, so until its inputs change a call would change nothing,
+  // neither on the backend nor in the status this reply reports. The host then makes no call
+  // for passes that change none of the inputs (its own writes, for one) until this reply's
+  // requeue hint or the resync is due. Without it, every pass calls. Say it only when sure: a
+  // change carried over several calls (a power change, a restart, a resize, a task) is not at
+  // rest until the call that finds it done (docs/provider-contract.md, "Settled replies").
+  void settle() {
+    if (auto it = body_.FindMember("settled"); it != body_.MemberEnd()) {
+      it->value.SetBool(true);
+    } else {
+      body_.AddMember("settled", true, allocator());
+    }
+  }
+
   void requeueAfter(std::chrono::milliseconds delay) { requeue_after_ = delay; }
   std::chrono::milliseconds requeueAfterHint() const { return requeue_after_; }
 
