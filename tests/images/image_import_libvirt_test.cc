@@ -27,7 +27,6 @@
 #include <banlieue/sdk/json.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <libvirt/virterror.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -35,6 +34,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 namespace banlieue::roles::images {
 namespace {
@@ -83,13 +83,21 @@ status:
         << error;
     uri_ = libvirtd_.uri();
     pool_ = libvirtd_.pool();
+    writeProvider({pool_});
+  }
+
+  // The Provider file for a run by hand: a storage class per pool of `pools`.
+  void writeProvider(const std::vector<std::string>& pools) {
+    std::string classes;
+    for (const auto& pool : pools) {
+      if (!classes.empty()) classes += ",";
+      classes += R"({"name":"class-)" + pool + R"(","target":{"pool":")" + pool + R"("}})";
+    }
     std::ofstream(dir_ / "provider.json")
         << R"({"apiVersion":"banlieue.io/v1alpha1","kind":"Provider",
           "metadata":{"name":"lv1","namespace":"infra","uid":"p-1"},
           "spec":{"providerClassRef":{"name":"libvirt"},"connection":{"endpoint":")"
-        << uri_ << R"("},
-          "capabilities":{"storageClasses":[{"name":"local","target":{"pool":")"
-        << pool_ << R"("}}]}}})";
+        << uri_ << R"("},"capabilities":{"storageClasses":[)" << classes << "]}}}";
   }
 
   void TearDown() override {
@@ -183,26 +191,16 @@ TEST_F(ImageImportLibvirtTest, ATargetImportsIntoThatPoolOnly) {
   startLibvirtd({});
   if (HasFatalFailure()) return;
   const std::string second = pool_ + "-2";
-  fs::create_directories(dir_ / "pool2");
-  std::string xml = "<pool type='dir'><name>" + second + "</name><target><path>" +
-                    (dir_ / "pool2").string() + "</path></target></pool>";
-  virStoragePoolPtr created = virStoragePoolCreateXML(libvirtd_.connection(), xml.c_str(), 0);
-  ASSERT_NE(created, nullptr) << virGetLastErrorMessage();
-  virStoragePoolFree(created);
-  std::ofstream(dir_ / "provider.json")
-      << R"({"apiVersion":"banlieue.io/v1alpha1","kind":"Provider",
-          "metadata":{"name":"lv1","namespace":"infra","uid":"p-1"},
-          "spec":{"providerClassRef":{"name":"libvirt"},"connection":{"endpoint":")"
-      << uri_ << R"("},
-          "capabilities":{"storageClasses":[{"name":"local","target":{"pool":")"
-      << pool_ << R"("}},{"name":"second","target":{"pool":")" << second << R"("}}]}}})";
+  std::string error;
+  ASSERT_TRUE(libvirtd_.addPool(second, &error)) << error;
+  writeProvider({pool_, second});
 
   auto ok = import(artifact_, "sha256:" + sha256_, "libvirt", " --target " + shellQuote(second));
   ASSERT_EQ(ok.exit_code, kImportOk) << ok.output << "\n" << libvirtd_.log();
   EXPECT_THAT(ok.termination, HasSubstr("target " + second));
   std::string volume = "kairos-tiny-" + sha256_.substr(0, 12) + ".raw";
   EXPECT_TRUE(volumes().empty()) << "the first pool is not this Job's";
-  EXPECT_TRUE(fs::exists(dir_ / "pool2" / volume));
+  EXPECT_EQ(libvirtd_.volumes(second), std::set<std::string>{volume});
 
   auto refused =
       import(artifact_, "sha256:" + sha256_, "libvirt", " --target " + shellQuote("default"));
