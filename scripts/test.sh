@@ -98,6 +98,17 @@ step() {  # closes the running step and starts the next ("" only closes)
   if [ -n "$1" ]; then printf '\n== %s (%ss)\n' "$1" "$SECONDS"; fi
 }
 
+# Free disk, checked before anything is built: a full run writes about 25 GB (build/dev 11,
+# the ci-asan tree 13, ci-tsan and the node's containers the rest). On a disk that fills up
+# halfway, every later tier fails for reasons far from the cause; here it is one clear line.
+free_gb() { df -P -BG "$1" | awk 'NR == 2 { sub("G", "", $4); print $4 }'; }
+need_gb=${NEED_FREE_GB:-28}
+free_at_start=$(free_gb .)
+if [ "$free_at_start" -lt "$need_gb" ]; then
+  echo "test.sh: $free_at_start GB free on $(df -P . | awk 'NR == 2 { print $6 }'); a full run needs about $need_gb (free some, e.g. old clones' build directories, or set NEED_FREE_GB)" >&2
+  exit 2
+fi
+
 step "setup"
 scripts/setup.sh
 
@@ -249,6 +260,7 @@ for i in "${!step_names[@]}"; do
   printf '    %5ss  %s\n' "${step_seconds[i]}" "${step_names[i]}"
 done
 printf '    %5ss  in all\n' "$SECONDS"
+echo "  free disk: $free_at_start GB at the start, $(free_gb .) GB at the end"
 
 if [ "$failed" -ne 0 ]; then
   echo "test.sh: FAILED"

@@ -149,8 +149,11 @@ TOML
 CNI
   cat >"$d/kubelet.yaml" <<KUBELET
 # Written by deploy/local/up. cgroupfs without per-QoS cgroups, no node allocatable enforcement
-# and no swap check: what this machine's cgroup layout allows. Image garbage collection is off:
-# every image here is built locally and could not be pulled again.
+# and no swap check: what this machine's cgroup layout allows. Image garbage collection is off,
+# and so is eviction on disk: every image here is built locally and could not be pulled again,
+# and under disk pressure the kubelet would taint the node (every new pod Pending) and delete
+# the images no running container uses. A full disk fails a pod's writes instead;
+# scripts/test.sh checks the free space before it starts. ("0%" turns a threshold off.)
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: $NODE_IP
@@ -170,7 +173,12 @@ enforceNodeAllocatable: []
 failSwapOn: false
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
-evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%"}
+evictionHard:
+  memory.available: "100Mi"
+  nodefs.available: "0%"
+  nodefs.inodesFree: "0%"
+  imagefs.available: "0%"
+  imagefs.inodesFree: "0%"
 serializeImagePulls: false
 # No DNS server runs here: the cluster DNS address is the host side of the node's veth pair, so
 # a pod's lookup fails at once (nothing listens) instead of leaving the cluster's network, and

@@ -234,7 +234,7 @@ class FlowsTest : public ::testing::Test {
     auto& cluster = LocalCluster::shared();
     return "\n--- banlieue-system:\n" +
            cluster.kubectl(std::string("get deployments,pods -o wide -n ") + kSystem).output +
-           cluster.kubectl("get providerclasses").output;
+           cluster.kubectl("get providerclasses").output + cluster.nodeDiagnostics();
   }
   std::string namespaceState(const std::string& ns) const {
     return "\n--- namespace " + ns + ":\n" +

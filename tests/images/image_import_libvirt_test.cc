@@ -363,7 +363,8 @@ spec:
         std::chrono::seconds(180));
     EXPECT_TRUE(finished) << "Job " << name << " did not finish: " << outcome.message << "\n"
                           << cluster.kubectl("get pods,jobs -o wide -n " + ns.name()).output
-                          << cluster.kubectl("describe pods -n " + ns.name()).output;
+                          << cluster.kubectl("describe pods -n " + ns.name()).output
+                          << cluster.nodeDiagnostics();
     return outcome;
   };
 

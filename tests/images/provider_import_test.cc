@@ -422,7 +422,7 @@ spec:
            "\n--- controller ---\n" + (controller_ ? controller_->output() : "") +
            "\n--- objects ---\n" +
            cluster_.kubectl("get jobs,pods -o wide -n " + ns_->name()).output +
-           cluster_.kubectl("get bvmimage -o yaml").output;
+           cluster_.kubectl("get bvmimage -o yaml").output + cluster_.nodeDiagnostics();
   }
 
   LocalCluster& cluster_ = LocalCluster::shared();

@@ -45,7 +45,8 @@ TEST_F(OperatorDeletionTest, AProviderFirstRemovesItsMachinesAndKeepsItsWorkload
                "True";
       },
       kMint))
-      << cluster_.kubectl("get provider lab -n " + n + " -o yaml").output;
+      << cluster_.kubectl("get provider lab -n " + n + " -o yaml").output
+      << cluster_.kubectl("get pods -o wide -n " + n).output << cluster_.nodeDiagnostics();
   // Two machines on the backend; the test holds the second one's deletion with a finalizer of
   // its own, so the Provider's wait can be watched.
   createMachine(n, "vm1", "lab");

@@ -74,7 +74,7 @@ TEST_F(OperatorTest, AProviderGetsItsWorkloadAndTheNodeRunsIt) {
         return phase.find("/provider") != std::string::npos && phase[0] != '/';
       },
       kMint))
-      << cluster_.kubectl("get pods -o wide -n " + n).output;
+      << cluster_.kubectl("get pods -o wide -n " + n).output << cluster_.nodeDiagnostics();
   // The minted pod is the real provider runtime: it loads the plugin, connects with the
   // Provider's credentials and reports the plugin's failure domains; the operator mirrors the
   // pod's readiness.
@@ -87,7 +87,7 @@ TEST_F(OperatorTest, AProviderGetsItsWorkloadAndTheNodeRunsIt) {
       },
       kMint))
       << cluster_.kubectl("get provider lab -n " + n + " -o yaml").output
-      << cluster_.kubectl("get pods -o wide -n " + n).output;
+      << cluster_.kubectl("get pods -o wide -n " + n).output << cluster_.nodeDiagnostics();
   EXPECT_EQ(get("deployment " + w + " -n " + n, "{.status.readyReplicas}"), "1");
   // It serves the plugin's machine kind: provisioned, then removed with its backend file.
   auto machine = cluster_.apply(R"(apiVersion: infrastructure.file.example.com/v1alpha1

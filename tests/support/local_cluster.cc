@@ -203,6 +203,14 @@ CommandResult LocalCluster::kubectl(const std::string& args, std::chrono::second
       kubectlBinary() + " --kubeconfig " + shellQuote(kubeconfig_.string()) + " " + args, timeout);
 }
 
+std::string LocalCluster::nodeDiagnostics() const {
+  auto nodes = kubectl(
+      "get nodes -o jsonpath='{range .items[*]}{.metadata.name}: {range .status.conditions[*]}"
+      "{.type}={.status} {end}taints={.spec.taints}{\"\\n\"}{end}'");
+  auto disk = runCommand("df -h " + shellQuote(kubeconfig_.parent_path().string()));
+  return "--- node ---\n" + nodes.output + disk.output;
+}
+
 CommandResult LocalCluster::kubectlBanlieue(const std::string& args,
                                             std::chrono::seconds timeout) const {
   // In the build directory, beside the binary: one link for every test process (a process

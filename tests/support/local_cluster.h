@@ -75,6 +75,10 @@ class LocalCluster {
   // (tests/integration/testdata), for the tests that play Cluster API core (issue #24).
   CommandResult installClusterApiCrds() const;
 
+  // The node's conditions, taints and free disk, a line each: why a pod stays Pending with no
+  // node (a disk-pressure taint, a NotReady kubelet) when a test gives up waiting for it.
+  std::string nodeDiagnostics() const;
+
   // Creates a fresh namespace named after the running test; deleted by ~TestNamespace.
   class TestNamespace {
    public:
