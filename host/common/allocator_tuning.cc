@@ -9,7 +9,7 @@ constexpr int kServerArenas = 2;
 
 void tuneAllocatorForServer() {
   // Keep up to 16 MiB of free heap top before trimming, and grow the heap 1 MiB at a time.
-  // A controller's working set is far larger, so this does not change its footprint.
+  // Per arena (below): the cap on arenas bounds what this threshold can keep.
   mallopt(M_TRIM_THRESHOLD, 16 << 20);
   mallopt(M_TOP_PAD, 1 << 20);
   // glibc gives a thread that finds its arena locked a new one, up to 8 per core of the host
