@@ -6,7 +6,7 @@
 //     controller and provider processes the script started do the rest.
 //
 //   converge_bench limit <kubeconfig> <template-namespace> <template-vm> <namespace> <vms>
-//   <threads>
+//   <threads> [apply]
 //     The minimal client: for each VM, the same user create plus only the writes no correct
 //     system can skip, made directly and in dependency order, with payloads copied from the
 //     converged template VM and its FileMachine so every object has the same size:
@@ -21,6 +21,10 @@
 //       7. patch the VirtualMachine status               (Ready mirrored to the user)
 //     Nothing else: no reads, no watches, no Events, no intermediate conditions. Writes 2-7
 //     are the 6 per VM that no correct controller + provider pair can skip.
+//     With `apply`, writes 3, 6 and 7 are server-side applies with the roles' field managers,
+//     as the roles make them (the infra object's create, both statuses); the others stay merge
+//     patches, as in the roles. Same requests, so the difference is what apply costs the
+//     apiserver.
 //
 // Both print one JSON object on stdout. The client is not rate-limited (qps 0): the apiserver,
 // not a client-side budget, is what the limit measures.
@@ -151,8 +155,24 @@ std::string copied(const rapidjson::Value& object, const char* field) {
   return json::serialize(copy);
 }
 
+// What the roles apply: the controller the infra object and the VM's status, the provider the
+// infra object's status (host/roles/controller/infra_builder.h, provider/status_writer.cc).
+const kube::ApplyOptions kControllerApply{.field_manager = "banlieue.io/controller", .force = true};
+const kube::ApplyOptions kControllerStatusApply{
+    .field_manager = "banlieue.io/controller", .force = true, .subresource = "status"};
+const kube::ApplyOptions kProviderStatusApply{
+    .field_manager = "banlieue.io/provider", .force = true, .subresource = "status"};
+
+std::string statusBody(const char* api_version, const char* kind, const std::string& ns,
+                       const std::string& name, const std::string& status) {
+  return std::string(R"({"apiVersion":")") + api_version + R"(","kind":")" + kind +
+         R"(","metadata":{"name":")" + name + R"(","namespace":")" + ns + R"("},"status":)" +
+         status + "}";
+}
+
 int limit(const std::string& kubeconfig, const std::string& template_ns,
-          const std::string& template_vm, const std::string& ns, int n, int threads) {
+          const std::string& template_vm, const std::string& ns, int n, int threads,
+          bool by_apply) {
   auto client = bench::connect(kubeconfig, kUnthrottled);
   auto vm = check(client->get(kVirtualMachine, template_ns, template_vm), "read the template VM");
   auto machine =
@@ -176,36 +196,48 @@ int limit(const std::string& kubeconfig, const std::string& template_ns,
                         R"({"metadata":{"finalizers":["banlieue.io/virtualmachine"]}})"),
           "finalizer of VirtualMachine " + name);
     const std::string uid = json::stringOr(&created, "metadata.uid");
-    check(
-        client->create(
-            kFileMachine, ns,
-            R"({"apiVersion":"infrastructure.file.example.com/v1alpha1","kind":"FileMachine",)"
-            R"("metadata":{"name":")" +
-                name + R"(","namespace":")" + ns + R"(","labels":)" + machine_labels +
-                R"(,"ownerReferences":[{"apiVersion":"banlieue.io/v1alpha1",)"
-                R"("kind":"VirtualMachine","name":")" +
-                name + R"(","uid":")" + uid +
-                R"(","controller":true,"blockOwnerDeletion":true}]},"spec":)" + machine_spec + "}"),
-        "create FileMachine " + name);
+    const std::string infra =
+        R"({"apiVersion":"infrastructure.file.example.com/v1alpha1","kind":"FileMachine",)"
+        R"("metadata":{"name":")" +
+        name + R"(","namespace":")" + ns + R"(","labels":)" + machine_labels +
+        R"(,"ownerReferences":[{"apiVersion":"banlieue.io/v1alpha1",)"
+        R"("kind":"VirtualMachine","name":")" +
+        name + R"(","uid":")" + uid +
+        R"(","controller":true,"blockOwnerDeletion":true}]},"spec":)" + machine_spec + "}";
+    check(by_apply ? client->apply(kFileMachine, ns, name, infra, kControllerApply)
+                   : client->create(kFileMachine, ns, infra),
+          "create FileMachine " + name);
     check(client->patch(kFileMachine, ns, name, kube::PatchType::kMerge,
                         R"({"metadata":{"finalizers":["banlieue.io/provider-file"]}})"),
           "finalizer of FileMachine " + name);
     check(client->patch(kFileMachine, ns, name, kube::PatchType::kMerge,
                         R"({"spec":{"providerID":")" + provider_id + R"("}})"),
           "providerID of FileMachine " + name);
-    check(client->patch(kFileMachine, ns, name, kube::PatchType::kMerge,
-                        R"({"status":)" + machine_status + "}", "status"),
-          "status of FileMachine " + name);
-    check(client->patch(kVirtualMachine, ns, name, kube::PatchType::kMerge,
-                        R"({"status":)" + vm_status + "}", "status"),
-          "status of VirtualMachine " + name);
+    if (by_apply) {
+      check(client->apply(kFileMachine, ns, name,
+                          statusBody("infrastructure.file.example.com/v1alpha1", "FileMachine", ns,
+                                     name, machine_status),
+                          kProviderStatusApply),
+            "status of FileMachine " + name);
+      check(client->apply(kVirtualMachine, ns, name,
+                          statusBody("banlieue.io/v1alpha1", "VirtualMachine", ns, name, vm_status),
+                          kControllerStatusApply),
+            "status of VirtualMachine " + name);
+    } else {
+      check(client->patch(kFileMachine, ns, name, kube::PatchType::kMerge,
+                          R"({"status":)" + machine_status + "}", "status"),
+            "status of FileMachine " + name);
+      check(client->patch(kVirtualMachine, ns, name, kube::PatchType::kMerge,
+                          R"({"status":)" + vm_status + "}", "status"),
+            "status of VirtualMachine " + name);
+    }
     writes += 7;
   });
   double limit_s = seconds(Clock::now() - started);
   std::printf(
       "{\"vms\":%d,\"threads\":%d,\"limit_seconds\":%.3f,\"writes\":%d,\"writes_per_vm\":7,"
-      "\"unavoidable_writes_per_vm\":6}\n",
-      n, threads, limit_s, writes.load());
+      "\"unavoidable_writes_per_vm\":6,\"by_apply\":%s}\n",
+      n, threads, limit_s, writes.load(), by_apply ? "true" : "false");
   return 0;
 }
 
@@ -219,8 +251,9 @@ int main(int argc, char** argv) {
     if (args.size() == 6 && args[0] == "converge") {
       return converge(args[1], args[2], std::stoi(args[3]), std::stoi(args[4]), std::stoi(args[5]));
     }
-    if (args.size() == 7 && args[0] == "limit") {
-      return limit(args[1], args[2], args[3], args[4], std::stoi(args[5]), std::stoi(args[6]));
+    if ((args.size() == 7 || (args.size() == 8 && args[7] == "apply")) && args[0] == "limit") {
+      return limit(args[1], args[2], args[3], args[4], std::stoi(args[5]), std::stoi(args[6]),
+                   args.size() == 8);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "converge_bench: %s\n", e.what());
@@ -229,6 +262,6 @@ int main(int argc, char** argv) {
   std::fprintf(stderr,
                "usage: converge_bench converge <kubeconfig> <ns> <vms> <threads> <timeout-s>\n"
                "       converge_bench limit <kubeconfig> <template-ns> <template-vm> <ns> <vms> "
-               "<threads>\n");
+               "<threads> [apply]\n");
   return 2;
 }

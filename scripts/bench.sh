@@ -11,12 +11,15 @@
 # on stderr. Needs root (the node), as deploy/local/up --node does; re-runs itself with sudo.
 #
 #   scripts/bench.sh [--vms N] [--threads T] [--kube-qps Q] [--no-limit] [--keep] [--processes]
-#                    [--create-seconds S [--max-creates C]]
+#                    [--create-seconds S [--max-creates C]] [--limit-apply]
 #     --vms N        VirtualMachines to converge (default 100)
 #     --threads T    client threads creating VMs, and the minimal client's threads (default 16)
 #     --kube-qps Q   passed to both roles (default: the roles' own default, no client-side
 #                    limit, docs/adr/0048; with Q, burst 1.5 x Q)
 #     --no-limit     skip the minimal client (no limit_seconds or ratio): for RSS at large N
+#     --limit-apply  after the minimal client, the same client with the roles' server-side
+#                    applies (limit_apply_seconds), then the minimal client again in a third
+#                    namespace (limit_again_seconds: what the extra objects alone cost)
 #     --create-seconds S  a slow backend: the file plugin takes S seconds per create (polled as
 #                    an operation); reports backend_bound (N x S / C against converge_seconds)
 #     --max-creates C     the Provider's spec.maxConcurrentCreates (default: unset, 16)
@@ -25,19 +28,22 @@
 #     --processes    run the roles as plain host processes on a control plane without a node,
 #                    as before 2026-12 (no root needed): to compare with earlier figures
 #   JOBS=J           parallel compile jobs for the build step (default 2)
+#   ROLE_WRAPPER="W" with --processes: the controller runs as `W banlieue controller ...`
+#                    (e.g. "heaptrack -o /tmp/controller"), to profile it
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; }
 argv=("$@")
 
-vms=100 threads=16 qps="" keep=0 limit=1 mode=node create_seconds=0 max_creates=""
+vms=100 threads=16 qps="" keep=0 limit=1 limit_apply=0 mode=node create_seconds=0 max_creates=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --vms) vms=${2:?--vms needs a number}; shift 2 ;;
     --threads) threads=${2:?--threads needs a number}; shift 2 ;;
     --kube-qps) qps=${2:?--kube-qps needs a number}; shift 2 ;;
     --no-limit) limit=0; shift ;;
+    --limit-apply) limit_apply=1; shift ;;
     --create-seconds) create_seconds=${2:?--create-seconds needs a number}; shift 2 ;;
     --max-creates) max_creates=${2:?--max-creates needs a number}; shift 2 ;;
     --keep) keep=1; shift ;;
@@ -174,6 +180,10 @@ fi
 # ProviderClass and its published machineKind (the operator reads it from provider.json).
 k create namespace bench >/dev/null
 k create namespace bench-limit >/dev/null
+if [ "$limit_apply" -eq 1 ]; then
+  k create namespace bench-limit-apply >/dev/null
+  k create namespace bench-limit-again >/dev/null
+fi
 k apply -f - >/dev/null <<YAML
 apiVersion: banlieue.io/v1alpha1
 kind: ProviderClass
@@ -238,7 +248,9 @@ if [ "$mode" = processes ]; then
     shift
     health=$(free_port) metrics=$(free_port)
     t0=$(now_ms)
-    "$bin" --log-level info "$@" --kubeconfig "$kubeconfig" --bind-address 127.0.0.1 \
+    local wrapper=()
+    [ "$name" = controller ] && [ -n "${ROLE_WRAPPER:-}" ] && read -r -a wrapper <<<"$ROLE_WRAPPER"
+    ${wrapper[@]+"${wrapper[@]}"} "$bin" --log-level info "$@" --kubeconfig "$kubeconfig" --bind-address 127.0.0.1 \
       --health-port "$health" --metrics-port "$metrics" "${qps_flags[@]+"${qps_flags[@]}"}" \
       >"$logs/$name.log" 2>&1 </dev/null &
     pid=$!
@@ -557,6 +569,16 @@ if [ "$limit" -eq 1 ]; then
   limit_json=$("$build/bench/converge_bench" limit "$kubeconfig" bench vm-0 bench-limit "$vms" \
     "$threads") || fail "the minimal client failed"
   say "minimal client: $limit_json"
+  if [ "$limit_apply" -eq 1 ]; then
+    say "the minimal client with the roles' server-side applies"
+    limit_apply_json=$("$build/bench/converge_bench" limit "$kubeconfig" bench vm-0 \
+      bench-limit-apply "$vms" "$threads" apply) || fail "the minimal client (apply) failed"
+    say "minimal client (apply): $limit_apply_json"
+    say "the minimal client again, a third namespace"
+    limit_again_json=$("$build/bench/converge_bench" limit "$kubeconfig" bench vm-0 \
+      bench-limit-again "$vms" "$threads") || fail "the minimal client (again) failed"
+    say "minimal client (again): $limit_again_json"
+  fi
 fi
 
 say "ABI call overhead (abi_call_bench)"
@@ -571,6 +593,8 @@ field() { sed -n "s/.*\"$2\":\\([0-9.]*\\).*/\\1/p" <<<"$1"; }
 converge_seconds=$(field "$converge_json" converge_seconds)
 creates_took_seconds=$(field "$converge_json" create_seconds)
 limit_seconds=$(field "$limit_json" limit_seconds)
+limit_apply_seconds=$(field "${limit_apply_json:-}" limit_seconds)
+limit_again_seconds=$(field "${limit_again_json:-}" limit_seconds)
 ratio=null
 if [ -n "$limit_seconds" ]; then
   ratio=$(awk -v a="$converge_seconds" -v b="$limit_seconds" 'BEGIN { printf "%.2f", a / b }')
@@ -610,6 +634,8 @@ cat <<JSON
   "converge_seconds": $converge_seconds,
   "limit_seconds": $limit_seconds,
   "ratio_to_limit": $ratio,
+  "limit_apply_seconds": ${limit_apply_seconds:-null},
+  "limit_again_seconds": ${limit_again_seconds:-null},
   "create_seconds": $creates_took_seconds,
   "limit_writes_per_vm": {"user": 1, "unavoidable": 6},
   "api_writes_per_vm": {"controller": $(awk -v a="$c_total" -v n="$vms" 'BEGIN { printf "%.3f", a / n }'), "provider": $(awk -v a="$p_total" -v n="$vms" 'BEGIN { printf "%.3f", a / n }'), "all": $(awk -v a="$c_total" -v b="$p_total" -v n="$vms" 'BEGIN { printf "%.3f", (a + b) / n }')},
