@@ -112,6 +112,7 @@ int main(int argc, char** argv) {
   while (!informer.hasSynced()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   double sync_s = seconds(Clock::now() - sync_start);
   double rss_after = rssMiB();
+  const size_t cache_bytes = informer.bytes();  // keys and packed texts (docs/adr/0055)
 
   // Watch absorption: the apiserver's write rate bounds it, so writers run in parallel and
   // the figure is events delivered into the cache per second over the burst.
@@ -145,11 +146,12 @@ int main(int argc, char** argv) {
       "2f,\"list_watch_sync_"
       "seconds\":%.3f,"
       "\"rss_mib_before\":%.1f,\"rss_mib_after_sync\":%.1f,\"rss_mib_delta\":%.1f,"
-      "\"rss_kib_per_object\":%.2f,\"lists\":%llu,\"watch_events_absorbed\":%d,"
+      "\"rss_kib_per_object\":%.2f,\"cache_bytes_per_object\":%.1f,\"lists\":%llu,\"watch_events_"
+      "absorbed\":%d,"
       "\"watch_events_per_second\":%.0f,\"noop_reconciles_per_second\":%.0f}\n",
       n, kubectl_applied ? "true" : "false", keep_bookkeeping ? "kept" : "dropped", populate_s,
       sync_s, rss_before, rss_after, rss_after - rss_before, (rss_after - rss_before) * 1024.0 / n,
-      static_cast<unsigned long long>(stats.lists), updates.load(), updates.load() / burst_s,
-      n / reconcile_s);
+      static_cast<double>(cache_bytes) / n, static_cast<unsigned long long>(stats.lists),
+      updates.load(), updates.load() / burst_s, n / reconcile_s);
   return 0;
 }

@@ -24,7 +24,7 @@ build_packages=(
   lld
   # the host's libraries (Boost.DLL, CLI11, spdlog, RapidJSON, OpenSSL, cpprestsdk, yaml-cpp)
   libboost-dev libcli11-dev libspdlog-dev libfmt-dev rapidjson-dev libssl-dev
-  libcpprest-dev libyaml-cpp-dev
+  libcpprest-dev libyaml-cpp-dev zlib1g-dev
   # the plugins: vSphere (XML), libvirt (the C API), Proxmox (libssh2 for SFTP uploads)
   libpugixml-dev libvirt-dev libssh2-1-dev
 )

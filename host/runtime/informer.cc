@@ -26,7 +26,7 @@ struct Snapshot {
   rapidjson::Document document{&pool};
 };
 
-Object parseSnapshot(const std::string& text) {
+Object parseSnapshot(std::string_view text) {
   auto owner = std::make_shared<Snapshot>(text.size());
   // The text was written by this process from a parsed document: it parses.
   owner->document.Parse(text.data(), text.size());
@@ -69,11 +69,15 @@ std::vector<std::string> ownerIndex(const rapidjson::Value& object) {
 
 }  // namespace
 
-Informer::Received Informer::receive(rapidjson::Value& object) const {
+Informer::Received Informer::receive(rapidjson::Value& object) {
   if (!options_.keep_write_bookkeeping) dropWriteBookkeeping(object);
   return {.key = objectKey(object),
           .resource_version = json::stringOr(&object, "metadata.resourceVersion"),
-          .text = compactText(object)};
+          .text = packer_.pack(compactText(object))};
+}
+
+Object Informer::snapshot(std::string_view packed) const {
+  return parseSnapshot(packer_.unpack(packed));
 }
 
 std::string objectKey(const rapidjson::Value& object) {
@@ -111,7 +115,7 @@ Object Informer::get(const std::string& key) const {
     if (it == items_.end()) return nullptr;
     text = it->second;
   }
-  return parseSnapshot(text);  // outside the lock: writers do not wait for readers' parses
+  return snapshot(text);  // outside the lock: writers do not wait for readers' parses
 }
 
 std::vector<Object> Informer::list() const {
@@ -123,7 +127,7 @@ std::vector<Object> Informer::list() const {
   }
   std::vector<Object> out;
   out.reserve(texts.size());
-  for (const auto& text : texts) out.push_back(parseSnapshot(text));
+  for (const auto& text : texts) out.push_back(snapshot(text));
   return out;
 }
 
@@ -142,7 +146,7 @@ std::vector<Object> Informer::byIndex(const std::string& index, const std::strin
   }
   std::vector<Object> out;
   out.reserve(texts.size());
-  for (const auto& text : texts) out.push_back(parseSnapshot(text));
+  for (const auto& text : texts) out.push_back(snapshot(text));
   return out;
 }
 
@@ -170,6 +174,11 @@ size_t Informer::countByIndex(const std::string& index, const std::string& value
   if (idx == indexes_.end()) return 0;
   auto keys = idx->second.find(value);
   return keys == idx->second.end() ? 0 : keys->second.size();
+}
+
+size_t Informer::bytes() const {
+  std::shared_lock lock(mutex_);
+  return stored_bytes_;
 }
 
 size_t Informer::size() const {
@@ -208,14 +217,17 @@ void Informer::upsert(Received received) {
     std::unique_lock lock(mutex_);
     auto it = items_.find(received.key);
     if (it != items_.end()) {
-      old = parseSnapshot(it->second);
+      old = snapshot(it->second);
       indexLocked(received.key, *old, false);
+      stored_bytes_ -= it->second.size();
       it->second = std::move(received.text);
+      stored_bytes_ += it->second.size();
     } else {
       it = items_.emplace(received.key, std::move(received.text)).first;
+      stored_bytes_ += it->first.size() + it->second.size();
     }
     // What the indexers and the handlers see is what the cache holds, parsed back.
-    current = parseSnapshot(it->second);
+    current = snapshot(it->second);
     indexLocked(received.key, *current, true);
   }
   for (const auto& h : handlers_) {
@@ -230,8 +242,9 @@ void Informer::erase(const std::string& key) {
     std::unique_lock lock(mutex_);
     auto it = items_.find(key);
     if (it == items_.end()) return;
-    old = parseSnapshot(it->second);
+    old = snapshot(it->second);
     indexLocked(key, *old, false);
+    stored_bytes_ -= it->first.size() + it->second.size();
     items_.erase(it);
   }
   for (const auto& h : handlers_) {
@@ -288,7 +301,7 @@ Status Informer::listAndReplace() {
       if (auto it = items_.find(key); it != items_.end()) cached_text = it->second;
     }
     if (!cached_text.empty()) {
-      auto cached = parseSnapshot(cached_text);
+      auto cached = snapshot(cached_text);
       if (json::stringOr(cached.get(), "metadata.resourceVersion") == received.resource_version)
         continue;
     }

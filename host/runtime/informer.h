@@ -3,7 +3,8 @@
 //  - a watch that ends (server timeout) resumes from the last seen resourceVersion;
 //  - 410 Gone (history compacted) relists and reports objects that vanished as deletions;
 //  - other failures back off exponentially with jitter (0.8 s doubling to 30 s);
-//  - the cache keeps each object as its compact JSON text, indexed by key ("ns/name"),
+//  - the cache keeps each object as its compact JSON text, packed against a sibling as
+//    deflate dictionary (packed_text.h, docs/adr/0055), indexed by key ("ns/name"),
 //    namespace, owner UID and any indexer added before run(); get(), list() and byIndex()
 //    parse the text into an immutable snapshot (shared_ptr<const Document>) owned by the
 //    caller. A parsed document takes 2-3 times its text, so parsing on read is what keeps a
@@ -18,6 +19,7 @@
 #include "host/common/status_or.h"
 #include "host/kube/client.h"
 #include "host/runtime/clock.h"
+#include "host/runtime/packed_text.h"
 
 #include <rapidjson/document.h>
 
@@ -91,19 +93,24 @@ class Informer {
   std::vector<std::string> keysByIndex(const std::string& index, const std::string& value) const;
   size_t countByIndex(const std::string& index, const std::string& value) const;
   size_t size() const;
+  // The keys and packed texts held, in bytes: what the cache's objects cost before the maps'
+  // and indexes' own overhead.
+  size_t bytes() const;
   std::string lastResourceVersion() const;
   InformerStats stats() const;
 
  private:
-  // What the cache stores of a received object: its key and its text, the bookkeeping
+  // What the cache stores of a received object: its key and its packed text, the bookkeeping
   // dropped. A list keeps only these until it is complete, so a relist of N objects never
   // holds N parsed documents.
   struct Received {
     std::string key;
     std::string resource_version;
-    std::string text;
+    std::string text;  // packed by packer_
   };
-  Received receive(rapidjson::Value& object) const;
+  Received receive(rapidjson::Value& object);
+  // A stored (packed) text, unpacked and parsed.
+  Object snapshot(std::string_view packed) const;
   Status listAndReplace();
   Status watchOnce(const std::atomic<bool>& stop);
   void upsert(Received received);
@@ -119,9 +126,11 @@ class Informer {
   std::map<std::string, IndexFunc> indexers_;
 
   mutable std::shared_mutex mutex_;
-  std::map<std::string, std::string> items_;  // key -> compact JSON text
+  TextPacker packer_;
+  std::map<std::string, std::string> items_;  // key -> compact JSON text, packed by packer_
   std::map<std::string, std::map<std::string, std::set<std::string>>>
-      indexes_;  // index -> value -> keys
+      indexes_;              // index -> value -> keys
+  size_t stored_bytes_ = 0;  // bytes(): kept up to date under mutex_
   std::string resource_version_;
   std::atomic<bool> synced_{false};
   InformerStats stats_;

@@ -264,3 +264,60 @@ TEST(InformerTest, ACallerThatNeedsTheBookkeepingKeepsIt) {
 
 }  // namespace
 }  // namespace banlieue::runtime
+
+namespace banlieue::runtime {
+namespace {
+
+// A VirtualMachine-like object: what the informer of a large cache holds thousands of.
+std::string machine(int i, const std::string& rv) {
+  const std::string n = std::to_string(i);
+  return R"({"metadata":{"name":"vm-)" + n + R"(","namespace":"ns","uid":"1f0c)" + n +
+         R"(-6e2a-4f4e-9d3b-0c1d2e3f4a5b","resourceVersion":")" + rv +
+         R"(","creationTimestamp":"2026-12-06T15:46:42Z","finalizers":["banlieue.io/virtualmachine"]},)"
+         R"("spec":{"classRef":{"name":"small"},"imageRef":{"name":"debian-12"},)"
+         R"("desiredPowerState":"PoweredOn"},"status":{"conditions":[)"
+         R"({"lastTransitionTime":"2026-12-06T15:46:42Z","message":"VirtualMachine scheduled",)"
+         R"("observedGeneration":1,"reason":"Scheduled","status":"True","type":"Scheduled"},)"
+         R"({"lastTransitionTime":"2026-12-06T15:46:44Z","message":"the backend machine matches)"
+         R"( the spec","observedGeneration":1,"reason":"Provisioned","status":"True",)"
+         R"("type":"InfrastructureReady"}],"scheduled":{"providerName":"p-)" +
+         std::to_string(i % 3) + R"(","failureDomain":"zone-a"},"addresses":[{"address":"10.0.)" +
+         std::to_string(i % 250) + R"(.7","type":"InternalIP"}]}})";
+}
+
+// Issue #23: 10,000 cached VMs must fit the roles' 64 MB. Siblings share nearly every key and
+// most values, so each is kept packed against an earlier one (docs/adr/0055).
+TEST(InformerTest, ACacheOfSiblingsKeepsAFractionOfTheirText) {
+  ScriptedClient client;
+  std::atomic<bool> stop{false};
+  client.stop = &stop;
+  std::vector<std::string> items;
+  size_t text_bytes = 0;
+  for (int i = 0; i < 200; ++i) {
+    items.push_back(machine(i, std::to_string(100 + i)));
+    text_bytes += json::serialize(json::parse(items.back(), "machine")).size();
+  }
+  client.list_pages = {page(items, "300")};
+  client.watches.push_back({{{"MODIFIED", machine(7, "301")}}, Status::ok(), true});
+  Informer informer(client, kube::resources::kConfigMap, {});
+  informer.run(stop);
+
+  ASSERT_EQ(informer.size(), 200u);
+  EXPECT_LT(informer.bytes() * 4, text_bytes)
+      << informer.bytes() << " bytes held for " << text_bytes << " bytes of text";
+  // What comes back is the object, exactly (a list item with the kind the list named).
+  for (int i : {0, 7, 199}) {
+    auto cached = informer.get("ns/vm-" + std::to_string(i));
+    ASSERT_NE(cached, nullptr);
+    rapidjson::Document copy;
+    copy.CopyFrom(*cached, copy.GetAllocator());
+    copy.RemoveMember("apiVersion");
+    copy.RemoveMember("kind");
+    EXPECT_EQ(json::serialize(copy),
+              json::serialize(
+                  json::parse(machine(i, i == 7 ? "301" : std::to_string(100 + i)), "machine")));
+  }
+}
+
+}  // namespace
+}  // namespace banlieue::runtime
