@@ -156,12 +156,12 @@ std::string copied(const rapidjson::Value& object, const char* field) {
 }
 
 // What the roles apply: the controller the infra object and the VM's status, the provider the
-// infra object's status (host/roles/controller/infra_builder.h, provider/status_writer.cc).
+// infra object's status (host/roles/controller/infra_builder.h, provider/runtime_context.h).
 const kube::ApplyOptions kControllerApply{.field_manager = "banlieue.io/controller", .force = true};
 const kube::ApplyOptions kControllerStatusApply{
     .field_manager = "banlieue.io/controller", .force = true, .subresource = "status"};
 const kube::ApplyOptions kProviderStatusApply{
-    .field_manager = "banlieue.io/provider", .force = true, .subresource = "status"};
+    .field_manager = "banlieue.io/provider-file", .force = true, .subresource = "status"};
 
 std::string statusBody(const char* api_version, const char* kind, const std::string& ns,
                        const std::string& name, const std::string& status) {

@@ -29,11 +29,12 @@
 #                    as before 2026-12 (no root needed): to compare with earlier figures
 #   JOBS=J           parallel compile jobs for the build step (default 2)
 #   ROLE_WRAPPER="W" with --processes: the controller runs as `W banlieue controller ...`
-#                    (e.g. "heaptrack -o /tmp/controller"), to profile it
+#                    (e.g. "heaptrack -o /tmp/controller"), to profile it; its RSS figures are
+#                    then the wrapper's process, not the role's
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-usage() { sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; }
 argv=("$@")
 
 vms=100 threads=16 qps="" keep=0 limit=1 limit_apply=0 mode=node create_seconds=0 max_creates=""
