@@ -107,11 +107,13 @@ int main() {
       "1f},"
       "\"large\":{\"vms\":%zu,\"failureDomains\":%zu,\"soapCalls\":%llu,\"ms\":%.1f}},"
       "\"vmCreate\":{\"soapCalls\":%llu,\"pluginCalls\":%d},"
-      "\"vmDelete\":{\"soapCalls\":%llu,\"pluginCalls\":%d}}\n",
+      "\"vmDelete\":{\"soapCalls\":%llu,\"pluginCalls\":%d},"
+      "\"soap_calls_per_create\":%llu,\"soap_calls_per_delete\":%llu}\n",
       small.vms, small.failure_domains, static_cast<unsigned long long>(small.round_trips),
       small.ms, large.vms, large.failure_domains,
       static_cast<unsigned long long>(large.round_trips), large.ms,
       static_cast<unsigned long long>(create), create_calls,
-      static_cast<unsigned long long>(remove), delete_calls);
+      static_cast<unsigned long long>(remove), delete_calls,
+      static_cast<unsigned long long>(create), static_cast<unsigned long long>(remove));
   return large.round_trips == small.round_trips ? 0 : 1;
 }

@@ -11,7 +11,7 @@
 # on stderr. Needs root (the node), as deploy/local/up --node does; re-runs itself with sudo.
 #
 #   scripts/bench.sh [--vms N] [--threads T] [--kube-qps Q] [--no-limit] [--keep] [--processes]
-#                    [--create-seconds S [--max-creates C]] [--limit-apply]
+#                    [--create-seconds S [--max-creates C]] [--limit-apply] [--baseline FILE]
 #     --vms N        VirtualMachines to converge (default 100)
 #     --threads T    client threads creating VMs, and the minimal client's threads (default 16)
 #     --kube-qps Q   passed to both roles (default: the roles' own default, no client-side
@@ -23,6 +23,9 @@
 #     --create-seconds S  a slow backend: the file plugin takes S seconds per create (polled as
 #                    an operation); reports backend_bound (N x S / C against converge_seconds)
 #     --max-creates C     the Provider's spec.maxConcurrentCreates (default: unset, 16)
+#     --baseline FILE  the JSON document of an earlier run at a smaller N (e.g. --vms 10000
+#                    beside --vms 50000): adds marginal_kb_per_vm, each role's peak RSS growth
+#                    per VM between the two
 #     --keep         leave the cluster, its node and its state directory up afterwards (and the
 #                    roles' pods, when the run failed before stopping them)
 #     --processes    run the roles as plain host processes on a control plane without a node,
@@ -34,10 +37,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-usage() { sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; }
 argv=("$@")
 
 vms=100 threads=16 qps="" keep=0 limit=1 limit_apply=0 mode=node create_seconds=0 max_creates=""
+baseline=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --vms) vms=${2:?--vms needs a number}; shift 2 ;;
@@ -47,6 +51,7 @@ while [ $# -gt 0 ]; do
     --limit-apply) limit_apply=1; shift ;;
     --create-seconds) create_seconds=${2:?--create-seconds needs a number}; shift 2 ;;
     --max-creates) max_creates=${2:?--max-creates needs a number}; shift 2 ;;
+    --baseline) baseline=${2:?--baseline needs a file}; shift 2 ;;
     --keep) keep=1; shift ;;
     --processes) mode=processes; shift ;;
     -h|--help) usage; exit 0 ;;
@@ -61,6 +66,14 @@ done
   { echo "scripts/bench.sh: --create-seconds must be a whole number of seconds" >&2; exit 2; }
 [ -z "$max_creates" ] || [[ $max_creates =~ ^[1-9][0-9]*$ ]] ||
   { echo "scripts/bench.sh: --max-creates must be a positive integer" >&2; exit 2; }
+if [ -n "$baseline" ]; then
+  baseline_vms=$(jq -er '.vms' "$baseline" 2>/dev/null) && jq -e \
+    '(.controller_rss_mb | numbers) and (.provider_rss_mb | numbers)' "$baseline" >/dev/null 2>&1 ||
+    { echo "scripts/bench.sh: --baseline $baseline is not the JSON document of a bench run" >&2; exit 2; }
+  [ "$baseline_vms" -lt "$vms" ] ||
+    { echo "scripts/bench.sh: --baseline must be a run at fewer VMs than --vms $vms (it has $baseline_vms)" >&2; exit 2; }
+  baseline=$(realpath "$baseline")  # the script changes directory and may re-run under sudo
+fi
 jobs=${JOBS:-2}
 [[ $jobs =~ ^[1-9][0-9]*$ ]] || { echo "scripts/bench.sh: JOBS must be a positive integer" >&2; exit 2; }
 if [ "$mode" = node ] && [ "$(id -u)" -ne 0 ]; then
@@ -611,6 +624,13 @@ if [ "$create_seconds" -gt 0 ]; then
     'BEGIN { w = int((n + c - 1) / c); f = w * s
              printf "{\"create_seconds\": %d, \"max_concurrent_creates\": %d, \"floor_seconds\": %.2f, \"backend_bound_ratio\": %.3f}", s, c, f, t / f }')
 fi
+# Peak RSS growth per VM against a run at a smaller N (issue #23's marginal cost, in KiB).
+marginal_json=null
+if [ -n "$baseline" ]; then
+  marginal_json=$(jq -c --argjson n "$vms" --argjson c "$controller_rss_mb" --argjson p "$provider_rss_mb" \
+    '{from_vms: .vms, controller: (($c - .controller_rss_mb) * 1024 / ($n - .vms) * 100 | round / 100),
+      provider: (($p - .provider_rss_mb) * 1024 / ($n - .vms) * 100 | round / 100)}' "$baseline")
+fi
 c_create=$(delta "$logs/controller.0" "$logs/controller.1")
 p_create=$(delta "$logs/provider.0" "$logs/provider.1")
 c_steady=$(delta "$logs/controller.1" "$logs/controller.2")
@@ -652,6 +672,7 @@ cat <<JSON
   "steady_state_backend_calls_by_method": $steady_calls_by_method,
   "controller_rss_mb": $controller_rss_mb,
   "provider_rss_mb": $provider_rss_mb,
+  "marginal_kb_per_vm": $marginal_json,
   "startup_ms": {"controller": $controller_startup_ms, "provider": $provider_startup_ms},
   "cpu_throttled_seconds": {"controller": $controller_throttled, "provider": $provider_throttled},
   "backend_bound": $backend_bound_json,

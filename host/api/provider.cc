@@ -362,7 +362,11 @@ const Fields<PublishedPlugin>& PublishedPlugin::describe() {
                                  "(introspect, importImage, deleteImage, snapshot, console)"})
           .field("features", &T::features, {.description = "Features the plugin declares"})
           .field("observedGeneration", &T::observed_generation,
-                 {.description = "The class's metadata.generation the pod loaded it from"});
+                 {.description = "The class's metadata.generation the pod loaded it from"})
+          .field("machineFinalizer", &T::machine_finalizer,
+                 {.description = "The finalizer the pod's provider puts on infrastructure "
+                                 "objects before any backend work; the controller creates them "
+                                 "carrying it, which saves the provider that write"});
   return f;
 }
 

@@ -190,6 +190,9 @@ struct PublishedPlugin {
   std::vector<std::string> operations;  // describe's operations the plugin serves
   std::vector<std::string> features;
   int64_t observed_generation = 0;  // the class's metadata.generation the pod resolved it from
+  // The finalizer the pod's provider puts on infrastructure objects before any backend work;
+  // the controller creates them carrying it (docs/adr/0056). Empty from pods older than it.
+  std::string machine_finalizer;
   static const Fields<PublishedPlugin>& describe();
 };
 

@@ -249,13 +249,20 @@ class ControllerVmTest : public ::testing::Test {
   }
 
   // A ProviderClass whose plugin declares `kind`, as the operator would publish it.
-  void providerClass(const std::string& name, const std::string& kind) {
+  // `machine_finalizer`, when given, is published as a provider pod of the class would
+  // (status.plugin.machineFinalizer, docs/adr/0056).
+  void providerClass(const std::string& name, const std::string& kind,
+                     const std::string& machine_finalizer = "") {
     apply("apiVersion: banlieue.io/v1alpha1\nkind: ProviderClass\nmetadata:\n  name: " + name +
           "\n  labels: {banlieue-test: " + prefix_ +
           "}\nspec:\n  backend: test\n  deployment: External\n");
+    std::string plugin;
+    if (!machine_finalizer.empty()) {
+      plugin = R"(,"plugin":{"name":"test","machineFinalizer":")" + machine_finalizer + R"("})";
+    }
     patchStatus(resources::kProviderClass, "", name,
                 R"({"machineKind":{"apiVersion":"infrastructure.banlieue.io/v1beta2","kind":")" +
-                    kind + R"("}})");
+                    kind + R"("})" + plugin + "}");
   }
 
   void provider(const std::string& name, const std::string& provider_class,
@@ -342,6 +349,11 @@ class ControllerVmTest : public ::testing::Test {
         client_->patch(type, ns_.name(), name, kube::PatchType::kMerge,
                        R"({"metadata":{"finalizers":["banlieue.io/provider-test"]}})", "");
     ASSERT_TRUE(finalized.ok()) << finalized.status().message();
+    provideStatus(type, name);
+  }
+
+  // The provider's status alone: for an object created with its finalizer (docs/adr/0056).
+  void provideStatus(const kube::ResourceType& type, const std::string& name) {
     patchStatus(type, ns_.name(), name,
                 R"({"initialization":{"provisioned":true},"observedPowerState":"PoweredOn",
                     "addresses":[{"type":"InternalIP","address":"192.0.2.10"}],

@@ -127,6 +127,67 @@ TEST_F(ControllerVmTest, CreateBecomesReadyPowerFlowsSteadyStateIsSilentDeleteLe
   }));
 }
 
+// Issue #23 (docs/adr/0056): when the class publishes its provider's finalizer, the controller
+// creates the infra object carrying it, so the provider has no finalizer of its own to write
+// before its first backend call; every later apply keeps it, and deletion still waits for it.
+TEST_F(ControllerVmTest, ThePublishedProviderFinalizerIsOnTheInfraObjectFromItsCreate) {
+  const std::string finalizer = "banlieue.io/provider-test";
+  providerClass(prefix_ + "-lv", "LibvirtMachine", finalizer);
+  provider("p1", prefix_ + "-lv", "{site: one}");
+  vmClass(prefix_ + "-small");
+  image(prefix_ + "-img", {{"p1", "/images/debian.qcow2"}});
+  apply(
+      "apiVersion: banlieue.io/v1alpha1\nkind: VirtualMachine\nmetadata:\n  name: web\n"
+      "spec:\n  classRef: {name: " +
+      prefix_ + "-small}\n  imageRef: {name: " + prefix_ + "-img}\n");
+  ASSERT_TRUE(LocalCluster::eventually([&] { return get(kLibvirtMachine, "web") != nullptr; }))
+      << condition("web", "Ready", "message");
+  auto finalizers = [&] {
+    return cluster_
+        .kubectl("get libvirtmachine web -n " + ns_.name() +
+                 " -o jsonpath='{.metadata.finalizers}'")
+        .output;
+  };
+  auto managers = [&] {
+    return cluster_
+        .kubectl("get libvirtmachine web -n " + ns_.name() +
+                 " -o jsonpath='{range .metadata.managedFields[*]}{.manager}/{.operation} {end}'")
+        .output;
+  };
+  // Nobody but the controller has written the object: the finalizer came with its create.
+  EXPECT_EQ(finalizers(), R"(["banlieue.io/provider-test"])");
+  EXPECT_EQ(managers(), "banlieue.io/controller/Apply ");
+  const int create_writes = counting_->objectWrites(ns_.name(), "web");
+
+  // A change that re-applies the object keeps the finalizer (an apply leaving it out would
+  // remove it: this manager applied it).
+  ASSERT_EQ(cluster_.kubectl("label bvm web tier=db -n " + ns_.name()).exit_code, 0);
+  ASSERT_TRUE(LocalCluster::eventually([&] {
+    auto m = get(kLibvirtMachine, "web");
+    return m && json::stringOr(m.get(), "metadata.labels.tier") == "db";
+  }));
+  EXPECT_EQ(finalizers(), R"(["banlieue.io/provider-test"])");
+
+  provideStatus(kLibvirtMachine, "web");
+  ASSERT_TRUE(LocalCluster::eventually([&] { return condition("web", "Ready") == "True"; }))
+      << condition("web", "Ready", "message");
+  EXPECT_EQ(finalizers(), R"(["banlieue.io/provider-test"])");
+  EXPECT_LE(counting_->objectWrites(ns_.name(), "web"), create_writes + 2)
+      << "the label's apply and the Ready status; " << counting_->describe();
+
+  // Deletion waits for the provider to release it.
+  ASSERT_EQ(cluster_.kubectl("delete bvm web --wait=false -n " + ns_.name()).exit_code, 0);
+  ASSERT_TRUE(LocalCluster::eventually([&] { return terminating(kLibvirtMachine, "web"); }));
+  reconcileAndWait("web");
+  EXPECT_NE(get(resources::kVirtualMachine, "web"), nullptr) << "the VM must outlive its infra CR";
+  EXPECT_EQ(finalizers(), R"(["banlieue.io/provider-test"])");
+  releaseProviderFinalizer(kLibvirtMachine, "web");
+  EXPECT_TRUE(LocalCluster::eventually([&] {
+    return get(resources::kVirtualMachine, "web") == nullptr &&
+           get(kLibvirtMachine, "web") == nullptr;
+  }));
+}
+
 TEST_F(ControllerVmTest, BackendSwapConvergesWithinAKindAndAcrossKinds) {
   providerClass(prefix_ + "-lv", "LibvirtMachine");
   providerClass(prefix_ + "-px", "ProxmoxMachine");

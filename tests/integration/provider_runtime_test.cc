@@ -130,13 +130,17 @@ spec:
     return r.exit_code == 0;
   }
 
-  void applyMachine(const std::string& name, const std::string& power = "PoweredOn") {
+  // `finalizer`: created carrying it, as the controller creates infra objects (docs/adr/0056).
+  void applyMachine(const std::string& name, const std::string& power = "PoweredOn",
+                    const std::string& finalizer = "") {
     auto applied = cluster_.apply(R"(apiVersion: infrastructure.file.example.com/v1alpha1
 kind: FileMachine
 metadata:
   name: )" + name + R"(
   namespace: )" + ns_->name() + R"(
-  labels: {banlieue.io/provider: files}
+  labels: {banlieue.io/provider: files})" +
+                                  (finalizer.empty() ? "" : "\n  finalizers: [" + finalizer + "]") +
+                                  R"(
 spec:
   providerRef: {name: files}
   cpus: 2
@@ -234,6 +238,8 @@ TEST_F(ProviderRuntimeTest, ItPublishesWhatItLoadedOnItsClassAndAgainWhenRemoved
   EXPECT_EQ(jsonpath(cls, "{.status.plugin.observedGeneration}"),
             jsonpath(cls, "{.metadata.generation}"));
   EXPECT_THAT(jsonpath(cls, "{.status.plugin.operations}"), HasSubstr("introspect"));
+  // What the controller puts on the infra objects it creates for this class (docs/adr/0056).
+  EXPECT_EQ(jsonpath(cls, "{.status.plugin.machineFinalizer}"), "banlieue.io/provider-file");
   // The digest of the library it loaded, as sha256sum computes it.
   auto digest = runCommand("sha256sum " + std::string(PLUGIN_DIR) +
                            "/file/libbanlieue-provider-file.so | cut -d' ' -f1");
@@ -251,6 +257,35 @@ TEST_F(ProviderRuntimeTest, ItPublishesWhatItLoadedOnItsClassAndAgainWhenRemoved
     return jsonpath(cls, "{.status.plugin.name}") == "file";
   })) << jsonpath(cls, "{.status}")
       << diagnostics();
+}
+
+// Issue #23 (docs/adr/0056): a machine the controller created carrying the provider's
+// finalizer costs the provider no finalizer write: its writes are the providerID and the
+// status, and deletion still goes through it.
+TEST_F(ProviderRuntimeTest, AMachineCreatedWithItsFinalizerCostsTheProviderNoFinalizerWrite) {
+  applyClassAndProvider();
+  startProvider();
+  applyMachine("vm1", "PoweredOn", "banlieue.io/provider-file");
+  ASSERT_TRUE(waitFor("filemachine/vm1", "Ready")) << diagnostics();
+  EXPECT_FALSE(jsonpath("filemachine vm1", "{.spec.providerID}").empty());
+  // What each manager owns: the provider must own no finalizer (it never wrote one).
+  const std::string owned = jsonpath(
+      "filemachine vm1",
+      R"({range .metadata.managedFields[*]}{.manager}:{.subresource}:{.fieldsV1}{"\n"}{end})");
+  bool provider_wrote = false;
+  std::istringstream lines(owned);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("banlieue.io/provider-file:", 0) != 0) continue;
+    provider_wrote = true;
+    EXPECT_THAT(line, ::testing::Not(HasSubstr("f:finalizers"))) << owned;
+  }
+  EXPECT_TRUE(provider_wrote) << owned;
+  EXPECT_EQ(jsonpath("filemachine vm1", "{.metadata.finalizers}"),
+            R"(["banlieue.io/provider-file"])");
+
+  auto deleted = cluster_.kubectl("delete filemachine vm1 -n " + ns_->name() + " --timeout=60s");
+  EXPECT_EQ(deleted.exit_code, 0) << deleted.output << diagnostics();
+  EXPECT_FALSE(fs::exists(backend_dir_ / (ns_->name() + "_vm1.json")));
 }
 
 TEST_F(ProviderRuntimeTest, AMachineIsProvisionedAndItsBackendFileRemovedOnDelete) {

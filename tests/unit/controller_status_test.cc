@@ -10,7 +10,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <set>
+#include <string>
+#include <vector>
 
 namespace banlieue::controller {
 namespace {
@@ -368,6 +371,69 @@ TEST_F(InfraBuilderTest, UpToDateNeedsTheSameHashAndEveryDesiredField) {
   ASSERT_TRUE(without_user_data.ok());
   EXPECT_TRUE(jsonContains(live["spec"], (*without_user_data)["spec"]));
   EXPECT_FALSE(infraUpToDate(*without_user_data, live));
+}
+
+// Issue #23 (docs/adr/0056): a new infra object carries its provider's finalizer, so the
+// provider need not write it. It is outside the applied hash: objects made before it are not
+// re-applied for it, and a finalizer the provider wrote itself is no reason to apply.
+TEST_F(InfraBuilderTest, TheProvidersFinalizerRidesOnTheCreateOutsideTheHash) {
+  auto plain = build("AcmeMachine");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(json::find(&*plain, "metadata.finalizers"), nullptr);
+  InfraBuildInput input{.vm = &vm_,
+                        .vm_class = &class_,
+                        .image = &image_,
+                        .provider = &provider_,
+                        .placement = &placement_,
+                        .kind = {"infrastructure.banlieue.io/v1beta2", "AcmeMachine"},
+                        .user_data = UserDataReference{"web-1-user-data", "42"},
+                        .finalizers = {"banlieue.io/provider-acme"}};
+  auto with = buildInfraObject(input);
+  ASSERT_TRUE(with.ok());
+  const auto* finalizers = json::find(&*with, "metadata.finalizers");
+  ASSERT_NE(finalizers, nullptr);
+  ASSERT_TRUE(finalizers->IsArray());
+  ASSERT_EQ(finalizers->Size(), 1U);
+  EXPECT_STREQ((*finalizers)[0].GetString(), "banlieue.io/provider-acme");
+  auto hash = [](const rapidjson::Value& d) {
+    return std::string(
+        (*json::find(&d, "metadata.annotations"))[kAppliedHashAnnotation].GetString());
+  };
+  EXPECT_EQ(hash(*with), hash(*plain));
+  EXPECT_TRUE(infraUpToDate(*with, *plain));
+  EXPECT_TRUE(infraUpToDate(*plain, *with));
+}
+
+TEST(InfraFinalizersTest, TheClassesOnCreateAndOnlyTheLiveObjectsProviderFinalizersAfter) {
+  auto doc = [](const char* text) {
+    auto d = std::make_unique<rapidjson::Document>();
+    d->Parse(text);
+    return d;
+  };
+  auto published = doc(
+      R"({"status":{"plugin":{"name":"acme","machineFinalizer":"banlieue.io/provider-acme"}}})");
+  EXPECT_EQ(infraFinalizers(published.get(), nullptr),
+            std::vector<std::string>{"banlieue.io/provider-acme"});
+  // A class whose pods predate the field, no class, or a name that is not a provider's.
+  auto older = doc(R"({"status":{"plugin":{"name":"acme"}}})");
+  EXPECT_TRUE(infraFinalizers(older.get(), nullptr).empty());
+  EXPECT_TRUE(infraFinalizers(nullptr, nullptr).empty());
+  auto foreign = doc(R"({"status":{"plugin":{"machineFinalizer":"example.com/hold"}}})");
+  EXPECT_TRUE(infraFinalizers(foreign.get(), nullptr).empty());
+  auto bare = doc(R"({"status":{"plugin":{"machineFinalizer":"banlieue.io/provider-"}}})");
+  EXPECT_TRUE(infraFinalizers(bare.get(), nullptr).empty());
+
+  // After the create: exactly the provider finalizers the object has, whatever the class says
+  // now (a later apply that dropped one it once applied would remove it).
+  auto live = doc(R"({"metadata":{"finalizers":["example.com/hold","banlieue.io/provider-old",)"
+                  R"("banlieue.io/provider-acme"]}})");
+  EXPECT_EQ(infraFinalizers(published.get(), live.get()),
+            (std::vector<std::string>{"banlieue.io/provider-old", "banlieue.io/provider-acme"}));
+  auto released = doc(R"({"metadata":{"finalizers":["example.com/hold"]}})");
+  EXPECT_TRUE(infraFinalizers(published.get(), released.get()).empty())
+      << "never one the live object lacks: it may be going";
+  auto none = doc(R"({"metadata":{}})");
+  EXPECT_TRUE(infraFinalizers(published.get(), none.get()).empty());
 }
 
 TEST(ImageReadyTest, ReadyWhenEveryExistingProvidersRowIsReady) {

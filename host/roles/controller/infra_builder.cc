@@ -12,6 +12,7 @@
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 
 namespace banlieue::controller {
 namespace {
@@ -450,7 +451,34 @@ StatusOr<rapidjson::Document> buildInfraObject(const InfraBuildInput& in) {
       std::to_string(common::fnv1a64(json::serialize(doc), common::kFnv1a64TruncatedBasis));
   doc["metadata"]["annotations"].AddMember(rapidjson::StringRef(kAppliedHashAnnotation),
                                            json::stringValue(hash, a), a);
+  if (!in.finalizers.empty()) {
+    rapidjson::Value finalizers(rapidjson::kArrayType);
+    for (const auto& f : in.finalizers) finalizers.PushBack(json::stringValue(f, a), a);
+    doc["metadata"].AddMember("finalizers", finalizers, a);
+  }
   return doc;
+}
+
+std::vector<std::string> infraFinalizers(const rapidjson::Value* provider_class,
+                                         const rapidjson::Value* live) {
+  auto isProviders = [](const std::string& f) {
+    return f.size() > std::strlen(kProviderFinalizerPrefix) &&
+           f.compare(0, std::strlen(kProviderFinalizerPrefix), kProviderFinalizerPrefix) == 0;
+  };
+  std::vector<std::string> out;
+  if (live == nullptr) {
+    // Only a provider's own name: a class status naming anything else would hold every
+    // deletion for a finalizer no provider removes.
+    std::string published = json::stringOr(provider_class, "status.plugin.machineFinalizer");
+    if (isProviders(published)) out.push_back(std::move(published));
+    return out;
+  }
+  if (const auto* have = json::find(live, "metadata.finalizers"); have && have->IsArray()) {
+    for (const auto& f : have->GetArray()) {
+      if (f.IsString() && isProviders(f.GetString())) out.emplace_back(f.GetString());
+    }
+  }
+  return out;
 }
 
 rapidjson::Value vmControllerReference(const api::VirtualMachine& vm,

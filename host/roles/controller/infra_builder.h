@@ -7,7 +7,8 @@
 // `banlieue.io/provider` and `banlieue.io/owned-by` (plus the VM's own labels), a controller
 // ownerReference to the VM, spec.providerRef, spec.failureDomain, spec.desiredPowerState and,
 // for a VM with userData, the annotations naming the Secret that holds it rendered (never the
-// text: docs/adr/0026). spec.providerID is never set here: the provider runtime owns it.
+// text: docs/adr/0026). spec.providerID is never set here: the provider runtime owns it. A
+// new object carries its provider's finalizer when the class publishes it (docs/adr/0056).
 #pragma once
 
 #include "host/api/provider.h"
@@ -21,6 +22,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace banlieue::controller {
 
@@ -50,7 +52,22 @@ struct InfraBuildInput {
   const Placement* placement = nullptr;
   MachineKind kind;
   std::optional<UserDataReference> user_data;  // the rendered Secret, when the VM has userData
+  // metadata.finalizers of the applied object (infraFinalizers below); outside the applied
+  // hash, so objects made before it are not re-applied for it.
+  std::vector<std::string> finalizers;
 };
+
+// The prefix of every provider's infra finalizer (banlieue.io/provider-<backend>).
+inline constexpr const char* kProviderFinalizerPrefix = "banlieue.io/provider-";
+
+// The finalizers the controller's apply of an infra object carries (docs/adr/0056). Creating
+// one (`live` null), the finalizer its class's provider pods publish in
+// status.plugin.machineFinalizer, so the provider need not write it before its first backend
+// call. Applying to an existing one, the provider finalizers it already has: an apply that
+// leaves out a finalizer this manager applied before would remove it, and with it the guard
+// that the backend machine goes first. Never one the live object lacks (it may be going).
+std::vector<std::string> infraFinalizers(const rapidjson::Value* provider_class,
+                                         const rapidjson::Value* live);
 
 // The controller ownerReference to `vm` its objects carry (the infrastructure object, the
 // rendered userData Secret).

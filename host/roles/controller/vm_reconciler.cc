@@ -416,11 +416,12 @@ Result VmReconciler::reconcilePlaced(Pass& pass, const Placement& placement) {
   build.vm_class = &*vm_class;
   build.image = &*image;
   build.provider = &*provider;
+  const rapidjson::Value* current = live ? live.get() : nullptr;
+  build.finalizers = infraFinalizers(desired_class ? desired_class.get() : nullptr, current);
   auto desired = buildInfraObject(build);
   if (!desired.ok()) return refuse(pass, "InfraBuildFailed", desired.status().message(), 0s);
 
   rapidjson::Document applied_doc;
-  const rapidjson::Value* current = live ? live.get() : nullptr;
   if (current == nullptr || !infraUpToDate(*desired, *current)) {
     auto applied = applyInfra(pass, *infra_kind, *desired, /*creating=*/current == nullptr);
     if (!applied.ok()) {

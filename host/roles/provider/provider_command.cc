@@ -130,7 +130,7 @@ void reportStartupFailure(kube::KubeClient& client, const Options& o, const std:
           a),
       a);
   (void)applyStatusIfChanged(client, kProviderType, *provider, status,
-                             "banlieue.io/provider-" + o.backend);
+                             providerFieldManager(o.backend));
 }
 
 int runProvider(const Options& o) {
@@ -231,7 +231,7 @@ int runProvider(const Options& o) {
   };
   auto serve = [&](const std::atomic<bool>& work_stop) {
     // 3. Controllers over this Provider's own objects only (server-side filtered watches).
-    runtime::EventRecorder events(client, {"banlieue.io/provider-" + o.backend, identity});
+    runtime::EventRecorder events(client, {providerFieldManager(o.backend), identity});
     PluginSession session(resolved.plugin);
     RuntimeContext context{client, events, session,   o.backend,
                            ns,     name,   work_stop, std::chrono::seconds(o.call_timeout_seconds)};
@@ -260,9 +260,9 @@ int runProvider(const Options& o) {
     runtime::InformerOptions class_options;
     class_options.field_selector = "metadata.name=" + resolved.class_name;
     runtime::Informer own_class(client, kProviderClassType, class_options);
-    ClassPublisher publisher(client, own_class,
-                             describePublished(*resolved.plugin, resolved.class_generation),
-                             "banlieue.io/provider-" + o.backend);
+    auto published = describePublished(*resolved.plugin, resolved.class_generation);
+    published.machine_finalizer = context.finalizer();
+    ClassPublisher publisher(client, own_class, std::move(published), context.fieldManager());
     runtime::Controller publish_controller("providerclass-publication", publisher,
                                            runtime::ControllerOptions{1});
     publish_controller.watch(own_class);

@@ -17,6 +17,12 @@
 
 namespace banlieue::roles::provider {
 
+// banlieue.io/provider-<backend>: the field manager of every write a provider makes and the
+// finalizer it puts on infrastructure objects.
+inline std::string providerFieldManager(const std::string& backend) {
+  return "banlieue.io/provider-" + backend;
+}
+
 struct RuntimeContext {
   kube::KubeClient& client;
   runtime::EventRecorder& events;
@@ -38,9 +44,10 @@ struct RuntimeContext {
     return machine_locks->lock(uid);
   }
 
-  // banlieue.io/provider-<backend>: the field manager of every write and the infra finalizer.
-  std::string fieldManager() const { return "banlieue.io/provider-" + backend; }
-  std::string finalizer() const { return "banlieue.io/provider-" + backend; }
+  std::string fieldManager() const { return providerFieldManager(backend); }
+  // The same name: published on the class (status.plugin.machineFinalizer), so the controller
+  // creates infra objects carrying it (docs/adr/0056).
+  std::string finalizer() const { return providerFieldManager(backend); }
   // `object` ("Kind ns/name") names the call in the stuck-call liveness check and the journal,
   // which also keeps its generation (a quarantine lifts when it moves).
   plugin::CallOptions callOptions(const std::string& object_uid, const std::string& object = {},
