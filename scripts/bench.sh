@@ -500,11 +500,20 @@ requests_of() {
        /^banlieue_kube_client_throttled_total / { n["throttled"] += $NF }
        END { for (v in n) print v, n[v] }' "$1"
 }
+# "<cause> <count>" of the Events a role recorded but did not write (queue full, rate limit,
+# API error).
+events_dropped_of() {
+  awk '/^banlieue_events_dropped_total\{/ {
+         c = $0; sub(/.*[{,]cause="/, "", c); sub(/".*/, "", c); n[c] += $NF
+       }
+       END { for (c in n) print c, n[c] }' "$1"
+}
 reconciles_of() { awk '/^controller_runtime_reconcile_total\{/ { n += $NF } END { print n + 0 }' "$1"; }
 # delta <before> <after> [extractor]: "<key> <after - before>" for each key that changed.
 delta() {
   local of=${3:-writes_of}
-  awk 'NR == FNR { b[$1] = $2; next } { d = $2 - b[$1]; if (d != 0) print $1, d }' \
+  # FILENAME, not NR == FNR: that also holds in the second file when the first is empty.
+  awk 'FILENAME == ARGV[1] { b[$1] = $2; next } { d = $2 - b[$1]; if (d != 0) print $1, d }' \
     <("$of" "$1") <("$of" "$2") | sort
 }
 total() { awk '{ n += $2 } END { print n + 0 }'; }
@@ -665,6 +674,7 @@ cat <<JSON
   "api_requests_per_vm_by_verb": {"controller": $(delta "$logs/controller.0" "$logs/controller.1" requests_of | per_vm_json), "provider": $(delta "$logs/provider.0" "$logs/provider.1" requests_of | per_vm_json)},
   "reconciles_per_vm": {"controller": $(awk -v a="$c_rec" -v n="$vms" 'BEGIN { printf "%.3f", a / n }'), "provider": $(awk -v a="$p_rec" -v n="$vms" 'BEGIN { printf "%.3f", a / n }')},
   "steady_state_writes_60s": $(not_leases <<<"$steady_all" | total),
+  "events_dropped": {"controller": $(delta "$logs/controller.0" "$logs/controller.2" events_dropped_of | counts_json), "provider": $(delta "$logs/provider.0" "$logs/provider.2" events_dropped_of | counts_json)},
   "steady_state_lease_renewals_60s": $(grep '^leases ' <<<"$steady_all" | total),
   "steady_state_writes_by_resource": {"controller": $(counts_json <<<"$c_steady"), "provider": $(counts_json <<<"$p_steady")},
   "backend_calls_per_vm": $converge_calls_by_method,
