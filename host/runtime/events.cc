@@ -1,5 +1,6 @@
 #include "host/runtime/events.h"
 
+#include "host/common/fnv_hash.h"
 #include "host/common/logging.h"
 #include "host/common/metrics.h"
 #include "host/kube/api_error.h"
@@ -14,6 +15,7 @@
 #include <chrono>
 #include <ctime>
 #include <random>
+#include <string_view>
 
 namespace banlieue::runtime {
 namespace {
@@ -28,9 +30,22 @@ constexpr double kBurst = 25;
 constexpr double kRefillPerSecond = 1.0 / 300;                       // one token per 5 minutes
 constexpr const char* kClusterScopedEventNamespace = "kube-system";  // see events.h
 
-std::string randomSuffix() {
+uint64_t randomSuffix() {
   static thread_local std::mt19937_64 rng(std::random_device{}());
-  return fmt::format("{:016x}", rng());
+  return rng();
+}
+
+// The event's name: the object's, a dot and 16 hex digits, cut from the front to the 253
+// characters a name may have. A series rebuilds it from the suffix it keeps.
+std::string eventName(const std::string& object_name, uint64_t suffix) {
+  std::string name = (object_name.empty() ? std::string("event") : object_name) + "." +
+                     fmt::format("{:016x}", suffix);
+  if (name.size() > 253) name = name.substr(name.size() - 253);
+  return name;
+}
+
+uint64_t keyHash(std::string_view key) {
+  return common::fnv1a64(key);
 }
 
 Counter& dropped(const std::string& why) {
@@ -40,8 +55,10 @@ Counter& dropped(const std::string& why) {
 
 }  // namespace
 
-std::string EventRecorder::Pending::seriesKey() const {
-  return uid + "\x1f" + type + "\x1f" + reason + "\x1f" + action + "\x1f" + note;
+uint64_t EventRecorder::Pending::seriesKey() const {
+  // The namespace and the name too: a series rebuilds its event's name from them.
+  return keyHash(uid + "\x1f" + ns + "\x1f" + name + "\x1f" + type + "\x1f" + reason + "\x1f" +
+                 action + "\x1f" + note);
 }
 
 std::string EventRecorder::Pending::objectKey() const {
@@ -87,7 +104,7 @@ void EventRecorder::dropRefilledBuckets(Clock::TimePoint now) {
   next_bucket_sweep_ = std::max(kFirstBucketSweep, 2 * buckets_.size());
 }
 
-bool EventRecorder::allow(const std::string& object_key) {
+bool EventRecorder::allow(uint64_t object_key) {
   auto now = clock_.now();
   if (buckets_.size() >= next_bucket_sweep_) dropRefilledBuckets(now);
   auto [it, inserted] = buckets_.try_emplace(object_key, Bucket{kBurst, now});
@@ -169,7 +186,7 @@ void EventRecorder::writer() {
 void EventRecorder::write(const Pending& p) {
   const std::string event_ns = p.ns.empty() ? kClusterScopedEventNamespace : p.ns;
   auto now = clock_.now();
-  std::string key = p.seriesKey();
+  const uint64_t key = p.seriesKey();
 
   // A repeat inside the window bumps the existing event's series instead of a new object.
   {
@@ -184,7 +201,7 @@ void EventRecorder::write(const Pending& p) {
       }
       s.last_written = now;
       s.dirty = false;
-      std::string name = s.event_name;
+      std::string name = eventName(p.name, s.name_suffix);
       int count = s.count;
       lock.unlock();
       std::string patch = fmt::format(R"({{"series":{{"count":{},"lastObservedTime":"{}"}}}})",
@@ -200,7 +217,7 @@ void EventRecorder::write(const Pending& p) {
       }
       // The event expired or was deleted: start a new one below.
     }
-    if (!allow(p.objectKey())) {
+    if (!allow(keyHash(p.objectKey()))) {
       dropped("rate_limited").inc();
       return;
     }
@@ -209,8 +226,8 @@ void EventRecorder::write(const Pending& p) {
   rapidjson::Document event(rapidjson::kObjectType);
   auto& a = event.GetAllocator();
   auto str = [&](const std::string& s) { return json::stringValue(s, a); };
-  std::string name = (p.name.empty() ? std::string("event") : p.name) + "." + randomSuffix();
-  if (name.size() > 253) name = name.substr(name.size() - 253);
+  const uint64_t suffix = randomSuffix();
+  std::string name = eventName(p.name, suffix);
   rapidjson::Value metadata(rapidjson::kObjectType);
   metadata.AddMember("name", str(name), a);
   metadata.AddMember("namespace", str(event_ns), a);
@@ -246,7 +263,7 @@ void EventRecorder::write(const Pending& p) {
     return;
   }
   std::lock_guard lock(mutex_);
-  series_[key] = Series{name, event_ns, 1, now, now, false};
+  series_[key] = Series{suffix, 1, now, now, false};
   // Forget series that have left the window so the map stays small. Swept when the map has
   // doubled since the last sweep, as the buckets are: a sweep on every new series made N
   // objects' first events cost O(N^2) (10,000 VMs each with its Ready Event in the window).

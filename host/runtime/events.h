@@ -20,12 +20,13 @@
 #include <rapidjson/document.h>
 
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
-#include <map>
 #include <mutex>
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 namespace banlieue::runtime {
@@ -66,12 +67,16 @@ class EventRecorder {
   struct Pending {
     std::string type, reason, action, note;
     std::string api_version, kind, ns, name, uid, resource_version;
-    std::string seriesKey() const;
+    uint64_t seriesKey() const;
     std::string objectKey() const;
   };
+  // Kept ten minutes per object that had an event: at 10,000 VMs, one Ready Event each, the
+  // series and the buckets are kept by 64-bit hashes of their keys (two keys sharing a hash
+  // would share a series or a bucket; at 10,000 keys the odds are about 1 in 10^11), and a
+  // series keeps only the random part of its event's name, which the object's name and the
+  // namespace (both in the key) complete.
   struct Series {
-    std::string event_name;
-    std::string event_ns;
+    uint64_t name_suffix = 0;
     int count = 1;
     Clock::TimePoint first_seen, last_written;
     bool dirty = false;
@@ -83,7 +88,7 @@ class EventRecorder {
 
   void record(const rapidjson::Value& regarding, const char* type, const std::string& reason,
               const std::string& action, const std::string& note);
-  bool allow(const std::string& object_key);
+  bool allow(uint64_t object_key);
   void dropRefilledBuckets(Clock::TimePoint now);
   static constexpr size_t kFirstBucketSweep = 1024;
   void writer();
@@ -102,10 +107,10 @@ class EventRecorder {
   // order (a repeat must find the series its first occurrence created).
   std::set<std::string> in_flight_;
   bool stopping_ = false;
-  std::map<std::string, Series> series_;  // by seriesKey
+  std::unordered_map<uint64_t, Series> series_;  // by seriesKey
   static constexpr size_t kFirstSeriesSweep = 1024;
   size_t next_series_sweep_ = kFirstSeriesSweep;  // under mutex_
-  std::map<std::string, Bucket> buckets_;         // by object key; under mutex_
+  std::unordered_map<uint64_t, Bucket> buckets_;  // by a hash of the object key; under mutex_
   size_t next_bucket_sweep_ = kFirstBucketSweep;
   std::vector<std::thread> threads_;
 };

@@ -112,6 +112,29 @@ rapidjson::Document vmNamed(const std::string& name) {
                      "vm");
 }
 
+// A series remembers its event by the name's random part only (issue #23: a long-running
+// controller keeps one series per VM for ten minutes); an object whose name fills the event
+// name's 253 characters still finds its event again.
+TEST(EventRecorderTest, ARepeatFindsItsEventWhateverTheObjectsNameLength) {
+  FakeKubeClient client;
+  FakeClock clock;
+  EventRecorder recorder(client, {"banlieue.io/controller", "c"}, clock);
+  for (const std::string& name : {std::string("short"), std::string(253, 'v')}) {
+    auto object = vmNamed(name);
+    recorder.normal(object, "Ready", "Reconcile", "the machine is ready");
+    recorder.flush();
+    clock.advance(std::chrono::seconds(31));
+    recorder.normal(object, "Ready", "Reconcile", "the machine is ready");
+    recorder.flush();
+  }
+  auto list = events(client, "team-a");
+  ASSERT_EQ(list["items"].Size(), 2u);
+  for (const auto& e : list["items"].GetArray()) {
+    EXPECT_LE(json::stringOr(&e, "metadata.name").size(), 253u);
+    EXPECT_EQ(json::integer(&e, "series.count"), 2) << json::stringOr(&e, "metadata.name");
+  }
+}
+
 // 16 reconcile workers make events faster than one POST at a time writes them (issue #23:
 // half of 1,000 VMs' Ready Events trailed convergence): writers post side by side.
 TEST(EventRecorderTest, EventsOfDifferentObjectsAreWrittenSideBySide) {
