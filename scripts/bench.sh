@@ -534,8 +534,25 @@ say "converging $vms VirtualMachines ($threads client threads)"
 converge_json=$("$build/bench/converge_bench" converge "$kubeconfig" bench "$vms" "$threads" \
   $((120 + vms))) || fail "the VMs did not converge (logs: $logs)"
 say "converged: $converge_json"
+# The steady state starts once the roles' writes (Lease renewals aside) have been still for a
+# second, at most 10 s after convergence: a VM's Ready Event is posted by an event writer just
+# after its Ready status, so the last few belong to convergence, not to the rest after it. A
+# role that keeps writing is still seen: the 60 s window follows.
+settle_started=$(now_ms)
 scrape "$controller_url" "$logs/controller.1"
 scrape "$provider_url" "$logs/provider.1"
+for _ in $(seq 10); do
+  sleep 1
+  scrape "$controller_url" "$logs/controller.settle"
+  scrape "$provider_url" "$logs/provider.settle"
+  still=1
+  for role in controller provider; do
+    [ "$(delta "$logs/$role.1" "$logs/$role.settle" | not_leases)" = "" ] || still=0
+    mv "$logs/$role.settle" "$logs/$role.1"
+  done
+  [ "$still" = 1 ] && break
+done
+settle_seconds=$(awk -v ms="$(($(now_ms) - settle_started))" 'BEGIN { printf "%.1f", ms / 1000 }')
 
 # The file backend's own count of the calls that reached it (one line each in its directory's
 # `calls`), read through the provider's root in node mode: the backend's view, not the host's.
@@ -673,6 +690,7 @@ cat <<JSON
   "requests_per_vm": {"user": 1, "controller": $(awk -v a="$c_requests" -v n="$vms" 'BEGIN { printf "%.3f", a / n }'), "provider": $(awk -v a="$p_requests" -v n="$vms" 'BEGIN { printf "%.3f", a / n }'), "all": $(awk -v a="$c_requests" -v b="$p_requests" -v n="$vms" 'BEGIN { printf "%.3f", 1 + (a + b) / n }'), "lease_requests_per_vm": $(awk -v a="$lease_writes" -v n="$vms" 'BEGIN { printf "%.3f", 2 * a / n }')},
   "api_requests_per_vm_by_verb": {"controller": $(delta "$logs/controller.0" "$logs/controller.1" requests_of | per_vm_json), "provider": $(delta "$logs/provider.0" "$logs/provider.1" requests_of | per_vm_json)},
   "reconciles_per_vm": {"controller": $(awk -v a="$c_rec" -v n="$vms" 'BEGIN { printf "%.3f", a / n }'), "provider": $(awk -v a="$p_rec" -v n="$vms" 'BEGIN { printf "%.3f", a / n }')},
+  "settle_seconds": $settle_seconds,
   "steady_state_writes_60s": $(not_leases <<<"$steady_all" | total),
   "events_dropped": {"controller": $(delta "$logs/controller.0" "$logs/controller.2" events_dropped_of | counts_json), "provider": $(delta "$logs/provider.0" "$logs/provider.2" events_dropped_of | counts_json)},
   "steady_state_lease_renewals_60s": $(grep '^leases ' <<<"$steady_all" | total),
