@@ -44,8 +44,14 @@ std::string eventName(const std::string& object_name, uint64_t suffix) {
   return name;
 }
 
+// Salted per process: names whose keys share a hash cannot be worked out in advance, so no
+// object's events can be made to fold into another's series or bucket on purpose.
 uint64_t keyHash(std::string_view key) {
-  return common::fnv1a64(key);
+  static const uint64_t basis = [] {
+    std::random_device device;
+    return common::kFnv1a64OffsetBasis ^ ((uint64_t{device()} << 32) | device());
+  }();
+  return common::fnv1a64(key, basis);
 }
 
 Counter& dropped(const std::string& why) {
