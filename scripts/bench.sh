@@ -654,8 +654,9 @@ fi
 marginal_json=null
 if [ -n "$baseline" ]; then
   marginal_json=$(jq -c --argjson n "$vms" --argjson c "$controller_rss_mb" --argjson p "$provider_rss_mb" \
-    '{from_vms: .vms, controller: (($c - .controller_rss_mb) * 1024 / ($n - .vms) * 100 | round / 100),
-      provider: (($p - .provider_rss_mb) * 1024 / ($n - .vms) * 100 | round / 100)}' "$baseline")
+    '.vms as $base | def kib_per_vm(rss; base_rss): (rss - base_rss) * 1024 / ($n - $base) * 100 | round / 100;
+     {from_vms: $base, controller: kib_per_vm($c; .controller_rss_mb),
+      provider: kib_per_vm($p; .provider_rss_mb)}' "$baseline")
 fi
 c_create=$(delta "$logs/controller.0" "$logs/controller.1")
 p_create=$(delta "$logs/provider.0" "$logs/provider.1")

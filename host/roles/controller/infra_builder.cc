@@ -12,7 +12,7 @@
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
+#include <string_view>
 
 namespace banlieue::controller {
 namespace {
@@ -461,9 +461,8 @@ StatusOr<rapidjson::Document> buildInfraObject(const InfraBuildInput& in) {
 
 std::vector<std::string> infraFinalizers(const rapidjson::Value* provider_class,
                                          const rapidjson::Value* live) {
-  auto isProviders = [](const std::string& f) {
-    return f.size() > std::strlen(kProviderFinalizerPrefix) &&
-           f.compare(0, std::strlen(kProviderFinalizerPrefix), kProviderFinalizerPrefix) == 0;
+  auto isProviders = [](std::string_view f) {
+    return f.starts_with(kProviderFinalizerPrefix) && f != kProviderFinalizerPrefix;
   };
   std::vector<std::string> out;
   if (live == nullptr) {
