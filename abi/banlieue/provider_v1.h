@@ -67,7 +67,7 @@ extern "C" {
  * ------------------------------------------------------------------------------------- */
 
 #define BANLIEUE_ABI_MAJOR 1
-#define BANLIEUE_ABI_MINOR 3
+#define BANLIEUE_ABI_MINOR 4
 
 /* "BNLP" and "BNLH": catch a garbage pointer or a table of the wrong kind. */
 #define BANLIEUE_PROVIDER_MAGIC 0x424E4C50u
@@ -463,6 +463,33 @@ typedef struct banlieue_provider_v1 {
    * after its last console_read and console_write have returned.
    * OWNERSHIP: console released. THREADS: any-thread. SINCE: 1.3 */
   void (*console_close)(banlieue_console* console);
+
+  /* Follows what changes at the backend for ALL of this instance's machines at once, so that
+   * machines at rest cost the backend nothing per machine: one PropertyCollector
+   * WaitForUpdatesEx on vSphere, domain lifecycle events on libvirt, one listing of the
+   * cluster's guests on Proxmox VE. request is sdk/schemas/watch_changes.request.json:
+   * {"cursor": the cursor of the last OK reply, "" on the first call of this instance}. The reply
+   * body is sdk/schemas/watch_changes.response.json: {"cursor": opaque, non-empty, "changed":
+   * [the spec.providerID of every machine that changed since the request's cursor], "all": true
+   * when the plugin cannot tell which changed}.
+   *  - The first call (cursor "") starts following and answers OK at once, with a cursor and
+   *    nothing changed: a change is one after that answer. The host makes it before it relies
+   *    on the feed, and checks the machines it reconciled before it once more.
+   *  - Any later call answers as soon as something changed since its cursor, or when its
+   *    deadline is near (OK, nothing changed): a long poll, bounded like every call.
+   *  - A change is anything a reconcile would report differently or correct: power state,
+   *    configuration edited out of band, the VM gone. Reporting the plugin's own changes, or a
+   *    change twice, costs one needless reconcile; missing one leaves the machine wrong until
+   *    its next inputs change, so when in doubt (a cursor the plugin does not know, events
+   *    lost across a reconnect) answer "all": true.
+   * The host then reconciles what changed, and while the feed answers it makes no per-machine
+   * drift check; when the feed fails it falls back to those checks and retries with the same
+   * cursor. A plugin that serves it says so in describe (operations.watchChanges). The call's
+   * object_uid is the Provider's uid; the host runs at most one at a time per instance, beside
+   * any other call.
+   * OWNERSHIP: all borrowed. THREADS: any-thread, one at a time per instance. SINCE: 1.4 */
+  banlieue_status (*watch_changes)(banlieue_instance* instance, const banlieue_call* call,
+                                   banlieue_str request, banlieue_reply* reply);
 
   /* New slots are appended here, each with SINCE: 1.<minor>. */
 } banlieue_provider_v1;

@@ -1,21 +1,30 @@
 // The "file" backend: a VM is a JSON file in a directory. Small enough to read in one
 // sitting, complete enough to pass `banlieue plugin check`: it shows how a third party writes
 // a provider with the SDK alone (one class, one export macro) and ships it with its own CRD.
+#include <banlieue/sdk/change_log.h>
 #include <banlieue/sdk/plugin.h>
 #include <banlieue/sdk/restart.h>
 
+#include <poll.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
+#include <unordered_map>
 #include <vector>
 
 namespace {
@@ -35,8 +44,25 @@ Status unsupportedKind(const std::string& kind) {
           "the file provider serves FileMachine, not " + kind};
 }
 
-// Writes atomically: a reader never sees half a VM.
-void writeFile(const fs::path& path, const std::string& content) {
+// Which file a name holds: its inode, size and modification time survive the rename that puts
+// it in place, so a stamp taken before the rename recognises the file after it.
+struct FileStamp {
+  ino_t inode = 0;
+  off_t size = 0;
+  int64_t modified_ns = 0;
+  bool operator==(const FileStamp&) const = default;
+};
+
+std::optional<FileStamp> stampOf(const fs::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return FileStamp{st.st_ino, st.st_size,
+                   int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec};
+}
+
+// Writes atomically: a reader never sees half a VM. `before_rename` sees the written file.
+void writeFile(const fs::path& path, const std::string& content,
+               const std::function<void(const fs::path& written)>& before_rename = {}) {
   fs::path tmp = path;
   tmp += ".tmp";
   {
@@ -44,6 +70,7 @@ void writeFile(const fs::path& path, const std::string& content) {
     out << content;
     if (!out) throw Error(Code::kUnavailable, "WriteFailed", "cannot write " + tmp.string());
   }
+  if (before_rename) before_rename(tmp);
   fs::rename(tmp, path);
 }
 
@@ -105,6 +132,9 @@ class FileInstance final : public banlieue::sdk::Instance {
         create_seconds_(create_seconds),
         zones_(std::move(zones)),
         settles_(settles) {}
+
+  ~FileInstance() override { stopWatching(); }
+  void shutdown(const Call&) override { stopWatching(); }
 
   // One failure domain per zone of the endpoint (`local` when it names none). A directory
   // stores any disk and attaches no network, so every storage and network class the Provider
@@ -200,7 +230,7 @@ class FileInstance final : public banlieue::sdk::Instance {
     vm.AddMember("userData", json::stringValue(json::stringOr(request.spec, "userData"), va), va);
     vm.AddMember("state", json::stringValue(desired == "PoweredOff" ? "stopped" : "running", va),
                  va);
-    writeFile(file, json::serialize(vm));
+    writeVm(file, json::serialize(vm));
 
     auto& a = reply.allocator();
     auto& status = reply.status();
@@ -235,6 +265,7 @@ class FileInstance final : public banlieue::sdk::Instance {
     fs::path marker = vmFile(request);
     marker += ".creating";
     fs::remove(marker, ec);
+    forget(vmFile(request));
     fs::remove(vmFile(request), ec);  // already gone is fine: finalize is idempotent
     if (ec) return {Code::kUnavailable, "DeleteFailed", "cannot remove VM file: " + ec.message()};
     fs::remove_all(snapshotDir(vmFile(request)), ec);  // a VM's snapshots go with it
@@ -243,6 +274,15 @@ class FileInstance final : public banlieue::sdk::Instance {
     if (ec)
       return {Code::kUnavailable, "DeleteFailed", "cannot remove console trace: " + ec.message()};
     return Status::ok();
+  }
+
+  // SINCE ABI 1.4. The change feed: inotify on the directory tells when a VM file is written,
+  // replaced or removed by anyone but this plugin (whose own writes it recognises by their
+  // stamp), so a machine at rest costs the directory nothing, however many there are.
+  Status watchChanges(const Call& call, const banlieue::sdk::WatchRequest& request,
+                      Reply& reply) override {
+    if (auto started = startWatching(); !started.isOk()) return started;
+    return changes_.answer(call, request, reply);
   }
 
   // SINCE ABI 1.3. The serial console of a running file VM (FileConsole above).
@@ -400,6 +440,74 @@ class FileInstance final : public banlieue::sdk::Instance {
     return dir;
   }
 
+  // Writes a VM file, remembering what it wrote: the change feed reports a VM file only when it
+  // holds something else.
+  void writeVm(const fs::path& file, const std::string& content) {
+    writeFile(file, content, [&](const fs::path& written) {
+      std::lock_guard lock(written_mu_);
+      written_[file.filename().string()] = stampOf(written);
+    });
+  }
+
+  // The VM file is being removed by this plugin.
+  void forget(const fs::path& file) {
+    std::lock_guard lock(written_mu_);
+    written_[file.filename().string()] = std::nullopt;
+  }
+
+  Status startWatching() {
+    std::lock_guard lock(watch_mu_);
+    if (watcher_.joinable()) return Status::ok();
+    int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (fd < 0 || inotify_add_watch(fd, root_.c_str(),
+                                    IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE) < 0) {
+      if (fd >= 0) close(fd);
+      return {Code::kUnavailable, "WatchFailed", "cannot watch " + root_.string() + " (inotify)"};
+    }
+    inotify_fd_ = fd;
+    watcher_ = std::thread([this] { watchLoop(); });
+    return Status::ok();
+  }
+
+  void stopWatching() {
+    std::lock_guard lock(watch_mu_);
+    if (!watcher_.joinable()) return;
+    stop_watching_ = true;
+    watcher_.join();
+    close(inotify_fd_);
+    inotify_fd_ = -1;
+  }
+
+  // Reads the directory's events until stopped; a VM file (<ns>_<name>.json) that no longer
+  // holds what this plugin wrote there is a change of its machine.
+  void watchLoop() {
+    alignas(inotify_event) char buffer[16384];
+    while (!stop_watching_) {
+      pollfd ready{inotify_fd_, POLLIN, 0};
+      if (::poll(&ready, 1, 200) <= 0) continue;
+      ssize_t n = read(inotify_fd_, buffer, sizeof(buffer));
+      for (ssize_t at = 0; n > 0 && at < n;) {
+        const auto* event = reinterpret_cast<const inotify_event*>(buffer + at);
+        at += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
+        if ((event->mask & IN_Q_OVERFLOW) != 0) {
+          changes_.recordAll();  // the kernel dropped events: any VM may have changed
+          continue;
+        }
+        if (event->len == 0) continue;
+        std::string name = event->name;
+        if (name.size() < 5 || name.compare(name.size() - 5, 5, ".json") != 0) continue;
+        if (changedBehindUs(name)) changes_.record("file://" + (root_ / name).string());
+      }
+    }
+  }
+
+  bool changedBehindUs(const std::string& name) {
+    std::optional<FileStamp> now = stampOf(root_ / name);
+    std::lock_guard lock(written_mu_);
+    auto it = written_.find(name);
+    return it == written_.end() || it->second != now;  // not what this instance left there
+  }
+
   // Every call that reaches the backend is one line of `calls` in its directory: the backend's
   // own count, which a benchmark reads before and after a quiet minute (issue #23's
   // steady_state_backend_calls_60s), whatever the host believes it called.
@@ -417,6 +525,14 @@ class FileInstance final : public banlieue::sdk::Instance {
   int create_seconds_ = 0;
   std::vector<std::string> zones_;  // never empty
   bool settles_ = true;  // false: replies never say settled, as from a plugin built before it
+  banlieue::sdk::ChangeLog changes_;
+  std::mutex written_mu_;
+  // What this instance last left in each VM file, or nothing when it removed it.
+  std::unordered_map<std::string, std::optional<FileStamp>> written_;
+  std::mutex watch_mu_;
+  std::thread watcher_;
+  std::atomic<bool> stop_watching_ = false;
+  int inotify_fd_ = -1;
 };
 
 // Splits `text` at every `separator`.
@@ -452,6 +568,7 @@ class FileProvider final : public banlieue::sdk::Provider {
     caps.image_formats = {"raw", "qcow2", "iso"};
     caps.snapshot = true;
     caps.console = true;
+    caps.watch_changes = true;
     return caps;
   }
 

@@ -260,6 +260,7 @@ class CheckRun {
       no_instance_ = "instance_create failed";
     }
     introspect();
+    watchChanges();
     for (const auto& sample : samples_) {
       finalizeNeverReconciled(sample);
       reconcileSample(sample);
@@ -293,6 +294,7 @@ class CheckRun {
     steps.push_back("validate malformed JSON");
     steps.push_back("instance_create");
     steps.push_back("introspect");
+    steps.push_back("watch_changes");
     for (const auto& sample : samples_) {
       steps.push_back("finalize " + sample.kind + " never reconciled");
       steps.push_back("reconcile " + sample.kind);
@@ -357,6 +359,7 @@ class CheckRun {
     if (operation == "delete_image") return t.delete_image != nullptr;
     if (operation == "snapshot") return t.snapshot != nullptr;
     if (operation == "console") return plugin_->client().offersConsole();
+    if (operation == "watch_changes") return t.watch_changes != nullptr;
     if (operation == "instance_create") return t.instance_create != nullptr;
     if (operation == "instance_destroy") return t.instance_destroy != nullptr;
     return false;
@@ -472,8 +475,9 @@ class CheckRun {
     if (offers_delete_image_) need("delete_image", "operations.deleteImage is true");
     if (offers_snapshot_) need("snapshot", "operations.snapshot is true");
     if (offers_console_) need("console", "operations.console is true");
+    if (offers_watch_) need("watch_changes", "operations.watchChanges is true");
     if (needs_instance || offers_introspect_ || offers_import_ || offers_delete_image_ ||
-        offers_snapshot_ || offers_console_) {
+        offers_snapshot_ || offers_console_ || offers_watch_) {
       need("instance_create", "claimed slots run on an instance");
       need("instance_destroy", "claimed slots run on an instance");
     }
@@ -528,12 +532,14 @@ class CheckRun {
     offers_delete_image_ = json::boolean(&doc, "operations.deleteImage", false);
     offers_snapshot_ = json::boolean(&doc, "operations.snapshot", false);
     offers_console_ = json::boolean(&doc, "operations.console", false);
+    offers_watch_ = json::boolean(&doc, "operations.watchChanges", false);
     auto yes_no = [](bool b) { return b ? "yes" : "no"; };
-    r_.pass("describe", fmt::format("{} kind(s), introspect {}, importImage {}, deleteImage {}, "
-                                    "snapshot {}, console {}",
-                                    served.size(), yes_no(offers_introspect_),
-                                    yes_no(offers_import_), yes_no(offers_delete_image_),
-                                    yes_no(offers_snapshot_), yes_no(offers_console_)));
+    r_.pass("describe",
+            fmt::format("{} kind(s), introspect {}, importImage {}, deleteImage {}, "
+                        "snapshot {}, console {}, watchChanges {}",
+                        served.size(), yes_no(offers_introspect_), yes_no(offers_import_),
+                        yes_no(offers_delete_image_), yes_no(offers_snapshot_),
+                        yes_no(offers_console_), yes_no(offers_watch_)));
     return true;
   }
 
@@ -698,6 +704,67 @@ class CheckRun {
     } else {
       r_.fail(step, outcomeText(result));
     }
+  }
+
+  // SINCE 1.4. The change feed's three promises that need no backend change: the first call
+  // answers at once with a cursor and nothing changed; a call with that cursor answers by its
+  // deadline (a long poll, not a hang); a cursor the plugin never handed out is answered with
+  // "all". A plugin that does not offer it must answer UNIMPLEMENTED.
+  void watchChanges() {
+    const std::string step = "watch_changes";
+    if (!pending(step) || !haveInstance(step)) return;
+    r_.begin(step);
+    auto call = [&](const std::string& cursor, std::chrono::milliseconds timeout) {
+      CallOptions options = callOptions();
+      options.timeout = timeout;
+      return instance_->watchChanges(R"({"cursor":")" + common::jsonEscape(cursor) + "\"}",
+                                     options);
+    };
+    auto first = call("", o_.deadline);
+    if (!wellFormed(step, first)) return;
+    if (!offers_watch_) {
+      if (first.code() == BANLIEUE_UNIMPLEMENTED) {
+        r_.pass(step, "not offered: UNIMPLEMENTED");
+      } else {
+        r_.fail(step, "describe does not offer watchChanges, but watch_changes answered " +
+                          outcomeText(first));
+      }
+      return;
+    }
+    if (unimplementedButClaimed(step, "watchChanges", "watch_changes", first)) return;
+    if (!first.ok()) {
+      r_.fail(step, "the first call must answer OK at once, got " + outcomeText(first));
+      return;
+    }
+    if (!bodyMatches(step, "watch_changes.response", first)) return;
+    auto doc = json::parse(first.outcome.body, "watch_changes reply");
+    if (json::boolean(&doc, "all", false) || doc["changed"].Size() != 0) {
+      r_.fail(step, "the first call reports changes; it only starts following");
+      return;
+    }
+    const auto bound = std::chrono::seconds(4);
+    auto waited = call(json::stringOr(&doc, "cursor"), bound);
+    if (!wellFormed(step, waited)) return;
+    if (!waited.ok() || !bodyMatches(step, "watch_changes.response", waited)) {
+      if (!waited.ok()) r_.fail(step, "a call with its cursor answered " + outcomeText(waited));
+      return;
+    }
+    auto stranger = call("not-a-cursor-of-this-instance", bound);
+    if (!wellFormed(step, stranger)) return;
+    if (!stranger.ok() || !bodyMatches(step, "watch_changes.response", stranger)) {
+      if (!stranger.ok()) {
+        r_.fail(step, "a call with an unknown cursor answered " + outcomeText(stranger));
+      }
+      return;
+    }
+    auto unknown = json::parse(stranger.outcome.body, "watch_changes reply");
+    if (!json::boolean(&unknown, "all", false)) {
+      r_.fail(step, "an unknown cursor must be answered with \"all\": true");
+      return;
+    }
+    r_.pass(step, fmt::format("first call at once ({} ms), a long poll within its {} s, an "
+                              "unknown cursor answered with all",
+                              first.elapsed.count() / 1000, bound.count()));
   }
 
   // Drives one slot until it stops answering IN_PROGRESS, waiting as the plugin hints (or
@@ -1306,6 +1373,7 @@ class CheckRun {
   bool offers_delete_image_ = false;
   bool offers_snapshot_ = false;
   bool offers_console_ = false;
+  bool offers_watch_ = false;
   std::string image_uid_;     // the image import_image made, for delete_image
   std::string image_domain_;  // where it made it
 };

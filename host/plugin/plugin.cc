@@ -197,6 +197,13 @@ CallResult PluginInstance::snapshot(std::string_view request, const CallOptions&
   });
 }
 
+CallResult PluginInstance::watchChanges(std::string_view request,
+                                        const CallOptions& options) const {
+  return plugin_->run("watch_changes", options, [&](const banlieue_call& call) {
+    return plugin_->client_.watchChanges(handle_, call, request);
+  });
+}
+
 namespace {
 
 // Whether a console_open that returned OK without a console answered a ticket console: the

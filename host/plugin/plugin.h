@@ -105,6 +105,9 @@ class PluginInstance {
   // SINCE 1.2; a 1.0 or 1.1 plugin answers UNIMPLEMENTED, reason NotSupportedByBackend.
   // options.object_uid is the machine's uid (snapshot calls never overlap its reconcile).
   CallResult snapshot(std::string_view request, const CallOptions& options = {}) const;
+  // SINCE 1.4; an older plugin, or one that leaves the slot NULL, answers UNIMPLEMENTED, reason
+  // NotSupportedByBackend. A long poll: answers when a machine changed or near its deadline.
+  CallResult watchChanges(std::string_view request, const CallOptions& options = {}) const;
   // SINCE 1.3; an older plugin, or one without all four console slots, answers UNIMPLEMENTED,
   // reason NotSupportedByBackend. On OK `out` is the open console, which must go before this
   // instance does; for a ticket console ("console": "webmks") `out` stays empty and the

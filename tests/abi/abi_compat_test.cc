@@ -1,4 +1,4 @@
-// Today's ABI (1.3) against every older minor, both ways (docs/adr/0036-abi-1-1.md, 0038,
+// Today's ABI (1.4) against every older minor, both ways (docs/adr/0036-abi-1-1.md, 0038,
 // 0041). A
 // plugin compiled against a frozen header (tests/abi/fixtures/abi-1.<minor>: the C example, in
 // plugin-root/abi_1_<minor>) on this host; this host's new slots as today's plugins see them.
@@ -45,7 +45,7 @@ TEST(AbiCompatTest, TodaysHostAndPluginSeeRemainingMs) {
   auto plugin = loader().load("current");
   ASSERT_TRUE(plugin.ok());
   EXPECT_EQ((*plugin)->services().table()->header.struct_size, sizeof(banlieue_host_v1));
-  EXPECT_EQ((*plugin)->services().table()->header.abi_minor, 3);
+  EXPECT_EQ((*plugin)->services().table()->header.abi_minor, BANLIEUE_ABI_MINOR);
   auto instance = instanceOf(**plugin);
   const std::string object =
       R"({"object":{"apiVersion":"infrastructure.test.banlieue.io/v1beta2","kind":"TestMachine","metadata":{"name":"vm1","namespace":"default","uid":"uid-r"},"spec":{"reportHost":true}},"operation":{"token":"task-uid-r"}})";
@@ -132,6 +132,15 @@ TEST_P(FrozenPluginTest, WorksAndNewRequestsAreNotSupported) {
   EXPECT_TRUE(opened.violations.empty());
   EXPECT_EQ(console, nullptr);
 
+  // SINCE 1.4: the change feed. Without it the host keeps the per-machine drift checks.
+  EXPECT_EQ(table.watch_changes, nullptr);
+  auto watched = instance->watchChanges(R"({"cursor":""})", {.object_uid = "provider-uid"});
+  EXPECT_EQ(watched.code(), BANLIEUE_UNIMPLEMENTED);
+  EXPECT_EQ(watched.outcome.reason, "NotSupportedByBackend");
+  EXPECT_THAT(watched.outcome.message, HasSubstr("watch_changes is not supported by this backend"));
+  EXPECT_THAT(watched.outcome.message, HasSubstr(table_text));
+  EXPECT_TRUE(watched.violations.empty());
+
   EXPECT_TRUE(instance->finalize("CFileMachine", machine, {.object_uid = "uid-m"}).ok());
   instance.reset();
   std::filesystem::remove_all(dir);
@@ -149,7 +158,7 @@ TEST_P(FrozenPluginTest, PassesTheStrictCheck) {
                         << (temp / (std::string(frozen.variant) + "-vms")).string() << R"("}}}})";
   auto run = banlieue::testing::checkVariant(frozen.variant, "--config " + config);
   EXPECT_EQ(run.exit_code, 0) << run.output;
-  EXPECT_THAT(run.output, HasSubstr("deleteImage no, snapshot no, console no"));
+  EXPECT_THAT(run.output, HasSubstr("deleteImage no, snapshot no, console no, watchChanges no"));
   EXPECT_THAT(run.output, HasSubstr("PASS  delete_image")) << run.output;
   EXPECT_THAT(run.output, HasSubstr("PASS  snapshot CFileMachine")) << run.output;
   EXPECT_THAT(run.output, HasSubstr("PASS  console CFileMachine")) << run.output;
@@ -159,7 +168,7 @@ TEST_P(FrozenPluginTest, PassesTheStrictCheck) {
 
 INSTANTIATE_TEST_SUITE_P(AbiCompat, FrozenPluginTest,
                          ::testing::Values(Frozen{"abi_1_0", 0, 96}, Frozen{"abi_1_1", 1, 104},
-                                           Frozen{"abi_1_2", 2, 112}),
+                                           Frozen{"abi_1_2", 2, 112}, Frozen{"abi_1_3", 3, 144}),
                          [](const auto& info) { return std::string(info.param.variant); });
 
 }  // namespace

@@ -65,7 +65,8 @@ AT(banlieue_provider_v1, console_open, 112);             /* SINCE 1.3 */
 AT(banlieue_provider_v1, console_read, 120);             /* SINCE 1.3 */
 AT(banlieue_provider_v1, console_write, 128);            /* SINCE 1.3 */
 AT(banlieue_provider_v1, console_close, 136);            /* SINCE 1.3 */
-PIN(sizeof(banlieue_provider_v1) == 144, provider_size); /* grows only when a slot is appended */
+AT(banlieue_provider_v1, watch_changes, 144);            /* SINCE 1.4 */
+PIN(sizeof(banlieue_provider_v1) == 152, provider_size); /* grows only when a slot is appended */
 #endif
 
 PIN(BANLIEUE_IN_PROGRESS == 100 && BANLIEUE_UNAUTHENTICATED == 16 && BANLIEUE_OK == 0, codes);

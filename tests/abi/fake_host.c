@@ -2,9 +2,9 @@
  * A host as it was built at an older ABI minor, serving a plugin built today. Compiled as
  * strict C99 against one frozen header (tests/abi/fixtures/abi-1.<minor>) and nothing else of
  * banlieue, so its host table is exactly that minor's size and it knows no slot added since:
- * fake_host_1_0 from the 1.0 header, fake_host_1_1 and fake_host_1_2 from theirs. It loads the plugin
- * named on the command line, runs describe, instance_create, a two-step reconcile, finalize and
- * instance_destroy, and checks that the plugin works and saw exactly the host slots of its
+ * fake_host_1_0 from the 1.0 header, fake_host_1_1 and fake_host_1_2 from theirs. It loads the
+ * plugin named on the command line, runs describe, instance_create, a two-step reconcile, finalize
+ * and instance_destroy, and checks that the plugin works and saw exactly the host slots of its
  * minor (the test plugin reports what it saw when spec.reportHost is set).
  *
  *   fake_host_1_0 PATH/TO/libtestprov.so
@@ -21,7 +21,7 @@
 #include <string.h>
 #include <time.h>
 
-#if BANLIEUE_ABI_MINOR > 2
+#if BANLIEUE_ABI_MINOR > 3
 #error "a fake host is built against a frozen header (tests/abi/fixtures), not today's"
 #endif
 

@@ -104,13 +104,29 @@ spec:
     ASSERT_EQ(applied.exit_code, 0) << applied.output;
   }
 
-  void startProvider() {
+  void startProvider(const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> command{BANLIEUE_BINARY,
+                                     "--log-level",
+                                     "debug",
+                                     "provider",
+                                     "file",
+                                     "--provider",
+                                     ns_->name() + "/files",
+                                     "--plugin-dir",
+                                     PLUGIN_DIR,
+                                     "--kubeconfig",
+                                     cluster_.kubeconfig().string(),
+                                     "--health-port",
+                                     "0",
+                                     "--metrics-port",
+                                     "-1",
+                                     "--credentials-poll-seconds",
+                                     "1",
+                                     "--leader-election-namespace",
+                                     ns_->name()};
+    command.insert(command.end(), extra.begin(), extra.end());
     provider_ = std::make_unique<BackgroundProcess>(
-        std::vector<std::string>{BANLIEUE_BINARY, "--log-level", "debug", "provider", "file",
-                                 "--provider", ns_->name() + "/files", "--plugin-dir", PLUGIN_DIR,
-                                 "--kubeconfig", cluster_.kubeconfig().string(), "--health-port",
-                                 "0", "--metrics-port", "-1", "--credentials-poll-seconds", "1",
-                                 "--leader-election-namespace", ns_->name()},
+        command,
         // One pod name for the test's processes, as a container restarted in its pod keeps
         // it: a process started after a SIGKILL holds its predecessor's Lease at once.
         std::vector<std::string>{"POD_NAME=provider-" + ns_->name()});
@@ -388,6 +404,61 @@ TEST_F(ProviderRuntimeTest, APluginThatNeverSaysSettledIsCalledOnEveryPass) {
   EXPECT_TRUE(LocalCluster::eventually([&] { return backendCalls("vm1") > before; }))
       << readFile(backend_dir_ / "calls") << diagnostics();
   EXPECT_EQ(skippedPasses("vm1"), 0u) << diagnostics();
+}
+
+// Issue #23 (docs/adr/0057): with the plugin's change feed, a settled machine's resync makes no
+// backend call; a change behind banlieue's back (the VM file edited, then removed) is reported
+// by the feed and corrected by one call, for that machine only.
+TEST_F(ProviderRuntimeTest, TheChangeFeedNotTheResyncFindsAMachineChangedAtTheBackend) {
+  applyClassAndProvider();
+  startProvider({"--resync-seconds", "2"});
+  ASSERT_TRUE(LocalCluster::eventually([&] {
+    return occurrences(provider_->output(), "following the backend's changes") >= 1;
+  })) << diagnostics();
+  applyMachine("vm1");
+  applyMachine("vm2");
+  ASSERT_TRUE(waitFor("filemachine/vm1", "Ready")) << diagnostics();
+  ASSERT_TRUE(waitFor("filemachine/vm2", "Ready")) << diagnostics();
+  const std::string covered = ": resync due, covered by the change feed: no plugin call";
+  ASSERT_TRUE(LocalCluster::eventually([&] {
+    return occurrences(provider_->output(), "FileMachine " + ns_->name() + "/vm1" + covered) >= 2;
+  })) << "two resyncs of vm1 came and went\n"
+      << diagnostics();
+  EXPECT_EQ(backendCalls("vm1"), 1) << readFile(backend_dir_ / "calls");
+  EXPECT_EQ(backendCalls("vm2"), 1) << readFile(backend_dir_ / "calls");
+
+  // Powered off behind banlieue's back: the feed names vm1, whose one call powers it on again.
+  const fs::path vm1_file = backend_dir_ / (ns_->name() + "_vm1.json");
+  std::string edited = readFile(vm1_file);
+  auto running = edited.find("\"running\"");
+  ASSERT_NE(running, std::string::npos) << edited;
+  edited.replace(running, 9, "\"stopped\"");
+  std::ofstream(vm1_file, std::ios::trunc) << edited;
+  EXPECT_TRUE(LocalCluster::eventually([&] {
+    return backendCalls("vm1") == 2 && readFile(vm1_file).find("\"running\"") != std::string::npos;
+  })) << readFile(backend_dir_ / "calls")
+      << diagnostics();
+
+  // Removed behind its back: made again.
+  fs::remove(vm1_file);
+  EXPECT_TRUE(LocalCluster::eventually([&] {
+    return backendCalls("vm1") == 3 && fs::exists(vm1_file);
+  })) << readFile(backend_dir_ / "calls")
+      << diagnostics();
+  EXPECT_EQ(backendCalls("vm2"), 1) << "only the machine that changed is called\n"
+                                    << readFile(backend_dir_ / "calls");
+}
+
+// The same machine without the feed (--watch-seconds 0, as for a plugin that has none): each
+// resync calls the backend, which is what the feed spares.
+TEST_F(ProviderRuntimeTest, WithoutAChangeFeedEachResyncCallsTheBackend) {
+  applyClassAndProvider();
+  startProvider({"--resync-seconds", "2", "--watch-seconds", "0"});
+  applyMachine("vm1");
+  ASSERT_TRUE(waitFor("filemachine/vm1", "Ready")) << diagnostics();
+  EXPECT_TRUE(LocalCluster::eventually([&] { return backendCalls("vm1") >= 3; }))
+      << readFile(backend_dir_ / "calls") << diagnostics();
+  EXPECT_EQ(occurrences(provider_->output(), "following the backend's changes"), 0u);
 }
 
 // Cluster API's pause (issue #24, docs/adr/0050): with cluster.x-k8s.io/paused on it, a machine

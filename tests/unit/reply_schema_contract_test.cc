@@ -67,6 +67,8 @@ const HostRead kHostReads[] = {
      R"(json::boolean(&doc, "operations.snapshot", false))"},
     {"describe.response", "operations.console", "host/plugin/conformance.cc",
      R"(json::boolean(&doc, "operations.console", false))"},
+    {"describe.response", "operations.watchChanges", "host/plugin/conformance.cc",
+     R"(json::boolean(&doc, "operations.watchChanges", false))"},
     {"describe.response", "imageFormats", "host/roles/provider/provider_command.cc",
      R"(json::find(&caps, "imageFormats"))"},
 
@@ -176,6 +178,13 @@ const HostRead kHostReads[] = {
      R"(sdk::json::stringOr(&answered, "status.url"))"},
     {"console.response", "status.expiresInSeconds", "host/roles/provider/console_server.cc",
      R"(json::integer(&reply, "status.expiresInSeconds"))"},
+    // watch_changes: the provider's change feed.
+    {"watch_changes.response", "cursor", "host/roles/provider/change_feed.cc",
+     R"(json::stringOr(&reply, "cursor"))"},
+    {"watch_changes.response", "changed", "host/roles/provider/change_feed.cc",
+     R"(json::member(&reply, "changed"))"},
+    {"watch_changes.response", "all", "host/roles/provider/change_feed.cc",
+     R"(json::boolean(&reply, "all", false))"},
 };
 
 // Fields a reply schema declares that the host does not read, and why they are there.
@@ -231,6 +240,7 @@ const ReadingSite kReadingSites[] = {
     {"host/roles/images/image_import_command.cc", "body", "reconcile.response", ""},
     {"host/roles/controller/status_mirror.cc", "infra", "reconcile.response", ""},
     {"host/roles/provider/console_server.cc", "reply", "console.response", ""},
+    {"host/roles/provider/change_feed.cc", "reply", "watch_changes.response", ""},
 };
 
 // Reads at the sites above of fields that no reply carries.
@@ -314,7 +324,7 @@ TEST(ReplySchemaContractTest, EveryFieldTheHostReadsIsDeclaredInItsSchema) {
 
 TEST(ReplySchemaContractTest, EveryDeclaredFieldIsReadOrInformational) {
   for (const char* name : {"describe.response", "introspect.response", "reconcile.response",
-                           "validate.response", "console.response"}) {
+                           "validate.response", "console.response", "watch_changes.response"}) {
     auto doc = schema(name);
     std::vector<std::string> fields;
     declaredFields(doc, "", fields);

@@ -135,7 +135,7 @@ runtime::Result MachineReconciler::reconcile(const runtime::Request& request) {
   auto object = machines_.get(request.key());
   if (!object) {
     releaseCreateSlot(request.key());
-    forgetInSync(request.key());
+    eraseInSync(request.key());
     return runtime::Result::done();
   }
   const rapidjson::Value& o = *object;
@@ -152,7 +152,7 @@ runtime::Result MachineReconciler::reconcile(const runtime::Request& request) {
   }
   bool deleting = json::find(&o, "metadata.deletionTimestamp") != nullptr;
   if (deleting) {
-    forgetInSync(request.key());
+    eraseInSync(request.key());
     if (!runtime::hasFinalizer(o, context_.finalizer())) {
       releaseCreateSlot(request.key());
       return runtime::Result::done();
@@ -204,7 +204,8 @@ runtime::Result MachineReconciler::reconcile(const runtime::Request& request) {
       return *wait;
     }
   }
-  forgetInSync(request.key());
+  const uint64_t wakes = beginCall(request.key());
+  const auto call_began = std::chrono::steady_clock::now();
   auto machine_lock = context_.lockMachine(uid);  // a snapshot call on it waits
   auto result = instance->reconcile(kind_, callRequest(o, *user_data),
                                     context_.callOptions(uid, describe(o), generationOf(o)));
@@ -290,6 +291,7 @@ runtime::Result MachineReconciler::reconcile(const runtime::Request& request) {
                              ? runtime::Result::requeueAfter(plugin::clampRequeueHint(
                                    result.outcome.requeue_after_ms, options_.resync))
                              : runtime::Result::requeueAfter(options_.resync);
+  const bool at_resync = next.requeueAfterDelay() >= options_.resync;
   // At rest by the plugin's word, and the status it reported written: until the inputs change
   // or `next` is due, a pass makes no call.
   const bool settled = !in_progress && json::boolean(&reply, "settled");
@@ -299,7 +301,7 @@ runtime::Result MachineReconciler::reconcile(const runtime::Request& request) {
     recordInSync(request.key(),
                  inputsFingerprint(o, provider_id.empty() ? provider_id_before : provider_id,
                                    *user_data, connection),
-                 next);
+                 next, call_began, at_resync, wakes);
   }
   return written;
 }
@@ -332,20 +334,56 @@ std::optional<runtime::Result> MachineReconciler::inSync(const std::string& key,
                                                          uint64_t fingerprint) {
   std::lock_guard lock(in_sync_mutex_);
   auto it = in_sync_.find(key);
-  if (it == in_sync_.end() || it->second.fingerprint != fingerprint) return std::nullopt;
+  if (it == in_sync_.end() || !it->second.valid || it->second.fingerprint != fingerprint) {
+    return std::nullopt;
+  }
   auto now = std::chrono::steady_clock::now();
-  if (now >= it->second.due) return std::nullopt;
-  return runtime::Result::requeueAfter(
-      std::chrono::ceil<std::chrono::milliseconds>(it->second.due - now));
+  if (now < it->second.due) {
+    return runtime::Result::requeueAfter(
+        std::chrono::ceil<std::chrono::milliseconds>(it->second.due - now));
+  }
+  // The resync is due, but the change feed has followed the backend since the call that saw
+  // the machine settled: it would have woken the machine had it changed (issue #23: no
+  // per-machine backend call at rest).
+  if (it->second.at_resync && feed_covers_ && feed_covers_(it->second.seen)) {
+    it->second.due = now + options_.resync;
+    common::logger("provider")
+        ->debug("{} {}: resync due, covered by the change feed: no plugin call", kind_, key);
+    return runtime::Result::requeueAfter(options_.resync);
+  }
+  return std::nullopt;
+}
+
+uint64_t MachineReconciler::beginCall(const std::string& key) {
+  std::lock_guard lock(in_sync_mutex_);
+  auto it = in_sync_.find(key);
+  if (it == in_sync_.end()) return 0;
+  it->second.valid = false;
+  return it->second.wakes;
 }
 
 void MachineReconciler::recordInSync(const std::string& key, uint64_t fingerprint,
-                                     const runtime::Result& next) {
+                                     const runtime::Result& next,
+                                     std::chrono::steady_clock::time_point seen, bool at_resync,
+                                     uint64_t wakes) {
   std::lock_guard lock(in_sync_mutex_);
-  in_sync_[key] = {fingerprint, std::chrono::steady_clock::now() + next.requeueAfterDelay()};
+  InSync& entry = in_sync_[key];
+  if (entry.wakes != wakes) return;  // woken during the call: what it saw may be old
+  entry.valid = true;
+  entry.fingerprint = fingerprint;
+  entry.due = std::chrono::steady_clock::now() + next.requeueAfterDelay();
+  entry.seen = seen;
+  entry.at_resync = at_resync;
 }
 
 void MachineReconciler::forgetInSync(const std::string& key) {
+  std::lock_guard lock(in_sync_mutex_);
+  InSync& entry = in_sync_[key];
+  entry.valid = false;
+  ++entry.wakes;
+}
+
+void MachineReconciler::eraseInSync(const std::string& key) {
   std::lock_guard lock(in_sync_mutex_);
   in_sync_.erase(key);
 }

@@ -39,8 +39,15 @@ class MachineReconciler final : public runtime::Reconciler {
   // How an object waiting for a create slot is brought back (its controller's enqueue).
   void setWake(std::function<void(const std::string& key)> wake) { wake_ = std::move(wake); }
   // The next pass of `key` calls the plugin whatever its inputs: another slot changed the
-  // backend machine (a snapshot revert leaves it as the snapshot had it).
+  // backend machine (a snapshot revert leaves it as the snapshot had it), or the change feed
+  // says it changed. A pass already calling the plugin then records nothing it saw.
   void forgetInSync(const std::string& key);
+  // With a change feed that covers a settled machine (ChangeFeed::covers), its resync pass makes
+  // no plugin call: the feed would have said if it changed. A plugin's own requeue hint is
+  // still honoured.
+  void setChangeFeed(std::function<bool(std::chrono::steady_clock::time_point seen)> covers) {
+    feed_covers_ = std::move(covers);
+  }
 
  private:
   // {"object", "references": {"provider"}, "operation"?}; with `user_data`, the object's copy
@@ -84,7 +91,14 @@ class MachineReconciler final : public runtime::Reconciler {
   // other reply, a failure, a deletion, a pause, a new plugin instance or a restart forgets
   // it, and so does forgetInSync.
   std::optional<runtime::Result> inSync(const std::string& key, uint64_t fingerprint);
-  void recordInSync(const std::string& key, uint64_t fingerprint, const runtime::Result& next);
+  // Before a plugin call: what it sees may be recorded as in sync only if no wake
+  // (forgetInSync) comes between this and recordInSync. Returns the key's wake count.
+  uint64_t beginCall(const std::string& key);
+  // `seen` is when the call that found it settled began; `at_resync`, whether `next` is the
+  // resync rather than the plugin's own hint.
+  void recordInSync(const std::string& key, uint64_t fingerprint, const runtime::Result& next,
+                    std::chrono::steady_clock::time_point seen, bool at_resync, uint64_t wakes);
+  void eraseInSync(const std::string& key);  // the object is going: nothing to remember
 
   RuntimeContext& context_;
   kube::ResourceType type_;
@@ -98,11 +112,16 @@ class MachineReconciler final : public runtime::Reconciler {
   // one starts (after a restart: every unprovisioned object with an operation token).
   std::once_flag running_creates_counted_;
   struct InSync {
-    uint64_t fingerprint;
-    std::chrono::steady_clock::time_point due;  // the pass the settled reply asked for
+    bool valid = false;  // false: the next pass calls (a wake, a call in flight)
+    uint64_t fingerprint = 0;
+    std::chrono::steady_clock::time_point due;   // the pass the settled reply asked for
+    std::chrono::steady_clock::time_point seen;  // when that call began
+    bool at_resync = false;                      // due is the resync, not the plugin's hint
+    uint64_t wakes = 0;                          // forgetInSync calls, ever
   };
   std::mutex in_sync_mutex_;
   std::map<std::string, InSync> in_sync_;  // by object key
+  std::function<bool(std::chrono::steady_clock::time_point)> feed_covers_;
 };
 
 }  // namespace banlieue::roles::provider

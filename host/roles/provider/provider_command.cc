@@ -8,6 +8,7 @@
 #include "host/roles/common/role_process.h"
 #include "host/roles/common/snapshot_binding.h"
 #include "host/roles/images/import_job.h"
+#include "host/roles/provider/change_feed.h"
 #include "host/roles/provider/class_publication.h"
 #include "host/roles/provider/console_server.h"
 #include "host/roles/provider/image_reconciler.h"
@@ -29,6 +30,7 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
+#include <set>
 #include <thread>
 
 namespace banlieue::roles::provider {
@@ -47,6 +49,7 @@ struct Options {
   int credentials_poll_seconds = 30;
   int introspect_interval_seconds = 300;
   int resync_seconds = 600;
+  int watch_seconds = 60;
   int call_timeout_seconds = 30;
   std::string import_namespace = images::kImageBuildNamespace;
   std::string artifacts_host_root;
@@ -390,6 +393,41 @@ int runProvider(const Options& o) {
       return keys;
     });
 
+    // The plugin's change feed (docs/adr/0057): it wakes the machines that changed at the
+    // backend, and while it answers a settled machine's resync makes no plugin call.
+    auto wake_machines = [&machine_kinds](const std::set<std::string>* provider_ids) {
+      for (auto& k : machine_kinds) {
+        for (const auto& key : k.informer->keys()) {
+          if (provider_ids != nullptr) {
+            auto machine = k.informer->get(key);
+            if (!machine ||
+                provider_ids->count(json::stringOr(machine.get(), "spec.providerID")) == 0) {
+              continue;
+            }
+          }
+          k.reconciler->forgetInSync(key);
+          k.controller->enqueue(key);
+        }
+      }
+    };
+    ChangeFeed change_feed(
+        context,
+        ChangeFeedTargets{
+            [&wake_machines](const std::set<std::string>& ids) { wake_machines(&ids); },
+            [&wake_machines] { wake_machines(nullptr); },
+            [&providers, &ns, &name] {
+              auto provider = providers.get(ns + "/" + name);
+              return provider ? json::stringOr(provider.get(), "metadata.uid") : std::string();
+            }},
+        ChangeFeedOptions{std::chrono::seconds(std::max(1, o.watch_seconds))});
+    if (o.watch_seconds > 0) {
+      for (auto& k : machine_kinds) {
+        k.reconciler->setChangeFeed([&change_feed](std::chrono::steady_clock::time_point seen) {
+          return change_feed.covers(seen);
+        });
+      }
+    }
+
     // Machines that waited for the backend (ProviderNotConnected) go again as soon as it is
     // connected, whatever their next poll; so do the snapshots and restores.
     session.onConnected(
@@ -432,6 +470,7 @@ int runProvider(const Options& o) {
       threads.emplace_back([&] { k.informer->run(work_stop); });
       threads.emplace_back([&] { k.controller->run(work_stop); });
     }
+    if (o.watch_seconds > 0) threads.emplace_back([&] { change_feed.run(work_stop); });
     while (!work_stop) {
       bool all = providers.hasSynced() && images.hasSynced() && import_jobs.hasSynced() &&
                  import_pods.hasSynced() && snapshots.hasSynced() && restores.hasSynced();
@@ -499,7 +538,13 @@ void registerProviderCommand(CLI::App& app, app::Action& action) {
                   "How often the backend inventory is walked again when nothing changed")
       ->capture_default_str();
   sub->add_option("--resync-seconds", o->resync_seconds,
-                  "How often a settled machine is checked for drift")
+                  "How often a settled machine is checked for drift, unless the plugin's\n"
+                  "change feed (watch_changes) covers it: then only the feed tells")
+      ->capture_default_str();
+  sub->add_option("--watch-seconds", o->watch_seconds,
+                  "Deadline of one watch_changes long poll, the plugin's feed of what\n"
+                  "changed at the backend for all machines at once; 0 turns the feed off")
+      ->check(CLI::Range(0, 3600))
       ->capture_default_str();
   sub->add_option("--call-timeout-seconds", o->call_timeout_seconds, "Deadline of one plugin call")
       ->capture_default_str();

@@ -190,6 +190,14 @@ class ProviderClient {
   void consoleClose(banlieue_console* console) const {
     if (console != nullptr) table_.console_close(console);
   }
+  // SINCE 1.4: a table that ends before this slot (or leaves it NULL) has no change feed
+  // (NotSupportedByBackend); the host then keeps checking each machine on its resync.
+  CallOutcome watchChanges(banlieue_instance* instance, const banlieue_call& call,
+                           std::string_view request) const {
+    if (!table_.watch_changes) return missing("watch_changes");
+    return invoke(
+        [&](banlieue_reply* r) { return table_.watch_changes(instance, &call, str(request), r); });
+  }
 
  private:
   CallOutcome missing(const char* slot) const {

@@ -329,6 +329,19 @@ struct ConsoleRequest {
   }
 };
 
+// watch_changes request (SINCE 1.4): {"cursor": the last reply's cursor, "" on the first call}.
+struct WatchRequest {
+  std::string cursor;
+
+  static WatchRequest parse(std::string_view text) {
+    static constexpr const char* kWhat = "watch_changes request";
+    rapidjson::Document document = json::parse(text, kWhat);
+    WatchRequest request;
+    request.cursor = json::stringOr(&document, "cursor");
+    return request;
+  }
+};
+
 // What describe reports. toJson() produces sdk/schemas/describe.response.json.
 struct Capabilities {
   struct Kind {
@@ -345,6 +358,7 @@ struct Capabilities {
   bool delete_image = false;               // set when the Instance overrides deleteImage()
   bool snapshot = false;                   // set when the Instance overrides snapshot()
   bool console = false;                    // set when the Instance overrides openConsole()
+  bool watch_changes = false;              // set when the Instance overrides watchChanges()
   std::vector<std::string> image_formats;  // formats import_image accepts
 
   std::string toJson(std::string_view name, std::string_view version) const {
@@ -375,6 +389,7 @@ struct Capabilities {
     ops.AddMember("deleteImage", delete_image, a);
     ops.AddMember("snapshot", snapshot, a);
     ops.AddMember("console", console, a);
+    ops.AddMember("watchChanges", watch_changes, a);
     doc.AddMember("operations", ops, a);
     doc.AddMember("imageFormats", strings(image_formats), a);
     return json::serialize(doc);

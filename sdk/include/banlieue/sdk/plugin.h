@@ -277,6 +277,14 @@ struct Exported {
     delete console;  // a throwing destructor terminates here, as it would anywhere
   }
 
+  static banlieue_status watchChanges(banlieue_instance* instance, const banlieue_call* call,
+                                      banlieue_str request, banlieue_reply* reply) noexcept {
+    return guarded("watch_changes", reply, [&](Reply& out) {
+      if (!instance) return missingInstance();
+      return instance->impl->watchChanges(Call(call), WatchRequest::parse(view(request)), out);
+    });
+  }
+
   static const banlieue_provider_v1* init(const banlieue_host_v1* host_table,
                                           uint32_t /*host_minor*/,
                                           const banlieue_sink* error) noexcept {
@@ -319,6 +327,7 @@ struct Exported {
           &consoleRead,
           &consoleWrite,
           &consoleClose,
+          &watchChanges,
       };
       return &table;
     } catch (const std::exception& e) {

@@ -180,6 +180,15 @@ class Instance {
                              std::unique_ptr<Console>& /*out*/, Reply& /*reply*/) {
     return unimplemented("console " + request.console);
   }
+  // SINCE 1.4. Set Capabilities::watch_changes when you override this. The change feed of
+  // every machine of this instance at once (the header's watch_changes slot is the contract):
+  // with an empty request.cursor, start following and answer at once; otherwise answer when
+  // something changed since request.cursor or the call's time is nearly up. Write the answer
+  // with ChangeLog::answer (banlieue/sdk/change_log.h), which keeps the cursors.
+  virtual Status watchChanges(const Call& /*call*/, const WatchRequest& /*request*/,
+                              Reply& /*reply*/) {
+    return unimplemented("watch_changes");
+  }
   // Called by instance_destroy before the destructor, with the destroy call's deadline:
   // cancel backend work and join threads here. The default does nothing.
   virtual void shutdown(const Call& /*call*/) {}
