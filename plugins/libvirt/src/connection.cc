@@ -268,6 +268,9 @@ Connection::~Connection() {
   {
     std::lock_guard lock(mutex_);
     if (conn_ != nullptr) {
+      if (lifecycle_callback_ >= 0) {
+        (void)virConnectDomainEventDeregisterAny(conn_, lifecycle_callback_);
+      }
       virConnectClose(conn_);
       conn_ = nullptr;
     }
@@ -358,18 +361,58 @@ void Connection::open(const sdk::Call& call) {
 virConnectPtr Connection::acquire(const sdk::Call& call) {
   std::lock_guard lock(mutex_);
   if (conn_ != nullptr && virConnectIsAlive(conn_) == 1) {
+    registerLifecycle();  // when followed and an earlier registration failed
     virConnectRef(conn_);
     return conn_;
   }
-  if (conn_ != nullptr) {
+  const bool reopening = conn_ != nullptr;
+  if (reopening) {
     BANLIEUE_LOG(kWarn, "libvirt connection to " + uri_ + " was lost; reconnecting");
+    if (lifecycle_callback_ >= 0) {
+      (void)virConnectDomainEventDeregisterAny(conn_, lifecycle_callback_);
+      lifecycle_callback_ = -1;
+    }
     virConnectClose(conn_);
     conn_ = nullptr;
     ++reconnects_;
   }
   open(call);
+  registerLifecycle();
+  // The events of the time without a connection are gone: whoever follows must look again.
+  if (reopening && lost_) lost_();
   virConnectRef(conn_);
   return conn_;
+}
+
+void Connection::followDomains(const sdk::Call& call,
+                               std::function<void(const std::string& uuid)> changed,
+                               std::function<void()> lost) {
+  {
+    std::lock_guard lock(mutex_);
+    changed_ = std::move(changed);
+    lost_ = std::move(lost);
+    if (conn_ != nullptr) registerLifecycle();
+  }
+  ConnRef opened(acquire(call));  // opens (and registers) when not open yet
+}
+
+void Connection::registerLifecycle() {
+  if (!changed_ || conn_ == nullptr || lifecycle_callback_ >= 0) return;
+  lifecycle_callback_ =
+      virConnectDomainEventRegisterAny(conn_, nullptr, VIR_DOMAIN_EVENT_ID_LIFECYCLE,
+                                       VIR_DOMAIN_EVENT_CALLBACK(onLifecycle), this, nullptr);
+  if (lifecycle_callback_ < 0) {
+    raiseLast("following the domains' lifecycle events on " + uri_);
+  }
+}
+
+int Connection::onLifecycle(virConnectPtr /*conn*/, virDomainPtr domain, int /*event*/,
+                            int /*detail*/, void* opaque) {
+  char uuid[VIR_UUID_STRING_BUFLEN] = {};
+  if (virDomainGetUUIDString(domain, uuid) == 0) {
+    static_cast<Connection*>(opaque)->changed_(uuid);
+  }
+  return 0;
 }
 
 }  // namespace banlieue::libvirt

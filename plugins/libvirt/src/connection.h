@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <string>
 
@@ -49,12 +50,22 @@ class Connection {
   // reference the caller must release with virConnectClose (ConnRef does).
   virConnectPtr acquire(const sdk::Call& call);
 
+  // From now on, every lifecycle event of a domain on this connection (defined, started,
+  // stopped, undefined, …; the same on each connection it reopens) calls `changed` with the
+  // domain's UUID, on the event loop's thread; a reopen, which may have missed events, calls
+  // `lost`. Opens the connection first when it is not open (within the call's deadline).
+  void followDomains(const sdk::Call& call, std::function<void(const std::string& uuid)> changed,
+                     std::function<void()> lost);
+
   const std::string& uri() const { return uri_; }  // safe to log: no secrets in it
   bool isTestDriver() const { return parts_.scheme == "test"; }
   int reconnects() const { return reconnects_; }
 
  private:
   void open(const sdk::Call& call);
+  void registerLifecycle();  // on conn_, when followed; mutex_ held
+  static int onLifecycle(virConnectPtr conn, virDomainPtr domain, int event, int detail,
+                         void* opaque);
   void writeCredentials(const sdk::InstanceConfig& config);
   void removeCredentials();
 
@@ -64,6 +75,9 @@ class Connection {
   std::mutex mutex_;
   virConnectPtr conn_ = nullptr;  // guarded by mutex_
   int reconnects_ = 0;
+  std::function<void(const std::string&)> changed_;  // set once, by followDomains
+  std::function<void()> lost_;
+  int lifecycle_callback_ = -1;  // on conn_; guarded by mutex_
 };
 
 // Holds one reference to a connection for the length of an operation.

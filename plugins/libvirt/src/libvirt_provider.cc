@@ -11,7 +11,10 @@
 #include "plugins/libvirt/src/provider_validation.h"
 #include "plugins/libvirt/src/snapshots.h"
 
+#include <banlieue/sdk/change_log.h>
 #include <banlieue/sdk/plugin.h>
+
+#include <mutex>
 
 namespace banlieue::libvirt {
 namespace {
@@ -100,6 +103,23 @@ class LibvirtInstance final : public sdk::Instance {
     return openMachineConsole(connection_, call, request, out, reply);
   }
 
+  // SINCE ABI 1.4. The change feed: libvirt's domain lifecycle events, pushed by the daemon
+  // over the open connection, name the domains that changed; between them nothing is asked of
+  // the daemon (its own keepalive aside), however many machines there are. A reconnect may have
+  // missed events: the next answer is "all".
+  Status watchChanges(const sdk::Call& call, const sdk::WatchRequest& request,
+                      sdk::Reply& reply) override {
+    std::call_once(following_, [&] {
+      connection_.followDomains(
+          call, [this](const std::string& uuid) { changes_.record(providerIdFor(uuid)); },
+          [this] { changes_.recordAll(); });
+    });
+    return changes_.answer(call, request, reply, [&](std::chrono::milliseconds budget) {
+      ConnRef alive(connection_.acquire(call));  // reopens a connection the daemon dropped
+      changes_.waitForNews(std::min<std::chrono::milliseconds>(budget, std::chrono::seconds(5)));
+    });
+  }
+
   void shutdown(const sdk::Call& /*call*/) override { importer_.shutdown(); }
 
  private:
@@ -117,6 +137,9 @@ class LibvirtInstance final : public sdk::Instance {
     return failure_domain_;
   }
 
+  // Before connection_: its event callbacks write here until connection_ is gone.
+  sdk::ChangeLog changes_;
+  std::once_flag following_;
   Connection connection_;
   ImageImporter importer_;
   std::string domain_type_;
@@ -142,6 +165,7 @@ class LibvirtProvider final : public sdk::Provider {
     caps.delete_image = true;
     caps.snapshot = true;
     caps.console = true;
+    caps.watch_changes = true;
     caps.image_formats = {"raw", "qcow2", "iso"};
     return caps;
   }

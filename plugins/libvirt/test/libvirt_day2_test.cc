@@ -1,12 +1,17 @@
 // Day-2 changes of a LibvirtMachine against libvirt's test driver (issue #20): a resize reaches
 // the domain's definition and, for a running domain, the guest (hot-plug, else a restart); an
 // image's volumes are deleted once no machine uses them; snapshots (ABI 1.2) are taken, listed,
-// reverted to and deleted on the domain, and a machine with snapshots is deleted cleanly.
-// Labels: integration;libvirt;day2.
+// reverted to and deleted on the domain, and a machine with snapshots is deleted cleanly; the
+// change feed (ABI 1.4, issue #23) names a domain changed behind the plugin's back.
+// Labels: integration;libvirt;day2 (the change feed's case also bench).
 #include "plugins/libvirt/test/test_driver_fixture.h"
 
+#include <gmock/gmock.h>
+
+#include <chrono>
 #include <map>
 #include <regex>
+#include <thread>
 #include <vector>
 
 namespace banlieue::libvirt::testing {
@@ -219,6 +224,51 @@ TEST_F(LibvirtPluginTest, AReplySaysSettledOnlyWhenTheDomainIsAsItsSpecAsks) {
   ASSERT_TRUE(r.ok()) << describeOutcome(r);
   EXPECT_EQ(inspector_.domainState(domain()), VIR_DOMAIN_SHUTOFF);
   EXPECT_TRUE(settled(r)) << r.body;
+}
+
+// Issue #23, ADR 0057: the change feed names a domain that changed behind the plugin's back
+// (destroyed out of band), from the lifecycle event libvirt pushes, without a call per machine;
+// a quiet feed answers by its deadline with nothing changed.
+TEST_F(LibvirtPluginTest, TheChangeFeedNamesADomainStoppedBehindItsBack) {
+  using ::testing::HasSubstr;
+  ASSERT_TRUE(harness_.reconcile(opts_).ok());
+  auto r = harness_.reconcile(opts_);
+  ASSERT_TRUE(r.ok()) << describeOutcome(r);
+  auto machine = json::parse(r.body, "reply");
+  const std::string provider_id = json::stringOr(&machine, "status.providerID");
+  ASSERT_FALSE(provider_id.empty()) << r.body;
+
+  auto cursorOf = [](const sdk::abi::CallOutcome& o) {
+    auto doc = json::parse(o.body, "watch reply");
+    return json::stringOr(&doc, "cursor");
+  };
+  auto first = harness_.watchChanges("", std::chrono::seconds(10));
+  ASSERT_TRUE(first.ok()) << describeOutcome(first);
+  EXPECT_THAT(first.body, HasSubstr(R"("changed":[])"));
+
+  auto quiet = harness_.watchChanges(cursorOf(first), std::chrono::seconds(3));
+  ASSERT_TRUE(quiet.ok()) << describeOutcome(quiet);
+  EXPECT_THAT(quiet.body, HasSubstr(R"("changed":[])")) << "nothing changed";
+  EXPECT_THAT(quiet.body, HasSubstr(R"("all":false)"));
+
+  std::thread out_of_band([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    virDomainPtr d = virDomainLookupByName(inspector_.get(), domain().c_str());
+    ASSERT_NE(d, nullptr);
+    EXPECT_EQ(virDomainDestroy(d), 0);
+    virDomainFree(d);
+  });
+  auto started = std::chrono::steady_clock::now();
+  auto changed = harness_.watchChanges(cursorOf(quiet), std::chrono::seconds(20));
+  out_of_band.join();
+  ASSERT_TRUE(changed.ok()) << describeOutcome(changed);
+  EXPECT_THAT(changed.body, HasSubstr("\"" + provider_id + "\"")) << changed.body;
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10))
+      << "answered at the change, not at the deadline";
+
+  // The machine's next reconcile starts it again.
+  ASSERT_TRUE(harness_.reconcile(opts_).ok());
+  EXPECT_EQ(inspector_.domainState(domain()), VIR_DOMAIN_RUNNING);
 }
 
 // Issue #20, ADR 0037: delete_image removes every volume an import of the VMImage made (this

@@ -175,6 +175,11 @@ class Harness {
         R"({"kind":"LibvirtMachine","machine":)" + machineObject(o) + R"(,"console":"serial"})",
         out);
   }
+  // The change feed (ABI 1.4), as the host's long poll calls it: the Provider's uid, `timeout`.
+  sdk::abi::CallOutcome watchChanges(const std::string& cursor, std::chrono::milliseconds timeout) {
+    auto call = host_.call("prov-uid", timeout);
+    return client_.watchChanges(instance_, call, R"({"cursor":)" + quote(cursor) + "}");
+  }
   // Polls import_image until it stops answering IN_PROGRESS (bounded).
   sdk::abi::CallOutcome importUntilDone(const std::string& request_without_token,
                                         const std::string& uid) {
