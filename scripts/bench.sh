@@ -12,6 +12,7 @@
 #
 #   scripts/bench.sh [--vms N] [--threads T] [--kube-qps Q] [--no-limit] [--keep] [--processes]
 #                    [--create-seconds S [--max-creates C]] [--limit-apply] [--baseline FILE]
+#                    [--resync-seconds R [--no-watch]]
 #     --vms N        VirtualMachines to converge (default 100)
 #     --threads T    client threads creating VMs, and the minimal client's threads (default 16)
 #     --kube-qps Q   passed to both roles (default: the roles' own default, no client-side
@@ -26,6 +27,11 @@
 #     --baseline FILE  the JSON document of an earlier run at a smaller N (e.g. --vms 10000
 #                    beside --vms 50000): adds marginal_kb_per_vm, each role's peak RSS growth
 #                    per VM between the two
+#     --resync-seconds R  the provider's --resync-seconds (default: its own, 600): with R < 60
+#                    the steady-state minute holds resyncs, which the change feed (ADR 0057)
+#                    answers without backend calls
+#     --no-watch     the provider without its change feed (--watch-seconds 0): each resync
+#                    calls the backend, as for a plugin that has no feed
 #     --keep         leave the cluster, its node and its state directory up afterwards (and the
 #                    roles' pods, when the run failed before stopping them)
 #     --processes    run the roles as plain host processes on a control plane without a node,
@@ -41,7 +47,7 @@ usage() { sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; }
 argv=("$@")
 
 vms=100 threads=16 qps="" keep=0 limit=1 limit_apply=0 mode=node create_seconds=0 max_creates=""
-baseline=""
+baseline="" resync="" watch=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --vms) vms=${2:?--vms needs a number}; shift 2 ;;
@@ -52,6 +58,8 @@ while [ $# -gt 0 ]; do
     --create-seconds) create_seconds=${2:?--create-seconds needs a number}; shift 2 ;;
     --max-creates) max_creates=${2:?--max-creates needs a number}; shift 2 ;;
     --baseline) baseline=${2:?--baseline needs a file}; shift 2 ;;
+    --resync-seconds) resync=${2:?--resync-seconds needs a number}; shift 2 ;;
+    --no-watch) watch=0; shift ;;
     --keep) keep=1; shift ;;
     --processes) mode=processes; shift ;;
     -h|--help) usage; exit 0 ;;
@@ -66,6 +74,8 @@ done
   { echo "scripts/bench.sh: --create-seconds must be a whole number of seconds" >&2; exit 2; }
 [ -z "$max_creates" ] || [[ $max_creates =~ ^[1-9][0-9]*$ ]] ||
   { echo "scripts/bench.sh: --max-creates must be a positive integer" >&2; exit 2; }
+[ -z "$resync" ] || [[ $resync =~ ^[1-9][0-9]*$ ]] ||
+  { echo "scripts/bench.sh: --resync-seconds must be a positive integer" >&2; exit 2; }
 if [ -n "$baseline" ]; then
   baseline_vms=$(jq -er '.vms' "$baseline" 2>/dev/null) && jq -e \
     '(.controller_rss_mb | numbers) and (.provider_rss_mb | numbers)' "$baseline" >/dev/null 2>&1 ||
@@ -241,6 +251,8 @@ if [ -n "$qps" ]; then
   qps_flags=(--kube-qps "$qps" --kube-burst "$(awk -v q="$qps" 'BEGIN { printf "%d", q * 1.5 + 1 }')")
 fi
 provider_args=(provider file --provider bench/files --leader-election-namespace bench)
+[ -z "$resync" ] || provider_args+=(--resync-seconds "$resync")
+[ "$watch" = 1 ] || provider_args+=(--watch-seconds 0)
 controller_args=(controller --no-leader-elect)
 
 # Each started role sets role_pid (host pid), role_url (http://<address>:<port> of /metrics) and
@@ -698,6 +710,8 @@ cat <<JSON
   "steady_state_writes_by_resource": {"controller": $(counts_json <<<"$c_steady"), "provider": $(counts_json <<<"$p_steady")},
   "backend_calls_per_vm": $converge_calls_by_method,
   "steady_state_backend_calls_60s": $calls_steady,
+  "provider_resync_seconds": ${resync:-600},
+  "change_feed": $([ "$watch" = 1 ] && echo true || echo false),
   "steady_state_backend_calls_by_method": $steady_calls_by_method,
   "controller_rss_mb": $controller_rss_mb,
   "provider_rss_mb": $provider_rss_mb,

@@ -31,8 +31,9 @@ std::filesystem::path CallTracker::journalFile(const std::filesystem::path& dir,
 
 uint64_t CallTracker::begin(const char* slot, const CallOptions& options,
                             std::chrono::steady_clock::time_point deadline) {
-  InFlightCall call{slot, options.object, options.object_uid, std::chrono::steady_clock::now(),
-                    deadline};
+  InFlightCall call{
+      slot,     options.object, options.object_uid,   std::chrono::steady_clock::now(),
+      deadline, false,          options.observes_only};
   std::filesystem::path journal;
   uint64_t id = 0;
   {
@@ -41,7 +42,7 @@ uint64_t CallTracker::begin(const char* slot, const CallOptions& options,
     journal = journal_;
     calls_.emplace(id, call);
   }
-  if (!journal.empty() && !options.object_uid.empty()) {
+  if (!journal.empty() && !options.object_uid.empty() && !options.observes_only) {
     // Plain write(2), no fsync: the file must outlive the process, not the node.
     std::string record = call.slot + "\n" + call.object + "\n" + call.object_uid + "\n" +
                          std::to_string(options.object_generation) + "\n";
@@ -57,7 +58,8 @@ uint64_t CallTracker::begin(const char* slot, const CallOptions& options,
 
 size_t CallTracker::inFlight() const {
   std::lock_guard lock(mutex_);
-  return calls_.size();
+  return static_cast<size_t>(std::count_if(
+      calls_.begin(), calls_.end(), [](const auto& entry) { return !entry.second.observes_only; }));
 }
 
 std::string CallTracker::describeInFlight() const {
@@ -77,7 +79,7 @@ void CallTracker::end(uint64_t id) {
     std::lock_guard lock(mutex_);
     auto it = calls_.find(id);
     if (it == calls_.end()) return;
-    uid = it->second.object_uid;
+    if (!it->second.observes_only) uid = it->second.object_uid;  // it left no journal
     journal = journal_;
     calls_.erase(it);
   }

@@ -31,7 +31,8 @@ struct InFlightCall {
   std::string object_uid;
   std::chrono::steady_clock::time_point started;
   std::chrono::steady_clock::time_point deadline;
-  bool hung = false;  // journaled as hung (markOverdueAsHung)
+  bool hung = false;           // journaled as hung (markOverdueAsHung)
+  bool observes_only = false;  // CallOptions::observes_only
 };
 
 class CallTracker {
@@ -44,7 +45,8 @@ class CallTracker {
                  std::chrono::steady_clock::time_point deadline);
   void end(uint64_t id);
 
-  // How many calls are running now, and which ("reconcile of LibvirtMachine ns/name, ...").
+  // How many calls that may act on the backend are running now (an observes_only call is not
+  // counted), and which calls run ("reconcile of LibvirtMachine ns/name, ...").
   size_t inFlight() const;
   std::string describeInFlight() const;
   // Calls whose deadline passed more than `grace` before `now`, oldest first.

@@ -30,6 +30,10 @@ struct CallOptions {
   int64_t object_generation = 0;  // journaled: a quarantine lifts when the spec changes
   uint32_t attempt = 0;
   const std::atomic<bool>* cancel = nullptr;
+  // A call that only looks (watch_changes): it changes nothing on the backend, so it is not
+  // journaled against its object and does not keep a process that lost its Lease from
+  // stepping down (CallTracker::inFlight).
+  bool observes_only = false;
 };
 
 // The outcome of one call plus what the host noticed about it.

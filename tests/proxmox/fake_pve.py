@@ -12,7 +12,9 @@ Endpoints (all under /api2/json):
   GET    /nodes/{node}/storage                    storages (storage, type, content, enabled, active)
   GET    /nodes/{node}/network[?type=bridge]      interfaces (iface, type, active)
   GET    /cluster/nextid                          lowest free VMID (a string, as PVE answers)
-  GET    /cluster/resources?type=vm               every guest with node, vmid, name, status, tags
+  GET    /cluster/resources?type=vm               every guest with node, vmid, name, status, tags,
+                                                  lock, and pvestatd's figures (maxcpu, maxmem,
+                                                  maxdisk, uptime, cpu, mem, ...; see guest_stats)
   GET    /nodes/{node}/qemu                       guests of a node
   POST   /nodes/{node}/qemu/{vmid}/clone          newid, name, full, storage -> UPID (a template
                                                   clones linked unless full=1; linked refuses storage)
@@ -792,7 +794,7 @@ class Handler(ConsoleMixin, BaseHTTPRequestHandler):
                 # A proxy or a broken cluster filesystem answering something else.
                 state.malformed_resources -= 1
                 return {"errors": "cluster filesystem not ready"}
-            return [self.resource(vm) for vm in state.vms.values()]
+            return [self.resource(vm, cluster=True) for vm in state.vms.values()]
         if len(parts) >= 2 and parts[0] == "nodes":
             node = parts[1]
             if node not in state.nodes:
@@ -803,7 +805,7 @@ class Handler(ConsoleMixin, BaseHTTPRequestHandler):
         raise PveError(501, "Method '%s /%s' not implemented" % (method, "/".join(parts)))
 
     @staticmethod
-    def resource(vm):
+    def resource(vm, cluster=False):
         entry = {"id": "qemu/%d" % vm["vmid"], "type": "qemu", "vmid": vm["vmid"],
                  "node": vm["node"], "name": vm["name"], "status": vm["status"],
                  "template": vm["template"]}
@@ -811,7 +813,31 @@ class Handler(ConsoleMixin, BaseHTTPRequestHandler):
             entry["lock"] = vm["lock"]
         if vm["config"].get("tags"):
             entry["tags"] = vm["config"]["tags"]
+        if cluster:
+            entry.update(Handler.guest_stats(vm))
         return entry
+
+    @staticmethod
+    def guest_stats(vm):
+        """What pvestatd broadcasts of a guest every 10 s and /cluster/resources reports
+        (PVE::API2Tools::extract_vm_stats): its status is QEMU's own (qmpstatus, so "paused"
+        for a suspended guest), the sizes come from its current config (not the pending one),
+        and a running guest's uptime and usage move between two listings."""
+        config = vm["config"]
+        running = vm["status"] == "running"
+        size = re.search(r"size=(\d+)([KMGT]?)", str(config.get("scsi0", "")))
+        maxdisk = 0
+        if size:
+            maxdisk = int(size.group(1)) * 1024 ** " KMGT".index(size.group(2) or " ")
+        cpus = int(config.get("vcpus") or int(config.get("sockets", 1)) * int(config.get("cores", 1)))
+        maxmem = int(config.get("memory", 512)) * 1048576
+        uptime = int(time.monotonic() - vm["startedAt"]) if running and "startedAt" in vm else 0
+        return {"status": (vm.get("qmpstatus") or vm["status"]) if running else vm["status"],
+                "maxcpu": cpus, "maxmem": maxmem, "maxdisk": maxdisk, "disk": 0,
+                "uptime": uptime, "cpu": 0.0123 if running else 0,
+                "mem": maxmem // 4 + uptime * 4096 if running else 0,
+                "netin": uptime * 1500 if running else 0, "netout": uptime * 700 if running else 0,
+                "diskread": 0, "diskwrite": 0}
 
     def node_route(self, state, node, method, rest, params):
         if rest == ["storage"]:
@@ -1026,6 +1052,7 @@ class Handler(ConsoleMixin, BaseHTTPRequestHandler):
                         with open(state.volume_path(volid, "snippets")) as f:
                             vm["cloudinitUser"] = f.read()
                 vm["status"] = "running"
+                vm["startedAt"] = time.monotonic()
             return state.start_task(node, "qmstart", vmid, finish)
         if action in ("suspend", "resume"):
             if vm["status"] != "running":
@@ -1047,6 +1074,7 @@ class Handler(ConsoleMixin, BaseHTTPRequestHandler):
             def finish():
                 self.apply_pending(vm)
                 vm["reboots"] = vm.get("reboots", 0) + 1
+                vm["startedAt"] = time.monotonic()
             return state.start_task(node, "qmreboot", vmid, finish)
         raise PveError(501, "Method 'POST status/%s' not implemented" % action)
 
@@ -1298,6 +1326,7 @@ class Handler(ConsoleMixin, BaseHTTPRequestHandler):
                 vm["rollbacks"] = vm.get("rollbacks", 0) + 1
                 if snap.get("vmstate") or start:
                     vm["status"] = "running"
+                    vm["startedAt"] = time.monotonic()
             return state.start_task(node, "qmrollback", vmid, finish)
         if rest[1:] == [] and method == "DELETE":
             self.check_boolean(params, "force")

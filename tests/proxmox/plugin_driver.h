@@ -3,6 +3,7 @@
 #pragma once
 
 #include "tests/support/build_paths.h"
+#include "tests/support/json_escape.h"
 
 #include <banlieue/sdk/abi_client.h>
 #include <banlieue/sdk/json.h>
@@ -117,6 +118,13 @@ class Driver {
     return client_.consoleWrite(console, data, &n);
   }
   void consoleClose(banlieue_console* console) { client_.consoleClose(console); }
+  // watch_changes (ABI 1.4), as the host's change feed calls it: for the Provider (its uid is
+  // the call's object), with `timeout` as the long poll's deadline.
+  CallOutcome watchChanges(const std::string& cursor, std::chrono::milliseconds timeout) {
+    auto call = host_.call("provider-uid", timeout);
+    return client_.watchChanges(instance_, call,
+                                R"({"cursor":")" + banlieue::testing::jsonEscape(cursor) + R"("})");
+  }
   // Calls until the answer is not IN_PROGRESS, feeding each token into the next call, as the
   // host does.
   CallOutcome drive(const std::string& slot, const std::string& object, int polls = 300) {

@@ -1,6 +1,9 @@
 // Day-2 operations on a Proxmox guest (issue #20), against the fake PVE API: what a running
-// guest cannot take live waits in PVE's pending section, and the plugin brings it in; and the
-// snapshot slot (ABI 1.2) on PVE's /nodes/{node}/qemu/{vmid}/snapshot API.
+// guest cannot take live waits in PVE's pending section, and the plugin brings it in; the
+// snapshot slot (ABI 1.2) on PVE's /nodes/{node}/qemu/{vmid}/snapshot API; and the change feed
+// (ABI 1.4, issue #23) that names a guest changed behind the plugin's back.
+#include "plugins/proxmox/src/https.h"
+#include "plugins/proxmox/src/pve_client.h"
 #include "plugins/proxmox/src/snapshots.h"
 #include "tests/proxmox/proxmox_fixture.h"
 
@@ -10,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <memory>
 #include <regex>
 #include <string>
 #include <thread>
@@ -216,6 +220,116 @@ TEST_F(ProxmoxTest, AReplySaysSettledOnlyWhenTheGuestIsAtRest) {
   ASSERT_NE(hardware, nullptr) << out.body;
   EXPECT_EQ(settled(out), json::stringOr(hardware, "reason") == "Applied") << out.body;
   remove(off);
+}
+
+// The change feed's cursor, and what its reply named ("all" as "*").
+std::string cursorOf(const CallOutcome& out) {
+  auto reply = json::parse(out.body, "watch reply");
+  return json::stringOr(&reply, "cursor");
+}
+std::vector<std::string> namedBy(const CallOutcome& out) {
+  auto reply = json::parse(out.body, "watch reply");
+  std::vector<std::string> named;
+  if (json::boolean(&reply, "all")) named.emplace_back("*");
+  for (const auto& id : reply["changed"].GetArray()) named.emplace_back(id.GetString());
+  return named;
+}
+
+// Another PVE client than the plugin (an admin's): what changes a guest behind its back.
+std::unique_ptr<PveClient> adminClient(const FakePve& fake) {
+  TlsOptions tls;
+  tls.ca_bundle_pem = fake.caPem();
+  const Endpoint endpoint = Endpoint::parse(fake.url());
+  PveCredentials credentials;
+  credentials.token = std::string(FakePve::kUser) + "=" + FakePve::kSecret;
+  return std::make_unique<PveClient>(makeHttpsTransport(endpoint, tls), endpoint,
+                                     std::move(credentials));
+}
+
+// Issue #23, ADR 0057: the change feed names a guest stopped behind the plugin's back, by one
+// listing of the cluster's guests every 10 s (the only request it makes, however many machines
+// there are). A quiet feed answers by its deadline with nothing changed, though a running
+// guest's uptime and usage moved meanwhile; the next reconcile starts the guest again.
+TEST_F(ProxmoxTest, TheChangeFeedNamesAGuestStoppedBehindItsBack) {
+  const std::string uid = "a1b2c3d4-0000-4000-8000-0000000000f7";
+  CallOutcome out = driver_->drive("reconcile", machine("watched", uid, ""));
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  auto reply = json::parse(out.body, "reply");
+  const int vmid = reply["status"]["vmid"].GetInt();
+  const std::string provider_id = json::stringOr(&reply, "status.providerID");
+  ASSERT_EQ(provider_id, "proxmox://pve1/" + std::to_string(vmid)) << out.body;
+  const std::string object = provisioned(machine("watched", uid, ""), vmid);
+  const size_t requests_before = fake_->state()["requestLog"].Size();
+
+  CallOutcome first = driver_->watchChanges("", std::chrono::seconds(10));
+  ASSERT_TRUE(first.ok()) << first.reason << ": " << first.message;
+  EXPECT_TRUE(namedBy(first).empty()) << "the first call only starts following: " << first.body;
+
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // the guest's uptime moves
+  auto asked = std::chrono::steady_clock::now();
+  CallOutcome quiet = driver_->watchChanges(cursorOf(first), std::chrono::seconds(3));
+  ASSERT_TRUE(quiet.ok()) << quiet.reason << ": " << quiet.message;
+  EXPECT_NE(quiet.body.find(R"("changed":[])"), std::string::npos) << quiet.body;
+  EXPECT_NE(quiet.body.find(R"("all":false)"), std::string::npos) << quiet.body;
+  EXPECT_LT(std::chrono::steady_clock::now() - asked, std::chrono::seconds(3))
+      << "answered before its deadline";
+
+  const std::string vm = "/nodes/pve1/qemu/" + std::to_string(vmid);
+  (void)adminClient(*fake_)->post(vm + "/status/stop", {},
+                                  std::chrono::steady_clock::now() + std::chrono::seconds(10));
+  asked = std::chrono::steady_clock::now();
+  CallOutcome changed = driver_->watchChanges(cursorOf(quiet), std::chrono::seconds(30));
+  ASSERT_TRUE(changed.ok()) << changed.reason << ": " << changed.message;
+  EXPECT_EQ(namedBy(changed), std::vector<std::string>{provider_id}) << changed.body;
+  EXPECT_LT(std::chrono::steady_clock::now() - asked, std::chrono::seconds(12))
+      << "named at the next listing, not at the deadline";
+
+  // All the feed asked of PVE: the cluster's guest list, at most once per 10 s.
+  auto state = fake_->state();
+  const auto& log = state["requestLog"];
+  int listings = 0;
+  for (size_t i = requests_before; i < log.Size(); ++i) {
+    const std::string request = log[static_cast<rapidjson::SizeType>(i)].GetString();
+    if (request == "GET /cluster/resources") {
+      ++listings;
+    } else {
+      EXPECT_EQ(request, "POST " + vm + "/status/stop") << "a request per machine";
+    }
+  }
+  EXPECT_GE(listings, 2) << "the baseline and the listing that saw the stop";
+  EXPECT_LE(listings, 3);
+  EXPECT_STREQ((*guest(state, "watched"))["status"].GetString(), "stopped");
+
+  out = driver_->drive("reconcile", object);
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  EXPECT_STREQ((*guest(fake_->state(), "watched"))["status"].GetString(), "running");
+  remove(object);
+}
+
+// Issue #23: a listing that fails (here: not a list) names nothing; the call fails, and the
+// host's call again with the same cursor is answered from the last good listing, so the stop
+// it missed is not lost.
+TEST_F(ProxmoxTest, AFailedListingOfTheChangeFeedLosesNoChange) {
+  const std::string uid = "a1b2c3d4-0000-4000-8000-0000000000f8";
+  CallOutcome out = driver_->drive("reconcile", machine("missed", uid, ""));
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  auto reply = json::parse(out.body, "reply");
+  const int vmid = reply["status"]["vmid"].GetInt();
+  const std::string provider_id = json::stringOr(&reply, "status.providerID");
+
+  CallOutcome first = driver_->watchChanges("", std::chrono::seconds(10));
+  ASSERT_TRUE(first.ok()) << first.reason << ": " << first.message;
+  (void)adminClient(*fake_)->post("/nodes/pve1/qemu/" + std::to_string(vmid) + "/status/stop", {},
+                                  std::chrono::steady_clock::now() + std::chrono::seconds(10));
+  fake_->fake("malformed-resources?count=1");
+  CallOutcome failed = driver_->watchChanges(cursorOf(first), std::chrono::seconds(30));
+  EXPECT_EQ(failed.code, BANLIEUE_UNAVAILABLE) << failed.reason << ": " << failed.body;
+  EXPECT_EQ(failed.reason, "MalformedReply") << failed.message;
+
+  CallOutcome again = driver_->watchChanges(cursorOf(first), std::chrono::seconds(30));
+  ASSERT_TRUE(again.ok()) << again.reason << ": " << again.message;
+  EXPECT_EQ(namedBy(again), std::vector<std::string>{provider_id}) << again.body;
+  remove(provisioned(machine("missed", uid, ""), vmid));
 }
 
 TEST_F(ProxmoxTest, AResizeThatWaitsForRestartIsAppliedByTheUsersRestart) {

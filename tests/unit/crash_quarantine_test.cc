@@ -67,6 +67,32 @@ TEST_F(CrashQuarantineTest, ACrashIsHeldBackAsPluginCrashedAndAHangAsPluginHung)
   EXPECT_FALSE(quarantine.hold("innocent", 1).has_value());
 }
 
+// A call that only looks (the change feed's long poll, ADR 0057) shares its object uid (the
+// Provider's) with introspect: it leaves no journal that would hold the Provider back, or whose
+// removal would erase introspect's, and it does not count as a call acting on the backend, which
+// would make a process that lost its Lease exit instead of stepping down.
+TEST_F(CrashQuarantineTest, AnObservingCallIsNeitherJournaledNorCountedAsActing) {
+  plugin::CallOptions acting;
+  acting.object = "Provider ns/p";
+  acting.object_uid = "provider-uid";
+  plugin::CallOptions watching = acting;
+  watching.observes_only = true;
+  auto now = std::chrono::steady_clock::now();
+  auto introspect = tracker_.begin("introspect", acting, now + 30s);
+  auto watch = tracker_.begin("watch_changes", watching, now + 60s);
+  EXPECT_EQ(tracker_.inFlight(), 1u) << tracker_.describeInFlight();
+  tracker_.end(watch);
+  EXPECT_TRUE(fs::exists(plugin::CallTracker::journalFile(dir_, "provider-uid")))
+      << "the watch's end removed introspect's journal";
+  tracker_.end(introspect);
+  EXPECT_EQ(tracker_.inFlight(), 0u);
+  EXPECT_FALSE(fs::exists(plugin::CallTracker::journalFile(dir_, "provider-uid")));
+
+  tracker_.begin("watch_changes", watching, now + 60s);  // the process dies during it
+  CrashQuarantine quarantine(dir_, 60s);
+  EXPECT_FALSE(quarantine.hold("provider-uid", 0).has_value());
+}
+
 TEST_F(CrashQuarantineTest, KInARowQuarantineUntilTheGenerationMoves) {
   for (int crash = 1; crash <= 3; ++crash) {
     dieDuring("bad", 5);

@@ -60,6 +60,15 @@ sdk::abi::CallOutcome PluginDriver::once(const std::string& slot, const std::str
   return client_.importImage(instance_, call, request);
 }
 
+sdk::abi::CallOutcome PluginDriver::watchChanges(const std::string& cursor,
+                                                 std::chrono::milliseconds timeout) {
+  auto call = host_.call("0b6f5a8e-1d2c-4e3f-8a9b-7c6d5e4f3a2b", timeout);
+  rapidjson::Document request(rapidjson::kObjectType);
+  request.AddMember("cursor", sdk::json::stringValue(cursor, request.GetAllocator()),
+                    request.GetAllocator());
+  return client_.watchChanges(instance_, call, sdk::json::serialize(request));
+}
+
 sdk::abi::CallOutcome PluginDriver::drive(const std::string& slot, const std::string& kind,
                                           const std::string& uid, const std::string& request,
                                           int polls) {

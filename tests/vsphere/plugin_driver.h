@@ -8,6 +8,7 @@
 
 #include <banlieue/sdk/testing/fake_host.h>
 
+#include <chrono>
 #include <map>
 #include <set>
 #include <string>
@@ -33,6 +34,9 @@ class PluginDriver {
   // import_image, delete_image, console_open; a console it opens is closed at once).
   sdk::abi::CallOutcome once(const std::string& slot, const std::string& kind,
                              const std::string& uid, const std::string& request);
+
+  // The change feed (ABI 1.4) as the host's long poll calls it: the Provider's uid, `timeout`.
+  sdk::abi::CallOutcome watchChanges(const std::string& cursor, std::chrono::milliseconds timeout);
 
   sdk::testing::FakeHost& host() { return host_; }
 

@@ -1,12 +1,15 @@
 // Day-2 operations of a VSphereMachine against the project's vcsim (issue #20): a restart
 // request powers the running VM off and on again, once; snapshots (ABI 1.2) are taken once by
 // name, listed, reverted to and deleted, and go with the VM; the console (ABI 1.3) is a WebMKS
-// ticket URL, and the serial console is refused with the way to the ticket.
+// ticket URL, and the serial console is refused with the way to the ticket; the change feed
+// (ABI 1.4, issue #23) names a VM changed behind the plugin's back, and costs one long poll.
+#include "plugins/vsphere/src/change_feed.h"
 #include "plugins/vsphere/src/snapshots.h"
 #include "tests/vsphere/plugin_driver.h"
 #include "tests/vsphere/vcsim_suite.h"
 
 #include <banlieue/sdk/json.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -213,6 +216,115 @@ TEST_F(VsphereDay2Test, AReplySaysSettledOnlyWhenTheVmIsAtRest) {
 
   ASSERT_TRUE(
       driver_.drive("finalize", "VSphereMachine", uid, objectJson(uid, machineSpec())).ok());
+}
+
+std::string cursorOf(const std::string& watch_reply) {
+  auto reply = json::parse(watch_reply, "watch reply");
+  return json::stringOr(&reply, "cursor");
+}
+
+// Issue #23, ADR 0057: the change feed names a VM powered off behind the plugin's back (by
+// another vCenter client), from the feed's one WaitForUpdatesEx, well before the call's
+// deadline; a quiet feed answers by its deadline with nothing changed; the machine's next
+// reconcile powers the VM on again.
+TEST_F(VsphereDay2Test, TheChangeFeedNamesAVmPoweredOffBehindItsBack) {
+  using ::testing::HasSubstr;
+  const std::string uid = "1a2b3c4d-0000-4000-8000-0000000000a4";
+  const std::string name = "vm-1a2b3c4d";
+  auto out = driver_.drive("reconcile", "VSphereMachine", uid, objectJson(uid, machineSpec()));
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  auto machine = json::parse(out.body, "reply");
+  const std::string provider_id = json::stringOr(&machine, "status.providerID");
+  ASSERT_FALSE(provider_id.empty()) << out.body;
+  ASSERT_EQ(power(name), "poweredOn");
+
+  auto first = driver_.watchChanges("", std::chrono::seconds(10));
+  ASSERT_TRUE(first.ok()) << first.reason << ": " << first.message;
+  EXPECT_THAT(first.body, HasSubstr(R"("changed":[])")) << "the state found is no change";
+
+  auto quiet = driver_.watchChanges(cursorOf(first.body), std::chrono::seconds(3));
+  ASSERT_TRUE(quiet.ok()) << quiet.reason << ": " << quiet.message;
+  EXPECT_THAT(quiet.body, HasSubstr(R"("changed":[])")) << "nothing changed";
+  EXPECT_THAT(quiet.body, HasSubstr(R"("all":false)"));
+
+  const MoRef vm = backend_->vm(name, {})->obj;
+  std::thread out_of_band([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    try {
+      backend_->runTask("PowerOffVM_Task", vm);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "power off out of band: " << e.what();
+    }
+  });
+  const auto started = std::chrono::steady_clock::now();
+  auto changed = driver_.watchChanges(cursorOf(quiet.body), std::chrono::seconds(20));
+  out_of_band.join();
+  ASSERT_TRUE(changed.ok()) << changed.reason << ": " << changed.message;
+  EXPECT_THAT(changed.body, HasSubstr("\"" + provider_id + "\"")) << changed.body;
+  EXPECT_THAT(changed.body, HasSubstr(R"("all":false)"));
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10))
+      << "answered at the change, not at the deadline";
+  EXPECT_EQ(power(name), "poweredOff");
+
+  out = driver_.drive("reconcile", "VSphereMachine", uid, objectJson(uid, machineSpec()));
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  EXPECT_EQ(power(name), "poweredOn");
+  ASSERT_TRUE(
+      driver_.drive("finalize", "VSphereMachine", uid, objectJson(uid, machineSpec())).ok());
+}
+
+// At rest the feed's only round trip is its long poll (at most 10 s each), whatever the
+// machines: a quiet 12 s watch costs its client one or two WaitForUpdatesEx, nothing per VM.
+TEST_F(VsphereDay2Test, AQuietChangeFeedCostsOnlyItsLongPoll) {
+  const std::string uid = "1a2b3c4d-0000-4000-8000-0000000000a5";
+  ASSERT_TRUE(driver_
+                  .drive("reconcile", "VSphereMachine", uid,
+                         objectJson(uid, machineSpec(R"(,"desiredPowerState":"PoweredOff")")))
+                  .ok());
+  Backend feed_backend(*vcsim_);
+  SoapClient& client = feed_backend.vim().client();
+  ChangeFeed feed(client);
+  auto watch = [&](const std::string& cursor, std::chrono::seconds timeout) {
+    auto raw = driver_.host().call("0b6f5a8e-1d2c-4e3f-8a9b-7c6d5e4f3a2b", timeout);
+    sdk::Call call(&static_cast<const banlieue_call&>(raw));
+    sdk::Reply reply;
+    sdk::Status status = feed.watch(call, sdk::WatchRequest{cursor}, reply);
+    EXPECT_TRUE(status.isOk()) << status.reason() << ": " << status.message();
+    return json::serialize(reply.body());
+  };
+  const std::string first = watch("", std::chrono::seconds(10));
+  const uint64_t before = client.roundTrips();
+  const auto started = std::chrono::steady_clock::now();
+  const std::string quiet = watch(cursorOf(first), std::chrono::seconds(12));
+  const uint64_t calls = client.roundTrips() - before;
+  std::printf("a quiet 12 s watch: %llu SOAP round trips in %.1f s\n",
+              static_cast<unsigned long long>(calls),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  EXPECT_THAT(quiet, ::testing::HasSubstr(R"("changed":[])")) << quiet;
+  EXPECT_GE(calls, 1u);
+  EXPECT_LE(calls, 2u);
+  ASSERT_TRUE(
+      driver_.drive("finalize", "VSphereMachine", uid, objectJson(uid, machineSpec())).ok());
+}
+
+// A vCenter that restarted forgot the feed's session and its collector: the feed logs in again,
+// follows again, and answers "all", since it cannot tell what changed in between.
+TEST_F(VsphereDay2Test, AChangeFeedThatLostItsSessionAnswersAll) {
+  using ::testing::HasSubstr;
+  auto first = driver_.watchChanges("", std::chrono::seconds(10));
+  ASSERT_TRUE(first.ok()) << first.reason << ": " << first.message;
+  vcsim_->restart();
+  // The host calls again after a failure (the connection the restart dropped), same cursor.
+  auto out = driver_.watchChanges(cursorOf(first.body), std::chrono::seconds(10));
+  for (int i = 0; i < 3 && !out.ok(); ++i) {
+    out = driver_.watchChanges(cursorOf(first.body), std::chrono::seconds(10));
+  }
+  ASSERT_TRUE(out.ok()) << out.reason << ": " << out.message;
+  EXPECT_THAT(out.body, HasSubstr(R"("all":true)")) << out.body;
+  auto quiet = driver_.watchChanges(cursorOf(out.body), std::chrono::seconds(3));
+  ASSERT_TRUE(quiet.ok()) << quiet.reason << ": " << quiet.message;
+  EXPECT_THAT(quiet.body, HasSubstr(R"("all":false)")) << "following again";
+  backend_ = std::make_unique<Backend>(*vcsim_);  // its session went with the restart too
 }
 
 // A VSphereMachine as the host sends it in a snapshot request: spec.providerID names the

@@ -1,6 +1,7 @@
 #include "host/roles/provider/change_feed.h"
 
 #include "host/common/logging.h"
+#include "host/common/metrics.h"
 #include "host/plugin/payload_schemas.h"
 
 #include <banlieue/sdk/json.h>
@@ -22,6 +23,23 @@ void sleepUnless(const std::atomic<bool>& stop, std::chrono::milliseconds durati
         std::chrono::milliseconds(200), std::chrono::duration_cast<std::chrono::milliseconds>(
                                             until - std::chrono::steady_clock::now())));
   }
+}
+
+// What the feed did, for an operator asking whether it follows the backend: answers by kind
+// ("first", "changed", "quiet", "all", "failed") and the machines it woke.
+void countAnswer(const char* kind) {
+  MetricsRegistry::global()
+      .counter("banlieue_provider_change_feed_answers_total",
+               "watch_changes calls by their answer (first, changed, quiet, all, failed)",
+               {{"answer", kind}})
+      .inc();
+}
+
+void countWoken(size_t machines) {
+  MetricsRegistry::global()
+      .counter("banlieue_provider_change_feed_woken_total",
+               "Machine wakes the change feed asked for (each is one reconcile)")
+      .inc(static_cast<double>(machines));
 }
 
 }  // namespace
@@ -64,21 +82,25 @@ std::optional<std::string> ChangeFeed::apply(const std::string& body, bool first
     answering_ = true;
     log->info("provider {}/{}: following the backend's changes (watch_changes)",
               context_.provider_namespace, context_.provider_name);
+    countAnswer("first");
     return cursor;
   }
   setAnswering(true);
   if (json::boolean(&reply, "all", false)) {
     log->info("provider {}/{}: the plugin cannot tell which machines changed: checking all",
               context_.provider_namespace, context_.provider_name);
+    countAnswer("all");
     targets_.wake_all();
     return cursor;
   }
   std::set<std::string> changed;
   const auto* ids = json::member(&reply, "changed");  // the schema says: an array of strings
   for (const auto& id : ids->GetArray()) changed.emplace(id.GetString());
+  countAnswer(changed.empty() ? "quiet" : "changed");
   if (!changed.empty()) {
     log->debug("provider {}/{}: {} machine(s) changed at the backend", context_.provider_namespace,
                context_.provider_name, changed.size());
+    countWoken(changed.size());
     targets_.wake(changed);
   }
   return cursor;
@@ -106,6 +128,7 @@ void ChangeFeed::run(const std::atomic<bool>& stop) {
     plugin::CallOptions options =
         context_.callOptions(targets_.provider_uid(), "Provider " + context_.provider_namespace +
                                                           "/" + context_.provider_name);
+    options.observes_only = true;  // a long poll in flight must not hold a lost Lease
     const bool first = cursor.empty();
     if (!first) options.timeout = options_.poll;
     rapidjson::Document request(rapidjson::kObjectType);
@@ -125,6 +148,7 @@ void ChangeFeed::run(const std::atomic<bool>& stop) {
     std::optional<std::string> next;
     if (result.ok()) next = apply(result.outcome.body, first);
     if (!next) {
+      countAnswer("failed");
       setAnswering(false);  // the resync checks machines again until it answers
       if (!result.ok()) {
         log->warn("provider {}/{}: watch_changes failed ({} {}: {}); retrying in {} ms",

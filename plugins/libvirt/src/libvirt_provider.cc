@@ -106,7 +106,8 @@ class LibvirtInstance final : public sdk::Instance {
   // SINCE ABI 1.4. The change feed: libvirt's domain lifecycle events, pushed by the daemon
   // over the open connection, name the domains that changed; between them nothing is asked of
   // the daemon (its own keepalive aside), however many machines there are. A reconnect may have
-  // missed events: the next answer is "all".
+  // missed events: the next answer is "all". Each wait is a second, so that a cancelled call
+  // (a shutdown, a lost Lease) returns at once.
   Status watchChanges(const sdk::Call& call, const sdk::WatchRequest& request,
                       sdk::Reply& reply) override {
     std::call_once(following_, [&] {
@@ -116,7 +117,7 @@ class LibvirtInstance final : public sdk::Instance {
     });
     return changes_.answer(call, request, reply, [&](std::chrono::milliseconds budget) {
       ConnRef alive(connection_.acquire(call));  // reopens a connection the daemon dropped
-      changes_.waitForNews(std::min<std::chrono::milliseconds>(budget, std::chrono::seconds(5)));
+      changes_.waitForNews(std::min<std::chrono::milliseconds>(budget, std::chrono::seconds(1)));
     });
   }
 

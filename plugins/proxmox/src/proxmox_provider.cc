@@ -1,6 +1,7 @@
 // The Proxmox VE provider plugin: exports banlieue_provider_v1 through the SDK. One instance
 // per banlieue Provider holds one PveClient that every call of that Provider shares (safe for
 // concurrent calls), the SSH settings for node files, and the image importer's threads.
+#include "plugins/proxmox/src/change_feed.h"
 #include "plugins/proxmox/src/console.h"
 #include "plugins/proxmox/src/errors.h"
 #include "plugins/proxmox/src/image_import.h"
@@ -98,6 +99,7 @@ class ProxmoxInstance final : public sdk::Instance {
         files_(*client_, std::move(ssh)),
         machines_(*client_, files_),
         snapshots_(*client_),
+        changes_(*client_),
         importer_(*client_, files_, std::move(provider_class), declaredStorages(spec_)) {}
 
   Status introspect(const sdk::Call& call, const sdk::IntrospectRequest& request,
@@ -184,6 +186,13 @@ class ProxmoxInstance final : public sdk::Instance {
     return openMachineConsole(*client_, consoles_, call, request, out, reply);
   }
 
+  // SINCE ABI 1.4. The change feed: one listing of the cluster's guests every 10 s compared
+  // with the last (change_feed.h), however many machines there are.
+  Status watchChanges(const sdk::Call& call, const sdk::WatchRequest& request,
+                      sdk::Reply& reply) override {
+    return changes_.watch(call, request, reply);
+  }
+
   void shutdown(const sdk::Call& /*call*/) override { importer_.shutdown(); }
 
  private:
@@ -198,6 +207,7 @@ class ProxmoxInstance final : public sdk::Instance {
   MachineReconciler machines_;
   SnapshotManager snapshots_;
   ConsoleSessions consoles_;
+  ChangeFeed changes_;
   ImageImporter importer_;  // last: its threads use the members above
 };
 
@@ -219,6 +229,7 @@ class ProxmoxProvider final : public sdk::Provider {
     caps.delete_image = true;
     caps.snapshot = true;
     caps.console = true;
+    caps.watch_changes = true;
     caps.image_formats = {"qcow2", "raw", "vmdk"};
     return caps;
   }

@@ -151,6 +151,7 @@ void SoapClient::loginLocked(Deadline deadline) {
     throw sdk::Error(sdk::Code::kUnavailable, "InvalidResponse",
                      "Login succeeded but the server set no vmware_soap_session cookie");
   }
+  ++logins_;
   BANLIEUE_LOG(kDebug,
                "vsphere session opened for " + credentials_.username + " at " + url_.origin());
 }

@@ -69,6 +69,9 @@ class SoapClient {
 
   // Round trips sent (SOAP calls and HTTP transfers); the benchmark reads it.
   uint64_t roundTrips() const { return round_trips_.load(); }
+  // Sessions opened so far. When it moves, whatever the old session made (a PropertyCollector,
+  // a ContainerView) is gone with it.
+  uint64_t logins() const { return logins_.load(); }
 
   // Parses a SOAP envelope: the response element, or throws VimFault for a Fault. Exposed for
   // the recorded-response tests and the fuzz target.
@@ -89,6 +92,7 @@ class SoapClient {
   bool have_content_ = false;
   ServiceContent content_;
   std::atomic<uint64_t> round_trips_{0};
+  std::atomic<uint64_t> logins_{0};
 };
 
 std::chrono::milliseconds remaining(Deadline deadline);

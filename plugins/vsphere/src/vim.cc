@@ -20,6 +20,21 @@ std::string propSets(const std::vector<PropertySpec>& specs) {
   return w.str();
 }
 
+// A PropertyFilterSpec's content over every object of a ContainerView (not the view itself).
+std::string viewFilterSpec(const MoRef& view, const std::vector<PropertySpec>& specs) {
+  XmlWriter spec;
+  spec.raw(propSets(specs));
+  spec.open("objectSet").moref("obj", view).boolean("skip", true);
+  spec.open("selectSet", "TraversalSpec")
+      .text("name", "view")
+      .text("type", "ContainerView")
+      .text("path", "view")
+      .boolean("skip", false)
+      .close("selectSet");
+  spec.close("objectSet");
+  return spec.str();
+}
+
 std::string options() {
   XmlWriter w;
   w.open("options").integer("maxObjects", kPageSize).close("options");
@@ -127,36 +142,67 @@ PropertyResult Vim::retrieve(const std::string& spec_set, Deadline deadline) {
 PropertyResult Vim::retrieveFromContainer(const MoRef& container,
                                           const std::vector<PropertySpec>& specs,
                                           Deadline deadline) {
-  const MoRef view_manager = client_.content(deadline).view_manager;
-  XmlWriter create;
-  create.moref("container", container);
-  for (const auto& spec : specs) create.text("type", spec.type);
-  create.boolean("recursive", true);
-  MoRef view = readMoRef(
-      client_.call("CreateContainerView", view_manager, create.str(), deadline).returnval());
-
+  std::vector<std::string> types;
+  for (const auto& spec : specs) types.push_back(spec.type);
+  MoRef view = createContainerView(container, types, deadline);
   XmlWriter spec;
-  spec.open("specSet").raw(propSets(specs));
-  spec.open("objectSet").moref("obj", view).boolean("skip", true);
-  spec.open("selectSet", "TraversalSpec")
-      .text("name", "view")
-      .text("type", "ContainerView")
-      .text("path", "view")
-      .boolean("skip", false)
-      .close("selectSet");
-  spec.close("objectSet").close("specSet");
+  spec.open("specSet").raw(viewFilterSpec(view, specs)).close("specSet");
   PropertyResult result;
   try {
     result = retrieve(spec.str(), deadline);
   } catch (...) {
     try {
-      client_.call("DestroyView", view, {}, deadline);
+      destroyView(view, deadline);
     } catch (...) {  // the view dies with the session anyway
     }
     throw;
   }
-  client_.call("DestroyView", view, {}, deadline);
+  destroyView(view, deadline);
   return result;
+}
+
+MoRef Vim::createContainerView(const MoRef& container, const std::vector<std::string>& types,
+                               Deadline deadline) {
+  XmlWriter create;
+  create.moref("container", container);
+  for (const auto& type : types) create.text("type", type);
+  create.boolean("recursive", true);
+  return readMoRef(client_
+                       .call("CreateContainerView", client_.content(deadline).view_manager,
+                             create.str(), deadline)
+                       .returnval());
+}
+
+void Vim::destroyView(const MoRef& view, Deadline deadline) {
+  client_.call("DestroyView", view, {}, deadline);
+}
+
+MoRef Vim::createPropertyCollector(Deadline deadline) {
+  return readMoRef(client_
+                       .call("CreatePropertyCollector",
+                             client_.content(deadline).property_collector, {}, deadline)
+                       .returnval());
+}
+
+void Vim::destroyPropertyCollector(const MoRef& collector, Deadline deadline) {
+  client_.call("DestroyPropertyCollector", collector, {}, deadline);
+}
+
+MoRef Vim::createViewFilter(const MoRef& collector, const MoRef& view,
+                            const std::vector<PropertySpec>& specs, Deadline deadline) {
+  XmlWriter w;
+  w.open("spec").raw(viewFilterSpec(view, specs)).close("spec");
+  // Whole values of the properties asked for: the feed only needs to know that they changed.
+  w.boolean("partialUpdates", false);
+  return readMoRef(client_.call("CreateFilter", collector, w.str(), deadline).returnval());
+}
+
+SoapResponse Vim::waitForUpdates(const MoRef& collector, const std::string& version,
+                                 int max_wait_seconds, Deadline deadline) {
+  XmlWriter w;
+  w.text("version", version);
+  w.open("options").integer("maxWaitSeconds", max_wait_seconds).close("options");
+  return client_.call("WaitForUpdatesEx", collector, w.str(), deadline);
 }
 
 PropertyResult Vim::retrieveObjects(const std::vector<MoRef>& objects,

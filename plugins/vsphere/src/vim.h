@@ -80,6 +80,25 @@ class Vim {
                                         const std::vector<PropertySpec>& specs, Deadline deadline,
                                         bool include_object = true);
 
+  // A view of every object of `types` under `container` (recursively); it lives until
+  // destroyView or the end of the session.
+  MoRef createContainerView(const MoRef& container, const std::vector<std::string>& types,
+                            Deadline deadline);
+  void destroyView(const MoRef& view, Deadline deadline);
+
+  // The change feed's pieces: a PropertyCollector of the session's own (its filters and update
+  // versions are apart from every other caller's), a filter on it over the objects of a
+  // ContainerView, and one WaitForUpdatesEx. A collector dies with its session.
+  MoRef createPropertyCollector(Deadline deadline);
+  void destroyPropertyCollector(const MoRef& collector, Deadline deadline);
+  MoRef createViewFilter(const MoRef& collector, const MoRef& view,
+                         const std::vector<PropertySpec>& specs, Deadline deadline);
+  // The UpdateSet (the response's returnval; empty when nothing changed within
+  // `max_wait_seconds`). Version "" asks for the current state of every object the
+  // collector's filters cover; 0 seconds answers at once.
+  SoapResponse waitForUpdates(const MoRef& collector, const std::string& version,
+                              int max_wait_seconds, Deadline deadline);
+
   std::optional<MoRef> findByInstanceUuid(const std::string& uuid, Deadline deadline);
   std::optional<MoRef> findByInventoryPath(const std::string& path, Deadline deadline);
 

@@ -1,5 +1,7 @@
 // The vSphere provider plugin: exports banlieue_provider_v1 through the SDK. One instance per
-// banlieue Provider holds one logged-in SoapClient that every call of that Provider reuses.
+// banlieue Provider holds one logged-in SoapClient that every call of that Provider reuses, and
+// a second one, with its own connection and session, for the change feed's long poll.
+#include "plugins/vsphere/src/change_feed.h"
 #include "plugins/vsphere/src/console.h"
 #include "plugins/vsphere/src/errors.h"
 #include "plugins/vsphere/src/image_import.h"
@@ -22,14 +24,17 @@ constexpr std::string_view kMachineKind = "VSphereMachine";
 
 class VSphereInstance final : public sdk::Instance {
  public:
-  VSphereInstance(std::unique_ptr<SoapClient> client, ProviderSpec spec)
+  VSphereInstance(std::unique_ptr<SoapClient> client, std::unique_ptr<SoapClient> feed_client,
+                  ProviderSpec spec)
       : client_(std::move(client)),
+        feed_client_(std::move(feed_client)),
         spec_(std::move(spec)),
         vim_(*client_),
         machines_(vim_),
         images_(vim_),
         snapshots_(vim_),
-        consoles_(vim_) {}
+        consoles_(vim_),
+        feed_(*feed_client_) {}
 
   Status introspect(const sdk::Call& call, const sdk::IntrospectRequest& request,
                     sdk::Reply& reply) override {
@@ -108,6 +113,13 @@ class VSphereInstance final : public sdk::Instance {
     return consoles_.open(call, request, reply);
   }
 
+  // SINCE ABI 1.4. The change feed: one WaitForUpdatesEx long poll for every VM of the vCenter
+  // (change_feed.h), so a machine at rest costs vCenter nothing of its own.
+  Status watchChanges(const sdk::Call& call, const sdk::WatchRequest& request,
+                      sdk::Reply& reply) override {
+    return feed_.watch(call, request, reply);
+  }
+
  private:
   static Status unsupported(const std::string& kind) {
     return {Code::kInvalidArgument, "UnsupportedKind",
@@ -115,12 +127,16 @@ class VSphereInstance final : public sdk::Instance {
   }
 
   std::unique_ptr<SoapClient> client_;  // logs out when the instance is destroyed
+  // The change feed's: its long poll holds its connection for seconds, which no reconcile waits
+  // behind. It logs in at the first watch_changes call.
+  std::unique_ptr<SoapClient> feed_client_;
   ProviderSpec spec_;
   Vim vim_;
   MachineReconciler machines_;
   ImageImporter images_;
   SnapshotManager snapshots_;
   ConsoleOpener consoles_;
+  ChangeFeed feed_;
 };
 
 class VSphereProvider final : public sdk::Provider {
@@ -141,6 +157,7 @@ class VSphereProvider final : public sdk::Provider {
     caps.delete_image = true;
     caps.snapshot = true;
     caps.console = true;
+    caps.watch_changes = true;
     caps.image_formats = {"iso"};
     return caps;
   }
@@ -178,8 +195,10 @@ class VSphereProvider final : public sdk::Provider {
     }
     const auto settings = sdk::https::connectionSettings(config, url);
     std::unique_ptr<HttpTransport> transport;
+    std::unique_ptr<HttpTransport> feed_transport;
     try {
       transport = makeHttpsTransport(url, settings.tls, settings.proxy);
+      feed_transport = makeHttpsTransport(url, settings.tls, settings.proxy);
     } catch (const std::invalid_argument& e) {
       throw sdk::Error(Code::kInvalidArgument, "CABundleInvalid",
                        std::string("spec.connection.caBundle: ") + e.what());
@@ -187,13 +206,15 @@ class VSphereProvider final : public sdk::Provider {
     Credentials credentials;
     credentials.username = std::string(*username);
     credentials.password = std::string(*password);
-    auto client = std::make_unique<SoapClient>(std::move(transport), url, std::move(credentials));
+    auto client = std::make_unique<SoapClient>(std::move(transport), url, credentials);
+    auto feed_client = std::make_unique<SoapClient>(std::move(feed_transport), url, credentials);
     Status login = withVimErrors("login to " + url.origin(), [&]() -> Status {
       client->connect(call.deadline());
       return Status::ok();
     });
     if (!login.isOk()) throw sdk::Error(login.code(), login.reason(), login.message());
-    return std::make_unique<VSphereInstance>(std::move(client), std::move(spec));
+    return std::make_unique<VSphereInstance>(std::move(client), std::move(feed_client),
+                                             std::move(spec));
   }
 };
 
