@@ -143,6 +143,7 @@ PropertyResult Vim::retrieveFromContainer(const MoRef& container,
                                           const std::vector<PropertySpec>& specs,
                                           Deadline deadline) {
   std::vector<std::string> types;
+  types.reserve(specs.size());
   for (const auto& spec : specs) types.push_back(spec.type);
   MoRef view = createContainerView(container, types, deadline);
   XmlWriter spec;
