@@ -2,6 +2,7 @@
 
 #include "host/common/logging.h"
 #include "host/common/metrics.h"
+#include "host/common/sleep_unless.h"
 #include "host/plugin/payload_schemas.h"
 
 #include <banlieue/sdk/json.h>
@@ -12,18 +13,9 @@
 namespace banlieue::roles::provider {
 
 namespace json = sdk::json;
+using common::sleepUnless;
 
 namespace {
-
-// Sleeps up to `duration`, waking early when stopping.
-void sleepUnless(const std::atomic<bool>& stop, std::chrono::milliseconds duration) {
-  auto until = std::chrono::steady_clock::now() + duration;
-  while (!stop && std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(
-        std::chrono::milliseconds(200), std::chrono::duration_cast<std::chrono::milliseconds>(
-                                            until - std::chrono::steady_clock::now())));
-  }
-}
 
 // What the feed did, for an operator asking whether it follows the backend: answers by kind
 // ("first", "changed", "quiet", "all", "failed") and the machines it woke.

@@ -2,6 +2,7 @@
 
 #include "host/common/logging.h"
 #include "host/common/proxy_environment.h"
+#include "host/common/sleep_unless.h"
 #include "host/kube/discovery.h"
 #include "host/plugin/loader.h"
 #include "host/roles/common/leadership.h"
@@ -37,6 +38,7 @@ namespace banlieue::roles::provider {
 namespace {
 
 namespace json = sdk::json;
+using common::sleepUnless;
 
 struct Options {
   RoleProcessOptions process;
@@ -105,14 +107,6 @@ ImportSettings importSettings(const Options& o, const ResolvedPlugin& resolved) 
 std::string envOr(const char* name, const std::string& fallback) {
   const char* value = std::getenv(name);
   return value != nullptr && *value != '\0' ? std::string(value) : fallback;
-}
-
-// Sleeps up to `duration`, waking early when stopping.
-void sleepUnless(const std::atomic<bool>& stop, std::chrono::seconds duration) {
-  auto until = std::chrono::steady_clock::now() + duration;
-  while (!stop && std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
 }
 
 // Before a plugin is loaded there is no reconciler yet; the Provider still says why it is not
