@@ -116,7 +116,21 @@ function(banlieue_cc_test name)
   list(POP_BACK include_files gtest_include_file)
   set_property(DIRECTORY PROPERTY TEST_INCLUDE_FILES ${include_files})
   string(REPLACE "_include.cmake" "_tests.cmake" gtest_tests_file "${gtest_include_file}")
-  set(assignments "LABELS \"\${labels}\" SKIP_RETURN_CODE ${BANLIEUE_SKIPPED_EXIT_CODE}")
+  # Every case has a time limit, so a hang fails with its name instead of holding the whole
+  # run until CI's own limit kills it without one (CTest's default is none): TIMEOUT when
+  # given, else the tier's. The limits are several times the slowest case seen under ASan on a
+  # loaded 2-core machine (unit 8 s, abi 40 s, integration 90 s).
+  if(ARG_TIMEOUT)
+    set(timeout ${ARG_TIMEOUT})
+  elseif(tier STREQUAL "unit")
+    set(timeout 120)
+  elseif(tier STREQUAL "abi")
+    set(timeout 300)
+  else()
+    set(timeout 600)
+  endif()
+  set(assignments
+    "LABELS \"\${labels}\" SKIP_RETURN_CODE ${BANLIEUE_SKIPPED_EXIT_CODE} TIMEOUT ${timeout}")
   # LABEL_TESTS: one more label for the tests whose name matches; a pattern matching no test
   # (a renamed test) adds a test that fails, so a label is never dropped silently.
   set(extra_labels "")

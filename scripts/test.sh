@@ -180,8 +180,10 @@ run_tier() {
   [ "$tier" = e2e ] && select+=(-FS '^local_cluster$')
   local dir=$PWD
   [ "$test_preset" = "$preset" ] || dir=$sanitizer_src
+  # --timeout: the limit of a test that sets none (every test sets one, fixture_verdicts checks;
+  # CTest's own default is no limit at all, and one hang once held a CI run to its end).
   (cd "$dir" && "${priority[@]}" ctest --preset "$test_preset" "${select[@]}" -j "$jobs" \
-    --no-tests=error --output-on-failure --output-junit "$results/$tier.xml")
+    --timeout 900 --no-tests=error --output-on-failure --output-junit "$results/$tier.xml")
 }
 
 # The sanitizer builds (niced: they run beside the integration tier) and their tiers.

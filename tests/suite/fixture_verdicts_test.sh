@@ -2,7 +2,8 @@
 # Proves that CTest reports a broken fixture as FAILED and a skip as SKIPPED, through the very
 # properties every banlieue_cc_test() gets (tests/support/gtest_main.cc, cmake/BanlieueTargets):
 #   fixture_verdicts_test.sh <build dir>
-# 1. the probe binary (fixture_probe_test.cc), its environment broken three ways;
+# 1. the probe binary (fixture_probe_test.cc), its environment broken three ways, and a hang
+#    (hang_probe_test.cc) ended at its time limit; every test of the build has one;
 # 2. a real suite, vsphere_integration_test, whose vcsim cannot start (no openssl on PATH for
 #    its certificates): before this check existed such a run was 12 skips and exit 0.
 # Each ctest runs in the test's own build subdirectory, so its Testing/ log is not the outer
@@ -36,6 +37,24 @@ verdict tests/suite '^FixtureProbe\.' '\*\*\*Failed' 'the CRD did not install' \
 verdict tests/suite '^SkipProbe\.' 'Skipped' 'probe: asked to skip' BANLIEUE_PROBE_MODE=skip
 # A skip is not a pass: ctest lists it among the tests not run.
 verdict tests/suite '^SkipProbe\.' 'The following tests did not run' '' BANLIEUE_PROBE_MODE=skip
+
+# A hang is ended at the test's time limit and reported failed, never waited for.
+verdict tests/suite '^HangProbe\.' '\*\*\*Timeout' '' BANLIEUE_PROBE_MODE=hang
+# ... and every test of the build has a time limit (CTest's default is none: one hanging case
+# once held a CI run until CI's own limit killed it, with no name for the culprit).
+untimed=$("$ctest" --test-dir "$build" --show-only=json-v1 | python3 -c '
+import json, sys
+for test in json.load(sys.stdin)["tests"]:
+    names = {p["name"] for p in test.get("properties", [])}
+    if "TIMEOUT" not in names:
+        print(test["name"])')
+if [ -n "$untimed" ]; then
+  echo "FAIL tests without a TIMEOUT:"
+  sed 's/^/    /' <<<"$untimed"
+  fail=1
+else
+  echo "ok   every test of $build has a TIMEOUT"
+fi
 
 # The real suite: its SetUpTestSuite makes certificates with openssl before starting vcsim.
 first=$(ctest --test-dir "$build/tests/vsphere" -N -R '^VsphereTest\.' | sed -n 's/.*Test *#[0-9]*: //p' | head -n1)
