@@ -9,7 +9,12 @@ trap 'rm -rf "$work"' EXIT
 
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
 [ -f "$work/prefix/lib/cmake/banlieue-sdk/banlieue-sdkConfig.cmake" ] || { echo "SDK package not installed"; exit 1; }
-cmake -S "$src/examples/file-provider" -B "$work/build" -G Ninja \
+# Copied out of the tree beside the prefix: nothing but the prefix can be found, and every path
+# of the build is under $work (out_of_tree_ccache).
+cp -r "$src/examples/file-provider" "$work/file-provider"
+. "$src/tests/support/out_of_tree_ccache.sh"
+mapfile -t cache_args < <(out_of_tree_ccache "$work")
+cmake -S "$work/file-provider" -B "$work/build" -G Ninja "${cache_args[@]}" \
   -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Debug >/dev/null
 cmake --build "$work/build"
 # The example must not have reached into the source tree for headers.

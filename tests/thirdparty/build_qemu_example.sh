@@ -20,7 +20,9 @@ prefix=$work/prefix
 cp -r "$src/examples/qemu-provider" "$work/qemu-provider"
 generator=()
 if command -v ninja >/dev/null; then generator=(-G Ninja); fi
-cmake -S "$work/qemu-provider" -B "$work/build" "${generator[@]}" \
+. "$src/tests/support/out_of_tree_ccache.sh"
+mapfile -t cache_args < <(out_of_tree_ccache "$work")
+cmake -S "$work/qemu-provider" -B "$work/build" "${generator[@]}" "${cache_args[@]}" \
   -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Debug >/dev/null
 nice -n 10 cmake --build "$work/build" -j2 -- >"$work/build.log" 2>&1 || {
   cat "$work/build.log"
