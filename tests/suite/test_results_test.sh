@@ -42,35 +42,4 @@ expect 1 "failed:  FixtureProbe.RunsOnlyAfterItsFixtureStarted" '' "unit=$work/b
 expect 1 "ran 2 tests, fewer than its minimum 3" '' "unit=$work/passed.xml:3"
 expect 1 "e2e          did not run" '' "unit=$work/passed.xml:2" "e2e=$work/missing.xml:1"
 expect 1 "needs a reason" 'SkipProbe\..*' "unit=$work/passed.xml:2"
-
-# scripts/split_junit.py: the cluster tiers' one report, split by each test's labels (a listing
-# in the form of `ctest --show-only=json-v1`), then judged per tier as above.
-cat >"$work/listing.json" <<'JSON'
-{"tests": [
-  {"name": "FixtureProbe.RunsOnlyAfterItsFixtureStarted",
-   "properties": [{"name": "LABELS", "value": ["chaos", "e2e"]}]},
-  {"name": "SkipProbe.SkipsOnlyWhenAsked",
-   "properties": [{"name": "LABELS", "value": ["day2", "integration", "suite"]}]}
-]}
-JSON
-if python3 "$src/scripts/split_junit.py" "$work/passed.xml" "$work/listing.json" "$work/split" \
-  e2e integration; then
-  echo "ok   split_junit.py split the report"
-else
-  echo "FAIL split_junit.py refused a report whose tests all carry a tier"
-  fail=1
-fi
-expect 0 "integration  1 passed, 0 failed, 0 skipped" '' \
-  "integration=$work/split/integration.xml:1" "e2e=$work/split/e2e.xml:1"
-expect 0 "e2e          1 passed, 0 failed, 0 skipped" '' \
-  "integration=$work/split/integration.xml:1" "e2e=$work/split/e2e.xml:1"
-# A test of the report in none of the tiers fails the split, by name.
-out=$(python3 "$src/scripts/split_junit.py" "$work/passed.xml" "$work/listing.json" "$work/split2" \
-  e2e 2>&1)
-if [ $? -eq 1 ] && [[ "$out" == *"SkipProbe.SkipsOnlyWhenAsked carries none of the tiers"* ]]; then
-  echo "ok   split_junit.py names a test of no tier and fails"
-else
-  echo "FAIL split_junit.py with a test of no tier: $out"
-  fail=1
-fi
 exit $fail
