@@ -6,6 +6,7 @@
 #include <banlieue/sdk/json.h>
 #include <spdlog/spdlog.h>
 
+#include <optional>
 #include <thread>
 
 namespace banlieue::roles::bootstrap {
@@ -41,8 +42,22 @@ Status waitEstablished(kube::KubeClient& client, const std::string& name,
   }
 }
 
-std::string resourceVersion(const rapidjson::Value& object) {
-  return json::stringOr(json::member(&object, "metadata"), "resourceVersion");
+// The object as bootstrap's apply can change it: without its status (other writers', such as
+// the deployment controller's while pods start) and without the metadata every write moves.
+rapidjson::Document applicableView(const rapidjson::Value& object) {
+  rapidjson::Document view;
+  view.CopyFrom(object, view.GetAllocator());
+  if (view.IsObject()) view.RemoveMember("status");
+  if (view.IsObject()) {
+    if (auto metadata = view.FindMember("metadata");
+        metadata != view.MemberEnd() && metadata->value.IsObject()) {
+      for (const char* field :
+           {"resourceVersion", "managedFields", "generation", "uid", "creationTimestamp"}) {
+        metadata->value.RemoveMember(field);
+      }
+    }
+  }
+  return view;
 }
 
 }  // namespace
@@ -94,9 +109,10 @@ StatusOr<ApplyReport> applyAll(kube::KubeClient& client,
     const auto* metadata = json::member(&object, "metadata");
     std::string name = json::stringOr(metadata, "name");
     std::string ns = type->namespaced ? json::stringOr(metadata, "namespace") : "";
-    std::string before;
+    // What the object was before, to tell whether the apply changed it (nothing: a new one).
+    std::optional<rapidjson::Document> before;
     if (auto existing = client.get(*type, ns, name); existing.ok()) {
-      before = resourceVersion(*existing);
+      before = applicableView(*existing);
     }
     // force: bootstrap owns what it installs, as `kubectl apply --server-side --force-conflicts`.
     auto applied = client.apply(*type, ns, name, json::serialize(object),
@@ -110,7 +126,8 @@ StatusOr<ApplyReport> applyAll(kube::KubeClient& client,
                    "applying " + what + ": " + applied.status().message());
     }
     ++report.applied;
-    bool changed = resourceVersion(*applied) != before;
+    // Not the resourceVersion: a status write between the read and the apply moves it too.
+    bool changed = !before || applicableView(*applied) != *before;
     if (changed) ++report.changed;
     spdlog::info("{} {}", changed ? "applied" : "unchanged", what);
     if (is_crd) pending_crds.push_back(name);

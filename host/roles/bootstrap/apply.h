@@ -16,7 +16,7 @@ StatusOr<kube::ResourceType> resourceTypeOf(const rapidjson::Value& object);
 
 struct ApplyReport {
   size_t applied = 0;
-  size_t changed = 0;  // objects whose resourceVersion moved
+  size_t changed = 0;  // objects the apply changed (new, or other than before but for status)
 };
 
 StatusOr<ApplyReport> applyAll(kube::KubeClient& client,
