@@ -1,5 +1,6 @@
 #include "tests/support/stuck_namespaces.h"
 
+#include <banlieue/sdk/json.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
@@ -11,29 +12,17 @@
 namespace banlieue::testing {
 namespace {
 
-const rapidjson::Value* member(const rapidjson::Value& object, const char* name) {
-  if (!object.IsObject()) return nullptr;
-  auto it = object.FindMember(name);
-  return it == object.MemberEnd() ? nullptr : &it->value;
-}
-const rapidjson::Value* findObject(const rapidjson::Value& object, const char* name) {
-  const auto* value = member(object, name);
-  return value != nullptr && value->IsObject() ? value : nullptr;
-}
-const rapidjson::Value* findArray(const rapidjson::Value& object, const char* name) {
-  const auto* value = member(object, name);
+namespace json = sdk::json;
+
+// The array at `path`, or nothing.
+const rapidjson::Value* findArray(const rapidjson::Value& object, std::string_view path) {
+  const auto* value = json::find(&object, path);
   return value != nullptr && value->IsArray() ? value : nullptr;
-}
-std::string getString(const rapidjson::Value& object, const char* name) {
-  const auto* value = member(object, name);
-  return value != nullptr && value->IsString() ? value->GetString() : "";
 }
 
 // metadata.deletionTimestamp ("2026-12-07T03:04:05Z") as seconds since the epoch; 0 when absent.
 std::time_t deletionTime(const rapidjson::Value& object) {
-  const auto* metadata = findObject(object, "metadata");
-  if (metadata == nullptr) return 0;
-  auto text = getString(*metadata, "deletionTimestamp");
+  auto text = json::stringOr(&object, "metadata.deletionTimestamp");
   std::tm tm{};
   if (text.empty() || strptime(text.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm) == nullptr) {
     return 0;
@@ -50,21 +39,19 @@ std::vector<kube::ResourceType> customResourceTypes(kube::KubeClient& client) {
   const auto* list = findArray(*groups, "groups");
   if (list == nullptr) return types;
   for (const auto& group : list->GetArray()) {
-    std::string name = getString(group, "name");
+    std::string name = json::stringOr(&group, "name");
     bool builtin = name.find('.') == std::string::npos ||
                    (name.size() > 7 && name.compare(name.size() - 7, 7, ".k8s.io") == 0);
-    const auto* preferred = findObject(group, "preferredVersion");
-    if (builtin || preferred == nullptr) continue;
-    std::string version = getString(*preferred, "version");
+    std::string version = json::stringOr(&group, "preferredVersion.version");
+    if (builtin || version.empty()) continue;
     auto resources = client.getDiscovery("/apis/" + name + "/" + version);
     if (!resources.ok()) continue;
     const auto* items = findArray(*resources, "resources");
     if (items == nullptr) continue;
     for (const auto& resource : items->GetArray()) {
-      std::string plural = getString(resource, "name");
+      std::string plural = json::stringOr(&resource, "name");
       if (plural.find('/') != std::string::npos) continue;  // a subresource
-      const auto* namespaced = member(resource, "namespaced");
-      if (namespaced == nullptr || !namespaced->IsBool() || !namespaced->GetBool()) continue;
+      if (!json::boolean(&resource, "namespaced")) continue;
       types.push_back({name, version, plural, true});
     }
   }
@@ -84,7 +71,7 @@ SweepCount sweepStuckNamespaces(kube::KubeClient& client, std::chrono::seconds o
   for (const auto& ns : items->GetArray()) {
     auto since = deletionTime(ns);
     if (since != 0 && now - since > older_than.count()) {
-      stuck.push_back(getString(*findObject(ns, "metadata"), "name"));
+      stuck.push_back(json::stringOr(&ns, "metadata.name"));
     }
   }
   count.namespaces = static_cast<int>(stuck.size());
@@ -97,8 +84,7 @@ SweepCount sweepStuckNamespaces(kube::KubeClient& client, std::chrono::seconds o
       const auto* list = findArray(*objects, "items");
       if (list == nullptr) continue;
       for (const auto& object : list->GetArray()) {
-        const auto* metadata = findObject(object, "metadata");
-        const auto* finalizers = metadata ? findArray(*metadata, "finalizers") : nullptr;
+        const auto* finalizers = findArray(object, "metadata.finalizers");
         if (finalizers == nullptr) continue;
         // A merge patch of the list without banlieue's, guarded by the resourceVersion it was
         // computed from: a conflict leaves the object to the next sweep.
@@ -108,7 +94,7 @@ SweepCount sweepStuckNamespaces(kube::KubeClient& client, std::chrono::seconds o
         writer.Key("metadata");
         writer.StartObject();
         writer.Key("resourceVersion");
-        writer.String(getString(*metadata, "resourceVersion").c_str());
+        writer.String(json::stringOr(&object, "metadata.resourceVersion").c_str());
         writer.Key("finalizers");
         writer.StartArray();
         bool removed = false;
@@ -124,8 +110,8 @@ SweepCount sweepStuckNamespaces(kube::KubeClient& client, std::chrono::seconds o
         writer.EndObject();
         writer.EndObject();
         if (!removed) continue;
-        auto patched = client.patch(type, ns, getString(*metadata, "name"), kube::PatchType::kMerge,
-                                    patch.GetString());
+        auto patched = client.patch(type, ns, json::stringOr(&object, "metadata.name"),
+                                    kube::PatchType::kMerge, patch.GetString());
         if (patched.ok()) ++count.objects;
       }
     }

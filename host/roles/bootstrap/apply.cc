@@ -47,8 +47,8 @@ Status waitEstablished(kube::KubeClient& client, const std::string& name,
 rapidjson::Document applicableView(const rapidjson::Value& object) {
   rapidjson::Document view;
   view.CopyFrom(object, view.GetAllocator());
-  if (view.IsObject()) view.RemoveMember("status");
   if (view.IsObject()) {
+    view.RemoveMember("status");
     if (auto metadata = view.FindMember("metadata");
         metadata != view.MemberEnd() && metadata->value.IsObject()) {
       for (const char* field :
