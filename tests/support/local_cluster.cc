@@ -285,16 +285,12 @@ LocalCluster::TestNamespace::~TestNamespace() {
 
 bool LocalCluster::eventually(const std::function<bool()>& probe,
                               std::chrono::milliseconds timeout) {
-  // The pause grows from 100 ms to 500 ms: a quick change is still seen within a tenth of a
-  // second, and a long wait probes less than half as often as at a fixed 200 ms. Many probes run
-  // kubectl (about a quarter of a CPU second each: 1,769 runs took 467 s of CPU in one CI run),
-  // and the cluster tiers are bound by the machine's two cores.
+  // A fixed 200 ms: a pause that grew to 500 ms (tried 2026-12-07) let a test that watches a
+  // state lasting a second or two under load (ProviderRuntimeTest's create slots) miss it.
   auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto pause = std::chrono::milliseconds(100);
   while (std::chrono::steady_clock::now() < deadline) {
     if (probe()) return true;
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 3 / 2, std::chrono::milliseconds(500));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   return probe();
 }

@@ -91,8 +91,7 @@ class LocalCluster {
     std::string name_;
   };
 
-  // Polls `probe` until it returns true or `timeout` passes, at first every 100 ms, later
-  // every 500 ms.
+  // Polls `probe` every 200 ms until it returns true or `timeout` passes.
   static bool eventually(const std::function<bool()>& probe,
                          std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
