@@ -147,21 +147,29 @@ spec:
   }
 
   // `finalizer`: created carrying it, as the controller creates infra objects (docs/adr/0056).
-  void applyMachine(const std::string& name, const std::string& power = "PoweredOn",
-                    const std::string& finalizer = "") {
-    auto applied = cluster_.apply(R"(apiVersion: infrastructure.file.example.com/v1alpha1
+  static std::string machineManifest(const std::string& ns, const std::string& name,
+                                     const std::string& power = "PoweredOn",
+                                     const std::string& finalizer = "") {
+    return R"(apiVersion: infrastructure.file.example.com/v1alpha1
 kind: FileMachine
 metadata:
-  name: )" + name + R"(
-  namespace: )" + ns_->name() + R"(
+  name: )" +
+           name + R"(
+  namespace: )" +
+           ns + R"(
   labels: {banlieue.io/provider: files})" +
-                                  (finalizer.empty() ? "" : "\n  finalizers: [" + finalizer + "]") +
-                                  R"(
+           (finalizer.empty() ? "" : "\n  finalizers: [" + finalizer + "]") + R"(
 spec:
   providerRef: {name: files}
   cpus: 2
   memoryMiB: 256
-  desiredPowerState: )" + power + "\n");
+  desiredPowerState: )" +
+           power + "\n";
+  }
+
+  void applyMachine(const std::string& name, const std::string& power = "PoweredOn",
+                    const std::string& finalizer = "") {
+    auto applied = cluster_.apply(machineManifest(ns_->name(), name, power, finalizer));
     ASSERT_EQ(applied.exit_code, 0) << applied.output;
   }
 
@@ -583,7 +591,15 @@ TEST_F(ProviderRuntimeTest, AProviderRunsAtMostItsCreateSlotsAtOnceAndTheRestWai
             0);
   startProvider();
   ASSERT_TRUE(waitFor("provider/files", "Ready")) << diagnostics();
-  for (const char* name : {"m1", "m2", "m3", "m4", "m5"}) applyMachine(name);
+  // One apply makes all five at once. Five applies in a row could arrive further apart than
+  // half a create under load, and then no machine would ever have to wait (seen in CI on
+  // 2026-12-07).
+  std::string all;
+  for (const char* name : {"m1", "m2", "m3", "m4", "m5"}) {
+    all += "---\n" + machineManifest(ns_->name(), name);
+  }
+  auto applied = cluster_.apply(all);
+  ASSERT_EQ(applied.exit_code, 0) << applied.output;
   // While two create, the others say why they wait.
   std::string waiting;
   EXPECT_TRUE(LocalCluster::eventually([&] {
