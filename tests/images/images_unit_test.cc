@@ -114,6 +114,26 @@ TEST(CloudConfigMerge, NonMapOrNonYamlLayersAreRefused) {
   EXPECT_THAT(broken.status().message(), HasSubstr("cloudConfigs[2] is not YAML"));
 }
 
+// YAML allows an implicit key ("key: value") at most 1024 characters, and the emitter's escapes
+// lengthen a key (a NUL is written as four). A long key must come out as one a reader takes back
+// (found by cloud_config_fuzz: 200 NULs in a quoted key).
+TEST(CloudConfigMerge, AKeyLongerOnceEscapedStillReadsBack) {
+  std::string nuls(300, '\0');
+  std::string long_key = "quot" + nuls + "ot";
+  std::string layer = "\"quot" + std::string(300, '\0') + "ot\": 1\nplain: 2\n";
+  std::string long_plain(1500, 'k');
+  // A key of 1,500 characters is only YAML when written explicitly ("? key" then ": value").
+  auto merged = mergeCloudConfigs({{"a", layer}, {"b", "? " + long_plain + "\n: 3\n"}});
+  ASSERT_TRUE(merged.ok()) << merged.status().message();
+  YAML::Node back;
+  ASSERT_NO_THROW(back = YAML::Load(*merged)) << *merged;
+  ASSERT_TRUE(back.IsMap());
+  EXPECT_EQ(back.size(), 3u);
+  EXPECT_EQ(back[long_key].as<int>(), 1);
+  EXPECT_EQ(back["plain"].as<int>(), 2);
+  EXPECT_EQ(back[long_plain].as<int>(), 3);
+}
+
 TEST(CloudConfigMerge, LayersAreNotModified) {
   // The merge copies: a list taken from the first layer must not grow in later merges.
   std::vector<CloudConfigLayer> layers = {{"a", "users:\n- name: a\n"},

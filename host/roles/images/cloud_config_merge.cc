@@ -56,6 +56,34 @@ std::optional<Conflict> mergeMap(YAML::Node& base, const YAML::Node& layer,
   return std::nullopt;
 }
 
+// YAML allows an implicit key ("key: value") at most 1024 characters, and yaml-cpp's emitter
+// writes every scalar key implicitly after escaping it (a NUL becomes the four characters
+// "\x00"). A key of more bytes than a quarter of that is written as an explicit key ("? key"
+// then ": value"), which has no limit (host/api/yaml.cc does the same for JSON).
+constexpr size_t kMaxImplicitKeyBytes = 250;
+
+void emit(YAML::Emitter& out, const YAML::Node& node) {
+  if (node.IsMap()) {
+    out << YAML::BeginMap;
+    for (const auto& entry : node) {
+      if (!entry.first.IsScalar() || entry.first.Scalar().size() > kMaxImplicitKeyBytes) {
+        out << YAML::LongKey;
+      }
+      out << YAML::Key;
+      emit(out, entry.first);
+      out << YAML::Value;
+      emit(out, entry.second);
+    }
+    out << YAML::EndMap;
+  } else if (node.IsSequence()) {
+    out << YAML::BeginSeq;
+    for (const auto& item : node) emit(out, item);
+    out << YAML::EndSeq;
+  } else {
+    out << node;
+  }
+}
+
 }  // namespace
 
 StatusOr<std::string> mergeCloudConfigs(const std::vector<CloudConfigLayer>& layers) {
@@ -93,12 +121,21 @@ StatusOr<std::string> mergeCloudConfigs(const std::vector<CloudConfigLayer>& lay
     }
   }
   YAML::Emitter out;
-  out << merged;
+  emit(out, merged);
   if (!out.good()) {
     return error(Code::kInternal, "CloudConfigInvalid",
                  std::string("the merged cloud-config cannot be written: ") + out.GetLastError());
   }
-  return "#cloud-config\n" + std::string(out.c_str()) + "\n";
+  std::string text = "#cloud-config\n" + std::string(out.c_str()) + "\n";
+  // What kairos reads must be YAML: anything the emitter writes that its parser would refuse is
+  // an error here, naming the cause, not a build that fails later without one.
+  try {
+    (void)YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return error(Code::kInvalidArgument, "CloudConfigInvalid",
+                 std::string("the merged cloud-config does not read back as YAML: ") + e.what());
+  }
+  return text;
 }
 
 }  // namespace banlieue::roles::images
