@@ -2,10 +2,12 @@
 // (server-side apply ownership, watch, finalizers, garbage collection, RBAC), observed with
 // kubectl as a user would.
 #include "tests/support/local_cluster.h"
+#include "tests/support/stuck_namespaces.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
 #include <sstream>
 
@@ -124,6 +126,53 @@ TEST_F(LocalClusterTest, FinalizerBlocksDeletionUntilRemoved) {
   ASSERT_EQ(released.exit_code, 0) << released.output;
   EXPECT_TRUE(LocalCluster::eventually(
       [&] { return cluster_.kubectl("get configmap guarded -n " + ns.name()).exit_code != 0; }));
+}
+
+// The sweep every test process runs once (stuck_namespaces.h): in a namespace Terminating long
+// enough it removes banlieue's finalizers and keeps everyone else's; a younger one it leaves.
+TEST_F(LocalClusterTest, TheSweepRemovesOnlyBanlieueFinalizersFromANamespaceStuckTerminating) {
+  LocalCluster::TestNamespace ns(cluster_);
+  auto created = cluster_.apply(
+      "apiVersion: banlieue.io/v1alpha1\nkind: VirtualMachineClaim\nmetadata:\n  name: held\n"
+      "  namespace: " +
+      ns.name() +
+      "\n  finalizers: [banlieue.io/sweep-test, example.com/other, banlieue.io/another]\n"
+      "spec:\n  poolRef: {name: none}\n  subject: {id: one, issuer: test}\n");
+  ASSERT_EQ(created.exit_code, 0) << created.output;
+  ASSERT_EQ(cluster_.kubectl("delete namespace " + ns.name() + " --wait=false").exit_code, 0);
+  auto finalizers = [&] {
+    return cluster_
+        .kubectl("get virtualmachineclaim held -n " + ns.name() +
+                 " -o jsonpath='{.metadata.finalizers}'")
+        .output;
+  };
+  ASSERT_TRUE(LocalCluster::eventually([&] {
+    return !cluster_
+                .kubectl("get namespace " + ns.name() +
+                         " -o jsonpath='{.metadata.deletionTimestamp}'")
+                .output.empty();
+  }));
+  auto client = cluster_.client();
+  ASSERT_NE(client, nullptr);
+
+  auto young = sweepStuckNamespaces(*client, std::chrono::hours(1), ns.name());
+  EXPECT_EQ(young.namespaces, 0);
+  EXPECT_THAT(finalizers(), HasSubstr("banlieue.io/sweep-test"));
+
+  auto swept = sweepStuckNamespaces(*client, std::chrono::seconds(0), ns.name());
+  EXPECT_EQ(swept.namespaces, 1);
+  EXPECT_EQ(swept.objects, 1);
+  EXPECT_EQ(finalizers(), R"(["example.com/other"])");
+
+  // The finalizer that is not banlieue's is this test's to remove; then the namespace goes.
+  ASSERT_EQ(cluster_
+                .kubectl("patch virtualmachineclaim held -n " + ns.name() +
+                         R"( --type merge -p '{"metadata":{"finalizers":null}}')")
+                .exit_code,
+            0);
+  EXPECT_TRUE(LocalCluster::eventually(
+      [&] { return cluster_.kubectl("get namespace " + ns.name()).exit_code != 0; },
+      std::chrono::seconds(60)));
 }
 
 TEST_F(LocalClusterTest, GarbageCollectorDeletesDependents) {

@@ -87,7 +87,7 @@ class LocalCluster {
     const std::string& name() const { return name_; }
 
    private:
-    const LocalCluster& cluster_;
+    std::unique_ptr<kube::KubeClient> client_;  // creates and deletes the namespace
     std::string name_;
   };
 

@@ -1,12 +1,11 @@
 #include "tests/support/stuck_namespaces.h"
 
+#include "host/runtime/object_helpers.h"
+
 #include <banlieue/sdk/json.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
 
 #include <ctime>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace banlieue::testing {
@@ -20,18 +19,27 @@ const rapidjson::Value* findArray(const rapidjson::Value& object, std::string_vi
   return value != nullptr && value->IsArray() ? value : nullptr;
 }
 
-// metadata.deletionTimestamp ("2026-12-07T03:04:05Z") as seconds since the epoch; 0 when absent.
+// metadata.deletionTimestamp as seconds since the epoch; 0 when absent or malformed.
 std::time_t deletionTime(const rapidjson::Value& object) {
-  auto text = json::stringOr(&object, "metadata.deletionTimestamp");
-  std::tm tm{};
-  if (text.empty() || strptime(text.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm) == nullptr) {
-    return 0;
+  return runtime::parseRfc3339(json::stringOr(&object, "metadata.deletionTimestamp")).value_or(0);
+}
+
+// The finalizers of `object` that banlieue puts.
+std::vector<std::string> banlieueFinalizers(const rapidjson::Value& object) {
+  std::vector<std::string> names;
+  const auto* finalizers = findArray(object, "metadata.finalizers");
+  if (finalizers == nullptr) return names;
+  for (const auto& finalizer : finalizers->GetArray()) {
+    if (finalizer.IsString() && std::string(finalizer.GetString()).rfind("banlieue.io/", 0) == 0) {
+      names.emplace_back(finalizer.GetString());
+    }
   }
-  return timegm(&tm);
+  return names;
 }
 
 // The namespaced resources of every API group that is not Kubernetes' own (banlieue's,
 // infrastructure providers', a third party's, Cluster API's): where banlieue finalizers live.
+// (host/kube/discovery.h maps one kind to its resource; this walks them all.)
 std::vector<kube::ResourceType> customResourceTypes(kube::KubeClient& client) {
   std::vector<kube::ResourceType> types;
   auto groups = client.getDiscovery("/apis");
@@ -60,7 +68,8 @@ std::vector<kube::ResourceType> customResourceTypes(kube::KubeClient& client) {
 
 }  // namespace
 
-SweepCount sweepStuckNamespaces(kube::KubeClient& client, std::chrono::seconds older_than) {
+SweepCount sweepStuckNamespaces(kube::KubeClient& client, std::chrono::seconds older_than,
+                                const std::string& only) {
   SweepCount count;
   auto namespaces = client.list(kube::resources::kNamespace, "");
   if (!namespaces.ok()) return count;
@@ -69,9 +78,10 @@ SweepCount sweepStuckNamespaces(kube::KubeClient& client, std::chrono::seconds o
   std::vector<std::string> stuck;
   const auto now = std::time(nullptr);
   for (const auto& ns : items->GetArray()) {
+    std::string name = json::stringOr(&ns, "metadata.name");
     auto since = deletionTime(ns);
-    if (since != 0 && now - since > older_than.count()) {
-      stuck.push_back(json::stringOr(&ns, "metadata.name"));
+    if (since != 0 && now - since >= older_than.count() && (only.empty() || name == only)) {
+      stuck.push_back(name);
     }
   }
   count.namespaces = static_cast<int>(stuck.size());
@@ -84,35 +94,14 @@ SweepCount sweepStuckNamespaces(kube::KubeClient& client, std::chrono::seconds o
       const auto* list = findArray(*objects, "items");
       if (list == nullptr) continue;
       for (const auto& object : list->GetArray()) {
-        const auto* finalizers = findArray(object, "metadata.finalizers");
-        if (finalizers == nullptr) continue;
-        // A merge patch of the list without banlieue's, guarded by the resourceVersion it was
-        // computed from: a conflict leaves the object to the next sweep.
-        rapidjson::StringBuffer patch;
-        rapidjson::Writer<rapidjson::StringBuffer> writer(patch);
-        writer.StartObject();
-        writer.Key("metadata");
-        writer.StartObject();
-        writer.Key("resourceVersion");
-        writer.String(json::stringOr(&object, "metadata.resourceVersion").c_str());
-        writer.Key("finalizers");
-        writer.StartArray();
-        bool removed = false;
-        for (const auto& finalizer : finalizers->GetArray()) {
-          std::string_view text = finalizer.IsString() ? finalizer.GetString() : "";
-          if (text.rfind("banlieue.io/", 0) == 0) {
-            removed = true;
-          } else {
-            writer.String(text.data(), static_cast<rapidjson::SizeType>(text.size()));
-          }
+        // Each removal is guarded by the resourceVersion it was computed from; a conflict
+        // reads the object again (runtime::removeFinalizer).
+        auto names = banlieueFinalizers(object);
+        bool removed = !names.empty();
+        for (const auto& name : names) {
+          removed = runtime::removeFinalizer(client, type, object, name).isOk() && removed;
         }
-        writer.EndArray();
-        writer.EndObject();
-        writer.EndObject();
-        if (!removed) continue;
-        auto patched = client.patch(type, ns, json::stringOr(&object, "metadata.name"),
-                                    kube::PatchType::kMerge, patch.GetString());
-        if (patched.ok()) ++count.objects;
+        if (removed) ++count.objects;
       }
     }
   }

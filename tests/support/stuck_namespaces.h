@@ -9,6 +9,7 @@
 #include "host/kube/client.h"
 
 #include <chrono>
+#include <string>
 
 namespace banlieue::testing {
 
@@ -17,6 +18,9 @@ struct SweepCount {
   int objects = 0;     // objects whose banlieue finalizers were removed
 };
 
-SweepCount sweepStuckNamespaces(kube::KubeClient& client, std::chrono::seconds older_than);
+// Sweeps the namespaces Terminating for at least `older_than`; with `only`, that namespace
+// alone (the sweep's own test, which must not touch other tests' namespaces).
+SweepCount sweepStuckNamespaces(kube::KubeClient& client, std::chrono::seconds older_than,
+                                const std::string& only = "");
 
 }  // namespace banlieue::testing
