@@ -18,9 +18,11 @@ struct CloudConfigLayer {
   std::string text;    // YAML, usually starting with "#cloud-config"
 };
 
-// The merged document, starting with "#cloud-config". Errors carry reason CloudConfigInvalid
-// (a layer that is not YAML or whose top level is not a map) or CloudConfigConflict (type
-// mismatch), with the source and the key path in the message.
+// The merged document, starting with "#cloud-config", which a YAML reader takes back (a key
+// too long to be written implicitly is written explicitly). Errors carry reason
+// CloudConfigInvalid (a layer that is not YAML or whose top level is not a map, or a merge that
+// would not read back) or CloudConfigConflict (type mismatch), with the source and the key path
+// in the message.
 StatusOr<std::string> mergeCloudConfigs(const std::vector<CloudConfigLayer>& layers);
 
 }  // namespace banlieue::roles::images
