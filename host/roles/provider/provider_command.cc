@@ -40,6 +40,9 @@ namespace {
 namespace json = sdk::json;
 using common::sleepUnless;
 
+// The machine informers' index of spec.providerID, for the change feed's wakes.
+constexpr const char* kProviderIdIndex = "providerID";
+
 struct Options {
   RoleProcessOptions process;
   std::string backend;
@@ -317,6 +320,12 @@ int runProvider(const Options& o) {
       options.ns = ns;
       options.label_selector = "banlieue.io/provider=" + name;
       k.informer = std::make_unique<runtime::Informer>(client, *type, options);
+      // The change feed names the machines that changed by their backend id: an index finds
+      // them without a pass over every cached machine per wake.
+      k.informer->addIndexer(kProviderIdIndex, [](const rapidjson::Value& machine) {
+        std::string id = json::stringOr(&machine, "spec.providerID");
+        return id.empty() ? std::vector<std::string>{} : std::vector<std::string>{std::move(id)};
+      });
       k.reconciler = std::make_unique<MachineReconciler>(context, *type, gvk.kind, *k.informer,
                                                          providers, machine_options);
       k.controller = std::make_unique<runtime::Controller>(gvk.kind, *k.reconciler,
@@ -391,16 +400,16 @@ int runProvider(const Options& o) {
     // backend, and while it answers a settled machine's resync makes no plugin call.
     auto wake_machines = [&machine_kinds](const std::set<std::string>* provider_ids) {
       for (auto& k : machine_kinds) {
-        for (const auto& key : k.informer->keys()) {
-          if (provider_ids != nullptr) {
-            auto machine = k.informer->get(key);
-            if (!machine ||
-                provider_ids->count(json::stringOr(machine.get(), "spec.providerID")) == 0) {
-              continue;
-            }
-          }
+        auto wake = [&k](const std::string& key) {
           k.reconciler->forgetInSync(key);
           k.controller->enqueue(key);
+        };
+        if (provider_ids == nullptr) {
+          for (const auto& key : k.informer->keys()) wake(key);
+          continue;
+        }
+        for (const auto& id : *provider_ids) {
+          for (const auto& key : k.informer->keysByIndex(kProviderIdIndex, id)) wake(key);
         }
       }
     };
